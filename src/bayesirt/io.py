@@ -1,0 +1,203 @@
+"""Files that pass between pipeline stages.
+
+Response matrix (one format for every data set)
+    ``<stem>.parquet``  persons x items, one int8 column per item, categories 0..K-1,
+                        missing coded -1, in item order.
+    ``<stem>.json``     sidecar: ``{"format": "bayesirt.responses/1", "n_persons", "items":
+                        [{"name", "n_categories", "scale", "reverse_keyed"}, ...], "attrs"}``.
+
+Fit outputs (one folder per fit)
+    ``fit.json``        the fit record (method, study, data set, seed, timings, convergence, ...).
+    ``estimates.csv``   tidy table: parameter, item, person, scale, category, mean, sd, true.
+    ``loss.csv``        loss history: step, loss.
+    ``posterior.nc``    ArviZ InferenceData with draws (where a method has draws).
+
+Everything is written through a temporary file and renamed, so a failing job leaves no
+final output behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import tempfile
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+RESPONSES_FORMAT = "bayesirt.responses/1"
+MISSING = -1
+
+
+class DataFormatError(ValueError):
+    """A data file does not follow the expected format; the message names file and place."""
+
+
+@dataclass(frozen=True)
+class Item:
+    name: str
+    n_categories: int
+    scale: str = "all"
+    reverse_keyed: bool = False
+
+
+@dataclass
+class ResponseMatrix:
+    """Integer responses (persons x items), categories 0..K-1, missing -1, with item metadata."""
+
+    responses: np.ndarray
+    items: list[Item]
+    attrs: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.responses = np.asarray(self.responses)
+        validate_responses(self.responses, self.items, where="response matrix")
+
+    @property
+    def n_persons(self) -> int:
+        return self.responses.shape[0]
+
+    @property
+    def n_items(self) -> int:
+        return self.responses.shape[1]
+
+    @property
+    def n_categories(self) -> np.ndarray:
+        return np.array([it.n_categories for it in self.items], dtype=np.int32)
+
+    @property
+    def scales(self) -> list[str]:
+        """Scale names in order of first appearance."""
+        return list(dict.fromkeys(it.scale for it in self.items))
+
+    @property
+    def scale_index(self) -> np.ndarray:
+        """For each item, the position of its scale in ``self.scales``."""
+        lookup = {s: k for k, s in enumerate(self.scales)}
+        return np.array([lookup[it.scale] for it in self.items], dtype=np.int32)
+
+    @property
+    def observed(self) -> np.ndarray:
+        return self.responses != MISSING
+
+
+def validate_responses(responses: np.ndarray, items: list[Item], where: str) -> None:
+    if responses.ndim != 2:
+        raise DataFormatError(f"{where}: expected a 2-d persons x items array, got shape {responses.shape}")
+    if responses.shape[1] != len(items):
+        raise DataFormatError(
+            f"{where}: {responses.shape[1]} item columns but {len(items)} items in the metadata")
+    if not np.issubdtype(responses.dtype, np.integer):
+        raise DataFormatError(f"{where}: responses must be integers, got {responses.dtype}")
+    for j, item in enumerate(items):
+        col = responses[:, j]
+        bad = (col < MISSING) | (col >= item.n_categories)
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise DataFormatError(
+                f"{where}: item '{item.name}' row {row} has code {int(col[row])}; "
+                f"expected 0..{item.n_categories - 1} or {MISSING} for missing")
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike):
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_json(obj, path) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n")
+
+
+def read_json(path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def _json_default(x):
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.bool_):
+        return bool(x)
+    raise TypeError(f"not JSON serialisable: {type(x)}")
+
+
+def write_table(df: pd.DataFrame, path) -> None:
+    """CSV with full float precision (round-trips exactly, so reruns compare bit for bit)."""
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False, float_format="%.17g")
+
+
+def write_responses(rm: ResponseMatrix, parquet_path) -> None:
+    parquet_path = Path(parquet_path)
+    if parquet_path.suffix != ".parquet":
+        raise ValueError(f"{parquet_path}: response matrices are written as .parquet")
+    df = pd.DataFrame(rm.responses.astype(np.int8), columns=[it.name for it in rm.items])
+    sidecar = {
+        "format": RESPONSES_FORMAT,
+        "n_persons": rm.n_persons,
+        "items": [asdict(it) for it in rm.items],
+        "attrs": rm.attrs,
+    }
+    with atomic_path(parquet_path) as tmp:
+        df.to_parquet(tmp, index=False)
+    write_json(sidecar, parquet_path.with_suffix(".json"))
+
+
+def read_responses(parquet_path) -> ResponseMatrix:
+    parquet_path = Path(parquet_path)
+    sidecar_path = parquet_path.with_suffix(".json")
+    if not parquet_path.exists():
+        raise FileNotFoundError(f"{parquet_path}: response matrix not found")
+    if not sidecar_path.exists():
+        raise DataFormatError(f"{sidecar_path}: item metadata sidecar missing")
+    meta = read_json(sidecar_path)
+    if meta.get("format") != RESPONSES_FORMAT:
+        raise DataFormatError(f"{sidecar_path}: format is {meta.get('format')!r}, expected {RESPONSES_FORMAT!r}")
+    items = [Item(**it) for it in meta["items"]]
+    df = pd.read_parquet(parquet_path)
+    names = [it.name for it in items]
+    if list(df.columns) != names:
+        raise DataFormatError(f"{parquet_path}: columns {list(df.columns)[:5]}... do not match sidecar items")
+    if len(df) != meta["n_persons"]:
+        raise DataFormatError(f"{parquet_path}: {len(df)} rows but sidecar says {meta['n_persons']}")
+    return ResponseMatrix(df.to_numpy(dtype=np.int16), items, meta.get("attrs", {}))
+
+
+LIBRARIES = ("bayesirt", "jax", "jaxlib", "tensorflow-probability", "optax", "numpyro",
+             "numpy", "scipy", "pandas", "arviz", "snakemake")
+
+
+def library_versions() -> dict:
+    versions = {"python": platform.python_version()}
+    for name in LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def device_info() -> dict:
+    import jax
+
+    dev = jax.devices()[0]
+    return {"platform": dev.platform, "device": str(dev), "cpu_count": os.cpu_count()}

@@ -116,10 +116,15 @@ def _chunk_fn(loss_fn, optimizer, n_persons: int, batch_size: int, n_steps: int)
 
 
 def train(loss_fn, params, key, data: dict, n_persons: int, settings: TrainSettings,
-          label: str = "fit") -> FitResult:
-    """Minimise ``loss_fn(params, key, batch)`` from ``params``; see the module docstring."""
+          label: str = "fit", optimizer: optax.GradientTransformation | None = None) -> FitResult:
+    """Minimise ``loss_fn(params, key, batch)`` from ``params``; see the module docstring.
+
+    ``optimizer`` replaces ``settings.optimizer()`` when a method needs its own (e.g. AdamW
+    with separate learning rates for the parts of ``params`` via ``optax.multi_transform``,
+    as the adversarial methods do); the rest of ``settings`` (batches, convergence) applies.
+    """
     batch_size = min(settings.batch_size or n_persons, n_persons)
-    optimizer = settings.optimizer()
+    optimizer = optimizer if optimizer is not None else settings.optimizer()
     opt_state = optimizer.init(params)
     chunk = _chunk_fn(loss_fn, optimizer, n_persons, batch_size, settings.check_every)
 

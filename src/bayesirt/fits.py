@@ -123,7 +123,10 @@ def item_inference_data(samples: dict, rm: io.ResponseMatrix):
     posterior = {k: samples[k][None] for k in ITEM_PARAMETERS}
     coords = {"item": names, "increment": np.arange(1, samples["increments"].shape[-1] + 1)}
     dims = {"discrimination": ["item"], "base_difficulty": ["item"], "increments": ["item", "increment"]}
-    return az.from_dict(posterior=posterior, coords=coords, dims=dims)
+    idata = az.from_dict(posterior=posterior, coords=coords, dims=dims)
+    # a creation timestamp would make reruns differ; the fit record carries versions instead
+    idata.posterior.attrs.pop("created_at", None)
+    return idata
 
 
 def write_fit(out: FitOutput, folder) -> None:

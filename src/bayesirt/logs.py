@@ -10,6 +10,7 @@ import warnings
 def quiet_libraries() -> None:
     """Silence start-up chatter that says nothing about the run (no TPU here, ArviZ notices)."""
     logging.getLogger("jax._src.xla_bridge").setLevel(logging.ERROR)
+    logging.getLogger("arviz").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", category=FutureWarning, module="arviz")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

@@ -1,0 +1,73 @@
+"""Figures shared by workflow rules and report notebooks (matplotlib, no state)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; notebooks display the returned figures themselves
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from bayesirt import io  # noqa: E402
+
+LABELS = {"discrimination": "discrimination α", "base_difficulty": "first threshold τ₁",
+          "increments": "threshold increments Δ", "ability": "ability θ"}
+
+
+def save(fig, path, dpi: int = 120) -> None:
+    """Write a PNG atomically and close the figure. PNG metadata carries no timestamp, so
+    identical figures give identical files."""
+    with io.atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=dpi, format="png", bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+
+
+def loss_curves(losses: dict[str, pd.DataFrame], smooth: int = 25):
+    """Training loss against step for each fit, with a running mean to show the trend."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    for label, df in losses.items():
+        y = df["loss"].to_numpy()
+        ax.plot(df["step"], y, alpha=0.25, lw=0.8)
+        if len(y) >= smooth:
+            kernel = np.ones(smooth) / smooth
+            ax.plot(df["step"].to_numpy()[smooth - 1:], np.convolve(y, kernel, "valid"),
+                    color=ax.lines[-1].get_color(), lw=1.6, label=label)
+        else:
+            ax.lines[-1].set_label(label)
+    lo, hi = np.percentile(np.concatenate([d["loss"].to_numpy() for d in losses.values()]), [0, 95])
+    ax.set_ylim(lo - 0.02 * abs(lo), hi)
+    ax.set_xlabel("step")
+    ax.set_ylabel("negative ELBO per person")
+    ax.set_title("Training loss")
+    ax.legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def true_vs_estimated(estimates: pd.DataFrame,
+                      parameters=("discrimination", "base_difficulty", "increments", "ability"),
+                      max_points: int = 2000):
+    """Posterior means (±1 sd for item parameters) against the true values, one panel each."""
+    parameters = [p for p in parameters if p in set(estimates["parameter"])]
+    fig, axes = plt.subplots(1, len(parameters), figsize=(3.3 * len(parameters), 3.4))
+    axes = np.atleast_1d(axes)
+    for ax, name in zip(axes, parameters):
+        d = estimates[estimates["parameter"] == name]
+        if len(d) > max_points:  # abilities: a fixed, evenly spaced subset keeps the figure light
+            d = d.iloc[np.linspace(0, len(d) - 1, max_points).astype(int)]
+        for scale, ds in d.groupby("scale", sort=True):
+            if name == "ability":
+                ax.scatter(ds["true"], ds["mean"], s=3, alpha=0.3, label=f"scale {scale}")
+            else:
+                ax.errorbar(ds["true"], ds["mean"], yerr=ds["sd"], fmt="o", ms=3, lw=0.8,
+                            label=f"scale {scale}")
+        lims = [min(d["true"].min(), d["mean"].min()), max(d["true"].max(), d["mean"].max())]
+        ax.plot(lims, lims, color="0.5", lw=0.8, ls="--")
+        rmse = float(np.sqrt(((d["mean"] - d["true"]) ** 2).mean()))
+        ax.set_title(f"{LABELS.get(name, name)}\nRMSE {rmse:.3f}", fontsize=10)
+        ax.set_xlabel("true")
+    axes[0].set_ylabel("posterior mean")
+    axes[0].legend(frameon=False, fontsize=8)
+    fig.tight_layout()
+    return fig

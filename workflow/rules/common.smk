@@ -1,0 +1,72 @@
+# Shared helpers: config validation (with defaults), seeds, wildcard constraints, targets.
+import sys
+
+from snakemake.utils import validate
+
+from bayesirt.seeds import derive
+
+
+validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+
+# Interpreter of this workflow: shell rules call it explicitly so they use the same environment.
+PYTHON = sys.executable
+ENV = "../../environment.yml"
+
+
+wildcard_constraints:
+    dataset="[A-Za-z0-9_]+",
+    study="[A-Za-z0-9_]+",
+    rep=r"\d+",
+
+
+def job_seed(*parts):
+    """The seed of one job: the config seed and the job's wildcards, hashed."""
+    return derive(config["seed"], *parts)
+
+
+def data_seed(wildcards):
+    return job_seed("data", wildcards.dataset)
+
+
+def reference_seed(wildcards):
+    return job_seed("fit", "rb_imputation", wildcards.dataset, "reference")
+
+
+def dataset_config(wildcards):
+    return config["datasets"][wildcards.dataset]
+
+
+def simulated_datasets():
+    return [n for n, d in config["datasets"].items() if d["source"] == "simulate"]
+
+
+def simulated_dataset_pattern():
+    # a regex alternation of the simulated data sets' names (one that never matches if none)
+    return "|".join(simulated_datasets()) or "(?!x)x"
+
+
+def study_datasets(study):
+    s = config["studies"][study]
+    return [s["dataset"]] if s.get("enabled", True) else []
+
+
+def truth_of(wildcards):
+    """The truth table where the data set is simulated, else nothing."""
+    if config["datasets"][wildcards.dataset]["source"] == "simulate":
+        return f"data/processed/{wildcards.dataset}/truth.csv"
+    return []
+
+
+def all_targets(wildcards):
+    targets = []
+    if config["studies"]["rb_imputation"]["enabled"]:
+        for ds in study_datasets("rb_imputation"):
+            targets += [
+                f"results/rb_imputation/{ds}/reference/fit.json",
+                f"results/rb_imputation/{ds}/recovery.csv",
+            ]
+        targets += [
+            "results/reports/rb_imputation.ipynb",
+            "results/reports/rb_imputation.html",
+        ]
+    return targets

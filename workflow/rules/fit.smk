@@ -1,0 +1,24 @@
+# Model fitting. One folder per fit: fit.json, estimates.csv, loss.csv, posterior.nc.
+
+
+rule fit_reference:
+    # The complete-data reference of the rb_imputation study: factorized GRM, mean-field ADVI.
+    input:
+        responses="data/processed/{dataset}/responses.parquet",
+        truth=truth_of,
+    output:
+        record="results/rb_imputation/{dataset}/reference/fit.json",
+        estimates="results/rb_imputation/{dataset}/reference/estimates.csv",
+        loss="results/rb_imputation/{dataset}/reference/loss.csv",
+        posterior="results/rb_imputation/{dataset}/reference/posterior.nc",
+    params:
+        training=config["training"],
+        priors=config["priors"],
+        posterior_draws=config["posterior_draws"],
+        seed=reference_seed,
+    log:
+        "logs/rb_imputation/{dataset}/reference.log",
+    conda:
+        ENV
+    script:
+        "../scripts/fit_reference.py"

@@ -59,9 +59,10 @@ def test_real_file_counts():
 
 def test_codes_shift_and_zero_is_missing(tmp_path):
     rows = full_rows()
+    rows.append(list(rows[0]))  # a copy, so every code still appears after blanking one cell
     rows[0][4] = 0
     rm = rwa.load(write(tmp_path, rows))
-    assert rm.n_persons == 9 and rm.n_items == 22
+    assert rm.n_persons == 10 and rm.n_items == 22
     assert rm.responses[0, 4] == -1
     assert rm.responses[1, 0] == rows[1][0] - 1
     assert rm.attrs["n_missing_cells"] == 1 and rm.attrs["n_persons_with_missing"] == 1

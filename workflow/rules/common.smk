@@ -70,3 +70,8 @@ def all_targets(wildcards):
             "results/reports/rb_imputation.html",
         ]
     return targets
+
+
+def report_inputs(wildcards):
+    """Everything a report reads: all targets but the reports themselves."""
+    return [t for t in all_targets(wildcards) if not t.startswith("results/reports/")]

@@ -1,10 +1,6 @@
 # Report notebooks: jupytext source -> papermill (fills the parameters cell) -> HTML.
 
 
-def report_inputs(wildcards):
-    return [t for t in all_targets(wildcards) if not t.startswith("results/reports/")]
-
-
 rule report_rb_imputation:
     input:
         notebook="notebooks/rb_imputation.py",

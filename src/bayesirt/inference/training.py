@@ -44,8 +44,12 @@ class TrainSettings:
     progress_every: int = 10  # chunks between progress lines (0: silent)
 
     def optimizer(self) -> optax.GradientTransformation:
-        schedule = optax.exponential_decay(self.learning_rate, self.lr_decay_steps,
-                                           self.lr_decay_rate, end_value=self.min_learning_rate)
+        if self.lr_decay_rate >= 1.0:
+            # optax reads end_value as an upper bound when the rate is not below 1
+            schedule = optax.constant_schedule(self.learning_rate)
+        else:
+            schedule = optax.exponential_decay(self.learning_rate, self.lr_decay_steps, self.lr_decay_rate,
+                                               end_value=min(self.min_learning_rate, self.learning_rate))
         return optax.chain(optax.clip_by_global_norm(self.clip_norm), optax.adam(schedule))
 
 

@@ -7,7 +7,12 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The default config applies only when no --configfile is given, so that a chosen config is
+# used as written rather than merged key by key into the default one.
+if not config:
+
+    configfile: "config/config.yaml"
+
 
 
 include: "workflow/rules/common.smk"

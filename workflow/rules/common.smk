@@ -3,9 +3,12 @@ import sys
 
 from snakemake.utils import validate
 
+from bayesirt.config import check as check_config
 from bayesirt.seeds import derive
 
 
+# A one-line error naming the key first; then Snakemake's validation fills in the defaults.
+check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 validate(config, schema="../schemas/config.schema.yaml", set_default=True)
 
 # Interpreter of this workflow: shell rules call it explicitly so they use the same environment.

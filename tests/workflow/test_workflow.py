@@ -1,0 +1,119 @@
+"""The Snakemake workflow: lint, dry runs (paper config, SLURM profile), a full run of the test
+config validated against the result schemas, bit-for-bit reruns, and bad-config errors."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pandas as pd
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMAS = ROOT / "workflow" / "schemas"
+pytestmark = pytest.mark.workflow
+
+
+def snakemake(*args, cwd=ROOT, check=True):
+    proc = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def workflow_copy(dest: Path) -> Path:
+    """The files a run needs, in a fresh folder, so runs do not touch the repository's results."""
+    for name in ("Snakefile", "config", "workflow", "notebooks", "environment.yml"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, dest / name)
+    return dest
+
+
+def test_lint():
+    proc = snakemake("--lint")
+    assert "good condition" in proc.stdout + proc.stderr
+
+
+def test_dry_run_paper_config():
+    proc = snakemake("-n", "--configfile", "config/paper.yaml")
+    assert "fit_reference" in proc.stdout
+
+
+def test_dry_run_through_slurm_profile():
+    proc = snakemake("-n", "--workflow-profile", "workflow/profiles/slurm", "--executor", "slurm",
+                     "--jobs", "10", "--configfile", "config/paper.yaml")
+    assert "fit_reference" in proc.stdout
+
+
+@pytest.mark.parametrize("text, message", [
+    ("bogus: 1\n", "config key 'bogus': unknown key"),
+    ("training: {learning_rat: 0.1}\n", "config key 'training.learning_rat': unknown key"),
+    ("training: {max_steps: ten}\n", "config key 'training.max_steps': 'ten' is not of type 'integer'"),
+    ("datasets: {rwa_sim: {source: simulate, preset: rwa, n_persons: -5}}\n",
+     "config key 'datasets.rwa_sim.n_persons': -5 is less than the minimum"),
+    ("studies: {rb_imputation: {dataset: nowhere}}\n", "config key 'studies.rb_imputation.dataset'"),
+])
+def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, text, message):
+    base = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    base.update(yaml.safe_load(text))
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(yaml.safe_dump(base))
+    proc = snakemake("-n", "--configfile", str(cfg), check=False)
+    assert proc.returncode != 0
+    assert message in proc.stdout + proc.stderr
+
+
+def run_test_config(folder: Path) -> Path:
+    workflow_copy(folder)
+    snakemake("--cores", "2", "--configfile", "config/test.yaml", cwd=folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    return (run_test_config(tmp_path_factory.mktemp("run_a")),
+            run_test_config(tmp_path_factory.mktemp("run_b")))
+
+
+def load_schema(name):
+    return yaml.safe_load((SCHEMAS / name).read_text())
+
+
+def test_outputs_follow_the_schemas(two_runs):
+    run = two_runs[0]
+    sidecar = json.loads((run / "data/processed/rwa_sim/responses.json").read_text())
+    jsonschema.validate(sidecar, load_schema("responses.schema.yaml"))
+    fit = run / "results/rb_imputation/rwa_sim/reference"
+    jsonschema.validate(json.loads((fit / "fit.json").read_text()), load_schema("fit_record.schema.yaml"))
+    rows = pd.read_csv(fit / "estimates.csv").to_dict("records")
+    row_schema = load_schema("estimates.schema.yaml")
+    for row in rows:
+        jsonschema.validate(row, row_schema)
+    responses = pd.read_parquet(run / "data/processed/rwa_sim/responses.parquet")
+    assert responses.shape == (sidecar["n_persons"], len(sidecar["items"]))
+    import arviz as az
+
+    idata = az.from_netcdf(fit / "posterior.nc")
+    assert set(idata.posterior.data_vars) == {"discrimination", "base_difficulty", "increments"}
+    html = (run / "results/reports/rb_imputation.html").read_text()
+    assert "Recovery of the true parameters" in html and "image/png" in html
+    for png in (run / "results/rb_imputation/rwa_sim/figures").glob("*.png"):
+        assert png.stat().st_size > 5000
+
+
+def test_rerun_is_bit_for_bit_identical(two_runs):
+    a, b = two_runs
+    files = sorted(p.relative_to(a) for p in (a / "results").rglob("*") if p.is_file())
+    files += sorted(p.relative_to(a) for p in (a / "data").rglob("*") if p.is_file())
+    assert len(files) >= 10
+    for rel in files:
+        if rel.parts[1] == "reports":  # executed notebooks carry run timestamps
+            continue
+        if rel.name == "fit.json":
+            strip = lambda p: {k: v for k, v in json.loads(p.read_text()).items() if k != "timing"}
+            assert strip(a / rel) == strip(b / rel), rel
+        else:
+            assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel

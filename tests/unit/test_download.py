@@ -128,3 +128,37 @@ def test_extract_member_and_truncated_archive(tmp_path):
     with pytest.raises(DataFormatError, match=r"cut\.zip: truncated or corrupt zip archive"):
         download.extract(truncated, "RWAS/data.csv", tmp_path / "d3.csv")
     assert not (tmp_path / "d2.csv").exists() and not (tmp_path / "d3.csv").exists()
+
+
+def test_copy_placed_by_hand_is_used_instead_of_the_url(tmp_path, source):
+    url = "https://data.example.invalid/RWAS.zip"
+    manual = download.manual_location(url, tmp_path / "manual")
+    assert manual == tmp_path / "manual" / "RWAS.zip"
+    with pytest.raises(download.DownloadError, match=r"place it at .*manual/RWAS\.zip"):
+        download.fetch(url, tmp_path / "download", manual_path=manual, retries=1)
+    manual.parent.mkdir()
+    manual.write_bytes(PAYLOAD)
+    out = download.fetch(url, tmp_path / "download", sha256=SHA, manual_path=manual)
+    assert out["sha256_verified"] and out["manual_copy"] == str(manual)
+    assert (tmp_path / "download").read_bytes() == PAYLOAD
+    with pytest.raises(download.DownloadError, match="checksum mismatch"):
+        download.fetch(url, tmp_path / "other", sha256="1" * 64, manual_path=manual)
+
+
+def test_raw_csv_from_zip_or_plain_file(tmp_path):
+    plain = tmp_path / "download"
+    plain.write_bytes(PAYLOAD)
+    with download.raw_csv(plain, "RWAS/data.csv") as p:
+        assert p == plain
+    archive = tmp_path / "zipped"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("RWAS/data.csv", PAYLOAD)
+    with download.raw_csv(archive, "RWAS/data.csv") as p:
+        assert p.read_bytes() == PAYLOAD
+        extracted = p
+    assert not extracted.exists()  # temporary copy removed
+    cut = tmp_path / "cut"
+    cut.write_bytes(archive.read_bytes()[:40])
+    with pytest.raises(DataFormatError, match="truncated or corrupt zip"):
+        with download.raw_csv(cut, "RWAS/data.csv"):
+            pass

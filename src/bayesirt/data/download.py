@@ -29,7 +29,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
+import tempfile
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 
 from bayesirt.io import DataFormatError, atomic_path
@@ -56,6 +58,12 @@ def is_remote(url: str) -> bool:
     return urllib.parse.urlsplit(str(url)).scheme.lower() in ("http", "https", "ftp")
 
 
+def manual_location(url: str, folder) -> Path:
+    """Where a copy of ``url`` downloaded by hand is looked for: ``folder/<file name in url>``."""
+    name = Path(urllib.parse.urlsplit(str(url)).path).name or "download"
+    return Path(folder) / name
+
+
 def local_source(url: str) -> Path | None:
     """The local path behind a ``file://`` URL or a plain path; None for remote URLs."""
     url = str(url)
@@ -68,14 +76,23 @@ def local_source(url: str) -> Path | None:
 
 
 def fetch(url: str, dest, sha256: str | None = None, size: int | None = None, retries: int = 3,
-          timeout: float = DEFAULT_TIMEOUT, backoff: float = 1.0) -> dict:
+          timeout: float = DEFAULT_TIMEOUT, backoff: float = 1.0, manual_path=None) -> dict:
     """Copy ``url`` to ``dest`` atomically; return ``{"url", "path", "sha256", "size", ...}``.
 
     ``sha256``/``size``: expected values, checked when given (a mismatch raises DownloadError
     and leaves ``dest`` untouched). ``retries``: attempts for transient failures.
     If ``dest`` already exists with the expected checksum it is kept and reported as reused.
+    ``manual_path``: where a user may put a copy downloaded by hand (default ``dest``); when a
+    file is there it is used instead of ``url`` (and checked the same way).
     """
     dest = Path(dest)
+    manual = Path(manual_path) if manual_path is not None else dest
+    if manual != dest and manual.is_file():
+        log.info("using %s, placed there by hand, instead of %s", manual, url)
+        got_sha, got_size = _copy_verified(lambda: open(manual, "rb"), str(manual), dest, sha256, size, None)
+        out = _result(url, dest, got_sha, got_size, sha256, size, attempts=0, reused=False)
+        out["manual_copy"] = str(manual)
+        return out
     sha256 = sha256.lower() if sha256 else None
     if retries < 1:
         raise ValueError(f"retries must be at least 1, got {retries}")
@@ -87,7 +104,7 @@ def fetch(url: str, dest, sha256: str | None = None, size: int | None = None, re
     source = local_source(url)
     if source is not None:
         if not source.is_file():
-            raise DownloadError(f"{url}: local source file not found; place the file at {dest} "
+            raise DownloadError(f"{url}: local source file not found; place the file at {manual} "
                                 f"by hand or point the config at an existing copy")
         got_sha, got_size = _copy_verified(lambda: open(source, "rb"), url, dest, sha256, size, None)
         return _result(url, dest, got_sha, got_size, sha256, size, attempts=1, reused=False)
@@ -101,7 +118,7 @@ def fetch(url: str, dest, sha256: str | None = None, size: int | None = None, re
                 req = urllib.request.Request(url, headers={"User-Agent": "bayesirt-download/1"})
                 return urllib.request.urlopen(req, timeout=timeout)
 
-            got_sha, got_size = _copy_verified(opener, url, dest, sha256, size, "content-length")
+            got_sha, got_size = _copy_verified(opener, url, dest, sha256, size, "content-length", manual)
             return _result(url, dest, got_sha, got_size, sha256, size, attempts=attempt, reused=False)
         except _Transient as err:
             last = err
@@ -111,7 +128,7 @@ def fetch(url: str, dest, sha256: str | None = None, size: int | None = None, re
                             url, err, attempt, retries - 1, wait)
                 time.sleep(wait)
     raise DownloadError(f"could not download {url} after {retries} attempt(s) ({last}); download it "
-                        f"by hand and place it at {dest}, or point the config at a local copy or mirror")
+                        f"by hand and place it at {manual}, or point the config at a local copy or mirror")
 
 
 class _Transient(Exception):
@@ -134,7 +151,7 @@ def _classify(err: BaseException, url: str, dest: Path) -> Exception:
     return DownloadError(f"could not download {url}: {reason}{hint}")
 
 
-def _copy_verified(opener, url, dest: Path, sha256, size, length_header) -> tuple[str, int]:
+def _copy_verified(opener, url, dest: Path, sha256, size, length_header, manual=None) -> tuple[str, int]:
     h = hashlib.sha256()
     n = 0
     with atomic_path(dest) as tmp:
@@ -152,7 +169,7 @@ def _copy_verified(opener, url, dest: Path, sha256, size, length_header) -> tupl
                 raise _Transient(f"received {n} of {announced} bytes")
         except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
             if isinstance(err, (urllib.error.URLError, http.client.HTTPException)) or is_remote(url):
-                raise _classify(err, url, dest) from None
+                raise _classify(err, url, manual if manual is not None else dest) from None
             raise DownloadError(f"could not read {url}: {err}") from None
         digest = h.hexdigest()
         if size is not None and n != int(size):
@@ -206,3 +223,21 @@ def copy_local(src, dest) -> None:
     """Atomic copy of a local file (used when a config points a data set at a file directly)."""
     with atomic_path(dest) as tmp:
         shutil.copyfile(src, tmp)
+
+
+@contextmanager
+def raw_csv(download, member: str):
+    """Yield the path of the CSV behind a download: ``member`` extracted from a zip archive into
+    a temporary file (removed afterwards), or the download itself when it is not a zip."""
+    download = Path(download)
+    if not zipfile.is_zipfile(download):
+        with open(download, "rb") as fh:
+            magic = fh.read(2)
+        if download.suffix.lower() == ".zip" or magic == b"PK":
+            raise DataFormatError(f"{download}: truncated or corrupt zip archive; delete it and fetch it again")
+        yield download
+        return
+    with tempfile.TemporaryDirectory(dir=download.parent, prefix=".extract-") as tmp:
+        target = Path(tmp) / Path(member).name
+        extract(download, member, target)
+        yield target

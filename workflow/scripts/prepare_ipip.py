@@ -1,0 +1,24 @@
+"""Prepare the IPIP-FFM response matrices (training and held-out persons) and the row counts
+after every preprocessing step (rule prepare_ipip_ffm)."""
+
+from bayesirt import io, logs
+from bayesirt.seeds import derive
+from bayesirt.data import download, ipip
+
+log = logs.to_file(snakemake.log[0])
+spec = snakemake.params.spec
+options = {**spec.get("preprocess", {}), "seed": snakemake.params.seed}
+member = spec.get("member", "IPIP-FFM-data-8Nov2018/data-final.csv")
+with download.raw_csv(snakemake.input.download, member) as csv:
+    rm, counts = ipip.load(csv, **options)
+split_seed = derive(snakemake.params.base_seed, "holdout", snakemake.wildcards.dataset)
+train, holdout = ipip.split_holdout(rm, spec.get("holdout_fraction", 0.025), split_seed)
+for part in (train, holdout):
+    part.attrs.update({"dataset": snakemake.wildcards.dataset,
+                       "download": io.read_json(snakemake.input.record)})
+io.write_table(counts, snakemake.output.row_counts)
+io.write_responses(holdout, snakemake.output.holdout)
+io.write_responses(train, snakemake.output.responses)
+log.info("IPIP-FFM %s: %d persons after preprocessing (%d training, %d held out)\n%s",
+         snakemake.wildcards.dataset, rm.n_persons, train.n_persons, holdout.n_persons,
+         counts.to_string(index=False))

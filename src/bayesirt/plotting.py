@@ -35,8 +35,10 @@ def loss_curves(losses: dict[str, pd.DataFrame], smooth: int = 25):
                     color=ax.lines[-1].get_color(), lw=1.6, label=label)
         else:
             ax.lines[-1].set_label(label)
+    # zoom on the part of the curve that matters: from the lowest value to the 95th percentile
     lo, hi = np.percentile(np.concatenate([d["loss"].to_numpy() for d in losses.values()]), [0, 95])
-    ax.set_ylim(lo - 0.02 * abs(lo), hi)
+    pad = 0.05 * (hi - lo) if hi > lo else 1.0
+    ax.set_ylim(lo - pad, hi + pad)
     ax.set_xlabel("step")
     ax.set_ylabel("negative ELBO per person")
     ax.set_title("Training loss")

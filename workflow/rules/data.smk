@@ -17,3 +17,76 @@ rule simulate_dataset:
         ENV
     script:
         "../scripts/simulate_dataset.py"
+
+
+# =============================================================================================
+# Real data: download and prepare (RWA, IPIP-FFM). Data sets with `source: rwa` or
+# `source: ipip_ffm` in the config; `url` may be a mirror, a file:// URL or a local path.
+# Without network the download fails at once, naming the URL and where to put the file by hand
+# (data/raw/{dataset}/manual/<file name in the url>); a copy there is used instead of the url.
+# =============================================================================================
+
+
+rule download_raw:
+    output:
+        download="data/raw/{dataset}/download",
+        record="data/raw/{dataset}/download.json",
+    params:
+        spec=dataset_config,
+        retries=3,
+        timeout=60,
+        manual_folder="data/raw/{dataset}/manual",
+    wildcard_constraints:
+        dataset="|".join(n for n, d in config["datasets"].items() if d["source"] in ("rwa", "ipip_ffm"))
+        or "(?!x)x",
+    log:
+        "logs/data/{dataset}.download.log",
+    conda:
+        ENV
+    script:
+        "../scripts/download.py"
+
+
+rule prepare_rwa:
+    input:
+        download="data/raw/{dataset}/download",
+        record="data/raw/{dataset}/download.json",
+    output:
+        responses="data/processed/{dataset}/responses.parquet",
+        sidecar="data/processed/{dataset}/responses.json",
+    params:
+        spec=dataset_config,
+    wildcard_constraints:
+        dataset="|".join(n for n, d in config["datasets"].items() if d["source"] == "rwa") or "(?!x)x",
+    log:
+        "logs/data/{dataset}.prepare.log",
+    conda:
+        ENV
+    script:
+        "../scripts/prepare_rwa.py"
+
+
+rule prepare_ipip_ffm:
+    # responses.* = training persons; holdout.* = persons held out for log-likelihood evaluation
+    input:
+        download="data/raw/{dataset}/download",
+        record="data/raw/{dataset}/download.json",
+    output:
+        responses="data/processed/{dataset}/responses.parquet",
+        sidecar="data/processed/{dataset}/responses.json",
+        holdout="data/processed/{dataset}/holdout.parquet",
+        holdout_sidecar="data/processed/{dataset}/holdout.json",
+        row_counts="data/processed/{dataset}/row_counts.csv",
+    params:
+        spec=dataset_config,
+        seed=data_seed,
+        base_seed=config["seed"],  # the split's seed: derive(base_seed, "holdout", dataset)
+    wildcard_constraints:
+        dataset="|".join(n for n, d in config["datasets"].items() if d["source"] == "ipip_ffm")
+        or "(?!x)x",
+    log:
+        "logs/data/{dataset}.prepare.log",
+    conda:
+        ENV
+    script:
+        "../scripts/prepare_ipip.py"

@@ -421,11 +421,7 @@ def fit_grm_mml(y: np.ndarray, factor: np.ndarray, iterations: int = 100, n_node
     runs ``iterations`` steps inside one jitted ``lax.scan``. Returns discriminations (I,),
     cuts (I, K-1), EAP abilities (N, F) and the final mean negative log-likelihood.
     """
-    import jax
     import jax.numpy as jnp
-    import optax
-
-    from bayesirt.models import grm
 
     n, n_items = y.shape
     n_factors = int(factor.max()) + 1
@@ -438,7 +434,6 @@ def fit_grm_mml(y: np.ndarray, factor: np.ndarray, iterations: int = 100, n_node
     member = jnp.asarray(np.repeat(np.eye(n_factors)[factor], N_CATEGORIES, axis=0), jnp.float32)
     nodes_j = jnp.asarray(nodes, jnp.float32)
     log_w_j = jnp.asarray(log_w, jnp.float32)
-    ncat = jnp.full(n_items, N_CATEGORIES, jnp.int32)
 
     p_ge = np.stack([((y >= k) & obs).sum(0) / np.maximum(obs.sum(0), 1) for k in range(1, N_CATEGORIES)], 1)
     p_ge = np.clip(p_ge, 1e-3, 1 - 1e-3)
@@ -448,39 +443,70 @@ def fit_grm_mml(y: np.ndarray, factor: np.ndarray, iterations: int = 100, n_node
               "base": jnp.asarray(cut0[:, 0], jnp.float32),
               "inc_raw": jnp.asarray(np.log(np.expm1(inc0)), jnp.float32)}
 
-    def unpack(p):
-        return jnp.exp(p["log_a"]), grm.ordered_cuts(p["base"], jax.nn.softplus(p["inc_raw"]))
+    p, values, eap = _mml_run(params, onehot, member, nodes_j, log_w_j, iterations)
+    a, cuts = _mml_unpack(p)
+    return (np.asarray(a, np.float64), np.asarray(cuts, np.float64), np.asarray(eap, np.float64),
+            float(values[-1]))
 
-    def node_loglik(p):
-        a, cuts = unpack(p)
-        lp = grm.category_log_probs(nodes_j[:, None] * a[None, :], cuts, ncat)  # (Q, I, K)
-        grid = lp.reshape(n_nodes, n_items * N_CATEGORIES).T  # (I*K, Q)
-        # (N, F, Q): sum over the factor's items of the observed category's log-probability
-        return jnp.einsum("nc,cf,cq->nfq", onehot, member, grid)
+
+def _mml_unpack(p):
+    import jax
+    import jax.numpy as jnp
+
+    from bayesirt.models import grm
+
+    return jnp.exp(p["log_a"]), grm.ordered_cuts(p["base"], jax.nn.softplus(p["inc_raw"]))
+
+
+def _mml_node_loglik(p, onehot, member, nodes, n_categories):
+    """(N, F, Q): per person and factor, the log-likelihood of its items at every node."""
+    import jax.numpy as jnp
+
+    from bayesirt.models import grm
+
+    a, cuts = _mml_unpack(p)
+    n_items = a.shape[0]
+    ncat = jnp.full(n_items, n_categories, jnp.int32)
+    lp = grm.category_log_probs(nodes[:, None] * a[None, :], cuts, ncat)  # (Q, I, K)
+    grid = lp.reshape(nodes.shape[0], n_items * n_categories).T  # (I*K, Q)
+    return jnp.einsum("nc,cf,cq->nfq", onehot, member, grid)
+
+
+def _mml_run_impl(params, onehot, member, nodes, log_w, iterations):
+    import jax
+    import optax
+
+    n = onehot.shape[0]
 
     def loss(p):
-        ll = jax.nn.logsumexp(node_loglik(p) + log_w_j, axis=-1)
+        ll = jax.nn.logsumexp(_mml_node_loglik(p, onehot, member, nodes, N_CATEGORIES) + log_w, axis=-1)
         return -ll.sum() / n
 
     opt = optax.lbfgs()
     value_and_grad = optax.value_and_grad_from_state(loss)
 
-    @jax.jit
-    def run(p):
-        def step(carry, _):
-            p, s = carry
-            value, g = value_and_grad(p, state=s)
-            u, s = opt.update(g, s, p, value=value, grad=g, value_fn=loss)
-            return (optax.apply_updates(p, u), s), value
+    def step(carry, _):
+        p, s = carry
+        value, g = value_and_grad(p, state=s)
+        u, s = opt.update(g, s, p, value=value, grad=g, value_fn=loss)
+        return (optax.apply_updates(p, u), s), value
 
-        (p, _), values = jax.lax.scan(step, (p, opt.init(p)), None, length=iterations)
-        post = jax.nn.softmax(node_loglik(p) + log_w_j, axis=-1)
-        return p, values, post @ nodes_j
+    (p, _), values = jax.lax.scan(step, (params, opt.init(params)), None, length=iterations)
+    post = jax.nn.softmax(_mml_node_loglik(p, onehot, member, nodes, N_CATEGORIES) + log_w, axis=-1)
+    return p, values, post @ nodes
 
-    p, values, eap = run(params)
-    a, cuts = unpack(p)
-    return (np.asarray(a, np.float64), np.asarray(cuts, np.float64), np.asarray(eap, np.float64),
-            float(values[-1]))
+
+def _mml_run(*args):
+    # one jitted function at module level, so equal shapes reuse the compiled program
+    global _MML_JIT
+    if _MML_JIT is None:
+        import jax
+
+        _MML_JIT = jax.jit(_mml_run_impl, static_argnames=("iterations",))
+    return _MML_JIT(*args[:-1], iterations=args[-1])
+
+
+_MML_JIT = None
 
 
 def sample_grm(rng, score: np.ndarray, cuts: np.ndarray) -> np.ndarray:

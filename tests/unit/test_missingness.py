@@ -121,3 +121,13 @@ def test_outputs_roundtrip_through_files(tmp_path):
     assert np.array_equal(back.responses, out.responses)
     assert back.attrs["missingness"]["achieved_rate"] == out.attrs["missingness"]["achieved_rate"]
     assert np.array_equal(missingness.read_hidden(tmp_path / "hidden.parquet", back), hidden)
+
+
+def test_written_outputs_identical_bit_for_bit(tmp_path):
+    rm = matrix(n_persons=100, n_items=6)
+    for run in ("a", "b"):
+        out, hidden = missingness.inject(rm, kind="mar", rate=0.2, seed=5)
+        write_responses(out, tmp_path / run / "responses.parquet")
+        missingness.write_hidden(out, hidden, tmp_path / run / "hidden.parquet")
+    for name in ("responses.parquet", "responses.json", "hidden.parquet"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()

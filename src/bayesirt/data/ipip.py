@@ -10,10 +10,10 @@ long_appx_lots_of_err; the string ``NULL`` marks empty cells.
 Preprocessing (every step switchable, see ``Preprocess``; a row count is kept after each):
  1. read      rows with the wrong number of fields stop with the line number
               (``bad_lines="skip"`` drops and counts them instead)
- 2. IPC == 1  drop records that share an IP address with others
+ 2. IPC == 1  drop records that share an IP address with others (an IPC of NULL is not 1)
  3. 0 -> missing (and NULL); drop persons without any response
  4. careless responders: four risk flags, each 0 (none), 1 (low) or 2 (high risk)
-    - test time       testelapse < 150 s -> 2; > 3600 s -> 1
+    - test time       testelapse < 150 s -> 2; > 3600 s -> 1 (NULL: no flag)
     - long string     a run of >= 10 identical consecutive answers (file order of the 50
                       items, raw codes): of 1 or 5 -> 2; of 2 or 4 -> 1
     - Mahalanobis     p-value of the squared distance (chi-square, df = observed items)

@@ -167,6 +167,52 @@ def init_params(key, st: Structure, responses=None, init_loading: float | None =
     return params
 
 
+def params_from_natural(st: Structure, loadings_value, cuts_value, corr=None) -> dict:
+    """Unconstrained parameters reproducing given loadings (I, P), increasing cuts (I, Kmax-1)
+    and factor correlation (P, P); the inverse of ``loadings``/``cuts``/``factor_corr``.
+    Loadings outside the mask are ignored; positive loadings must be > 0 inside it."""
+    lam = np.asarray(loadings_value, np.float64)
+    c = np.asarray(cuts_value, np.float64)
+    mask = np.asarray(st.loading_mask) > 0
+    if st.positive_loadings:
+        if (lam[mask] <= 0).any():
+            raise ValueError("positive_loadings: every free loading must be > 0")
+        raw = np.where(mask, np.log(np.expm1(np.where(mask, lam, 1.0))), 0.0)
+    else:
+        raw = np.where(mask, lam, 0.0)
+    gaps = np.diff(c, axis=1)
+    if (gaps <= 0).any():
+        raise ValueError("cuts must be strictly increasing along each row")
+    params = {"loadings_raw": jnp.asarray(raw, jnp.float32), "cut_base": jnp.asarray(c[:, 0], jnp.float32),
+              "cut_increments": jnp.asarray(np.log(np.expm1(gaps)), jnp.float32)}
+    if st.correlated:
+        corr = np.eye(st.n_factors) if corr is None else np.asarray(corr, np.float64)
+        params["corr_raw"] = jnp.asarray(tfb.CorrelationCholesky().inverse(
+            jnp.asarray(np.linalg.cholesky(corr), jnp.float32)),
+                                         jnp.float32)
+    return params
+
+
+def truth_params(st: Structure, truth) -> dict:
+    """``params_from_natural`` from a truth table of ``bayesirt.data.simulate_mgrm``."""
+    lam = truth[truth.parameter == "loading"]
+    lam_m = np.zeros((st.n_items, st.n_factors))
+    lam_m[lam.item.to_numpy(), lam.factor.to_numpy()] = lam.value.to_numpy()
+    ints = truth[truth.parameter == "intercept"]
+    kmax = st.max_categories
+    cut_m = np.zeros((st.n_items, kmax - 1))
+    cut_m[ints.item.to_numpy(), ints.category.to_numpy() - 1] = -ints.value.to_numpy()
+    ncat = np.asarray(st.n_categories)
+    for j in range(st.n_items):  # unused cuts of items with fewer categories: keep increasing
+        if ncat[j] - 1 < kmax - 1:
+            cut_m[j, ncat[j] - 1:] = cut_m[j, ncat[j] - 2] + np.arange(1, kmax - ncat[j] + 1)
+    corr = np.eye(st.n_factors)
+    fc = truth[truth.parameter == "factor_corr"]
+    corr[fc.factor.to_numpy(), fc.factor2.to_numpy()] = fc.value.to_numpy()
+    corr[fc.factor2.to_numpy(), fc.factor.to_numpy()] = fc.value.to_numpy()
+    return params_from_natural(st, lam_m, cut_m, corr)
+
+
 # ----------------------------------------------------------------------------- densities
 
 def log_likelihood(params, y, z, st: Structure):

@@ -73,3 +73,16 @@ def true_vs_estimated(estimates: pd.DataFrame,
     axes[0].legend(frameon=False, fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def item_estimates(estimates: pd.DataFrame, parameter: str = "discrimination"):
+    """Posterior mean ± 2 sd of one item parameter, item by item, coloured by scale (real data)."""
+    d = estimates[estimates["parameter"] == parameter].sort_values("item")
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.3 * len(d)), 3.4))
+    for scale, ds in d.groupby("scale", sort=True):
+        ax.errorbar(ds["item"], ds["mean"], yerr=2 * ds["sd"], fmt="o", ms=4, lw=1, label=f"scale {scale}")
+    ax.set_xlabel("item")
+    ax.set_ylabel(f"{LABELS.get(parameter, parameter)}\n(posterior mean ± 2 sd)")
+    ax.legend(frameon=False, fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -10,7 +10,7 @@ rule recovery_table:
     output:
         table="results/rb_imputation/{dataset}/recovery.csv",
         loss_figure="results/rb_imputation/{dataset}/figures/loss.png",
-        scatter_figure="results/rb_imputation/{dataset}/figures/true_vs_estimated.png",
+        scatter_figure="results/rb_imputation/{dataset}/figures/estimates.png",
     log:
         "logs/rb_imputation/{dataset}/recovery.log",
     conda:

@@ -17,4 +17,8 @@ table.insert(0, "fit", record["condition"])
 io.write_table(table, snakemake.output.table)
 losses = {record["condition"]: pd.read_csv(snakemake.input.loss)}
 plotting.save(plotting.loss_curves(losses), snakemake.output.loss_figure)
-plotting.save(plotting.true_vs_estimated(estimates), snakemake.output.scatter_figure)
+if "true" in estimates:
+    figure = plotting.true_vs_estimated(estimates)
+else:
+    figure = plotting.item_estimates(estimates)
+plotting.save(figure, snakemake.output.scatter_figure)

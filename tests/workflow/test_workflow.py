@@ -100,8 +100,9 @@ def test_outputs_follow_the_schemas(two_runs):
     assert set(idata.posterior.data_vars) == {"discrimination", "base_difficulty", "increments"}
     html = (run / "results/reports/rb_imputation.html").read_text()
     assert "Recovery of the true parameters" in html and "image/png" in html
-    for png in (run / "results/rb_imputation/rwa_sim/figures").glob("*.png"):
-        assert png.stat().st_size > 5000
+    pngs = sorted((run / "results/rb_imputation/rwa_sim/figures").glob("*.png"))
+    assert [p.name for p in pngs] == ["estimates.png", "loss.png"]
+    assert all(p.stat().st_size > 5000 for p in pngs)
 
 
 def test_rerun_is_bit_for_bit_identical(two_runs):

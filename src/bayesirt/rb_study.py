@@ -1,0 +1,197 @@
+"""Study ``rb_imputation`` (seed 000): factorized GRM fitted by ADVI on data with missing
+responses, comparing the imputation objectives of ``inference.objectives`` against the
+complete-data fit (and the truth on simulated data).
+
+One replication = complete-data reference fit -> missingness injection -> stacking imputation
+model (checked, and scored on the hidden cells) -> one fit per objective -> error tables.
+Each step is its own function so a workflow rule can call exactly one of them:
+
+    fit_reference(rm, ...)                               -> FitOutput
+    fit_imputation_model(rm_missing, ...)                -> StackingModel (validated)
+    imputation_scores(model, rm_missing, rm, hidden)     -> dict (log score, accuracy)
+    fit_objective(rm_missing, model, objective, ...)     -> FitOutput
+    error_table(fit_estimates, reference_estimates)      -> tidy DataFrame
+    run_replication(rm, truth, ...)                      -> Replication (all of the above)
+    aggregate(error_tables)                              -> summary across replications
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from bayesirt import fits, io
+from bayesirt.data import missingness
+from bayesirt.evaluation.recovery import metrics
+from bayesirt.imputation import stacking
+from bayesirt.imputation.checks import validate_imputation_model
+from bayesirt.inference import objectives
+from bayesirt.inference.training import TrainSettings
+from bayesirt.models import factorized_grm as fgrm
+
+log = logging.getLogger("bayesirt")
+
+OBJECTIVES = ("zero_fill", "naive_average", "rao_blackwell", "rao_blackwell_batch", "exact_marginal")
+COMPARED = ("discrimination", "base_difficulty", "ability")
+KEYS = ["parameter", "item", "person", "scale", "category"]
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    objectives: tuple = OBJECTIVES
+    n_copies: int = 3  # M, as in the seed
+    missing_kind: str = "mcar"
+    missing_rate: float = 0.15
+    settings: TrainSettings = field(default_factory=TrainSettings)
+    priors: fgrm.Priors = field(default_factory=fgrm.Priors)
+    stacking: stacking.StackingSettings = field(default_factory=stacking.StackingSettings)
+
+
+class Replication(NamedTuple):
+    reference: fits.FitOutput
+    fits: dict  # objective -> FitOutput
+    imputation: stacking.StackingModel
+    imputation_checks: dict
+    imputation_scores: dict
+    errors: pd.DataFrame  # tidy: objective, parameter, scale, against, rmse, bias, corr, n
+    summary: pd.DataFrame  # one row per objective: headline numbers
+    hidden: np.ndarray
+
+
+def fit_reference(rm: io.ResponseMatrix, *, seed: int, config: StudyConfig, truth=None, meta=None):
+    """The complete-data fit (before injection): the yardstick of every objective."""
+    return fits.fit_factorized_grm(rm, seed=seed, settings=config.settings, priors=config.priors,
+                                   truth=truth, meta={"study": "rb_imputation", "objective": "complete_data",
+                                                      "label": "reference", **(meta or {})})
+
+
+def fit_imputation_model(rm_missing: io.ResponseMatrix, settings: stacking.StackingSettings):
+    """Fit the stacking imputation model and run the five checks (raises on a failing one)."""
+    model = stacking.fit(rm_missing, settings)
+    checks = validate_imputation_model(model, [it.name for it in rm_missing.items], rm_missing.n_categories)
+    return model, checks
+
+
+def imputation_scores(model, rm_missing: io.ResponseMatrix, rm_complete: io.ResponseMatrix, hidden) -> dict:
+    """Log score and accuracy of the imputation PMFs on the cells hidden by injection."""
+    return stacking.imputation_accuracy(model, rm_missing.responses, rm_complete.responses, hidden)
+
+
+def imputation_extra_data(model, rm_missing: io.ResponseMatrix) -> dict:
+    """Per-person padded imputation PMFs of every missing cell (``extra_data`` of the fit)."""
+    persons, items = np.nonzero(rm_missing.responses < 0)
+    pmf = stacking.predict_pmf(model, rm_missing.responses, persons, items)
+    return objectives.imputation_data(rm_missing.responses, persons, items, pmf, rm_missing.n_categories)
+
+
+def fit_objective(rm_missing: io.ResponseMatrix, model, objective: str, *, seed: int, config: StudyConfig,
+                  truth=None, meta=None) -> fits.FitOutput:
+    """ADVI fit of the factorized GRM on ``rm_missing`` with one imputation objective."""
+    if objective not in objectives.NAMES:
+        raise ValueError(f"unknown objective {objective!r}; known: {', '.join(objectives.NAMES)}")
+    st = fgrm.structure_of(rm_missing)
+    extra, checks = None, None
+    if objective != "zero_fill":
+        checks = validate_imputation_model(model, [it.name for it in rm_missing.items], rm_missing.n_categories)
+        extra = imputation_extra_data(model, rm_missing)
+    n_copies = config.n_copies if objectives.uses_copies(objective) else None
+    out = fits.fit_factorized_grm(
+        rm_missing, seed=seed, settings=config.settings, priors=config.priors, truth=truth,
+        log_likelihood=objectives.make(objective, st, config.n_copies), extra_data=extra,
+        meta={"study": "rb_imputation", "objective": objective, "n_copies": n_copies,
+              "label": objective if n_copies is None else f"{objective}(M={n_copies})",
+              "missing_cells": int((rm_missing.responses < 0).sum()), **(meta or {})})
+    if checks is not None:
+        out.record["imputation_checks"] = checks
+    # the ELBO of a copies objective is evaluated with its own stochastic likelihood estimate
+    out.record["elbo_note"] = {
+        "zero_fill": "ELBO of the observed cells only",
+        "exact_marginal": "ELBO of the observed cells with missing cells marginalised over the imputation PMFs",
+    }.get(objective, "stochastic: ELBO with the objective's M-copy likelihood estimate")
+    return out
+
+
+def error_table(estimates: pd.DataFrame, reference: pd.DataFrame | None, parameters=COMPARED) -> pd.DataFrame:
+    """RMSE, bias and correlation of posterior means per parameter and scale (and 'all'),
+    against a reference fit's posterior means and, where the estimates carry it, the truth."""
+    rows = []
+    est = estimates[estimates.parameter.isin(parameters)]
+    targets = []
+    if reference is not None:
+        merged = est.merge(reference[KEYS + ["mean"]].rename(columns={"mean": "ref"}), on=KEYS, how="left")
+        if merged["ref"].isna().any():
+            raise ValueError("estimates and reference fit do not cover the same parameters")
+        targets.append(("complete_data", merged, "ref"))
+    if "true" in est.columns and est["true"].notna().all():
+        targets.append(("truth", est, "true"))
+    for against, df, col in targets:
+        for par, d_par in df.groupby("parameter", sort=False):
+            groups = [("all", d_par)] + list(d_par.groupby("scale", sort=True))
+            for scale, d in groups:
+                rows.append({"parameter": par, "scale": scale, "against": against,
+                             **metrics(d["mean"], d[col])})
+    return pd.DataFrame(rows)
+
+
+def run_replication(rm_complete: io.ResponseMatrix, truth: pd.DataFrame | None, *, mask_seed: int,
+                    fit_seed: int, config: StudyConfig = StudyConfig(), rep: int = 0) -> Replication:
+    """One replication of the study (see module docstring); fits share ``fit_seed``."""
+    t0 = time.perf_counter()
+    reference = fit_reference(rm_complete, seed=fit_seed, config=config, truth=truth, meta={"rep": rep})
+    rm_missing, hidden = missingness.inject(rm_complete, kind=config.missing_kind, rate=config.missing_rate,
+                                            seed=mask_seed)
+    model, checks = fit_imputation_model(rm_missing, config.stacking)
+    scores = imputation_scores(model, rm_missing, rm_complete, hidden)
+    log.info("rb_imputation rep %d: imputation log score %.3f (marginal %.3f), accuracy %.3f",
+             rep, scores["log_score"], scores["marginal_log_score"], scores["accuracy"])
+    outs, tables, summary = {}, [], []
+    ref_tab = error_table(reference.estimates, None)
+    tables.append(ref_tab.assign(objective="complete_data"))
+    summary.append(_summary_row("complete_data", reference, ref_tab))
+    for name in config.objectives:
+        out = fit_objective(rm_missing, model, name, seed=fit_seed, config=config, truth=truth, meta={"rep": rep})
+        outs[name] = out
+        tab = error_table(out.estimates, reference.estimates)
+        tables.append(tab.assign(objective=name))
+        summary.append(_summary_row(name, out, tab))
+    errors = pd.concat(tables, ignore_index=True).assign(rep=rep, mask_seed=mask_seed, fit_seed=fit_seed)
+    summary = pd.DataFrame(summary).assign(rep=rep, seconds_total=time.perf_counter() - t0)
+    return Replication(reference, outs, model, checks, scores, errors, summary, hidden)
+
+
+def _summary_row(name: str, out: fits.FitOutput, tab: pd.DataFrame) -> dict:
+    rec = out.record
+    row = {"objective": name, "n_copies": rec.get("n_copies"), "converged": rec["converged"],
+           "steps": rec["steps"], "elbo": rec["elbo"], "final_loss": rec["final_loss"],
+           "wall_seconds": rec["timing"]["wall_seconds"],
+           "seconds_per_step": rec["timing"]["wall_seconds"] / max(rec["steps"], 1)}
+    for against in ("complete_data", "truth"):
+        for par in COMPARED:
+            d = tab[(tab.parameter == par) & (tab.scale == "all") & (tab.against == against)]
+            if len(d):
+                row[f"{par}_rmse_vs_{against}"] = float(d["rmse"].iloc[0])
+                row[f"{par}_corr_vs_{against}"] = float(d["corr"].iloc[0])
+    return row
+
+
+def aggregate(error_tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """Mean, sd and count across replications of RMSE, bias and correlation, per objective,
+    parameter, scale and reference."""
+    df = pd.concat(error_tables, ignore_index=True)
+    keys = ["objective", "parameter", "scale", "against"]
+    out = df.groupby(keys, sort=False).agg(
+        rmse_mean=("rmse", "mean"), rmse_sd=("rmse", "std"), bias_mean=("bias", "mean"),
+        corr_mean=("corr", "mean"), n_reps=("rmse", "size")).reset_index()
+    return out
+
+
+def config_record(config: StudyConfig) -> dict:
+    return {"objectives": list(config.objectives), "n_copies": config.n_copies,
+            "missing_kind": config.missing_kind, "missing_rate": config.missing_rate,
+            "settings": asdict(config.settings), "priors": asdict(config.priors),
+            "stacking": asdict(config.stacking)}

@@ -84,7 +84,7 @@ class IWAVBConfig:
     discriminator_learning_rate: float = 1e-2  # paper: 1e-2
     weight_decay: float = 0.01
     implicit: bool = True  # False: u = eps (a Gaussian q; ablation: T should learn ~0)
-    gauge_weight: float = 1.0  # weight of the penalty keeping u standardised (see loss_fn)
+    gauge_weight: float = 10.0  # weight of the penalty keeping u standardised (see loss_fn)
     approximate_gelu: bool = False
     log_sigma_bounds: tuple = (-7.0, 3.0)
 
@@ -179,12 +179,22 @@ def loss_fn(st: mgrm.Structure, config: IWAVBConfig):
         t_0 = discriminator(params["discriminator"], feats, zeta, config)
         d = jnp.mean(jax.nn.log_sigmoid(t_q) + jax.nn.log_sigmoid(-t_0))
 
-        # gauge fixing: z = mu + sigma * u is unchanged by moving location/scale between
-        # (mu, sigma) and u, so asking u to have mean 0 and second moment 1 over the draws
-        # restricts no q; it keeps q~ near N(0, I) where the discriminator can follow it
-        # (the adaptive contrast). Gradient only, like the discriminator term.
-        m1, m2 = jnp.mean(u, 0), jnp.mean(u * u, 0)
-        gauge = config.gauge_weight * jnp.mean(jnp.sum(m1 * m1 + (m2 - 1.0) ** 2, -1))
+        # gauge fixing: z = mu + sigma * u is unchanged by moving location and scale between
+        # (mu, sigma) and u, so asking E[u | x] = 0 and E[u^2 | x] = 1 per person restricts no
+        # q; it keeps q~ at the moments of N(0, I), where the discriminator can follow it (the
+        # adaptive contrast), and stops the encoder from collapsing q~ to a point (which the
+        # discriminator cannot score and the importance weights would exploit). The squared
+        # deviations are estimated without bias from two disjoint halves of the R draws,
+        # (a_1 - c)(a_2 - c), so the penalty does not also reward low-variance moment
+        # estimates (which would push q~ towards two-point distributions). Gradient only.
+        half = R // 2
+        if half >= 1:
+            ua, ub = u[:half], u[half:2 * half]
+            gauge = (jnp.mean(ua, 0) * jnp.mean(ub, 0)
+                     + (jnp.mean(ua * ua, 0) - 1.0) * (jnp.mean(ub * ub, 0) - 1.0))
+            gauge = config.gauge_weight * jnp.mean(jnp.sum(gauge, -1))
+        else:
+            gauge = jnp.zeros(())
 
         return -jnp.mean(value + surrogate - sg(surrogate)) - (d - sg(d)) + (gauge - sg(gauge))
 

@@ -128,9 +128,12 @@ def test_persons_without_missing_cells_are_unchanged_exactly():
         assert np.array_equal(got[complete], ref[complete]), name
 
 
-def test_missing_cells_score_the_imputed_categories():
-    # one copy: obs + sum of log P(imputed category), checked against category_log_probs
+@pytest.mark.parametrize("ability_scale", [1.0, 5.0])
+def test_missing_cells_score_the_imputed_categories(ability_scale):
+    # one copy: sum of log P(imputed category) against category_log_probs (log space), abs tol
+    # 1e-4, also for abilities scaled x5 (imputed categories far in the tails)
     rm, st, params, batch, _, _ = small_problem()
+    params = dict(params, ability=params["ability"] * ability_scale)
     key = jax.random.key(11)
     (k_copy,) = jax.random.split(key, 1)
     y_imp = np.asarray(obj.draw_imputation(k_copy, batch["miss_cdf"]))

@@ -112,14 +112,6 @@ def _has_missing(batch) -> bool:
     return "miss_item" in batch and batch["miss_item"].shape[-1] > 0  # static under jit
 
 
-def missing_cell_terms(params, batch, st: fgrm.Structure):
-    """Score (B, Mmax) and cuts (B, Mmax, Kmax-1) of every (padded) missing cell; cuts an item
-    does not have (k >= its number of categories) are set to ``ABSENT_CUT``."""
-    item = batch["miss_item"]
-    score, cuts = item_cuts(params, st)
-    return jnp.take_along_axis(score, item, axis=1), cuts[item]
-
-
 def item_cuts(params, st: fgrm.Structure):
     """Scores (B, I) and per-item cuts (I, K-1), cuts an item does not have set to a large
     finite value (not inf: XLA may fold isfinite/inf arithmetic on constants unsafely)."""
@@ -137,18 +129,18 @@ def draw_imputation(key, cdf):
 def copies_missing_log_lik(key, params, batch, st: fgrm.Structure, n_copies: int):
     """(M, B): each copy's log-likelihood of its imputed cells, vmapped over the copies.
 
-    The imputed cells are scored by the shared GRM likelihood ``grm.log_prob`` (log space);
-    the padded cells are laid out as one long "item" axis so each keeps its own cuts.
+    The cumulative probabilities of every missing cell are computed once
+    (``grm.cumulative_probs``); each copy draws its categories and reads off their
+    log-probabilities (``grm.log_prob_from_cumulative``), so a copy costs a few selects.
     """
-    item, valid = batch["miss_item"], batch["miss_valid"]
-    b, m = item.shape
-    score, cuts = missing_cell_terms(params, batch, st)
-    score, cuts = score.reshape(b * m), cuts.reshape(b * m, -1)
-    n_cat = st.n_categories[item].reshape(b * m)
+    score, cuts = item_cuts(params, st)
+    score = jnp.take_along_axis(score, batch["miss_item"], axis=1)
+    s, t = grm.cumulative_probs(score, cuts, item=batch["miss_item"])  # (B, Mmax, K-1)
+    valid = batch["miss_valid"]
 
     def one_copy(k):
-        y_imp = jnp.where(valid, draw_imputation(k, batch["miss_cdf"]), -1).reshape(b * m)
-        return grm.log_prob(y_imp, score, cuts, n_cat).reshape(b, m).sum(-1)
+        y_imp = draw_imputation(k, batch["miss_cdf"])
+        return jnp.where(valid, grm.log_prob_from_cumulative(y_imp, s, t), 0.0).sum(-1)
 
     return jax.vmap(one_copy)(jax.random.split(key, n_copies))
 

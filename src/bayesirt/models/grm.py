@@ -123,31 +123,61 @@ def sample(key, score, cuts, n_categories):
     return jax.random.categorical(key, logits, axis=-1)
 
 
-def log_mixture_prob(q, score, cuts, item=None, clip: float = 40.0):
-    """log sum_k q_k P(Y = k) for one PMF ``q`` over the categories per cell.
+def cumulative_probs(score, cuts, item=None, clip: float = 40.0):
+    """S_k = P(Y >= k) and T_k = P(Y < k) = 1 - S_k at every cut, k = 1..K-1, with one
+    exponential per cell: u_k = e^{cut_k} e^{-score}, S_k = 1 / (1 + u_k), T_k = u_k S_k (so a
+    small T_k is accurate, not 1 minus something near 1). Arguments are clipped to +-``clip``.
 
-    q: (..., K) non-negative, summing to 1 (zero beyond an item's categories); score: (...).
-    cuts: (..., K-1) increasing per cell, or, with ``item`` ((...) integer), per item (I, K-1)
-    and gathered here (after the exponential, which is then computed once per item). Cuts an
-    item does not have must be +inf (or >= ``clip``). Used by the exact per-cell marginal over
-    imputation distributions.
+    score: (...); cuts: (..., K-1) per cell, or, with ``item`` ((...) integers), per item
+    (I, K-1), exponentiated once per item and then gathered. Cuts an item does not have must be
+    >= ``clip`` (a large finite value; avoid inf under jit), which makes S ~ 0 and T ~ 1 there.
 
-    Written as a sum over cuts of cumulative probabilities, telescoped:
-    sum_k q_k (S_k - S_{k+1}) = q_0 + sum_{k>=1} (q_k - q_{k-1}) S_k, S_k = sigmoid(score - cut_k),
-    with one exponential per cell (S_k = 1 / (1 + e^{cut_k} e^{-score}), arguments clipped to
-    +-``clip``). The per-category log-space form (``category_log_probs`` + logsumexp) gives the
-    same value but its backward pass costs ~20x more on CPU (XLA does not fuse it), which
-    matters inside every training step. Accuracy: the signed sum has an absolute rounding
-    error of a few float32 ulps (~1e-7), so the result is accurate to ~1e-7 / value relative;
-    the value is at least the PMF's mass times the probability of the modal category, so this
-    degrades only where the imputation PMF puts almost no mass where the model puts it. The
-    result is floored at 1e-37 before the log.
+    Used by the imputation objectives: inside every training step the per-category log-space
+    form (``category_log_probs``) costs ~20x more in its backward pass on CPU (XLA does not
+    fuse its selects and concatenations), while these products and quotients fuse.
     """
     exp_cuts = jnp.exp(jnp.clip(cuts, -clip, clip))
     if item is not None:
         exp_cuts = exp_cuts[item]
+    u = exp_cuts * jnp.exp(-jnp.clip(score, -clip, clip))[..., None]
+    s = 1.0 / (1.0 + u)
+    return s, u * s
+
+
+def log_prob_from_cumulative(y, s, t):
+    """log P(Y = y) from ``cumulative_probs``: y (...) in 0..K-1 (clipped), s, t (..., K-1).
+
+    P(Y = y) = S_y - S_{y+1} = T_{y+1} - T_y (S_0 = 1, T_0 = 0, and past the last cut S = 0,
+    T = 1). The form whose two terms are both <= 1/2 at the lower end is used (S when
+    S_y <= 1/2, i.e. the category lies above the person, T otherwise), so the difference never
+    cancels two numbers near 1; its relative error is ~1e-7 / (1 - e^-gap) for the gap between
+    the two cuts. Floored at 1e-37 before the log.
+    """
+    n_cuts = s.shape[-1]
+    y = jnp.clip(y, 0, n_cuts)
+    k = jnp.arange(n_cuts)
+    at_lo = k == (y - 1)[..., None]  # the cut below category y (none for y = 0)
+    at_hi = k == y[..., None]  # the cut above (none for y = K-1)
+    s_lo = jnp.where(y == 0, 1.0, jnp.sum(jnp.where(at_lo, s, 0.0), -1))
+    s_hi = jnp.sum(jnp.where(at_hi, s, 0.0), -1)
+    t_lo = jnp.sum(jnp.where(at_lo, t, 0.0), -1)
+    t_hi = jnp.where(y == n_cuts, 1.0, jnp.sum(jnp.where(at_hi, t, 0.0), -1))
+    p = jnp.where(s_lo <= 0.5, s_lo - s_hi, t_hi - t_lo)
+    return jnp.log(jnp.maximum(p, 1e-37))
+
+
+def log_mixture_prob(q, score, cuts, item=None, clip: float = 40.0):
+    """log sum_k q_k P(Y = k) for one PMF ``q`` (..., K) over the categories per cell (zero
+    beyond an item's categories); ``score``, ``cuts``, ``item``, ``clip`` as in
+    ``cumulative_probs``. Used by the exact per-cell marginal over imputation distributions.
+
+    Telescoped over the cuts: sum_k q_k (S_k - S_{k+1}) = q_0 + sum_{k>=1} (q_k - q_{k-1}) S_k.
+    Accuracy: the signed sum has an absolute rounding error of a few float32 ulps (~1e-7), so
+    the result is accurate to ~1e-7 / value relative; the value is at least the PMF's mass on
+    the categories the model finds likely, so this degrades only where the imputation PMF puts
+    almost no mass where the model puts it. Floored at 1e-37 before the log.
+    """
+    s, _ = cumulative_probs(score, cuts, item, clip)
     dq = jnp.diff(q, axis=-1)  # (..., K-1): q_k - q_{k-1}, k = 1..K-1
-    e = jnp.exp(-jnp.clip(score, -clip, clip))[..., None]
-    s = 1.0 / (1.0 + exp_cuts * e)
     value = q[..., 0] + jnp.sum(dq * s, axis=-1)
     return jnp.log(jnp.maximum(value, 1e-37))

@@ -69,22 +69,40 @@ def confirmatory_8k(method: str) -> dict:
                              clip_norm=10.0, batch_size=256, max_steps=6000, min_steps=600, check_every=100,
                              window=300, rel_tol=5e-4, patience=2, progress_every=10)
     key = jax.random.key(1)
+    n_eval = 1000
+
+    def evaluate(params, draw):
+        indep = loglik.laplace_is_loglik(jax.random.key(2), params["model"], st, y_hold, n_samples=n_eval)
+        own = loglik.importance_sampled_loglik(jax.random.key(3), params["model"], st, y_hold, draw,
+                                               n_samples=n_eval)
+        return float(indep.mean()), float(own.mean())
+
+    variant = {}
     t0 = time.perf_counter()
     if method == "iwae":
         cfg = iwae.IWAEConfig(n_importance=5, hidden=(100,), learning_rate=lr)
         res = iwae.fit(key, y_train, st, cfg, settings)
+        fit_total = time.perf_counter() - t0
         draw = iwae.proposal(res.params, st, cfg)
+        # not the paper's method: the same IWAE with a full-covariance Gaussian q
+        cfg_full = iwae.IWAEConfig(n_importance=5, hidden=(100,), learning_rate=lr, full_covariance=True)
+        t_full = time.perf_counter()
+        res_full = iwae.fit(key, y_train, st, cfg_full, settings, label="iwae_full")
+        full_total = time.perf_counter() - t_full
+        ll_i, ll_o = evaluate(res_full.params, iwae.proposal(res_full.params, st, cfg_full))
+        variant = {"iwae_full_covariance": {
+            "wall_seconds": res_full.wall_seconds, "fit_seconds_including_compile": full_total,
+            "steps": res_full.steps, "converged": res_full.converged,
+            "heldout_loglik_per_person_method_independent": ll_i, "heldout_loglik_per_person_own_proposal": ll_o,
+            **loading_metrics(res_full.params["model"], st, truth)}}
     else:
         cfg = iwavb.IWAVBConfig(n_importance=5, encoder_hidden=128, discriminator_hidden=(256, 128),
                                 learning_rate=lr / 3, discriminator_learning_rate=lr)
         res = iwavb.fit(key, y_train, st, cfg, settings)
+        fit_total = time.perf_counter() - t0
         draw = iwavb.proposal(res.params, st, cfg)
-    fit_total = time.perf_counter() - t0
-    n_eval = 1000
     t1 = time.perf_counter()
-    ll_indep = loglik.laplace_is_loglik(jax.random.key(2), res.params["model"], st, y_hold, n_samples=n_eval)
-    ll_own = loglik.importance_sampled_loglik(jax.random.key(3), res.params["model"], st, y_hold, draw,
-                                              n_samples=n_eval)
+    ll_indep, ll_own = evaluate(res.params, draw)
     ll_truth = loglik.laplace_is_loglik(jax.random.key(2), mgrm.truth_params(st, truth), st, y_hold,
                                         n_samples=n_eval)
     eval_seconds = time.perf_counter() - t1
@@ -103,8 +121,8 @@ def confirmatory_8k(method: str) -> dict:
         "converged": res.converged,
         "convergence_reason": res.reason,
         "final_loss": float(res.losses[-settings.window:].mean()),
-        "heldout_loglik_per_person_method_independent": float(ll_indep.mean()),
-        "heldout_loglik_per_person_own_proposal": float(ll_own.mean()),
+        "heldout_loglik_per_person_method_independent": ll_indep,
+        "heldout_loglik_per_person_own_proposal": ll_own,
         "heldout_loglik_per_person_true_parameters": float(ll_truth.mean()),
         "heldout_loglik_draws": n_eval,
         "evaluation_seconds": eval_seconds,
@@ -112,4 +130,5 @@ def confirmatory_8k(method: str) -> dict:
         "targets": {"fit_seconds_including_compile_max": target},
         "targets_met": bool(fit_total <= target and res.converged),
         "note": "2 CPU cores shared by 4 engineers while measured: timings are inflated by contention",
+        **variant,
     }

@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.evaluation import loglik
@@ -29,32 +30,35 @@ def test_encoder_input_marks_missing_cells():
 
 def manual_terms(params, key, y, st, cfg):
     """The IW-ELBO and the two gradient estimators written out directly (reference)."""
-    mu, log_sigma = iwae.encode(params["encoder"], y, st, cfg)
+    mu, log_sigma, lower = iwae.encode(params["encoder"], y, st, cfg)
     eps = jax.random.normal(key, (cfg.n_importance,) + mu.shape)
 
     def log_w_of(model, enc, fixed_q):
-        m, ls = iwae.encode(enc, y, st, cfg)
-        z = m + jnp.exp(ls) * eps
-        qm, qls = fixed_q if fixed_q is not None else (m, ls)
-        return mgrm.log_joint(model, y, z, st) - iwae.gaussian_log_q(z, qm, qls)
+        m, ls, lw = iwae.encode(enc, y, st, cfg)
+        z = iwae.gaussian_draw(m, ls, lw, eps)
+        qm, qls, qlw = fixed_q if fixed_q is not None else (m, ls, lw)
+        return mgrm.log_joint(model, y, z, st) - iwae.gaussian_log_q(z, qm, qls, qlw)
 
     log_w = log_w_of(params["model"], params["encoder"], None)
     w = jax.nn.softmax(log_w, axis=0)
     # theta: sum_r w_r grad log w_r
     g_model = jax.grad(lambda m: jnp.sum(w * log_w_of(m, params["encoder"], None)) / y.shape[0] * -1)(params["model"])
     # phi (DReG): sum_r w_r^2 d log w_r / d z_r  d z_r / d phi, with q's parameters fixed
-    fixed = (jax.lax.stop_gradient(mu), jax.lax.stop_gradient(log_sigma))
+    fixed = jax.lax.stop_gradient((mu, log_sigma, lower))
     g_enc = jax.grad(lambda e: -jnp.sum(w ** 2 * log_w_of(params["model"], e, fixed)) / y.shape[0])(params["encoder"])
     value = -jnp.mean(jax.scipy.special.logsumexp(log_w, 0) - jnp.log(cfg.n_importance))
     return value, g_model, g_enc
 
 
-def test_loss_value_and_dreg_gradients_match_the_estimators():
+@pytest.mark.parametrize("full", [False, True])
+def test_loss_value_and_dreg_gradients_match_the_estimators(full):
     y, st, params0 = problem()
-    cfg = iwae.IWAEConfig(n_importance=7, hidden=(8,))
+    cfg = iwae.IWAEConfig(n_importance=7, hidden=(8,), full_covariance=full)
     params = iwae.init(jax.random.key(1), st, cfg)
     params["model"] = params0
     params["model"]["loadings_raw"] = params["model"]["loadings_raw"] - 0.3  # away from truth
+    if full:  # make the off-diagonal part of L clearly non-zero
+        params["encoder"][-1]["b"] = params["encoder"][-1]["b"].at[-1].set(0.7)
     key = jax.random.key(3)
     value, grads = jax.value_and_grad(iwae.loss_fn(st, cfg))(params, key, {"y": y, "index": jnp.arange(16)})
     want_value, g_model, g_enc = manual_terms(params, key, y, st, cfg)
@@ -63,6 +67,17 @@ def test_loss_value_and_dreg_gradients_match_the_estimators():
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
     for a, b in zip(jax.tree.leaves(grads["encoder"]), jax.tree.leaves(g_enc)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_full_covariance_log_q_is_the_multivariate_normal_density():
+    from scipy.stats import multivariate_normal
+    rng = np.random.default_rng(0)
+    mu, log_sigma = rng.normal(size=(1, 3)), rng.normal(size=(1, 3)) * 0.3
+    lower = np.tril(rng.normal(size=(1, 3, 3)), -1)
+    chol = lower[0] + np.diag(np.exp(log_sigma[0]))
+    z = rng.normal(size=(5, 1, 3))
+    got = np.asarray(iwae.gaussian_log_q(jnp.asarray(z), jnp.asarray(mu), jnp.asarray(log_sigma), jnp.asarray(lower)))
+    np.testing.assert_allclose(got[:, 0], multivariate_normal(mu[0], chol @ chol.T).logpdf(z[:, 0]), rtol=1e-5)
 
 
 def test_plain_gradient_is_gradient_of_the_objective_fd():

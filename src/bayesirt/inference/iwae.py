@@ -4,7 +4,9 @@ Urban and Bauer (2021), as summarised in seed 003 section 3.3. The decoder is th
 multidimensional GRM (``bayesirt.models.mgrm``: its loadings, ordered intercepts and, in
 confirmatory fits, the factor correlations); the encoder is an MLP from a person's responses
 (one-hot codes with zeros for missing cells, plus the observation mask) to the mean and log
-standard deviation of a diagonal Gaussian q(z | x). With R draws z_r = mu + sigma * eps_r,
+standard deviation of a diagonal Gaussian q(z | x) (the paper's choice), or optionally
+(``full_covariance``) also the strictly lower part of a Cholesky factor, so q can carry the
+posterior correlation between factors that correlated factors induce. With R draws z_r = mu + sigma * eps_r,
 
     log w_r = log p(x, z_r) - log q(z_r | x),    IW-ELBO = log (1/R) sum_r w_r     (eq. 24)
 
@@ -48,6 +50,7 @@ class IWAEConfig:
     n_importance: int = 5  # R, importance samples per person in training
     hidden: tuple = (100,)  # encoder hidden layers (paper 4.2: one layer of 100)
     dreg: bool = True  # doubly reparameterized encoder gradients (False: plain IWAE gradient)
+    full_covariance: bool = False  # q with a full (Cholesky) covariance instead of diagonal
     learning_rate: float = 1e-3  # AdamW base learning rate (paper: 1e-3)
     weight_decay: float = 0.01  # AdamW decoupled weight decay, applied to network weights only
     approximate_gelu: bool = False
@@ -131,19 +134,47 @@ def init(key, st: mgrm.Structure, config: IWAEConfig, responses=None) -> dict:
     k_model, k_enc = jax.random.split(key)
     n_in = networks.n_features(st.n_items, st.max_categories)
     return {"model": mgrm.init_params(k_model, st, responses),
-            "encoder": networks.init_mlp(k_enc, (n_in, *config.hidden, 2 * st.n_factors), scale_last=0.1)}
+            "encoder": networks.init_mlp(k_enc, (n_in, *config.hidden, _n_out(st.n_factors, config)),
+                                         scale_last=0.1)}
+
+
+def _n_out(p, config):
+    return 2 * p + (p * (p - 1) // 2 if config.full_covariance else 0)
 
 
 def encode(encoder, y, st: mgrm.Structure, config: IWAEConfig):
-    """Gaussian q(z | x): mean and log standard deviation, each (B, P)."""
+    """Gaussian q(z | x) = N(mu, L L'): returns mu (B, P), log of diag(L) (B, P) and the
+    strictly lower part of L (B, P, P; zeros for the diagonal encoder)."""
+    p = st.n_factors
     out = networks.apply_mlp(encoder, networks.response_features(y, st.max_categories),
                              config.approximate_gelu)
-    mu, log_sigma = jnp.split(out, 2, axis=-1)
-    return mu, jnp.clip(log_sigma, *config.log_sigma_bounds)
+    mu, log_sigma = out[..., :p], jnp.clip(out[..., p:2 * p], *config.log_sigma_bounds)
+    lower = jnp.zeros(mu.shape + (p,), mu.dtype)
+    if config.full_covariance and p > 1:
+        rows, cols = np.tril_indices(p, -1)
+        lower = lower.at[..., rows, cols].set(out[..., 2 * p:])
+    return mu, log_sigma, lower
 
 
-def gaussian_log_q(z, mu, log_sigma):
-    u = (z - mu) * jnp.exp(-log_sigma)
+def gaussian_draw(mu, log_sigma, lower, eps):
+    """z = mu + L eps with L = diag(exp(log_sigma)) + lower; eps (R, B, P)."""
+    return mu + jnp.exp(log_sigma) * eps + jnp.einsum("bij,rbj->rbi", lower, eps)
+
+
+def gaussian_log_q(z, mu, log_sigma, lower=None):
+    """log N(z; mu, L L'), solving L eps = z - mu by forward substitution (P is small)."""
+    d = z - mu
+    if lower is None:
+        u = d * jnp.exp(-log_sigma)
+    else:
+        p = z.shape[-1]
+        cols = []
+        for i in range(p):  # row i of L eps = d: eps_i = (d_i - sum_{j<i} L_ij eps_j) / L_ii
+            acc = d[..., i]
+            for j in range(i):
+                acc = acc - lower[..., i, j] * cols[j]
+            cols.append(acc * jnp.exp(-log_sigma[..., i]))
+        u = jnp.stack(cols, -1)
     return jnp.sum(-0.5 * u * u - log_sigma, -1) - 0.5 * z.shape[-1] * LOG_2PI
 
 
@@ -153,19 +184,21 @@ def loss_fn(st: mgrm.Structure, config: IWAEConfig):
 
     def loss(params, key, batch):
         y = batch["y"]
-        mu, log_sigma = encode(params["encoder"], y, st, config)
+        mu, log_sigma, lower = encode(params["encoder"], y, st, config)
         eps = jax.random.normal(key, (R,) + mu.shape)
-        z = mu + jnp.exp(log_sigma) * eps
+        z = gaussian_draw(mu, log_sigma, lower, eps)
+        low = lower if config.full_covariance else None
         if config.dreg:
             # log q with its parameters held fixed: only the path through z is differentiated
             def log_w_fn(model, zz, aux):
-                yy, m, ls = aux
-                return mgrm.log_joint(model, yy, zz, st) - gaussian_log_q(zz, m, ls)
+                yy, m, ls, lw = aux
+                return mgrm.log_joint(model, yy, zz, st) - gaussian_log_q(zz, m, ls, lw)
 
-            log_w = dreg_log_weights(log_w_fn, params["model"], z, (y, sg(mu), sg(log_sigma)))
+            aux = (y, sg(mu), sg(log_sigma), None if low is None else sg(low))
+            log_w = dreg_log_weights(log_w_fn, params["model"], z, aux)
             value, surrogate = dreg_objective(log_w)
         else:
-            log_w = mgrm.log_joint(params["model"], y, z, st) - gaussian_log_q(z, mu, log_sigma)
+            log_w = mgrm.log_joint(params["model"], y, z, st) - gaussian_log_q(z, mu, log_sigma, low)
             surrogate = iw_elbo(log_w)
             value = sg(surrogate)
         return -jnp.mean(value + surrogate - sg(surrogate))
@@ -190,9 +223,9 @@ def proposal(params, st: mgrm.Structure, config: IWAEConfig):
     ``draw(key, y, R) -> (z (R, B, P), log_q (R, B))``."""
 
     def draw(key, y, n):
-        mu, log_sigma = encode(params["encoder"], y, st, config)
-        z = mu + jnp.exp(log_sigma) * jax.random.normal(key, (n,) + mu.shape)
-        return z, gaussian_log_q(z, mu, log_sigma)
+        mu, log_sigma, lower = encode(params["encoder"], y, st, config)
+        z = gaussian_draw(mu, log_sigma, lower, jax.random.normal(key, (n,) + mu.shape))
+        return z, gaussian_log_q(z, mu, log_sigma, lower if config.full_covariance else None)
 
     return draw
 

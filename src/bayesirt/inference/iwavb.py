@@ -80,6 +80,7 @@ class IWAVBConfig:
     noise_hidden: tuple = (64,)  # hidden layers of the noise-shaping branch f
     noise_dim: int | None = None  # dimension of eps (default: P)
     discriminator_hidden: tuple = (256, 128)  # paper 4.2: two hidden layers, 256 and 128
+    n_contrast: int | None = None  # q~ and N(0, I) draws per person for the discriminator (None: R)
     learning_rate: float = 1e-3  # encoder and decoder (paper: 1e-3)
     discriminator_learning_rate: float = 1e-2  # paper: 1e-2
     weight_decay: float = 0.01
@@ -174,8 +175,9 @@ def loss_fn(st: mgrm.Structure, config: IWAVBConfig):
         value, surrogate = dreg_objective(log_w)
 
         # discriminator objective d_i (Algorithm 2): q~-draws labelled 1, N(0, I) draws 0
-        zeta = jax.random.normal(k_zeta, u.shape)
-        t_q = discriminator(params["discriminator"], feats, sg(u), config)
+        n_c = min(config.n_contrast or R, R)
+        zeta = jax.random.normal(k_zeta, (n_c,) + u.shape[1:])
+        t_q = discriminator(params["discriminator"], feats, sg(u[:n_c]), config)
         t_0 = discriminator(params["discriminator"], feats, zeta, config)
         d = jnp.mean(jax.nn.log_sigmoid(t_q) + jax.nn.log_sigmoid(-t_0))
 

@@ -49,6 +49,16 @@ sum_r w~_r grad_theta log w_r (computed together, see ``iwae.dreg_log_weights``)
 discriminator gradient that of d_i with the draws held fixed. With f = 0 and T = 0 the method
 is exactly IWAE with DReG.
 
+Stabilisers (not in the paper; each found necessary on the 8k benchmark, where without them
+the encoder learnt to fool T and the IW-ELBO ran above the true log-likelihood)
+-----------------------------------------------------------------------------------------
+* T contains a learnable diagonal quadratic in z~ (see ``discriminator``), so the implied
+  log q~ decays like a Gaussian instead of being unbounded where T is linear;
+* a gauge penalty asks u to have mean 0 and second moment 1 per person (see ``loss_fn``). It
+  restricts no q (location and scale can always move into mu(x), sigma(x)) and it is what
+  keeps q~ near N(0, I), the point of adaptive contrast, which the paper obtains by
+  standardising with q's moments.
+
 All three updates are simultaneous (one step, Algorithm 2) with AdamW and separate learning
 rates for the discriminator and for the encoder/decoder (``optax.multi_transform``). The loss
 value returned to the training driver is minus the IW-ELBO (the discriminator term enters as

@@ -195,3 +195,17 @@ def config_record(config: StudyConfig) -> dict:
             "missing_kind": config.missing_kind, "missing_rate": config.missing_rate,
             "settings": asdict(config.settings), "priors": asdict(config.priors),
             "stacking": asdict(config.stacking)}
+
+
+def write_imputation(model, checks: dict, scores: dict | None, folder) -> None:
+    """Imputation-model outputs in ``folder``: ``model.npz`` (``stacking.load`` reads it back),
+    ``submodels.csv`` (one row per sub-model: weight, elpd_loo, k-hats, convergence) and,
+    last, ``imputation.json`` (sizes, timings, the five checks and the hidden-cell scores)."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    stacking.save(model, folder / "model.npz")
+    io.write_table(stacking.summary_table(model), folder / "submodels.csv")
+    io.write_json({"study": "rb_imputation", "info": model.info, "settings": model.settings,
+                   "checks": checks, "scores_hidden_cells": scores, "versions": io.library_versions()},
+                  folder / "imputation.json")

@@ -209,3 +209,43 @@ def write_imputation(model, checks: dict, scores: dict | None, folder) -> None:
     io.write_json({"study": "rb_imputation", "info": model.info, "settings": model.settings,
                    "checks": checks, "scores_hidden_cells": scores, "versions": io.library_versions()},
                   folder / "imputation.json")
+
+
+def config_from_dict(d: dict, where: str = "config key 'rb_imputation'") -> StudyConfig:
+    """A ``StudyConfig`` from a plain mapping (e.g. the workflow config); unknown keys, unknown
+    objectives and bad values raise one-line errors naming the key."""
+    import dataclasses
+
+    d = dict(d or {})
+    nested = {"settings": TrainSettings, "priors": fgrm.Priors, "stacking": stacking.StackingSettings}
+    top = {f.name for f in dataclasses.fields(StudyConfig)}
+    unknown = sorted(set(d) - top)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}; expected some of {sorted(top)}")
+    kwargs = {}
+    for name, cls in nested.items():
+        if name in d:
+            sub = d.pop(name) or {}
+            allowed = {f.name for f in dataclasses.fields(cls)}
+            bad = sorted(set(sub) - allowed)
+            if bad:
+                raise ValueError(f"{where}.{name}: unknown key(s) {bad}; expected some of {sorted(allowed)}")
+            kwargs[name] = cls(**sub)
+    if "objectives" in d:
+        objs = tuple(d.pop("objectives"))
+        bad = [o for o in objs if o not in objectives.NAMES]
+        if bad or not objs:
+            raise ValueError(f"{where}.objectives: unknown objective(s) {bad}; expected some of {list(objectives.NAMES)}")
+        kwargs["objectives"] = objs
+    if "n_copies" in d:
+        m = d.pop("n_copies")
+        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+            raise ValueError(f"{where}.n_copies: expected a positive integer, got {m!r}")
+        kwargs["n_copies"] = m
+    if "missing_rate" in d:
+        r = d.pop("missing_rate")
+        if not isinstance(r, (int, float)) or not 0.0 <= r < 1.0:
+            raise ValueError(f"{where}.missing_rate: expected a number in [0, 1), got {r!r}")
+        kwargs["missing_rate"] = float(r)
+    kwargs.update(d)  # missing_kind: checked by missingness.inject
+    return StudyConfig(**kwargs)

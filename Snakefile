@@ -18,6 +18,7 @@ if not config:
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/missingness.smk"
+include: "workflow/rules/imputation.smk"
 include: "workflow/rules/fit.smk"
 include: "workflow/rules/simulation.smk"
 include: "workflow/rules/report.smk"

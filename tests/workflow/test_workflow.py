@@ -87,11 +87,14 @@ def test_outputs_follow_the_schemas(two_runs):
     sidecar = json.loads((run / "data/processed/rwa_sim/responses.json").read_text())
     jsonschema.validate(sidecar, load_schema("responses.schema.yaml"))
     fit = run / "results/rb_imputation/rwa_sim/reference"
-    jsonschema.validate(json.loads((fit / "fit.json").read_text()), load_schema("fit_record.schema.yaml"))
-    rows = pd.read_csv(fit / "estimates.csv").to_dict("records")
+    records = sorted((run / "results").rglob("fit.json"))
+    # the reference plus one fit per condition (zero_fill, naive_average_M2, rao_blackwell_M2, exact_marginal)
+    assert len(records) == 5
     row_schema = load_schema("estimates.schema.yaml")
-    for row in rows:
-        jsonschema.validate(row, row_schema)
+    for record in records:
+        jsonschema.validate(json.loads(record.read_text()), load_schema("fit_record.schema.yaml"))
+        for row in pd.read_csv(record.parent / "estimates.csv").to_dict("records"):
+            jsonschema.validate(row, row_schema)
     responses = pd.read_parquet(run / "data/processed/rwa_sim/responses.parquet")
     assert responses.shape == (sidecar["n_persons"], len(sidecar["items"]))
     import arviz as az
@@ -102,7 +105,13 @@ def test_outputs_follow_the_schemas(two_runs):
     assert "Recovery of the true parameters" in html and "image/png" in html
     pngs = sorted((run / "results/rb_imputation/rwa_sim/figures").glob("*.png"))
     assert [p.name for p in pngs] == ["estimates.png", "loss.png"]
-    assert all(p.stat().st_size > 5000 for p in pngs)
+    comparison = run / "results/rb_imputation/rwa_sim/mcar15"
+    pngs += sorted((comparison / "figures").glob("*.png"))
+    assert len(pngs) == 6 and all(p.stat().st_size > 5000 for p in pngs)
+    summary = pd.read_csv(comparison / "summary.csv")
+    assert sorted(summary["condition"]) == ["exact_marginal", "naive_average_M2", "rao_blackwell_M2", "zero_fill"]
+    assert summary["discrimination_rmse_vs_complete_data"].notna().all()
+    assert "What the numbers say" in html
 
 
 def test_rerun_is_bit_for_bit_identical(two_runs):

@@ -20,6 +20,8 @@ wildcard_constraints:
     dataset="[A-Za-z0-9_]+",
     study="[A-Za-z0-9_]+",
     rep=r"\d+",
+    missing=r"(mcar|mar|mnar)\d+(\.\d+)?",
+    condition=r"[a-z_]+?(_M\d+)?",
 
 
 def job_seed(*parts):
@@ -33,6 +35,41 @@ def data_seed(wildcards):
 
 def reference_seed(wildcards):
     return job_seed("fit", "rb_imputation", wildcards.dataset, "reference")
+
+
+def replication_seed(wildcards):
+    """Every fit of one replication shares this seed (common random numbers across objectives)."""
+    return job_seed("fit", "rb_imputation", wildcards.dataset, wildcards.missing, wildcards.rep)
+
+
+def imputation_seed(wildcards):
+    return job_seed("imputation", "rb_imputation", wildcards.dataset, wildcards.missing, wildcards.rep)
+
+
+def rb_conditions():
+    """Fit conditions of the rb_imputation study: objectives, with M for the copy-based ones."""
+    study = config["studies"]["rb_imputation"]
+    out = []
+    for objective in study["objectives"]:
+        if objective in ("naive_average", "rao_blackwell", "rao_blackwell_batch"):
+            out += [f"{objective}_M{m}" for m in study["n_copies"]]
+        else:
+            out.append(objective)
+    return out
+
+
+def rb_fits(wildcards):
+    """Every fit record of one data set and missingness design, over replications and conditions."""
+    study = config["studies"]["rb_imputation"]
+    return expand("results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/fit.json",
+                  dataset=wildcards.dataset, missing=wildcards.missing,
+                  rep=range(study["replications"]), condition=rb_conditions())
+
+
+def rb_imputation_records(wildcards):
+    study = config["studies"]["rb_imputation"]
+    return expand("results/rb_imputation/{dataset}/{missing}/rep{rep}/imputation/imputation.json",
+                  dataset=wildcards.dataset, missing=wildcards.missing, rep=range(study["replications"]))
 
 
 def dataset_config(wildcards):
@@ -63,11 +100,14 @@ def truth_of(wildcards):
 def all_targets(wildcards):
     targets = []
     if config["studies"]["rb_imputation"]["enabled"]:
+        study = config["studies"]["rb_imputation"]
         for ds in study_datasets("rb_imputation"):
             targets += [
                 f"results/rb_imputation/{ds}/reference/fit.json",
                 f"results/rb_imputation/{ds}/recovery.csv",
             ]
+            if study["replications"] > 0:
+                targets.append(f"results/rb_imputation/{ds}/{study['missing']}/summary.csv")
         targets += [
             "results/reports/rb_imputation.ipynb",
             "results/reports/rb_imputation.html",

@@ -22,3 +22,27 @@ rule fit_reference:
         ENV
     script:
         "../scripts/fit_reference.py"
+
+
+rule fit_objective:
+    # One imputation objective (condition = objective, or objective_M<copies>) on one replication.
+    input:
+        responses="data/processed/{dataset}/missing/{missing}/rep{rep}/responses.parquet",
+        imputation="results/rb_imputation/{dataset}/{missing}/rep{rep}/imputation/model.npz",
+        truth=truth_of,
+    output:
+        record="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/fit.json",
+        estimates="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/estimates.csv",
+        loss="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/loss.csv",
+        posterior="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/posterior.nc",
+    params:
+        training=config["training"],
+        priors=config["priors"],
+        posterior_draws=config["posterior_draws"],
+        seed=replication_seed,
+    log:
+        "logs/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/fit_objective.py"

@@ -11,6 +11,7 @@ rule report_rb_imputation:
     params:
         python=PYTHON,
         datasets=",".join(study_datasets("rb_imputation")),
+        missing=config["studies"]["rb_imputation"]["missing"],
     log:
         "logs/reports/rb_imputation.log",
     conda:
@@ -22,7 +23,7 @@ rule report_rb_imputation:
         trap 'rm -rf "$tmp"' EXIT
         {params.python} -m jupytext --to ipynb -o "$tmp/source.ipynb" {input.notebook}
         {params.python} -m papermill --cwd . "$tmp/source.ipynb" "$tmp/executed.ipynb" \
-            -p datasets "{params.datasets}" -p results_dir results/rb_imputation
+            -p datasets "{params.datasets}" -p missing "{params.missing}" -p results_dir results/rb_imputation
         {params.python} -m jupyter nbconvert --to html --output-dir "$tmp" "$tmp/executed.ipynb"
         mv "$tmp/executed.html" {output.html}
         mv "$tmp/executed.ipynb" {output.notebook}

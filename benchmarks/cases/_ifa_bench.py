@@ -97,7 +97,7 @@ def confirmatory_8k(method: str) -> dict:
             **loading_metrics(res_full.params["model"], st, truth)}}
     else:
         cfg = iwavb.IWAVBConfig(n_importance=5, encoder_hidden=128, discriminator_hidden=(256, 128),
-                                learning_rate=lr / 3, discriminator_learning_rate=lr)
+                                learning_rate=lr, discriminator_learning_rate=3 * lr)
         res = iwavb.fit(key, y_train, st, cfg, settings)
         fit_total = time.perf_counter() - t0
         draw = iwavb.proposal(res.params, st, cfg)

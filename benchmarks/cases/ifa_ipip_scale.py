@@ -75,8 +75,8 @@ def run() -> dict:
                                          discriminator_hidden=(512, 256), learning_rate=lr / 3,
                                          discriminator_learning_rate=lr),
         "light": iwavb.IWAVBConfig(n_importance=25, encoder_hidden=128, noise_hidden=(32,),
-                                   discriminator_hidden=(64, 32), n_contrast=4, learning_rate=lr / 3,
-                                   discriminator_learning_rate=lr),
+                                   discriminator_hidden=(64, 32), n_contrast=4, learning_rate=lr,
+                                   discriminator_learning_rate=3 * lr),
     }
     vb_runs = {}
     for name, vb_cfg in configs.items():

@@ -146,15 +146,15 @@ def test_missing_cells_score_the_imputed_categories(ability_scale):
     np.testing.assert_allclose(got, expected, atol=1e-4)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, 1])
 def test_naive_average_below_rao_blackwell_per_person_and_batch(seed):
     # Jensen on the same copies (same key): exact inequality up to float32 rounding (1e-4)
     rm, st, params, batch, _, _ = small_problem(seed=seed)
-    for m in (2, 3, 8):
+    for m in (2, 8):
         key = jax.random.key(100 + m)
-        naive = np.asarray(obj.naive_average(st, m)(params, batch, key))
-        rb = np.asarray(obj.rao_blackwell(st, m)(params, batch, key))
-        rb_batch = np.asarray(obj.rao_blackwell(st, m, per="batch")(params, batch, key))
+        naive = np.asarray(jax.jit(obj.naive_average(st, m))(params, batch, key))
+        rb = np.asarray(jax.jit(obj.rao_blackwell(st, m))(params, batch, key))
+        rb_batch = np.asarray(jax.jit(obj.rao_blackwell(st, m, per="batch"))(params, batch, key))
         assert np.all(naive <= rb + 1e-4)
         assert naive.sum() <= rb_batch.sum() + 1e-4
 
@@ -188,13 +188,13 @@ def test_gradients_are_finite_for_every_objective():
     rm, st, params, batch, _, _ = small_problem(n=30, seed=6)
     for name in obj.NAMES:
         f = obj.make(name, st, 3)
-        g = jax.grad(lambda p: f(p, batch, jax.random.key(0)).sum())(params)
+        g = jax.jit(jax.grad(lambda p, b: f(p, b, jax.random.key(0)).sum()))(params, batch)
         for k, v in g.items():
             assert np.all(np.isfinite(np.asarray(v))), (name, k)
 
 
 def test_plugs_into_the_fit_routine():
-    # a short ADVI run with each objective: runs, finite loss, estimates for every parameter
+    # a short ADVI run (minibatches of 20) with a copies objective: runs, finite loss and ELBO
     from bayesirt import fits
     from bayesirt.inference.training import TrainSettings
 
@@ -202,12 +202,11 @@ def test_plugs_into_the_fit_routine():
     extra = {k: batch[k] for k in obj.KEYS}
     settings = TrainSettings(max_steps=20, min_steps=20, check_every=10, window=5, progress_every=0,
                              batch_size=20)
-    for name in ("rao_blackwell", "exact_marginal"):
-        out = fits.fit_factorized_grm(rm, seed=0, settings=settings, priors=fgrm.Priors(),
-                                      log_likelihood=obj.make(name, st, 3), extra_data=extra,
-                                      posterior_draws=20)
-        assert np.isfinite(out.losses["loss"]).all() and out.record["steps"] == 20
-        assert np.isfinite(out.record["elbo"])
+    out = fits.fit_factorized_grm(rm, seed=0, settings=settings, priors=fgrm.Priors(),
+                                  log_likelihood=obj.make("rao_blackwell", st, 2), extra_data=extra,
+                                  posterior_draws=20)
+    assert np.isfinite(out.losses["loss"]).all() and out.record["steps"] == 20
+    assert np.isfinite(out.record["elbo"])
 
 
 def test_cumulative_forms_match_log_space_for_every_category():

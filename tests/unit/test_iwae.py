@@ -60,8 +60,8 @@ def test_loss_value_and_dreg_gradients_match_the_estimators(full):
     if full:  # make the off-diagonal part of L clearly non-zero
         params["encoder"][-1]["b"] = params["encoder"][-1]["b"].at[-1].set(0.7)
     key = jax.random.key(3)
-    value, grads = jax.value_and_grad(iwae.loss_fn(st, cfg))(params, key, {"y": y, "index": jnp.arange(16)})
-    want_value, g_model, g_enc = manual_terms(params, key, y, st, cfg)
+    value, grads = jax.jit(jax.value_and_grad(iwae.loss_fn(st, cfg)))(params, key, {"y": y, "index": jnp.arange(16)})
+    want_value, g_model, g_enc = jax.jit(lambda p, k: manual_terms(p, k, y, st, cfg))(params, key)
     np.testing.assert_allclose(value, want_value, rtol=1e-5)
     for a, b in zip(jax.tree.leaves(grads["model"]), jax.tree.leaves(g_model)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
@@ -89,7 +89,7 @@ def test_plain_gradient_is_gradient_of_the_objective_fd():
         params = iwae.init(jax.random.key(1), st, cfg)
         params["model"] = params0
         params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params)
-        f = lambda p: iwae.loss_fn(st, cfg)(p, jax.random.key(3), {"y": y, "index": jnp.arange(16)})
+        f = jax.jit(lambda p: iwae.loss_fn(st, cfg)(p, jax.random.key(3), {"y": y, "index": jnp.arange(16)}))
         g = jax.grad(f)(params)
         h = 1e-6
         for path, idx in ((("encoder", 0, "w"), (3, 2)), (("model", "cut_base"), (1,)), (("model", "corr_raw"), (0,))):

@@ -53,7 +53,7 @@ def test_reduces_to_iwae_when_q_is_gaussian_and_t_is_zero():
     params["model"] = truth
     key = jax.random.key(2)
     batch = {"y": y, "index": jnp.arange(16)}
-    value, grads = jax.value_and_grad(iwavb.loss_fn(st, cfg))(params, key, batch)
+    value, grads = jax.jit(jax.value_and_grad(iwavb.loss_fn(st, cfg)))(params, key, batch)
 
     # the equivalent IWAE: encoder = trunk then head, eps drawn as IWAVB draws it
     k_eps, _ = jax.random.split(key)
@@ -73,7 +73,7 @@ def test_reduces_to_iwae_when_q_is_gaussian_and_t_is_zero():
         v, sur = iwae.dreg_objective(lw)
         return -jnp.mean(v + sur - jax.lax.stop_gradient(sur))
 
-    want_value, want = jax.value_and_grad(iwae_loss, argnums=(0, 1, 2))(
+    want_value, want = jax.jit(jax.value_and_grad(iwae_loss, argnums=(0, 1, 2)))(
         truth, params["encoder"]["trunk"], params["encoder"]["head"])
     np.testing.assert_allclose(value, want_value, rtol=1e-5)
     for got, ref in ((grads["model"], want[0]), (grads["encoder"]["trunk"], want[1]),
@@ -89,7 +89,7 @@ def test_discriminator_gradient_only_from_its_objective():
     cfg = iwavb.IWAVBConfig(n_importance=4, encoder_hidden=8, noise_hidden=(4,), discriminator_hidden=(8,))
     params = iwavb.init(jax.random.key(3), st, cfg)
     key = jax.random.key(4)
-    grads = jax.grad(iwavb.loss_fn(st, cfg))(params, key, {"y": y, "index": jnp.arange(16)})
+    grads = jax.jit(jax.grad(iwavb.loss_fn(st, cfg)))(params, key, {"y": y, "index": jnp.arange(16)})
     k_eps, k_zeta = jax.random.split(key)
     feats = networks.response_features(y, st.max_categories)
     eps = jax.random.normal(k_eps, (4, 16, 2))
@@ -101,7 +101,7 @@ def test_discriminator_gradient_only_from_its_objective():
         t0 = iwavb.discriminator(disc, feats, zeta, cfg)
         return -jnp.mean(jax.nn.log_sigmoid(tq) + jax.nn.log_sigmoid(-t0))
 
-    want = jax.grad(minus_d)(params["discriminator"])
+    want = jax.jit(jax.grad(minus_d))(params["discriminator"])
     for a, b in zip(jax.tree.leaves(grads["discriminator"]), jax.tree.leaves(want)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-7)
 

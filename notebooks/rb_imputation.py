@@ -120,7 +120,8 @@ for d in comparisons:
         f"{imputation['marginal_log_score'].mean():.3f}); the PMF's mode is right for "
         f"{imputation['accuracy'].mean():.1%} of cells (marginal mode {imputation['marginal_accuracy'].mean():.1%}), "
         f"within one category for {imputation['within_one'].mean():.1%}."))
-    summary_d = pd.read_csv(folder / "summary.csv")
+    summary_d = pd.read_csv(folder / "summary.csv").merge(
+        pd.read_csv(folder / "timings.csv")[["condition", "rep", "wall_seconds"]], on=["condition", "rep"])
     cols = ["condition", "rep", "converged", "steps", "elbo", "wall_seconds"] + [
         c for c in summary_d.columns if c.endswith("_rmse_vs_complete_data") or c.endswith("_rmse_vs_truth")]
     display(summary_d[cols].round(4))

@@ -32,6 +32,7 @@ rule rb_comparison:
         summary="results/rb_imputation/{dataset}/{missing}/summary.csv",
         aggregate="results/rb_imputation/{dataset}/{missing}/aggregate.csv",
         imputation="results/rb_imputation/{dataset}/{missing}/imputation.csv",
+        timings="results/rb_imputation/{dataset}/{missing}/timings.csv",
         loss_figure="results/rb_imputation/{dataset}/{missing}/figures/loss.png",
         discrimination_figure="results/rb_imputation/{dataset}/{missing}/figures/discrimination.png",
         ability_figure="results/rb_imputation/{dataset}/{missing}/figures/abilities.png",

@@ -186,3 +186,15 @@ def test_simulator_rejects_bad_input():
         sm.simulate_mgrm(0, 10, 5, 3, 6)
     with pytest.raises(ValueError, match="unknown simulation preset"):
         sm.from_preset("nope", 0, 10)
+
+
+def test_estimates_table_lines_up_with_the_truth_table():
+    rm, truth = sm.from_preset("bench_p4", 1, 50)
+    assert rm.items[0].name == "F1_1"
+    st = mgrm.structure(rm.n_categories, 4, sm.q_matrix(rm), positive_loadings=True)
+    est = mgrm.estimates_table(mgrm.truth_params(st, truth), st, item_names=[it.name for it in rm.items],
+                               factor_names=rm.attrs["factor_names"])
+    keys = ["parameter", "item", "item_name", "person", "factor", "factor_name", "factor2", "category"]
+    merged = est.merge(truth.rename(columns={"value": "true"}), on=keys, how="left")
+    assert len(merged) == len(est) and merged["true"].notna().all()
+    np.testing.assert_allclose(merged["mean"], merged["true"], atol=1e-5)

@@ -126,8 +126,12 @@ def simulate_mgrm(seed: int, n_persons: int, n_items: int, n_categories: int, n_
     for k in range(n_categories - 1):
         responses += (u < 1.0 / (1.0 + np.exp(-(score - cuts[None, :, k])))).astype(np.int8)
 
-    items = [Item(f"{factor_names[main_factor[j]]}{j - np.flatnonzero(main_factor == main_factor[j])[0] + 1}",
-                  n_categories, factor_names[main_factor[j]]) for j in range(n_items)]
+    def item_name(j):
+        f = factor_names[main_factor[j]]
+        k = j - np.flatnonzero(main_factor == main_factor[j])[0] + 1
+        return f"{f}_{k}" if f[-1].isdigit() else f"{f}{k}"  # EXT1 (IPIP style), F1_1
+
+    items = [Item(item_name(j), n_categories, factor_names[main_factor[j]]) for j in range(n_items)]
     attrs = {"source": "simulated", "model": "mgrm", "seed": seed, "structure": structure,
              "latent": latent, "n_factors": n_factors, "loading_log_var": loading_log_var,
              "lkj_concentration": lkj_concentration,

@@ -19,7 +19,10 @@
 #
 # * `zero_fill`: missing cells contribute nothing (the likelihood of the observed cells);
 # * `naive_average_M<M>`: the mean over M imputed copies of the log-likelihood (Jensen: biased low);
-# * `rao_blackwell_M<M>`: log of the mean over M copies of the likelihood (log-sum-exp);
+# * `rao_blackwell_M<M>`: log of the mean over M copies of the likelihood (log-sum-exp), per
+#   person (the likelihood factorizes over persons, so each person's copies are averaged alone);
+# * `rao_blackwell_batch_M<M>`: the seed's code taken literally: one log-mean-exp over copies of
+#   the whole minibatch's likelihood;
 # * `exact_marginal`: the M → ∞ limit, each missing cell contributing log Σ_k q(k) P(Y = k | θ).
 #
 # Imputations come from a pairwise ordinal stacking model fitted to the observed responses.

@@ -90,7 +90,7 @@ def imputation_extra_data(model, rm_missing: io.ResponseMatrix) -> dict:
 
 
 def fit_objective(rm_missing: io.ResponseMatrix, model, objective: str, *, seed: int, config: StudyConfig,
-                  truth=None, meta=None) -> fits.FitOutput:
+                  truth=None, meta=None, posterior_draws: int = 500) -> fits.FitOutput:
     """ADVI fit of the factorized GRM on ``rm_missing`` with one imputation objective."""
     if objective not in objectives.NAMES:
         raise ValueError(f"unknown objective {objective!r}; known: {', '.join(objectives.NAMES)}")
@@ -103,6 +103,7 @@ def fit_objective(rm_missing: io.ResponseMatrix, model, objective: str, *, seed:
     out = fits.fit_factorized_grm(
         rm_missing, seed=seed, settings=config.settings, priors=config.priors, truth=truth,
         log_likelihood=objectives.make(objective, st, config.n_copies), extra_data=extra,
+        posterior_draws=posterior_draws,
         meta={"study": "rb_imputation", "objective": objective, "n_copies": n_copies,
               "label": objective if n_copies is None else f"{objective}(M={n_copies})",
               "missing_cells": int((rm_missing.responses < 0).sum()), **(meta or {})})

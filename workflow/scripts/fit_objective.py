@@ -21,7 +21,7 @@ rm_missing = io.read_responses(snakemake.input.responses)
 truth = pd.read_csv(snakemake.input.truth) if snakemake.input.truth else None
 out = rb_study.fit_objective(
     rm_missing, stacking.load(snakemake.input.imputation), objective, seed=snakemake.params.seed,
-    config=config, truth=truth,
+    config=config, truth=truth, posterior_draws=snakemake.params.posterior_draws,
     meta={"dataset": wc.dataset, "condition": wc.condition, "missing": wc.missing,
           "replication": int(wc.rep), "label": f"{wc.condition} rep{wc.rep}"})
 if not out.record["converged"]:

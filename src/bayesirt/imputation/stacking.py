@@ -457,12 +457,10 @@ def save(model: StackingModel, path) -> None:
     path = Path(path)
     meta = {"format": FORMAT, "item_names": model.item_names, "item_types": model.item_types,
             "settings": model.settings, "fitted": model.fitted, "info": model.info}
-    with io.atomic_path(path) as tmp:
-        with open(tmp, "wb") as fh:
-            np.savez(fh, meta=np.array(json.dumps(meta, default=io._json_default)),
-                     n_categories=model.n_categories, pmf_tables=model.pmf_tables,
-                     weights=model.weights, elpd_loo=model.elpd_loo, pareto_k=model.pareto_k,
-                     laplace_khat=model.laplace_khat, converged=model.converged, n_pairs=model.n_pairs)
+    io.write_npz(path, meta=np.array(json.dumps(meta, default=io._json_default)),
+                 n_categories=model.n_categories, pmf_tables=model.pmf_tables,
+                 weights=model.weights, elpd_loo=model.elpd_loo, pareto_k=model.pareto_k,
+                 laplace_khat=model.laplace_khat, converged=model.converged, n_pairs=model.n_pairs)
 
 
 def load(path) -> StackingModel:

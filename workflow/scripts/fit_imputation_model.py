@@ -23,5 +23,6 @@ stacking.save(model, snakemake.output.model)
 io.write_json({"study": "rb_imputation", "dataset": snakemake.wildcards.dataset,
                "missing": snakemake.wildcards.missing, "replication": int(snakemake.wildcards.rep),
                "seed": snakemake.params.seed, "checks": checks, "scores": scores,
-               "versions": io.library_versions(), "timing": {"fit_seconds": seconds}},
+               "versions": io.library_versions(), "timing": {"fit_seconds": seconds,
+                          **{k: v for k, v in model.info.items() if k.endswith("_seconds")}}},
               snakemake.output.record)

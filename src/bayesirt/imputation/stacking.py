@@ -456,7 +456,9 @@ def save(model: StackingModel, path) -> None:
     """One .npz file (arrays) with the metadata as a JSON string inside; written atomically."""
     path = Path(path)
     meta = {"format": FORMAT, "item_names": model.item_names, "item_types": model.item_types,
-            "settings": model.settings, "fitted": model.fitted, "info": model.info}
+            "settings": model.settings, "fitted": model.fitted,
+            # timings vary run to run; leaving them out keeps the file identical on reruns
+            "info": {k: v for k, v in model.info.items() if not k.endswith("_seconds")}}
     io.write_npz(path, meta=np.array(json.dumps(meta, default=io._json_default)),
                  n_categories=model.n_categories, pmf_tables=model.pmf_tables,
                  weights=model.weights, elpd_loo=model.elpd_loo, pareto_k=model.pareto_k,

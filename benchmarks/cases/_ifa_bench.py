@@ -129,6 +129,5 @@ def confirmatory_8k(method: str) -> dict:
         **loading_metrics(res.params["model"], st, truth),
         "targets": {"fit_seconds_including_compile_max": target},
         "targets_met": bool(fit_total <= target and res.converged),
-        "note": "2 CPU cores shared by 4 engineers while measured: timings are inflated by contention",
         **variant,
     }

@@ -118,7 +118,6 @@ def run() -> dict:
         "peak_rss_gb": peak_rss_gb(),
         "targets": {"iwae_seconds_per_epoch_max": 60.0, "iwae_fit_seconds_max": 600.0,
                     "iwavb_to_iwae_ratio_max": 3.0, "peak_rss_gb_max": 8.0},
-        "note": "2 CPU cores shared by 4 engineers while measured: timings are inflated by contention",
     }
     out["targets_met"] = {
         "iwae_epoch": bool(iwae_epoch <= 60.0),

@@ -59,5 +59,4 @@ def run() -> dict:
         "peak_rss_gb": peak_rss_gb(),
         "targets": {"loglog_slope_range": [0.9, 1.1]},
         "targets_met": bool(0.9 <= slope <= 1.1),
-        "note": "2 CPU cores shared by 4 engineers while measured: timings are inflated by contention",
     }

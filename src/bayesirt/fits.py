@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -34,16 +35,16 @@ class FitOutput:
     idata: object | None = None
 
 
-def factorized_grm_model(st: fgrm.Structure, priors: fgrm.Priors, log_likelihood=None) -> advi.Model:
+def factorized_grm_model(st: fgrm.Structure, priors: fgrm.Priors, n_persons: int,
+                         log_likelihood=None) -> advi.Model:
     """The factorized GRM as an ADVI model; ``log_likelihood(params, batch, key)`` may be
     replaced (the imputation objectives do), by default the complete-case likelihood."""
-    shapes = None  # filled per data set by fit_factorized_grm
 
     def complete_case(params, batch, key):
         return fgrm.log_likelihood(params, batch["y"], st)
 
     return advi.Model(
-        shapes=shapes, bijectors=fgrm.bijectors(), local=fgrm.LOCAL,
+        shapes=fgrm.parameter_shapes(st, n_persons), bijectors=fgrm.bijectors(), local=fgrm.LOCAL,
         log_prior_global=lambda p: fgrm.log_prior(p, priors, st, local=False),
         log_prior_local=lambda p: fgrm.log_prior(p, priors, st, local=True),
         log_likelihood=log_likelihood or complete_case)
@@ -55,8 +56,7 @@ def fit_factorized_grm(rm: io.ResponseMatrix, *, seed: int, settings: TrainSetti
                        extra_data: dict | None = None, meta: dict | None = None) -> FitOutput:
     """Mean-field ADVI fit of the factorized GRM (seed 000, sections 1-3)."""
     st = fgrm.structure_of(rm)
-    model = factorized_grm_model(st, priors, log_likelihood)
-    model = advi.Model(**{**model.__dict__, "shapes": fgrm.parameter_shapes(st, rm.n_persons)})
+    model = factorized_grm_model(st, priors, rm.n_persons, log_likelihood)
     key_fit, key_draws, key_elbo = jax.random.split(jax.random.key(seed), 3)
     q0 = advi.init(model, fgrm.initial_values(rm))
     data = {"y": jnp.asarray(rm.responses, jnp.int32), **(extra_data or {})}
@@ -131,8 +131,6 @@ def item_inference_data(samples: dict, rm: io.ResponseMatrix):
 
 def write_fit(out: FitOutput, folder) -> None:
     """Write a fit's outputs; the record goes last, so its presence means the fit is whole."""
-    from pathlib import Path
-
     folder = Path(folder)
     io.write_table(out.estimates, folder / "estimates.csv")
     io.write_table(out.losses, folder / "loss.csv")

@@ -21,6 +21,7 @@ from bayesirt.data.simulate import parameters_table
 from bayesirt.inference import advi
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import factorized_grm as fgrm
+from bayesirt.models import mixture_grm
 
 log = logging.getLogger("bayesirt")
 
@@ -35,30 +36,44 @@ class FitOutput:
     idata: object | None = None
 
 
-def factorized_grm_model(st: fgrm.Structure, priors: fgrm.Priors, n_persons: int,
-                         log_likelihood=None) -> advi.Model:
-    """The factorized GRM as an ADVI model; ``log_likelihood(params, batch, key)`` may be
-    replaced (the imputation objectives do), by default the complete-case likelihood."""
+def model_module(st):
+    """The model module of a structure: ``mixture_grm`` (seed 000, 1.3) or ``factorized_grm``."""
+    return mixture_grm if isinstance(st, mixture_grm.Structure) else fgrm
+
+
+def structure(rm: io.ResponseMatrix, n_dimensions: int = 1):
+    """The factorized GRM's structure, or the D-dimensional mixture's when ``n_dimensions`` > 1."""
+    return fgrm.structure_of(rm) if n_dimensions == 1 else mixture_grm.structure_of(rm, n_dimensions)
+
+
+def factorized_grm_model(st, priors: fgrm.Priors, n_persons: int, log_likelihood=None) -> advi.Model:
+    """The factorized GRM (or its mixture extension, by ``st``) as an ADVI model;
+    ``log_likelihood(params, batch, key)`` may be replaced (the imputation objectives do), by
+    default the complete-case likelihood."""
+    m = model_module(st)
 
     def complete_case(params, batch, key):
-        return fgrm.log_likelihood(params, batch["y"], st)
+        return m.log_likelihood(params, batch["y"], st)
 
     return advi.Model(
-        shapes=fgrm.parameter_shapes(st, n_persons), bijectors=fgrm.bijectors(), local=fgrm.LOCAL,
-        log_prior_global=lambda p: fgrm.log_prior(p, priors, st, local=False),
-        log_prior_local=lambda p: fgrm.log_prior(p, priors, st, local=True),
+        shapes=m.parameter_shapes(st, n_persons), bijectors=m.bijectors(), local=m.LOCAL,
+        log_prior_global=lambda p: m.log_prior(p, priors, st, local=False),
+        log_prior_local=lambda p: m.log_prior(p, priors, st, local=True),
         log_likelihood=log_likelihood or complete_case)
 
 
 def fit_factorized_grm(rm: io.ResponseMatrix, *, seed: int, settings: TrainSettings,
                        priors: fgrm.Priors, n_draws: int = 1, posterior_draws: int = 500,
                        truth: pd.DataFrame | None = None, log_likelihood=None,
-                       extra_data: dict | None = None, meta: dict | None = None) -> FitOutput:
-    """Mean-field ADVI fit of the factorized GRM (seed 000, sections 1-3)."""
-    st = fgrm.structure_of(rm)
+                       extra_data: dict | None = None, meta: dict | None = None,
+                       n_dimensions: int = 1) -> FitOutput:
+    """Mean-field ADVI fit of the factorized GRM (seed 000, sections 1-3); with
+    ``n_dimensions`` > 1, of its discrimination-weighted mixture extension (section 1.3)."""
+    st = structure(rm, n_dimensions)
     model = factorized_grm_model(st, priors, rm.n_persons, log_likelihood)
     key_fit, key_draws, key_elbo = jax.random.split(jax.random.key(seed), 3)
-    q0 = advi.init(model, fgrm.initial_values(rm))
+    initial = fgrm.initial_values(rm) if n_dimensions == 1 else mixture_grm.initial_values(rm, n_dimensions)
+    q0 = advi.init(model, initial)
     data = {"y": jnp.asarray(rm.responses, jnp.int32), **(extra_data or {})}
     result = advi.fit(model, q0, key_fit, data, rm.n_persons, settings, n_draws,
                       label=(meta or {}).get("label", "factorized_grm"))
@@ -66,16 +81,17 @@ def fit_factorized_grm(rm: io.ResponseMatrix, *, seed: int, settings: TrainSetti
 
     elbo = final_elbo(model, q, key_elbo, data, rm.n_persons)
     samples = advi.draws(model, q, key_draws, posterior_draws)
-    estimates = parameters_table({k: v.mean(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "mean")
-    estimates["sd"] = parameters_table({k: v.std(0) for k, v in samples.items()},
-                                       rm.scale_index, rm.scales, "sd")["sd"]
+    table = parameters_table if n_dimensions == 1 else mixture_grm.parameters_table
+    estimates = table({k: v.mean(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "mean")
+    estimates["sd"] = table({k: v.std(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "sd")["sd"]
     if truth is not None:
         estimates = attach_truth(estimates, truth)
 
     window = min(settings.window, len(result.losses))
     record = {
-        "model": "factorized_grm",
+        "model": "factorized_grm" if n_dimensions == 1 else "mixture_grm",
         "method": "advi",
+        "n_dimensions": n_dimensions,
         **(meta or {}),
         "seed": seed,
         "n_persons": rm.n_persons,
@@ -108,7 +124,7 @@ def final_elbo(model: advi.Model, q, key, data, n_persons: int, n_draws: int = 3
 
 
 def attach_truth(estimates: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
-    keys = ["parameter", "item", "person", "scale", "category"]
+    keys = ["parameter", "item", "person", "scale", "category"] + (["dimension"] if "dimension" in estimates else [])
     merged = estimates.merge(truth.rename(columns={"value": "true"}), on=keys, how="left")
     if len(merged) != len(estimates):
         raise ValueError("truth table does not match the estimates one-to-one")
@@ -123,6 +139,9 @@ def item_inference_data(samples: dict, rm: io.ResponseMatrix):
     posterior = {k: samples[k][None] for k in ITEM_PARAMETERS}
     coords = {"item": names, "increment": np.arange(1, samples["increments"].shape[-1] + 1)}
     dims = {"discrimination": ["item"], "base_difficulty": ["item"], "increments": ["item", "increment"]}
+    if samples["discrimination"].ndim == 3:  # the mixture model: one discrimination per dimension
+        coords["dimension"] = np.arange(samples["discrimination"].shape[-1])
+        dims["discrimination"] = ["item", "dimension"]
     idata = az.from_dict(posterior=posterior, coords=coords, dims=dims)
     # a creation timestamp would make reruns differ; the fit record carries versions instead
     idata.posterior.attrs.pop("created_at", None)

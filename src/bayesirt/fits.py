@@ -84,7 +84,13 @@ def fit_factorized_grm(rm: io.ResponseMatrix, *, seed: int, settings: TrainSetti
     table = parameters_table if n_dimensions == 1 else mixture_grm.parameters_table
     estimates = table({k: v.mean(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "mean")
     estimates["sd"] = table({k: v.std(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "sd")["sd"]
-    if truth is not None:
+    truth_note = None
+    if truth is not None and ("dimension" in estimates) != ("dimension" in truth):
+        # e.g. a D-dimensional mixture fitted to data simulated from the one-dimensional model:
+        # no parameter of one has a counterpart in the other
+        truth_note = "not attached: the data were simulated from a model with other parameters"
+        log.warning("true parameters %s", truth_note)
+    elif truth is not None:
         estimates = attach_truth(estimates, truth)
 
     window = min(settings.window, len(result.losses))
@@ -92,6 +98,7 @@ def fit_factorized_grm(rm: io.ResponseMatrix, *, seed: int, settings: TrainSetti
         "model": "factorized_grm" if n_dimensions == 1 else "mixture_grm",
         "method": "advi",
         "n_dimensions": n_dimensions,
+        **({"truth": truth_note} if truth_note else {}),
         **(meta or {}),
         "seed": seed,
         "n_persons": rm.n_persons,

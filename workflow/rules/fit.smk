@@ -15,6 +15,7 @@ rule fit_reference:
         training=config["training"],
         priors=config["priors"],
         posterior_draws=config["posterior_draws"],
+        n_dimensions=config["studies"]["rb_imputation"]["n_dimensions"],
         seed=reference_seed,
     log:
         "logs/rb_imputation/{dataset}/reference.log",
@@ -39,6 +40,7 @@ rule fit_objective:
         training=config["training"],
         priors=config["priors"],
         posterior_draws=config["posterior_draws"],
+        n_dimensions=config["studies"]["rb_imputation"]["n_dimensions"],
         seed=replication_seed,
     log:
         "logs/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}.log",

@@ -16,7 +16,7 @@ n_draws = training.pop("n_draws")
 out = fits.fit_factorized_grm(
     rm, seed=snakemake.params.seed, settings=TrainSettings(**training),
     priors=Priors(**snakemake.params.priors), n_draws=n_draws,
-    posterior_draws=snakemake.params.posterior_draws, truth=truth,
+    posterior_draws=snakemake.params.posterior_draws, truth=truth, n_dimensions=snakemake.params.n_dimensions,
     meta={"study": "rb_imputation", "dataset": snakemake.wildcards.dataset,
           "condition": "reference", "objective": "complete", "replication": None,
           "label": f"reference {snakemake.wildcards.dataset}"})

@@ -1,8 +1,9 @@
 """The one training driver for every stochastic-gradient method (ADVI, IWAE, IWAVB, VIBO, BBVI).
 
 A method supplies ``loss_fn(params, key, batch)`` (a scalar to minimise, where ``batch`` is a
-dict of arrays whose leading axis is persons, plus ``"index"``, the persons' row numbers) and
-initial parameters. The driver owns everything else:
+dict of arrays whose leading axis is persons, plus ``"index"``, the persons' row numbers, and
+``"step"``, the global step number as a traced integer, for schedules inside a loss such as a
+warm-up) and initial parameters. The driver owns everything else:
 
 * minibatches of persons drawn without replacement each epoch (or the full data);
 * a whole chunk of steps compiled as one ``lax.scan`` (PLATFORM notes: ~2x over a Python
@@ -108,12 +109,12 @@ def _chunk_fn(loss_fn, optimizer, n_persons: int, batch_size: int, n_steps: int)
                 epoch - first_epoch, pos)
 
         def step_with_data(carry, xs):
-            key, idx = xs
+            key, idx, s = xs
             batch = data if full_batch else jax.tree.map(lambda a: a[idx], data)
-            batch = dict(batch, index=idx)
+            batch = dict(batch, index=idx, step=s)
             return step(carry, (key, batch))
 
-        (params, opt_state), losses = jax.lax.scan(step_with_data, (params, opt_state), (step_keys, index))
+        (params, opt_state), losses = jax.lax.scan(step_with_data, (params, opt_state), (step_keys, index, t))
         return params, opt_state, losses
 
     return chunk

@@ -31,3 +31,11 @@ def check(config: dict, schema_path) -> None:
         if "dataset" in spec and spec["dataset"] not in config["datasets"]:
             raise ConfigError(f"config key 'studies.{study}.dataset': '{spec['dataset']}' is not "
                               f"one of the data sets {sorted(config['datasets'])}")
+    for name, design in config.get("studies", {}).get("amortized_ifa", {}).get("designs", {}).items():
+        where = f"config key 'studies.amortized_ifa.designs.{name}"
+        ds = design.get("dataset")
+        if ds is not None and config["datasets"].get(ds, {}).get("source") != "ipip_ffm":
+            raise ConfigError(f"{where}.dataset': '{ds}' is not a data set with held-out persons "
+                              f"(source ipip_ffm) among {sorted(config['datasets'])}")
+        if ds is not None and design.get("analysis", "confirmatory") == "confirmatory" and "n_factors" not in design:
+            raise ConfigError(f"{where}.n_factors': a confirmatory fit of a real data set needs n_factors")

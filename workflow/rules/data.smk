@@ -90,3 +90,30 @@ rule prepare_ipip_ffm:
         ENV
     script:
         "../scripts/prepare_ipip.py"
+
+
+# =============================================================================================
+# amortized_ifa: simulated multidimensional GRM data of each design (seed 003, section 4),
+# training persons plus held-out persons from the same population, and the truth.
+# =============================================================================================
+
+
+rule ifa_simulate:
+    output:
+        responses="data/processed/amortized_ifa/{design}/rep{rep}/responses.parquet",
+        sidecar="data/processed/amortized_ifa/{design}/rep{rep}/responses.json",
+        holdout="data/processed/amortized_ifa/{design}/rep{rep}/holdout.parquet",
+        holdout_sidecar="data/processed/amortized_ifa/{design}/rep{rep}/holdout.json",
+        truth="data/processed/amortized_ifa/{design}/rep{rep}/truth.csv",
+    params:
+        design=ifa_design_config,
+        heldout_fraction=ifa_config().get("heldout_fraction", 0.25),
+        seed=ifa_data_seed,
+    wildcard_constraints:
+        design=ifa_design_pattern(simulated=True),
+    log:
+        "logs/data/amortized_ifa/{design}/rep{rep}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/ifa_simulate.py"

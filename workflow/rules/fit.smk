@@ -48,3 +48,33 @@ rule fit_objective:
         ENV
     script:
         "../scripts/fit_objective.py"
+
+
+rule ifa_fit:
+    # amortized_ifa: one method (iwae | iwavb) with P factors and R importance samples on one
+    # replication of a design; held-out log-likelihood and recovery are evaluated in the job.
+    input:
+        responses=ifa_responses,
+        holdout=ifa_holdout,
+        truth=ifa_truth,
+    output:
+        record="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/fit.json",
+        estimates="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/estimates.csv",
+        loss="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/loss.csv",
+    params:
+        design=ifa_design_config,
+        dataset=ifa_dataset_name,
+        eval_samples=ifa_config().get("eval_samples", 5000),
+        posterior_draws=ifa_config().get("posterior_draws", 100),
+        seed=ifa_fit_seed,
+    wildcard_constraints:
+        design=ifa_design_pattern(),
+        method="iwae|iwavb",
+        factors=r"\d+",
+        samples=r"\d+",
+    log:
+        "logs/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/ifa_fit.py"

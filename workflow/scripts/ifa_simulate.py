@@ -1,0 +1,16 @@
+"""Simulate one replication of an amortized_ifa design: training and held-out persons, truth
+(rule ifa_simulate)."""
+
+from bayesirt import ifa_study, io, logs
+
+log = logs.to_file(snakemake.log[0])
+train, holdout, truth = ifa_study.simulate_design(snakemake.params.design, snakemake.params.seed,
+                                                  snakemake.params.heldout_fraction)
+for part in (train, holdout):
+    part.attrs.update({"design": snakemake.wildcards.design, "replication": int(snakemake.wildcards.rep)})
+io.write_table(truth, snakemake.output.truth)
+io.write_responses(holdout, snakemake.output.holdout)
+io.write_responses(train, snakemake.output.responses)
+log.info("simulated %s rep %s: %d training + %d held-out persons x %d items, seed %d",
+         snakemake.wildcards.design, snakemake.wildcards.rep, train.n_persons, holdout.n_persons,
+         train.n_items, snakemake.params.seed)

@@ -2,6 +2,7 @@
 config validated against the result schemas, bit-for-bit reruns, and bad-config errors."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -17,8 +18,9 @@ SCHEMAS = ROOT / "workflow" / "schemas"
 pytestmark = pytest.mark.workflow
 
 
-def snakemake(*args, cwd=ROOT, check=True):
-    proc = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, capture_output=True, text=True)
+def snakemake(*args, cwd=ROOT, check=True, env=None):
+    proc = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, capture_output=True, text=True,
+                          env=None if env is None else {**os.environ, **env})
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc
@@ -40,6 +42,7 @@ def test_lint():
 def test_dry_run_paper_config():
     proc = snakemake("-n", "--configfile", "config/paper.yaml")
     assert "fit_reference" in proc.stdout
+    assert "ifa_fit" in proc.stdout and "report_amortized_ifa" in proc.stdout
 
 
 def test_dry_run_through_slurm_profile():
@@ -55,6 +58,10 @@ def test_dry_run_through_slurm_profile():
     ("datasets: {rwa_sim: {source: simulate, preset: rwa, n_persons: -5}}\n",
      "config key 'datasets.rwa_sim.n_persons': -5 is less than the minimum"),
     ("studies: {rb_imputation: {dataset: nowhere}}\n", "config key 'studies.rb_imputation.dataset'"),
+    ("studies: {amortized_ifa: {designs: {x: {preset: ipip, n_persons: 50, replicas: 2}}}}\n",
+     "config key 'studies.amortized_ifa.designs.x.replicas': unknown key"),
+    ("studies: {amortized_ifa: {designs: {x: {dataset: rwa_sim, analysis: exploratory}}}}\n",
+     "config key 'studies.amortized_ifa.designs.x.dataset'"),
 ])
 def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, text, message):
     base = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
@@ -66,16 +73,20 @@ def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, text, message)
     assert message in proc.stdout + proc.stderr
 
 
-def run_test_config(folder: Path) -> Path:
+def run_test_config(folder: Path, env=None) -> Path:
     workflow_copy(folder)
-    snakemake("--cores", "2", "--configfile", "config/test.yaml", cwd=folder)
+    snakemake("--cores", "2", "--configfile", "config/test.yaml", cwd=folder, env=env)
     return folder
 
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
-    return (run_test_config(tmp_path_factory.mktemp("run_a")),
-            run_test_config(tmp_path_factory.mktemp("run_b")))
+    # JAX's persistent compilation cache (a machine setting, not part of the workflow) shared
+    # by both runs: the second reuses the first one's compiled programs, which also checks
+    # that a cached program gives the same results bit for bit
+    env = {"JAX_COMPILATION_CACHE_DIR": str(tmp_path_factory.mktemp("jax_cache"))}
+    return (run_test_config(tmp_path_factory.mktemp("run_a"), env),
+            run_test_config(tmp_path_factory.mktemp("run_b"), env))
 
 
 def load_schema(name):
@@ -87,7 +98,7 @@ def test_outputs_follow_the_schemas(two_runs):
     sidecar = json.loads((run / "data/processed/rwa_sim/responses.json").read_text())
     jsonschema.validate(sidecar, load_schema("responses.schema.yaml"))
     fit = run / "results/rb_imputation/rwa_sim/reference"
-    records = sorted((run / "results").rglob("fit.json"))
+    records = sorted((run / "results/rb_imputation").rglob("fit.json"))
     # the reference plus one fit per condition (zero_fill, naive_average_M2, rao_blackwell_M2, exact_marginal)
     assert len(records) == 5
     row_schema = load_schema("estimates.schema.yaml")
@@ -120,10 +131,47 @@ def test_rerun_is_bit_for_bit_identical(two_runs):
     files += sorted(p.relative_to(a) for p in (a / "data").rglob("*") if p.is_file())
     assert len(files) >= 10
     for rel in files:
-        if rel.parts[1] == "reports" or rel.name == "timings.csv":  # run timestamps, wall times
+        if rel.parts[1] == "reports" or rel.name.startswith("timings"):  # run timestamps, wall times
             continue
         if rel.suffix == ".json":  # fit and imputation records: all but the timing field
             strip = lambda p: {k: v for k, v in json.loads(p.read_text()).items() if k != "timing"}
             assert strip(a / rel) == strip(b / rel), rel
         else:
             assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+
+
+def test_amortized_ifa_outputs_follow_the_schemas(two_runs):
+    run = two_runs[0]
+    base = run / "results/amortized_ifa"
+    records = sorted(base.rglob("fit.json"))
+    # test.yaml: normal and mixture_p1 (one replication, one R) and the exploratory ipip scree
+    # over P = 1, 2, each fitted by IWAE and IWAVB
+    assert len(records) == 2 * (1 + 1 + 2)
+    record_schema, row_schema = load_schema("fit_record.schema.yaml"), load_schema("estimates.schema.yaml")
+    for record in records:
+        rec = json.loads(record.read_text())
+        jsonschema.validate(rec, record_schema)
+        assert rec["study"] == "amortized_ifa" and rec["condition"] == record.parts[-3]
+        est = pd.read_csv(record.parent / "estimates.csv")
+        for row in est.to_dict("records"):
+            jsonschema.validate(row, row_schema)
+        assert {"loading", "intercept"} <= set(est.parameter)
+        assert pd.read_csv(record.parent / "loss.csv")["loss"].notna().all()
+    sidecar = json.loads((run / "data/processed/amortized_ifa/normal/rep0/holdout.json").read_text())
+    jsonschema.validate(sidecar, load_schema("responses.schema.yaml"))
+    for design in ("normal", "mixture_p1"):
+        fits = pd.read_csv(base / design / "fits.csv")
+        assert sorted(fits["method"]) == ["iwae", "iwavb"] and fits["loglik_independent"].notna().all()
+        assert fits["loading_mse"].notna().all()
+        mse = pd.read_csv(base / design / "parameter_mse.csv")
+        assert {"loading", "intercept"} <= set(mse["parameter"]) and (mse["mse"] >= 0).all()
+        assert len(pd.read_csv(base / design / "latent.csv")) > 0
+        pngs = sorted((base / design / "figures").glob("*.png"))
+        assert [p.name for p in pngs] == ["latent.png", "loglik.png", "mse.png", "timings.png"]
+        assert all(p.stat().st_size > 5000 for p in pngs)
+    assert set(pd.read_csv(base / "mixture_p1/latent_density.csv")["latent"]) == {"mixture"}
+    scree = pd.read_csv(base / "ipip/scree.csv")
+    assert sorted(zip(scree["method"], scree["n_factors"])) == [("iwae", 1), ("iwae", 2), ("iwavb", 1), ("iwavb", 2)]
+    assert [p.name for p in sorted((base / "ipip/figures").glob("*.png"))] == ["loadings.png", "scree.png", "timings.png"]
+    html = (run / "results/reports/amortized_ifa.html").read_text()
+    assert "Which of the paper" in html and "image/png" in html and "Traceback" not in html

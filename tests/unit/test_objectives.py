@@ -42,16 +42,27 @@ def small_problem(n=40, seed=0, missing_rate=0.3, n_categories=(4, 4, 2, 3, 4, 4
 
 def test_layout_holds_every_missing_cell_once():
     rm, st, params, batch, (persons, cols, pmf), _ = small_problem()
-    valid = np.asarray(batch["miss_valid"])
-    item = np.asarray(batch["miss_item"])
-    assert valid.sum() == persons.size
-    assert valid.sum(1).tolist() == (rm.responses < 0).sum(1).tolist()
+    cells = batch[obj.SHARED][obj.CELLS]
+    person, item = np.asarray(cells.person), np.asarray(cells.item)
+    count, start = np.asarray(batch["miss_count"]), np.asarray(batch["miss_start"])
+    assert person.size == persons.size and np.all(np.diff(person) >= 0)
+    assert count.tolist() == (rm.responses < 0).sum(1).tolist()
+    assert np.array_equal(start, np.cumsum(count) - count)
+    assert np.array_equal(person, np.repeat(np.arange(rm.n_persons), count))
+    assert cells.batch_cap[5] == np.sort(count)[::-1][:5].sum() and cells.batch_cap[-1] == persons.size
+    assert cells.blocks  # 6 items, 30% MCAR: the per-item blocks are used for the full batch
+    b_person, b_valid = np.asarray(cells.block_person), np.asarray(cells.block_valid)
+    assert b_valid.sum() == persons.size
     for p, c, q in zip(persons, cols, pmf):
-        slot = np.nonzero(valid[p] & (item[p] == c))[0]
+        row = np.nonzero((person == p) & (item == c))[0]
+        assert row.size == 1
+        np.testing.assert_allclose(np.asarray(cells.pmf)[row[0]], q, rtol=1e-6, atol=1e-7)
+        cdf = np.asarray(cells.cdf)[row[0]]
+        assert np.all(cdf[rm.n_categories[c] - 1:] == 1.0)  # exactly one from the last category on
+        slot = np.nonzero(b_valid[c] & (b_person[c] == p))[0]
         assert slot.size == 1
-        np.testing.assert_allclose(np.asarray(batch["miss_pmf"])[p, slot[0]], q, rtol=1e-6, atol=1e-7)
-        cdf = np.asarray(batch["miss_cdf"])[p, slot[0]]
-        assert cdf[rm.n_categories[c] - 1] == 1.0  # exactly one from the last category on
+        np.testing.assert_allclose(np.asarray(cells.block_pmf)[c, slot[0]], q, rtol=1e-6, atol=1e-7)
+        np.testing.assert_array_equal(np.asarray(cells.block_cdf)[c, slot[0]], cdf)
 
 
 def test_bad_pmfs_are_refused():
@@ -74,8 +85,9 @@ def test_bad_pmfs_are_refused():
 def test_draws_follow_the_pmf():
     # 20,000 draws of one cell; each category frequency within 4 binomial sds of its probability
     q = np.array([0.1, 0.0, 0.6, 0.3])
-    cdf = jnp.asarray(np.cumsum(q)[None, None], jnp.float32)
-    draws = jax.vmap(lambda k: obj.draw_imputation(k, cdf))(jax.random.split(jax.random.key(1), 20000))
+    cdf = jnp.asarray(np.cumsum(q)[None, :-1], jnp.float32)
+    draws = obj.draw_imputations(jax.random.key(1), cdf, 20000)
+    assert draws.shape == (20000, 1)
     freq = np.bincount(np.asarray(draws).ravel(), minlength=4) / 20000
     sd = np.sqrt(q * (1 - q) / 20000)
     assert np.all(np.abs(freq - q) <= 4 * sd + 1e-12)
@@ -92,7 +104,7 @@ def test_log_mixture_prob_matches_log_space_reference():
         q = jnp.asarray(pmf, jnp.float32)
         ref = jax.nn.logsumexp(jnp.log(q) + ref_lp[persons, cols], -1)
         k = jnp.arange(cuts.shape[-1])
-        cuts_inf = jnp.where(k[None] >= (st.n_categories - 1)[:, None], obj.ABSENT_CUT, cuts)
+        cuts_inf = jnp.where(k[None] >= (st.n_categories - 1)[:, None], 1e4, cuts)
         got = grm.log_mixture_prob(q, score[persons, cols], cuts_inf, item=jnp.asarray(cols))
         np.testing.assert_allclose(np.asarray(got), np.asarray(ref), atol=2e-4)
 
@@ -113,14 +125,15 @@ def test_single_copy_is_single_imputation_exactly():
     naive = np.asarray(obj.naive_average(st, 1)(params, batch, key))
     rb = np.asarray(obj.rao_blackwell(st, 1)(params, batch, key))
     rb_batch = np.asarray(obj.rao_blackwell(st, 1, per="batch")(params, batch, key))
+    cell_probs = obj.factorized_cell_probs(st)
     single = np.asarray(obj.zero_fill(st)(params, batch, key)
-                        + obj.copies_missing_log_lik(key, params, batch, st, 1)[0])
+                        + obj.copies_missing_log_lik(key, params, batch, cell_probs, 1)[0])
     assert np.array_equal(naive, single) and np.array_equal(rb, single) and np.array_equal(rb_batch, single)
 
 
 def test_persons_without_missing_cells_are_unchanged_exactly():
     rm, st, params, batch, _, _ = small_problem()
-    complete = ~np.asarray(batch["miss_valid"]).any(1)
+    complete = np.asarray(batch["miss_count"]) == 0
     assert complete.any()
     ref = np.asarray(obj.zero_fill(st)(params, batch, None))
     for name in ("naive_average", "rao_blackwell", "exact_marginal"):
@@ -135,14 +148,16 @@ def test_missing_cells_score_the_imputed_categories(ability_scale):
     rm, st, params, batch, _, _ = small_problem()
     params = dict(params, ability=params["ability"] * ability_scale)
     key = jax.random.key(11)
-    (k_copy,) = jax.random.split(key, 1)
-    y_imp = np.asarray(obj.draw_imputation(k_copy, batch["miss_cdf"]))
-    valid, item = np.asarray(batch["miss_valid"]), np.asarray(batch["miss_item"])
+    view = obj.batch_cells(batch, batch[obj.SHARED][obj.CELLS])
+    y_imp = np.asarray(obj.draw_imputations(key, view.cdf, 1)[0])
+    valid = np.ones(y_imp.shape, bool) if view.valid is None else np.asarray(view.valid)
+    persons = np.broadcast_to(np.asarray(view.persons), y_imp.shape)
+    items = np.broadcast_to(np.asarray(view.items), y_imp.shape)
     lp = np.asarray(grm.category_log_probs(*fgrm.cell_terms(params, st), st.n_categories))
     expected = np.zeros(rm.n_persons)
-    for p, s in zip(*np.nonzero(valid)):
-        expected[p] += lp[p, item[p, s], y_imp[p, s]]
-    got = np.asarray(obj.copies_missing_log_lik(key, params, batch, st, 1)[0])
+    for p, i, k in zip(persons[valid], items[valid], y_imp[valid]):
+        expected[p] += lp[p, i, k]
+    got = np.asarray(obj.copies_missing_log_lik(key, params, batch, obj.factorized_cell_probs(st), 1)[0])
     np.testing.assert_allclose(got, expected, atol=1e-4)
 
 

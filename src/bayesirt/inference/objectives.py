@@ -3,8 +3,8 @@
 Each objective is a factory returning ``log_likelihood(params, batch, key) -> (B,)``, the hook
 of ``fits.fit_factorized_grm`` (``advi.Model.log_likelihood``); ADVI adds the prior once,
 outside, so "prior added once" (seed 5.3) holds by construction. The imputation PMFs of the
-missing cells travel in ``extra_data`` (built by ``imputation_data``), so they are minibatched
-with the persons, and imputations are drawn inside the jitted step.
+missing cells travel in ``extra_data`` (built by ``imputation_data``), and imputations are
+drawn inside the jitted step.
 
 With y_obs the observed cells of person n and q_c the imputation PMF of missing cell c:
 
@@ -15,9 +15,10 @@ With y_obs the observed cells of person n and q_c the imputation PMF of missing 
 
 Because log p(Y_obs, Y_mis^(m)) = log p(Y_obs) + log p(Y_mis^(m)) given the parameters, the
 observed part is computed once and only the missing cells are evaluated per copy; it factors
-out of the log-sum-exp exactly as the prior does in seed 5.3. The category log-probabilities
-of the missing cells are computed once per step with the shared GRM core and then gathered
-for every copy, so M copies cost little more than one.
+out of the log-sum-exp exactly as the prior does in seed 5.3. The category probabilities of
+the missing cells, a (C, Kmax) array, are computed once per step; each copy only selects its
+drawn category's entry, so M copies cost little more than one. All M copies' categories are
+drawn at once by inverse CDF; they do not depend on the parameters.
 
 ``rao_blackwell`` has two granularities. ``per="person"`` (default) takes the log-mean-exp over
 copies separately for each person: the marginal likelihood factorizes over persons, and
@@ -28,34 +29,90 @@ batch sum is that value).
 
 Special cases (seed 5.5), exact by construction: M = 1 returns the single copy's
 log-likelihood; a data set without missing cells returns the complete-case log-likelihood.
-Missing cells are padded per person to the largest number of missing cells of any person
-(``miss_valid`` marks the real ones).
+
+Model interface. An objective needs two things from the model, both replaceable in ``make``:
+
+* ``observed_log_lik(params, batch) -> (B,)``: each batch person's log-likelihood of the
+  observed cells (missing cells contribute 0); default: the factorized GRM's;
+* ``cell_probs(params, persons, items) -> (C, Kmax)``: the category probabilities
+  P(Y = k | params) of a list of cells, where ``persons`` are row numbers into the batch's
+  local parameters (e.g. ``params["ability"]``, whose rows are the batch's persons) and
+  ``items`` item numbers; zero beyond an item's categories. Default: the factorized GRM's
+  (``factorized_cell_probs``). A mixture model returns sum_d w_d P_d(Y = k) here; nothing
+  else changes. Probabilities are floored at 1e-37 before any log.
+
+Data layout (``imputation_data``). The missing cells form one flat list sorted by person,
+``MissingCells`` (person, item, PMF, CDF), which lives under ``data["shared"]``: the training
+driver passes it to every batch whole instead of slicing it by persons. The person-indexed
+arrays ``miss_start`` and ``miss_count`` (first cell and number of cells of each person) are
+sliced with the persons. A batch of all persons (the default, full batch) uses the list as
+it is, with no padding; a minibatch of B persons gathers its persons' cells into a block of
+fixed size, the most cells any B persons have (known when the data are built), and masks
+the unused tail. Per-person sums are segment sums over the cells' persons.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesirt.inference.training import SHARED
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import grm
 
-KEYS = ("miss_item", "miss_valid", "miss_pmf", "miss_cdf")
-ABSENT_CUT = 1e4  # any value >= the clip of grm.log_mixture_prob (40)
+CELLS = "missing_cells"  # key of the flat cell list in data[SHARED]
+KEYS = ("miss_start", "miss_count", SHARED)  # what ``imputation_data`` adds to a fit's data
 NAMES = ("zero_fill", "naive_average", "rao_blackwell", "rao_blackwell_batch", "exact_marginal")
+TINY = 1e-37  # floor of a probability before its log
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class MissingCells:
+    """The missing cells (a JAX pytree; ``n_persons``, ``batch_cap`` and ``blocks`` are static).
+
+    As a flat list sorted by person (``person``, ``item``, ``pmf``, ``cdf``; minibatches gather
+    from it; ``batch_cap[b]`` is the most cells any b persons have), and, when ``blocks``, as
+    one row per item padded to the largest count of any item (``block_*``, (I, Cmax, ...);
+    ``block_valid`` marks real cells): a full batch evaluates these, so per-item quantities
+    broadcast over a row instead of being gathered per cell and scattered back.
+    """
+
+    person: jnp.ndarray  # (C,) int32, non-decreasing
+    item: jnp.ndarray  # (C,) int32
+    pmf: jnp.ndarray  # (C, Kmax) float32, imputation PMF
+    cdf: jnp.ndarray  # (C, Kmax-1) float32, its CDF at 0..Kmax-2 (exactly 1 from the top category on)
+    block_person: jnp.ndarray  # (I, Cmax) int32 (0 in padding)
+    block_valid: jnp.ndarray  # (I, Cmax) bool
+    block_pmf: jnp.ndarray  # (I, Cmax, Kmax)
+    block_cdf: jnp.ndarray  # (I, Cmax, Kmax-1)
+    n_persons: int = 0
+    batch_cap: tuple = (0,)
+    blocks: bool = False
+
+    @property
+    def n_cells(self) -> int:
+        return self.person.shape[0]
+
+
+jax.tree_util.register_dataclass(
+    MissingCells, data_fields=["person", "item", "pmf", "cdf", "block_person", "block_valid", "block_pmf", "block_cdf"],
+    meta_fields=["n_persons", "batch_cap", "blocks"])
+
+BLOCK_WASTE = 1.5  # item blocks are used when their padded size is at most this times the cells
 
 
 def imputation_data(responses: np.ndarray, persons: np.ndarray, items: np.ndarray, pmf: np.ndarray,
                     n_categories: np.ndarray) -> dict:
-    """Per-person padded arrays of the missing cells and their imputation PMFs (``extra_data``).
+    """The imputation PMFs of the missing cells as a fit's ``extra_data`` (see the module
+    docstring): ``miss_start``, ``miss_count`` (N,) int32 and ``data["shared"]["missing_cells"]``.
 
     ``persons``, ``items``, ``pmf`` (C, Kmax): one PMF per missing cell of ``responses``
-    (every missing cell exactly once). Returns jnp arrays with persons as the leading axis:
-    ``miss_item`` (N, Mmax) int32, ``miss_valid`` (N, Mmax) bool, ``miss_pmf`` and
-    ``miss_cdf`` (N, Mmax, Kmax) float32.
+    (every missing cell exactly once, in any order).
     """
     y = np.asarray(responses)
     persons, items = np.asarray(persons, np.int64), np.asarray(items, np.int64)
@@ -75,24 +132,33 @@ def imputation_data(responses: np.ndarray, persons: np.ndarray, items: np.ndarra
         raise ValueError("imputation PMFs must be finite, non-negative and zero beyond an item's categories")
     pmf = pmf / pmf.sum(-1, keepdims=True)
 
-    per_person = missing.sum(1)
-    mmax = int(per_person.max()) if n else 0
+    count = missing.sum(1).astype(np.int64)
     order = np.lexsort((items, persons))
     persons, items, pmf, n_cat = persons[order], items[order], pmf[order], n_cat[order]
-    slot = np.arange(persons.size) - np.repeat(np.cumsum(per_person) - per_person, per_person)
+    cdf = np.cumsum(pmf, -1)[:, :kmax - 1]
+    cdf[np.arange(kmax - 1)[None] >= (n_cat - 1)[:, None]] = 1.0  # exact 1 from the last category on
+    cap = np.concatenate([[0], np.cumsum(np.sort(count)[::-1])])
 
-    miss_item = np.zeros((n, mmax), np.int32)
-    valid = np.zeros((n, mmax), bool)
-    pmf_pad = np.full((n, mmax, kmax), 1.0 / kmax, np.float32)  # padding: harmless, masked out
-    cdf = np.broadcast_to(np.arange(1, kmax + 1) / kmax, (n, mmax, kmax)).astype(np.float32).copy()
-    miss_item[persons, slot] = items
-    valid[persons, slot] = True
-    pmf_pad[persons, slot] = pmf
-    c = np.cumsum(pmf, -1)
-    c[np.arange(kmax)[None] >= (n_cat - 1)[:, None]] = 1.0  # exact 1 from the last category on
-    cdf[persons, slot] = c
-    return {"miss_item": jnp.asarray(miss_item), "miss_valid": jnp.asarray(valid),
-            "miss_pmf": jnp.asarray(pmf_pad), "miss_cdf": jnp.asarray(cdf)}
+    per_item = np.bincount(items, minlength=n_items)
+    cmax = int(per_item.max()) if persons.size else 0
+    blocks = 0 < n_items * cmax <= BLOCK_WASTE * persons.size
+    rows, width = (n_items, cmax) if blocks else (0, 0)
+    b_person = np.zeros((rows, width), np.int32)
+    b_valid = np.zeros((rows, width), bool)
+    b_pmf = np.full((rows, width, kmax), 1.0 / kmax, np.float32)  # padding: harmless, masked out
+    b_cdf = np.ones((rows, width, kmax - 1), np.float32)
+    if blocks:
+        by_item = np.lexsort((persons, items))
+        slot = np.arange(persons.size) - np.repeat(np.cumsum(per_item) - per_item, per_item)
+        at = (items[by_item], slot)
+        b_person[at], b_valid[at], b_pmf[at], b_cdf[at] = persons[by_item], True, pmf[by_item], cdf[by_item]
+    cells = MissingCells(jnp.asarray(persons, jnp.int32), jnp.asarray(items, jnp.int32),
+                         jnp.asarray(pmf, jnp.float32), jnp.asarray(cdf, jnp.float32),
+                         jnp.asarray(b_person), jnp.asarray(b_valid), jnp.asarray(b_pmf), jnp.asarray(b_cdf),
+                         n_persons=int(n), batch_cap=tuple(int(c) for c in cap), blocks=bool(blocks))
+    start = np.cumsum(count) - count
+    return {"miss_start": jnp.asarray(start, jnp.int32), "miss_count": jnp.asarray(count, jnp.int32),
+            SHARED: {CELLS: cells}}
 
 
 def from_dense_pmf(responses: np.ndarray, dense_pmf: np.ndarray, n_categories: np.ndarray) -> dict:
@@ -101,69 +167,144 @@ def from_dense_pmf(responses: np.ndarray, dense_pmf: np.ndarray, n_categories: n
     return imputation_data(responses, persons, items, np.asarray(dense_pmf)[persons, items], n_categories)
 
 
+# ----------------------------------------------------------------------------- the model's part
+
+
+def factorized_observed(st: fgrm.Structure):
+    """Observed-cells log-likelihood of the factorized GRM (missing cells contribute 0)."""
+
+    def observed_log_lik(params, batch):
+        return fgrm.log_likelihood(params, batch["y"], st)
+
+    return observed_log_lik
+
+
+def factorized_cell_probs(st: fgrm.Structure):
+    """``cell_probs`` of the factorized GRM: (C, Kmax) category probabilities of the cells
+    (``grm.category_probs``: products of positive factors, accurate in every tail, with the
+    per-item tables of ``grm.exp_cut_tables`` looked up once per cell)."""
+
+    def cell_probs(params, persons, items):
+        alpha = params["discrimination"]
+        cuts = alpha[:, None] * grm.ordered_cuts(params["base_difficulty"], params["increments"])
+        e, gap = grm.exp_cut_tables(cuts, st.n_categories)
+        kmax = gap.shape[-1]
+        rows = jnp.concatenate([e, gap, alpha[:, None]], axis=-1)[items]  # (..., 2 Kmax + 2)
+        theta = params["ability"][persons, st.scale_index[items]]
+        top = grm.top_category_mask(st.n_categories[items], kmax, rows.dtype)
+        return grm.category_probs(rows[..., -1] * theta, rows[..., :kmax + 1], rows[..., kmax + 1:-1], top)
+
+    return cell_probs
+
+
 # ----------------------------------------------------------------------------- pieces
 
 
-def _observed(params, batch, st: fgrm.Structure):
-    return fgrm.log_likelihood(params, batch["y"], st)  # missing cells contribute 0
+def missing_cells(batch) -> MissingCells | None:
+    cells = batch.get(SHARED, {}).get(CELLS)
+    return cells if cells is not None and cells.n_cells > 0 else None  # static under jit
 
 
-def _has_missing(batch) -> bool:
-    return "miss_item" in batch and batch["miss_item"].shape[-1] > 0  # static under jit
+class CellView(NamedTuple):
+    """The missing cells of one batch: ``persons`` (positions in the batch) and ``items``
+    broadcast together to the cells' shape (C,) or (I, Cmax); ``pmf``, ``cdf`` have that
+    shape plus the category axis; ``valid`` masks padding (None: no padding)."""
+
+    persons: jnp.ndarray
+    items: jnp.ndarray
+    pmf: jnp.ndarray
+    cdf: jnp.ndarray
+    valid: jnp.ndarray | None
+    sorted: bool  # persons non-decreasing in the flattened cell order
 
 
-def item_cuts(params, st: fgrm.Structure):
-    """Scores (B, I) and per-item cuts (I, K-1), cuts an item does not have set to a large
-    finite value (not inf: XLA may fold isfinite/inf arithmetic on constants unsafely)."""
-    score, cuts = fgrm.cell_terms(params, st)
-    k = jnp.arange(cuts.shape[-1])
-    return score, jnp.where(k[None] >= (st.n_categories - 1)[:, None], ABSENT_CUT, cuts)
+def batch_cells(batch, cells: MissingCells) -> CellView:
+    """The cells of the batch's persons. A batch of every person, in order (the driver's full
+    batch), uses the cells as stored: item blocks if present, else the flat list. A minibatch of
+    B persons gathers its persons' cells from the flat list into ``batch_cap[B]`` slots."""
+    n_batch = batch["miss_count"].shape[0]
+    if n_batch == cells.n_persons:
+        if cells.blocks:
+            items = jnp.arange(cells.block_person.shape[0])[:, None]
+            return CellView(cells.block_person, items, cells.block_pmf, cells.block_cdf, cells.block_valid, False)
+        return CellView(cells.person, cells.item, cells.pmf, cells.cdf, None, True)
+    cap = max(cells.batch_cap[n_batch], 1)
+    count, start = batch["miss_count"], batch["miss_start"]
+    ends = jnp.cumsum(count)
+    j = jnp.arange(cap)
+    b = jnp.minimum(jnp.searchsorted(ends, j, side="right"), n_batch - 1).astype(jnp.int32)
+    valid = j < ends[-1]
+    rows = jnp.where(valid, start[b] + j - (ends[b] - count[b]), 0)
+    return CellView(b, cells.item[rows], cells.pmf[rows], cells.cdf[rows], valid, True)
 
 
-def draw_imputation(key, cdf):
-    """(B, Mmax) categories drawn from the cells' PMFs by inverse CDF (one uniform per cell)."""
-    u = jax.random.uniform(key, cdf.shape[:-1], cdf.dtype)
-    return jnp.sum(u[..., None] > cdf[..., :-1], axis=-1)
+def per_person(values, view: CellView, n_batch: int):
+    """Sum cell values (..., *cell shape) into the batch's persons: (..., B)."""
+    if view.valid is not None:
+        values = jnp.where(view.valid, values, 0.0)
+    n_cell_axes = view.persons.ndim
+    flat = values.reshape(values.shape[:values.ndim - n_cell_axes] + (-1,))
+    out = jax.ops.segment_sum(jnp.moveaxis(flat, -1, 0), view.persons.reshape(-1), num_segments=n_batch,
+                              indices_are_sorted=view.sorted)
+    return jnp.moveaxis(out, 0, -1)
 
 
-def copies_missing_log_lik(key, params, batch, st: fgrm.Structure, n_copies: int):
-    """(M, B): each copy's log-likelihood of its imputed cells, vmapped over the copies.
+def draw_imputations(key, cdf, n_copies: int):
+    """(M, ...) categories drawn from the cells' PMFs by inverse CDF, one uniform per copy and
+    cell, all copies in one call; ``cdf`` (..., Kmax-1)."""
+    u = jax.random.uniform(key, (n_copies,) + cdf.shape[:-1], cdf.dtype)
+    return jnp.sum(u[..., None] > cdf, axis=-1)
 
-    The cumulative probabilities of every missing cell are computed once
-    (``grm.cumulative_probs``); each copy draws its categories and reads off their
-    log-probabilities (``grm.log_prob_from_cumulative``), so a copy costs a few selects.
-    """
-    score, cuts = item_cuts(params, st)
-    score = jnp.take_along_axis(score, batch["miss_item"], axis=1)
-    s, t = grm.cumulative_probs(score, cuts, item=batch["miss_item"])  # (B, Mmax, K-1)
-    valid = batch["miss_valid"]
 
-    def one_copy(k):
-        y_imp = draw_imputation(k, batch["miss_cdf"])
-        return jnp.where(valid, grm.log_prob_from_cumulative(y_imp, s, t), 0.0).sum(-1)
+def select_log_prob(probs, y):
+    """log probs[..., y] for categories y (M, ...) and probabilities (..., K) -> (M, ...)."""
+    k = jnp.arange(probs.shape[-1])
+    p = jnp.sum(jnp.where(y[..., None] == k, probs, 0.0), axis=-1)
+    return jnp.log(jnp.maximum(p, TINY))
 
-    return jax.vmap(one_copy)(jax.random.split(key, n_copies))
+
+def copies_missing_log_lik(key, params, batch, cell_probs, n_copies: int):
+    """(M, B): each copy's log-likelihood of its imputed cells (0 for persons without any)."""
+    view = batch_cells(batch, missing_cells(batch))
+    probs = cell_probs(params, view.persons, view.items)
+    y_imp = draw_imputations(key, view.cdf, n_copies)
+    return per_person(select_log_prob(probs, y_imp), view, batch["miss_count"].shape[0])
+
+
+def exact_missing_log_lik(params, batch, cell_probs):
+    """(B,): sum over each person's missing cells of log sum_k q_c(k) P(Y_c = k)."""
+    view = batch_cells(batch, missing_cells(batch))
+    probs = cell_probs(params, view.persons, view.items)
+    mix = jnp.sum(view.pmf * probs, axis=-1)
+    return per_person(jnp.log(jnp.maximum(mix, TINY)), view, batch["miss_count"].shape[0])
 
 
 # ----------------------------------------------------------------------------- objectives
 
 
-def zero_fill(st: fgrm.Structure):
+def _defaults(st, observed_log_lik, cell_probs):
+    return (observed_log_lik or factorized_observed(st)), (cell_probs or factorized_cell_probs(st))
+
+
+def zero_fill(st: fgrm.Structure, observed_log_lik: Callable | None = None):
+    observed = observed_log_lik or factorized_observed(st)
+
     def log_likelihood(params, batch, key):
-        return _observed(params, batch, st)
+        return observed(params, batch)
 
     return log_likelihood
 
 
-def _copies_objective(st: fgrm.Structure, n_copies: int, combine):
+def _copies_objective(st, n_copies: int, combine, observed_log_lik=None, cell_probs=None):
     if int(n_copies) != n_copies or n_copies < 1:
         raise ValueError(f"number of imputed copies must be a positive integer, got {n_copies!r}")
+    observed, cell_probs = _defaults(st, observed_log_lik, cell_probs)
 
     def log_likelihood(params, batch, key):
-        obs = _observed(params, batch, st)
-        if not _has_missing(batch):  # seed 5.5: nothing to impute, fall through
+        obs = observed(params, batch)
+        if missing_cells(batch) is None:  # seed 5.5: nothing to impute, fall through
             return obs
-        miss = copies_missing_log_lik(key, params, batch, st, n_copies)  # (M, B)
+        miss = copies_missing_log_lik(key, params, batch, cell_probs, n_copies)  # (M, B)
         if n_copies == 1:  # seed 5.5: single imputation, exactly
             return obs + miss[0]
         return obs + combine(miss)
@@ -171,48 +312,55 @@ def _copies_objective(st: fgrm.Structure, n_copies: int, combine):
     return log_likelihood
 
 
-def naive_average(st: fgrm.Structure, n_copies: int):
-    return _copies_objective(st, n_copies, lambda miss: miss.mean(0))
+def naive_average(st: fgrm.Structure, n_copies: int, observed_log_lik=None, cell_probs=None):
+    return _copies_objective(st, n_copies, lambda miss: miss.mean(0), observed_log_lik, cell_probs)
 
 
-def rao_blackwell(st: fgrm.Structure, n_copies: int, per: str = "person"):
-    log_m = math.log(n_copies)
+def rao_blackwell(st: fgrm.Structure, n_copies: int, per: str = "person", observed_log_lik=None,
+                  cell_probs=None):
+    log_m = math.log(n_copies) if n_copies >= 1 else 0.0
     if per == "person":
-        return _copies_objective(st, n_copies, lambda miss: jax.nn.logsumexp(miss, axis=0) - log_m)
-    if per == "batch":
+        def combine(miss):
+            return jax.nn.logsumexp(miss, axis=0) - log_m
+    elif per == "batch":
         def combine(miss):
             total = jax.nn.logsumexp(miss.sum(1)) - log_m
             return jnp.full(miss.shape[1], total / miss.shape[1], miss.dtype)
+    else:
+        raise ValueError(f"rao_blackwell: 'per' must be 'person' or 'batch', got {per!r}")
+    return _copies_objective(st, n_copies, combine, observed_log_lik, cell_probs)
 
-        return _copies_objective(st, n_copies, combine)
-    raise ValueError(f"rao_blackwell: 'per' must be 'person' or 'batch', got {per!r}")
 
+def exact_marginal(st: fgrm.Structure, observed_log_lik=None, cell_probs=None):
+    observed, cell_probs = _defaults(st, observed_log_lik, cell_probs)
 
-def exact_marginal(st: fgrm.Structure):
     def log_likelihood(params, batch, key):
-        obs = _observed(params, batch, st)
-        if not _has_missing(batch):
+        obs = observed(params, batch)
+        if missing_cells(batch) is None:
             return obs
-        score, cuts = item_cuts(params, st)
-        score = jnp.take_along_axis(score, batch["miss_item"], axis=1)
-        cell = grm.log_mixture_prob(batch["miss_pmf"], score, cuts, item=batch["miss_item"])  # (B, Mmax)
-        return obs + jnp.where(batch["miss_valid"], cell, 0.0).sum(-1)
+        return obs + exact_missing_log_lik(params, batch, cell_probs)
 
     return log_likelihood
 
 
-def make(name: str, st: fgrm.Structure, n_copies: int = 3):
-    """An objective by its study name (see ``NAMES``)."""
+def make(name: str, st: fgrm.Structure, n_copies: int = 3, cell_probs: Callable | None = None,
+         observed_log_lik: Callable | None = None):
+    """An objective by its study name (see ``NAMES``).
+
+    ``cell_probs(params, persons, items) -> (C, Kmax)`` and ``observed_log_lik(params, batch)
+    -> (B,)`` replace the factorized GRM's (see the module docstring); ``st`` is only used
+    for those defaults.
+    """
     if name == "zero_fill":
-        return zero_fill(st)
+        return zero_fill(st, observed_log_lik)
     if name == "naive_average":
-        return naive_average(st, n_copies)
+        return naive_average(st, n_copies, observed_log_lik, cell_probs)
     if name == "rao_blackwell":
-        return rao_blackwell(st, n_copies, "person")
+        return rao_blackwell(st, n_copies, "person", observed_log_lik, cell_probs)
     if name == "rao_blackwell_batch":
-        return rao_blackwell(st, n_copies, "batch")
+        return rao_blackwell(st, n_copies, "batch", observed_log_lik, cell_probs)
     if name == "exact_marginal":
-        return exact_marginal(st)
+        return exact_marginal(st, observed_log_lik, cell_probs)
     raise ValueError(f"unknown objective {name!r}; known: {', '.join(NAMES)}")
 
 

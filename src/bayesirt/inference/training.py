@@ -5,7 +5,9 @@ dict of arrays whose leading axis is persons, plus ``"index"``, the persons' row
 ``"step"``, the global step number as a traced integer, for schedules inside a loss such as a
 warm-up) and initial parameters. The driver owns everything else:
 
-* minibatches of persons drawn without replacement each epoch (or the full data);
+* minibatches of persons drawn without replacement each epoch (or the full data); an entry
+  ``data[SHARED]`` (optional, any pytree of arrays) is not indexed by persons and goes to
+  every batch whole (e.g. a flat list of cells that a loss indexes itself);
 * a whole chunk of steps compiled as one ``lax.scan`` (PLATFORM notes: ~2x over a Python
   loop of jitted steps), called from a thin Python loop that prints progress;
 * Adam with global-norm gradient clipping and exponential learning-rate decay (optax);
@@ -26,6 +28,8 @@ import numpy as np
 import optax
 
 log = logging.getLogger("bayesirt")
+
+SHARED = "shared"  # key of the data entry that is passed to every batch unsliced
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,8 @@ def _chunk_fn(loss_fn, optimizer, n_persons: int, batch_size: int, n_steps: int)
 
         def step_with_data(carry, xs):
             key, idx, s = xs
-            batch = data if full_batch else jax.tree.map(lambda a: a[idx], data)
+            batch = data if full_batch else {
+                k: v if k == SHARED else jax.tree.map(lambda a: a[idx], v) for k, v in data.items()}
             batch = dict(batch, index=idx, step=s)
             return step(carry, (key, batch))
 

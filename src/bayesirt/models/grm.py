@@ -15,6 +15,8 @@ Missing responses are coded -1 and contribute exactly zero.
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 
@@ -181,3 +183,85 @@ def log_mixture_prob(q, score, cuts, item=None, clip: float = 40.0):
     dq = jnp.diff(q, axis=-1)  # (..., K-1): q_k - q_{k-1}, k = 1..K-1
     value = q[..., 0] + jnp.sum(dq * s, axis=-1)
     return jnp.log(jnp.maximum(value, 1e-37))
+
+
+
+def exp_cut_tables(cuts, n_categories, clip: float = 40.0):
+    """Per-item tables for ``category_probs``: cuts (I, Kmax-1) increasing, n_categories (I,).
+
+    Returns ``e`` (I, Kmax+1): e^{cut_k} at the cut below category k, k = 0..Kmax, with 0
+    where there is no cut (k = 0, "cut" -inf) and beyond the item's top category (unused);
+    ``gap`` (I, Kmax): e^{cut above k} - e^{cut below k} for the categories below the item's
+    top, computed without cancellation as e^{cut above} (1 - e^{-(cut above - cut below)}),
+    and 0 from the top category on. Cuts are clipped to +-``clip`` (as ``cumulative_probs``);
+    cuts an item does not have may hold any finite value.
+    """
+    kmax = cuts.shape[-1] + 1
+    k = jnp.arange(kmax)
+    top = (n_categories - 1)[:, None]
+    c = jnp.clip(cuts, -clip, clip)
+    zero = jnp.zeros(c.shape[:-1] + (1,), c.dtype)
+    below_top = k < top
+    c_hi = jnp.concatenate([c, zero], axis=-1)  # (I, Kmax): the cut above category k
+    e_hi = jnp.where(below_top, jnp.exp(c_hi), 0.0)
+    width = jnp.concatenate([zero, jnp.diff(c, axis=-1), zero], axis=-1)  # cut above - cut below
+    interior = below_top & (k > 0)
+    gap = jnp.where(interior, e_hi * -jnp.expm1(-jnp.where(interior, width, 1.0)), e_hi)
+    e = jnp.concatenate([zero, e_hi], axis=-1)
+    return e, gap
+
+
+def top_category_mask(n_categories, kmax: int, dtype=jnp.float32):
+    """(..., Kmax): 1 at each item's highest category, else 0 (the ``top`` of ``category_probs``)."""
+    return (jnp.arange(kmax) == (n_categories - 1)[..., None]).astype(dtype)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(4,))
+def category_probs(score, e, gap, top, clip: float = 40.0):
+    """P(Y = k) of every category as a product of positive factors: no difference of
+    probabilities, so the relative error is a few float32 ulps for every category and score.
+
+    score: (...) per cell; ``e`` (..., Kmax+1), ``gap`` (..., Kmax): rows of ``exp_cut_tables``
+    at the cells' items; ``top`` (..., Kmax): ``top_category_mask`` of the cells' items; the
+    leading axes of the tables broadcast against ``score`` (e.g. (I, 1, .) tables for an
+    (I, C) block of cells of item i in row i). With v = e^{-score} (score clipped to
+    +-``clip``) and S_k = P(Y >= k) = 1 / (1 + e_k v),
+
+        P(Y = k) = S_k - S_{k+1} = S_k * gap_k v S_{k+1}   below the item's top category,
+        P(Y = top) = S_top,
+
+    and 0 beyond it. Returns (..., Kmax) probabilities (not logs). The backward pass is
+    written out (custom VJP): XLA's own is ~1.3x slower on CPU.
+    """
+    return _category_probs_fwd(score, e, gap, top, clip)[0]
+
+
+def _category_probs_fwd(score, e, gap, top, clip=40.0):
+    v = jnp.exp(-jnp.clip(score, -clip, clip))[..., None]
+    s = 1.0 / (1.0 + e * v)
+    p = s[..., :-1] * (top + gap * v * s[..., 1:])
+    return p, (score, v, s, e, gap, top)
+
+
+def _sum_to(x, shape):
+    """Sum ``x`` over the axes that ``shape`` broadcast along (the reverse of broadcasting)."""
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1)
+    return jnp.sum(x, axis=axes).reshape(shape) if axes else x
+
+
+def _category_probs_bwd(clip, res, g):
+    score, v, s, e, gap, top = res
+    lo, hi = s[..., :-1], s[..., 1:]
+    g_lo = g * (top + gap * v * hi)
+    g_prod = g * lo  # cotangent of gap * v * S_{k+1}
+    zero = jnp.zeros_like(g[..., :1])
+    g_s = jnp.concatenate([g_lo, zero], -1) + jnp.concatenate([zero, g_prod * gap * v], -1)
+    g_s = g_s * s * s  # cotangent of S times -dS/d(e v)
+    g_v = jnp.sum(g_prod * gap * hi, -1) - jnp.sum(g_s * e, -1)
+    g_score = jnp.where(jnp.abs(score) <= clip, -v[..., 0] * g_v, 0.0)
+    return (_sum_to(g_score, jnp.shape(score)), _sum_to(-g_s * v, e.shape), _sum_to(g_prod * v * hi, gap.shape),
+            jnp.zeros_like(top))
+
+
+category_probs.defvjp(_category_probs_fwd, _category_probs_bwd)

@@ -113,7 +113,25 @@ def simulate_design(design: dict, seed: int, heldout_fraction: float):
     train = io.ResponseMatrix(rm.responses[:n], rm.items, {**attrs, "part": "train"})
     hold = io.ResponseMatrix(rm.responses[n:], rm.items, {**attrs, "part": "holdout"})
     truth = truth[(truth.parameter != "ability") | (truth.person < n)].reset_index(drop=True)
+    if rm.attrs.get("latent") == "mixture" and rm.attrs.get("n_factors", 1) > 1:
+        truth = _mixture_latent_corr(truth, rm.attrs)
     return train, hold, truth
+
+
+def _mixture_latent_corr(truth: pd.DataFrame, attrs: dict) -> pd.DataFrame:
+    """The simulator's factor_corr of a mixture design is the within-component correlation S;
+    a model with a normal prior estimates the latent's overall correlation. With components
+    N(mu_k 1, sd^2 S) and weights w_k, Cov = sd^2 S + (sum_k w_k mu_k^2 - (sum_k w_k mu_k)^2) 1 1',
+    whose correlation replaces S in the truth (the variances are equal, so no rescaling of loadings)."""
+    from bayesirt.data import simulate_mgrm as sm
+
+    w, m = np.asarray(sm.MIXTURE_WEIGHTS), np.asarray(sm.MIXTURE_MEANS)
+    between = float(np.sum(w * m ** 2) - np.sum(w * m) ** 2)
+    within = sm.MIXTURE_SD ** 2
+    truth = truth.copy()
+    rows = truth.parameter == "factor_corr"
+    truth.loc[rows, "value"] = (within * truth.loc[rows, "value"] + between) / (within + between)
+    return truth
 
 
 def read_design_data(responses, holdout, truth=None):

@@ -83,7 +83,7 @@ def fake_estimates(lam, ints, corr):
 
 def test_stability_table_compares_repeats_with_the_best_likelihood_fit():
     rng = np.random.default_rng(0)
-    lam, ints = rng.normal(size=(10, 2)), np.sort(rng.normal(size=(10, 3)), 1)
+    lam, ints = np.abs(rng.normal(size=(10, 2))), np.sort(rng.normal(size=(10, 3)), 1)  # reflected (sums > 0)
     corr = np.array([[1.0, 0.3], [0.3, 1.0]])
     est = {("iwae", 2, 5, 0): fake_estimates(lam, ints, corr),
            # the same solution with the factors swapped and one reflected: equivalent

@@ -1,4 +1,5 @@
 # Shared helpers: config validation (with defaults), seeds, wildcard constraints, targets.
+import os
 import sys
 
 from snakemake.utils import validate
@@ -11,6 +12,11 @@ from bayesirt.seeds import derive
 # A one-line error naming the key first; then Snakemake's validation fills in the defaults.
 check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+
+# JAX's persistent compilation cache: jobs that compile the same program (replications of one
+# condition, the evaluations of one design) reuse it. Results are the same with or without it;
+# set JAX_COMPILATION_CACHE_DIR in the environment to put it elsewhere.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.abspath(".jax_cache"))
 
 # Interpreter of this workflow: shell rules call it explicitly so they use the same environment.
 PYTHON = sys.executable

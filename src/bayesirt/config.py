@@ -34,6 +34,8 @@ def check(config: dict, schema_path) -> None:
     for name, design in config.get("studies", {}).get("amortized_ifa", {}).get("designs", {}).items():
         where = f"config key 'studies.amortized_ifa.designs.{name}"
         ds = design.get("dataset")
+        if ds is not None and "preset" in design:
+            raise ConfigError(f"{where}': give either preset (simulated data) or dataset (real data), not both")
         if ds is not None and config["datasets"].get(ds, {}).get("source") != "ipip_ffm":
             raise ConfigError(f"{where}.dataset': '{ds}' is not a data set with held-out persons "
                               f"(source ipip_ffm) among {sorted(config['datasets'])}")

@@ -191,6 +191,8 @@ def mse_boxes(parameter_mse: pd.DataFrame, group: str = "importance_samples"):
     for ax, par in zip(axes[0], pars):
         _grouped_boxes(ax, parameter_mse[parameter_mse["parameter"] == par], "mse", group, methods)
         ax.set_title(f"MSE of {PARAMETER_LABELS[par]}", fontsize=10)
+        if (parameter_mse.loc[parameter_mse["parameter"] == par, "mse"] > 0).all():
+            ax.set_yscale("log")  # per-parameter MSEs span orders of magnitude
         ax.set_xlabel("importance samples R" if group == "importance_samples" else group)
     if not pars:
         axes[0][0].text(0.5, 0.5, "no true values to compare with", ha="center", va="center")

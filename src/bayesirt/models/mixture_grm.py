@@ -88,27 +88,28 @@ def log_likelihood(params, y, st: Structure):
 
 
 def category_probs(params, persons, items, st: Structure):
-    """(C, Kmax) category probabilities of the cells (persons[c], items[c]); zero beyond an
-    item's categories. The mixture of each dimension's GRM probabilities, used by the
-    imputation objectives (their cell-probability hook)."""
-    alpha = params["discrimination"][items]  # (C, D)
-    tau = grm.ordered_cuts(params["base_difficulty"], params["increments"])[items]  # (C, K-1)
-    theta = params["ability"][persons, st.scale_index[items]]  # (C, D)
+    """Category probabilities of the cells (persons[c], items[c]): ``persons`` and ``items``
+    are integer arrays that broadcast together (e.g. (C,) and (C,), or (I, Cmax) and (I, 1));
+    returns their broadcast shape + (Kmax,), zero beyond an item's categories. The mixture of
+    each dimension's GRM probabilities; the imputation objectives' cell-probability hook."""
+    alpha = params["discrimination"][items]  # (..., D)
+    tau = grm.ordered_cuts(params["base_difficulty"], params["increments"])[items]  # (..., K-1)
+    theta = params["ability"][persons, st.scale_index[items]]  # (..., D)
     w = alpha / alpha.sum(-1, keepdims=True)
     n_cat = st.n_categories[items]
     # S_k = P(Y >= k) and T_k = P(Y < k) per dimension, k = 0..Kmax: S_0 = 1, S_k = 0 from an
     # item's last category on (T = 1 - S alike). P(Y = k) = S_k - S_{k+1} = T_{k+1} - T_k; the
     # form whose terms are <= 1/2 avoids cancelling two numbers near 1 (grm.log_prob_from_cumulative).
     k = jnp.arange(1, st.max_categories)
-    logit = alpha[:, :, None] * (theta[:, :, None] - tau[:, None, :])  # (C, D, K-1)
-    exists = k[None, None] < n_cat[:, None, None]
+    logit = alpha[..., None] * (theta[..., None] - tau[..., None, :])  # (..., D, K-1)
+    exists = k < n_cat[..., None, None]
     s = jnp.where(exists, jax.nn.sigmoid(logit), 0.0)
     t = jnp.where(exists, jax.nn.sigmoid(-logit), 1.0)
     ones = jnp.ones(s.shape[:-1] + (1,), s.dtype)
     s = jnp.concatenate([ones, s, 0 * ones], -1)
     t = jnp.concatenate([0 * ones, t, ones], -1)
     p = jnp.where(s[..., :-1] <= 0.5, s[..., :-1] - s[..., 1:], t[..., 1:] - t[..., :-1])
-    return jnp.einsum("cd,cdk->ck", w, p)
+    return jnp.einsum("...d,...dk->...k", w, p)
 
 
 def category_log_probs(params, st: Structure):

@@ -41,7 +41,8 @@ def run() -> dict:
     rm, truth = simulate.from_preset("rwa", DATA_SEED, N_PERSONS)
     rm_missing, hidden = missingness.inject(rm, kind="mcar", rate=0.15, seed=MASK_SEED)
     model, _ = rb_study.fit_imputation_model(rm_missing, stacking.StackingSettings())
-    padded_slots = int(rb_study.imputation_extra_data(model, rm_missing)["miss_item"].shape[1])
+    cells = rb_study.imputation_extra_data(model, rm_missing)["shared"]["missing_cells"]
+    block_slots = int(np.prod(cells.block_person.shape)) if cells.blocks else None
     ms = step_times(rm_missing, model)
     ratio = {k: v / ms["zero_fill"] for k, v in ms.items()}
 
@@ -64,7 +65,8 @@ def run() -> dict:
     return {
         "sizes": {"persons": rm.n_persons, "items": rm.n_items, "categories": 9,
                   "missing_cells": int((rm_missing.responses < 0).sum()),
-                  "padded_missing_slots_per_person": padded_slots},
+                  "full_batch_layout": "item blocks" if cells.blocks else "flat cell list",
+                  "item_block_slots": block_slots},
         "wall_seconds": fitted["rao_blackwell(M=5)"]["wall_seconds"],
         "step_ms": ms, "step_ratio_to_zero_fill": ratio, "fits": fitted,
         "targets": {"fit_wall_seconds_max": 30.0, "rao_blackwell_M5_ratio_max": 1.5,

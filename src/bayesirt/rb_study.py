@@ -83,7 +83,9 @@ def imputation_scores(model, rm_missing: io.ResponseMatrix, rm_complete: io.Resp
 
 
 def imputation_extra_data(model, rm_missing: io.ResponseMatrix) -> dict:
-    """Per-person padded imputation PMFs of every missing cell (``extra_data`` of the fit)."""
+    """Imputation PMFs of every missing cell as the fit's ``extra_data`` (the cell layout of
+    ``objectives.imputation_data``: a flat cell list shared by all batches, plus per-person
+    start and count)."""
     persons, items = np.nonzero(rm_missing.responses < 0)
     pmf = stacking.predict_pmf(model, rm_missing.responses, persons, items)
     return objectives.imputation_data(rm_missing.responses, persons, items, pmf, rm_missing.n_categories)

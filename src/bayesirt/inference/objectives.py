@@ -37,18 +37,25 @@ Model interface. An objective needs two things from the model, both replaceable 
 * ``cell_probs(params, persons, items) -> (C, Kmax)``: the category probabilities
   P(Y = k | params) of a list of cells, where ``persons`` are row numbers into the batch's
   local parameters (e.g. ``params["ability"]``, whose rows are the batch's persons) and
-  ``items`` item numbers; zero beyond an item's categories. Default: the factorized GRM's
+  ``items`` item numbers (integer arrays that broadcast together, see the data layout
+  below; write it with ``table[items]`` lookups and broadcasting); zero beyond an item's
+  categories. Default: the factorized GRM's
   (``factorized_cell_probs``). A mixture model returns sum_d w_d P_d(Y = k) here; nothing
   else changes. Probabilities are floored at 1e-37 before any log.
 
-Data layout (``imputation_data``). The missing cells form one flat list sorted by person,
-``MissingCells`` (person, item, PMF, CDF), which lives under ``data["shared"]``: the training
-driver passes it to every batch whole instead of slicing it by persons. The person-indexed
-arrays ``miss_start`` and ``miss_count`` (first cell and number of cells of each person) are
-sliced with the persons. A batch of all persons (the default, full batch) uses the list as
-it is, with no padding; a minibatch of B persons gathers its persons' cells into a block of
-fixed size, the most cells any B persons have (known when the data are built), and masks
-the unused tail. Per-person sums are segment sums over the cells' persons.
+Data layout (``imputation_data``). The missing cells live in ``MissingCells`` under
+``data["shared"]``, which the training driver passes to every batch whole instead of slicing
+it by persons; the person-indexed arrays ``miss_start`` and ``miss_count`` (first cell and
+number of cells of each person in the flat list) are sliced with the persons. A batch of all
+persons in order (the default full batch) evaluates the cells as one row per item, padded to the
+largest per-item count (``block_*``; when that padding would exceed half the cells, the flat
+list instead): per-item quantities then broadcast along a row instead of being gathered per
+cell and scattered back in the backward pass, the slow part on CPU. A minibatch of B persons
+gathers its persons' cells from the flat list (sorted by person) into a block of fixed size,
+the most cells any B persons have (known when the data are built), and masks the unused tail.
+Per-person sums are segment sums over the cells' persons. ``cell_probs`` therefore receives
+``persons`` and ``items`` that broadcast together ((C,) and (C,), or (I, Cmax) and (I, 1))
+and returns their broadcast shape plus the category axis.
 """
 
 from __future__ import annotations

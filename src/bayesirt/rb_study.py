@@ -33,6 +33,7 @@ from bayesirt.imputation.checks import validate_imputation_model
 from bayesirt.inference import objectives
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import factorized_grm as fgrm
+from bayesirt.models import mixture_grm
 
 log = logging.getLogger("bayesirt")
 
@@ -45,6 +46,7 @@ KEYS = ["parameter", "item", "person", "scale", "category"]
 class StudyConfig:
     objectives: tuple = OBJECTIVES
     n_copies: int = 3  # M, as in the seed
+    n_dimensions: int = 1  # > 1: the mixture GRM of seed section 1.3
     missing_kind: str = "mcar"
     missing_rate: float = 0.15
     settings: TrainSettings = field(default_factory=TrainSettings)
@@ -66,7 +68,7 @@ class Replication(NamedTuple):
 def fit_reference(rm: io.ResponseMatrix, *, seed: int, config: StudyConfig, truth=None, meta=None):
     """The complete-data fit (before injection): the yardstick of every objective."""
     return fits.fit_factorized_grm(rm, seed=seed, settings=config.settings, priors=config.priors,
-                                   truth=truth, meta={"study": "rb_imputation", "objective": "complete_data",
+                                   truth=truth, n_dimensions=config.n_dimensions, meta={"study": "rb_imputation", "objective": "complete_data",
                                                       "label": "reference", **(meta or {})})
 
 
@@ -96,7 +98,7 @@ def fit_objective(rm_missing: io.ResponseMatrix, model, objective: str, *, seed:
     """ADVI fit of the factorized GRM on ``rm_missing`` with one imputation objective."""
     if objective not in objectives.NAMES:
         raise ValueError(f"unknown objective {objective!r}; known: {', '.join(objectives.NAMES)}")
-    st = fgrm.structure_of(rm_missing)
+    st = fits.structure(rm_missing, config.n_dimensions)
     extra, checks = None, None
     if objective != "zero_fill":
         checks = validate_imputation_model(model, [it.name for it in rm_missing.items], rm_missing.n_categories)
@@ -104,8 +106,8 @@ def fit_objective(rm_missing: io.ResponseMatrix, model, objective: str, *, seed:
     n_copies = config.n_copies if objectives.uses_copies(objective) else None
     out = fits.fit_factorized_grm(
         rm_missing, seed=seed, settings=config.settings, priors=config.priors, truth=truth,
-        log_likelihood=objectives.make(objective, st, config.n_copies), extra_data=extra,
-        posterior_draws=posterior_draws,
+        log_likelihood=model_objective(objective, st, config.n_copies), extra_data=extra,
+        posterior_draws=posterior_draws, n_dimensions=config.n_dimensions,
         meta={"study": "rb_imputation", "objective": objective, "n_copies": n_copies,
               "label": objective if n_copies is None else f"{objective}(M={n_copies})",
               "missing_cells": int((rm_missing.responses < 0).sum()), **(meta or {})})
@@ -119,6 +121,17 @@ def fit_objective(rm_missing: io.ResponseMatrix, model, objective: str, *, seed:
     return out
 
 
+def model_objective(objective: str, st, n_copies: int):
+    """The objective for the study's model: the factorized GRM's own, or with the mixture
+    GRM's observed-cell likelihood and cell probabilities plugged in (``objectives.make``)."""
+    if isinstance(st, mixture_grm.Structure):
+        return objectives.make(
+            objective, st, n_copies,
+            cell_probs=lambda params, persons, items: mixture_grm.category_probs(params, persons, items, st),
+            observed_log_lik=lambda params, batch: mixture_grm.log_likelihood(params, batch["y"], st))
+    return objectives.make(objective, st, n_copies)
+
+
 def error_table(estimates: pd.DataFrame, reference: pd.DataFrame | None, parameters=COMPARED) -> pd.DataFrame:
     """RMSE, bias and correlation of posterior means per parameter and scale (and 'all'),
     against a reference fit's posterior means and, where the estimates carry it, the truth."""
@@ -126,7 +139,8 @@ def error_table(estimates: pd.DataFrame, reference: pd.DataFrame | None, paramet
     est = estimates[estimates.parameter.isin(parameters)]
     targets = []
     if reference is not None:
-        merged = est.merge(reference[KEYS + ["mean"]].rename(columns={"mean": "ref"}), on=KEYS, how="left")
+        keys = KEYS + (["dimension"] if "dimension" in est else [])  # the mixture GRM's
+        merged = est.merge(reference[keys + ["mean"]].rename(columns={"mean": "ref"}), on=keys, how="left")
         if merged["ref"].isna().any():
             raise ValueError("estimates and reference fit do not cover the same parameters")
         targets.append(("complete_data", merged, "ref"))
@@ -194,7 +208,7 @@ def aggregate(error_tables: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def config_record(config: StudyConfig) -> dict:
-    return {"objectives": list(config.objectives), "n_copies": config.n_copies,
+    return {"objectives": list(config.objectives), "n_copies": config.n_copies, "n_dimensions": config.n_dimensions,
             "missing_kind": config.missing_kind, "missing_rate": config.missing_rate,
             "settings": asdict(config.settings), "priors": asdict(config.priors),
             "stacking": asdict(config.stacking)}
@@ -245,6 +259,11 @@ def config_from_dict(d: dict, where: str = "config key 'rb_imputation'") -> Stud
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise ValueError(f"{where}.n_copies: expected a positive integer, got {m!r}")
         kwargs["n_copies"] = m
+    if "n_dimensions" in d:
+        m = d.pop("n_dimensions")
+        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+            raise ValueError(f"{where}.n_dimensions: expected a positive integer, got {m!r}")
+        kwargs["n_dimensions"] = m
     if "missing_rate" in d:
         r = d.pop("missing_rate")
         if not isinstance(r, (int, float)) or not 0.0 <= r < 1.0:

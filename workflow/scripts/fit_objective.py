@@ -15,7 +15,8 @@ wc = snakemake.wildcards
 objective, copies = re.fullmatch(r"([a-z_]+?)(?:_M(\d+))?", wc.condition).groups()
 training = dict(snakemake.params.training)
 training.pop("n_draws")  # the objectives use one draw of the parameters per step
-config = rb_study.StudyConfig(n_copies=int(copies or 1), settings=TrainSettings(**training),
+config = rb_study.StudyConfig(n_copies=int(copies or 1), n_dimensions=snakemake.params.n_dimensions,
+                              settings=TrainSettings(**training),
                               priors=Priors(**snakemake.params.priors))
 rm_missing = io.read_responses(snakemake.input.responses)
 truth = pd.read_csv(snakemake.input.truth) if snakemake.input.truth else None

@@ -29,6 +29,7 @@ through ``x - stop_gradient(x)``, which is zero in value).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -55,9 +56,32 @@ class IWAEConfig:
     weight_decay: float = 0.01  # AdamW decoupled weight decay, applied to network weights only
     approximate_gelu: bool = False
     log_sigma_bounds: tuple = (-7.0, 3.0)
+    warmup_steps: int = 0  # KL/entropy warm-up: steps over which beta goes 0 -> 1 (0: none; see warmup_beta)
 
 
 # ----------------------------------------------------------------------------- shared pieces
+
+def warmup_beta(warmup_steps: int, batch: dict):
+    """Weight beta on log p(z) - log q(z | x) inside the importance weights (KL/entropy warm-up).
+
+    With warm-up the log weights are log w_r = log p(x | z_r) + beta (log p(z_r) - log q(z_r | x)),
+    beta = min(1, t / warmup_steps) at training step t (``batch["step"]``, which the training
+    driver supplies inside its jitted loop): an annealed IW-ELBO for the first ``warmup_steps``
+    steps, the exact IW-ELBO afterwards. Returns None (the exact objective, computed exactly as
+    without warm-up) when ``warmup_steps`` is 0 or the batch carries no step (e.g. a loss
+    evaluated outside training)."""
+    if warmup_steps <= 0 or batch.get("step") is None:
+        return None
+    return jnp.minimum(jnp.asarray(batch["step"], jnp.float32) / warmup_steps, 1.0)
+
+
+def fit_settings(settings: TrainSettings, warmup_steps: int) -> TrainSettings:
+    """``settings`` with ``min_steps`` raised so that the convergence rule never compares a
+    window of the annealed objective with one of the exact objective (the annealed loss rises
+    as beta grows, which the rule would read as a stall)."""
+    if warmup_steps <= 0:
+        return settings
+    return dataclasses.replace(settings, min_steps=max(settings.min_steps, warmup_steps + 2 * settings.window))
 
 def adamw(settings: TrainSettings, learning_rates: dict, weight_decay: float,
           params: dict) -> optax.GradientTransformation:
@@ -82,7 +106,7 @@ def adamw(settings: TrainSettings, learning_rates: dict, weight_decay: float,
                        optax.multi_transform(transforms, labels))
 
 
-def dreg_log_weights(f, theta, z, aux):
+def dreg_log_weights(f, theta, z, aux, beta=None):
     """``f(theta, z, aux)`` (the log weights, (R, B)) with its z-cotangent scaled by w~_r.
 
     Forward: log_w = f(theta, z, aux). Backward for a cotangent c: the theta part is
@@ -91,23 +115,38 @@ def dreg_log_weights(f, theta, z, aux):
     sum_r sg(w~_r) log w_r) this gives the IWAE theta-gradient and the DReG path gradient
     sum_r w~_r^2 (d log w_r / d z_r) for the encoder in one forward and one backward pass.
     ``aux`` (data, fixed networks, stop-gradient statistics) receives no gradient.
+
+    ``z`` may be a pytree of arrays whose leading axes are (R, B) (e.g. the draws together
+    with quantities computed from them outside ``f``, such as a discriminator's output): every
+    leaf's cotangent is scaled by the same w~_r.
+
+    With a warm-up weight ``beta`` (see ``warmup_beta``; log w = log p(x | z) + beta (log p(z)
+    - log q)) the scale is (1 - beta) + beta w~_r instead of w~_r: the DReG identity turns the
+    score term -beta sum_r w~_r d log q(z_r) / d phi into -beta sum_r w~_r (1 - w~_r)
+    d log w_r / d z_r d z_r / d phi, so the path gradient of the annealed objective is
+    sum_r w~_r (1 - beta + beta w~_r) d log w_r / d z_r d z_r / d phi (w~_r^2 at beta = 1).
     """
 
     @jax.custom_vjp
-    def g(theta, z, aux):
+    def g(theta, z, aux, beta):
         return f(theta, z, aux)
 
-    def fwd(theta, z, aux):
+    def fwd(theta, z, aux, beta):
         out, vjp = jax.vjp(lambda t, zz: f(t, zz, aux), theta, z)
-        return out, (vjp, jax.nn.softmax(out, axis=0), aux)
+        w = jax.nn.softmax(out, axis=0)
+        if beta is not None:
+            w = (1.0 - beta) + beta * w
+        return out, (vjp, w, aux, beta)
 
     def bwd(res, ct):
-        vjp, w, aux = res
+        vjp, w, aux, beta = res
         g_theta, g_z = vjp(ct)
-        return g_theta, g_z * w[..., None], jax.tree.map(_zero_cotangent, aux)
+        g_z = jax.tree.map(lambda gz: gz * w.reshape(w.shape + (1,) * (gz.ndim - w.ndim)), g_z)
+        return (g_theta, g_z, jax.tree.map(_zero_cotangent, aux),
+                None if beta is None else jnp.zeros_like(beta))
 
     g.defvjp(fwd, bwd)
-    return g(theta, z, aux)
+    return g(theta, z, aux, beta)
 
 
 def _zero_cotangent(x):
@@ -184,6 +223,7 @@ def loss_fn(st: mgrm.Structure, config: IWAEConfig):
 
     def loss(params, key, batch):
         y = batch["y"]
+        beta = warmup_beta(config.warmup_steps, batch)
         mu, log_sigma, lower = encode(params["encoder"], y, st, config)
         eps = jax.random.normal(key, (R,) + mu.shape)
         z = gaussian_draw(mu, log_sigma, lower, eps)
@@ -192,13 +232,13 @@ def loss_fn(st: mgrm.Structure, config: IWAEConfig):
             # log q with its parameters held fixed: only the path through z is differentiated
             def log_w_fn(model, zz, aux):
                 yy, m, ls, lw = aux
-                return mgrm.log_joint(model, yy, zz, st) - gaussian_log_q(zz, m, ls, lw)
+                return log_weights(model, yy, zz, gaussian_log_q(zz, m, ls, lw), st, beta)
 
             aux = (y, sg(mu), sg(log_sigma), None if low is None else sg(low))
-            log_w = dreg_log_weights(log_w_fn, params["model"], z, aux)
+            log_w = dreg_log_weights(log_w_fn, params["model"], z, aux, beta)
             value, surrogate = dreg_objective(log_w)
         else:
-            log_w = mgrm.log_joint(params["model"], y, z, st) - gaussian_log_q(z, mu, log_sigma, low)
+            log_w = log_weights(params["model"], y, z, gaussian_log_q(z, mu, log_sigma, low), st, beta)
             surrogate = iw_elbo(log_w)
             value = sg(surrogate)
         return -jnp.mean(value + surrogate - sg(surrogate))
@@ -206,12 +246,22 @@ def loss_fn(st: mgrm.Structure, config: IWAEConfig):
     return loss
 
 
+def log_weights(model, y, z, log_q, st: mgrm.Structure, beta=None):
+    """log w = log p(x, z) - log q(z | x), or with a warm-up weight beta (``warmup_beta``)
+    log p(x | z) + beta (log p(z) - log q(z | x))."""
+    if beta is None:
+        return mgrm.log_joint(model, y, z, st) - log_q
+    return mgrm.log_likelihood(model, y, z, st) + beta * (mgrm.log_prior(model, z, st) - log_q)
+
+
 def fit(key, responses, st: mgrm.Structure, config: IWAEConfig, settings: TrainSettings,
         label: str = "iwae") -> FitResult:
-    """Fit by the training driver; ``responses`` (N, I) integer codes, -1 for missing."""
+    """Fit by the training driver; ``responses`` (N, I) integer codes, -1 for missing. With
+    ``config.warmup_steps`` the convergence rule starts only after the warm-up (``fit_settings``)."""
     k_init, k_fit = jax.random.split(key)
     y = np.asarray(responses)
     params = init(k_init, st, config, y)
+    settings = fit_settings(settings, config.warmup_steps)
     opt = adamw(settings, {"model": config.learning_rate, "encoder": config.learning_rate},
                 config.weight_decay, params)
     data = {"y": jnp.asarray(y, jnp.int8)}

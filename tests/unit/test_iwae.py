@@ -132,3 +132,90 @@ def test_short_fit_improves_the_objective_and_records_convergence():
     assert np.isfinite(res.losses).all()
     assert res.losses[-50:].mean() < res.losses[:50].mean() - 0.1
     assert res.steps <= 400
+
+
+def _warmup_setup(warmup_steps, full=False):
+    y, st, params0 = problem()
+    cfg = iwae.IWAEConfig(n_importance=7, hidden=(8,), full_covariance=full, warmup_steps=warmup_steps)
+    params = iwae.init(jax.random.key(1), st, cfg)
+    params["model"] = params0
+    params["model"]["loadings_raw"] = params["model"]["loadings_raw"] - 0.3
+    return y, st, cfg, params
+
+
+def test_no_warmup_is_exactly_the_existing_loss():
+    # warmup_steps = 0 (the default) ignores the step: value and gradients bit for bit equal
+    # to the loss evaluated without a step; with warm-up, a step past the warm-up gives the
+    # exact IW-ELBO again (up to rounding: beta multiplies log p(z) - log q)
+    y, st, cfg0, params = _warmup_setup(0)
+    key = jax.random.key(3)
+    vg = jax.jit(jax.value_and_grad(iwae.loss_fn(st, cfg0)))
+    v_ref, g_ref = vg(params, key, {"y": y, "index": jnp.arange(16)})
+    v0, g0 = vg(params, key, {"y": y, "index": jnp.arange(16), "step": jnp.asarray(0)})
+    assert float(v0) == float(v_ref)
+    for a, b in zip(jax.tree.leaves(g0), jax.tree.leaves(g_ref)):
+        np.testing.assert_array_equal(a, b)
+    cfg = iwae.IWAEConfig(n_importance=7, hidden=(8,), warmup_steps=100)
+    v_after, g_after = jax.jit(jax.value_and_grad(iwae.loss_fn(st, cfg)))(
+        params, key, {"y": y, "index": jnp.arange(16), "step": jnp.asarray(250)})
+    np.testing.assert_allclose(v_after, v_ref, rtol=1e-6)
+    for a, b in zip(jax.tree.leaves(g_after), jax.tree.leaves(g_ref)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("step", [0, 30])
+def test_warmup_anneals_prior_and_entropy_terms_in_the_weights(step):
+    # beta = step / warmup_steps: log w_r = log p(x | z_r) + beta (log p(z_r) - log q(z_r | x));
+    # the value is minus the annealed IW-ELBO, the decoder gradient sum_r w~_r grad log w_r and
+    # the encoder gradient the DReG form sum_r w~_r (1 - beta + beta w~_r) d log w_r / d z_r dz_r / d phi
+    y, st, cfg, params = _warmup_setup(100)
+    beta = step / 100
+    key = jax.random.key(3)
+    batch = {"y": y, "index": jnp.arange(16), "step": jnp.asarray(step)}
+    value, grads = jax.jit(jax.value_and_grad(iwae.loss_fn(st, cfg)))(params, key, batch)
+
+    def reference(params):
+        mu, log_sigma, lower = iwae.encode(params["encoder"], y, st, cfg)
+        eps = jax.random.normal(key, (cfg.n_importance,) + mu.shape)
+
+        def log_w_of(model, enc, fixed_q):
+            m, ls, lw = iwae.encode(enc, y, st, cfg)
+            z = iwae.gaussian_draw(m, ls, lw, eps)
+            qm, qls = fixed_q if fixed_q is not None else (m, ls)
+            return (mgrm.log_likelihood(model, y, z, st)
+                    + beta * (mgrm.log_prior(model, z, st) - iwae.gaussian_log_q(z, qm, qls)))
+
+        log_w = log_w_of(params["model"], params["encoder"], None)
+        w = jax.nn.softmax(log_w, axis=0)
+        g_model = jax.grad(lambda m: -jnp.sum(w * log_w_of(m, params["encoder"], None)) / 16)(params["model"])
+        fixed = jax.lax.stop_gradient((mu, log_sigma))
+        scale = w * (1.0 - beta + beta * w)
+        g_enc = jax.grad(lambda e: -jnp.sum(scale * log_w_of(params["model"], e, fixed)) / 16)(params["encoder"])
+        return -jnp.mean(jax.scipy.special.logsumexp(log_w, 0) - jnp.log(7.0)), g_model, g_enc
+
+    want_value, g_model, g_enc = jax.jit(reference)(params)
+    np.testing.assert_allclose(value, want_value, rtol=1e-5)
+    for a, b in zip(jax.tree.leaves(grads["model"]), jax.tree.leaves(g_model)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    for a, b in zip(jax.tree.leaves(grads["encoder"]), jax.tree.leaves(g_enc)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    # and it is not the exact objective (beta < 1 changes the weights)
+    exact = jax.jit(iwae.loss_fn(st, iwae.IWAEConfig(n_importance=7, hidden=(8,))))(params, key, batch)
+    assert abs(float(value) - float(exact)) > 1e-3
+
+
+def test_warmup_step_reaches_the_loss_inside_the_training_loop():
+    # a fit with warm-up passes the step through the driver's lax.scan (its first loss, at
+    # beta = 0, differs from the exact fit's with the same key and initial values), and the
+    # convergence rule waits for the end of the warm-up
+    rm, _ = sm.simulate_mgrm(1, 400, n_items=8, n_categories=3, n_factors=2)
+    st = mgrm.structure(rm.n_categories, 2, sm.q_matrix(rm), positive_loadings=True)
+    settings = TrainSettings(learning_rate=0.01, min_learning_rate=0.001, batch_size=100, max_steps=300,
+                             min_steps=50, check_every=50, window=50, rel_tol=1.0, patience=1, progress_every=0)
+    res0 = iwae.fit(jax.random.key(0), rm.responses, st, iwae.IWAEConfig(n_importance=3, hidden=(8,)), settings)
+    res = iwae.fit(jax.random.key(0), rm.responses, st,
+                   iwae.IWAEConfig(n_importance=3, hidden=(8,), warmup_steps=150), settings)
+    assert res0.steps == 100  # rel_tol = 1: stops at the first possible check
+    assert res.steps == 150 + 2 * 50
+    assert abs(res.losses[0] - res0.losses[0]) > 1e-3
+    np.testing.assert_allclose(res.losses[200:250].mean(), res0.losses[50:100].mean(), rtol=0.2)

@@ -154,3 +154,70 @@ def test_short_fit_is_finite_and_improves():
     # sign of an encoder fooling the discriminator; tolerance 0.1 nats per person
     ll = loglik.laplace_is_loglik(jax.random.key(1), res.params["model"], st, rm.responses, n_samples=500)
     assert -res.losses[-50:].mean() < ll.mean() + 0.1
+
+
+def test_no_warmup_is_exactly_the_existing_loss_and_step0_drops_prior_and_entropy():
+    y, st, truth = problem()
+    cfg0 = iwavb.IWAVBConfig(n_importance=4, encoder_hidden=8, noise_hidden=(4,), discriminator_hidden=(8, 8))
+    params = iwavb.init(jax.random.key(3), st, cfg0)
+    params["model"] = truth
+    key = jax.random.key(4)
+    base = {"y": y, "index": jnp.arange(16)}
+    vg = jax.jit(jax.value_and_grad(iwavb.loss_fn(st, cfg0)))
+    v_ref, g_ref = vg(params, key, base)
+    v0, g0 = vg(params, key, dict(base, step=jnp.asarray(0)))
+    assert float(v0) == float(v_ref)
+    for a, b in zip(jax.tree.leaves(g0), jax.tree.leaves(g_ref)):
+        np.testing.assert_array_equal(a, b)
+
+    # warm-up, step 0: beta = 0, log w_r = log p(x | z_r) with the same draws
+    cfg = iwavb.IWAVBConfig(n_importance=4, encoder_hidden=8, noise_hidden=(4,), discriminator_hidden=(8, 8),
+                            warmup_steps=50)
+    v_w, g_w = jax.jit(jax.value_and_grad(iwavb.loss_fn(st, cfg)))(params, key, dict(base, step=jnp.asarray(0)))
+    k_eps, _ = jax.random.split(key)
+    feats = networks.response_features(y, st.max_categories)
+    u, mu, log_sigma = iwavb.encode(params["encoder"], feats, jax.random.normal(k_eps, (4, 16, 2)), cfg)
+    z = mu + jnp.exp(log_sigma) * u
+    want = -jnp.mean(iwae.iw_elbo(mgrm.log_likelihood(truth, y, z, st)))
+    np.testing.assert_allclose(v_w, want, rtol=1e-5)
+    assert abs(float(v_w) - float(v_ref)) > 1e-3
+    # the discriminator's own objective does not depend on the warm-up
+    for a, b in zip(jax.tree.leaves(g_w["discriminator"]), jax.tree.leaves(g_ref["discriminator"])):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    # after the warm-up: the exact objective again (up to rounding)
+    v_after = jax.jit(iwavb.loss_fn(st, cfg))(params, key, dict(base, step=jnp.asarray(80)))
+    np.testing.assert_allclose(v_after, v_ref, rtol=1e-6)
+
+
+def test_fused_discriminator_pass_has_the_autodiff_gradients():
+    # t_net_pair's hand-written backward: the first copy's cotangent goes to the weights only,
+    # the second's to z~ only, as two separate autodiff passes would give (0-3 hidden layers)
+    feats = networks.response_features(jnp.asarray([[0, 1, 2], [2, -1, 1], [1, 1, 0], [0, 2, -1]]), 3)
+    zt = jax.random.normal(jax.random.key(2), (3, 4, 2))
+    c_w, c_z = jax.random.normal(jax.random.key(3), (3, 4)), jax.random.normal(jax.random.key(4), (3, 4))
+    for approximate in (False, True):
+        for hidden in ((), (7,), (6, 5), (6, 5, 4)):
+            layers = networks.init_mlp(jax.random.key(len(hidden)), (feats.shape[1] + 2, *hidden, 1))
+            sg = jax.lax.stop_gradient
+
+            def separate(layers, zt):
+                return (jnp.sum(c_w * iwavb._t_net(layers, feats, sg(zt), approximate))
+                        + jnp.sum(c_z * iwavb._t_net(sg(layers), feats, zt, approximate)))
+
+            def fused(layers, zt):
+                t_w, t_z = iwavb.t_net_pair(layers, feats, zt, approximate)
+                return jnp.sum(c_w * t_w) + jnp.sum(c_z * t_z)
+
+            np.testing.assert_allclose(fused(layers, zt), separate(layers, zt), rtol=1e-6)
+            want, got = jax.grad(separate, (0, 1))(layers, zt), jax.grad(fused, (0, 1))(layers, zt)
+            for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+                np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
+
+
+def test_gelu_matches_jax_with_a_cheaper_derivative():
+    x = jnp.linspace(-8.0, 8.0, 2001)
+    np.testing.assert_allclose(networks.gelu(x), jax.nn.gelu(x, approximate=False), rtol=1e-6, atol=2e-7)
+    np.testing.assert_allclose(jax.grad(lambda v: networks.gelu(v).sum())(x),
+                               jax.grad(lambda v: jax.nn.gelu(v, approximate=False).sum())(x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(networks.gelu_derivative(x, True),
+                               jax.grad(lambda v: jax.nn.gelu(v, approximate=True).sum())(x), rtol=1e-5, atol=1e-6)

@@ -169,19 +169,19 @@ def run_replication(rm_complete: io.ResponseMatrix, truth: pd.DataFrame | None, 
     outs, tables, summary = {}, [], []
     ref_tab = error_table(reference.estimates, None)
     tables.append(ref_tab.assign(objective="complete_data"))
-    summary.append(_summary_row("complete_data", reference, ref_tab))
+    summary.append(summary_row("complete_data", reference, ref_tab))
     for name in config.objectives:
         out = fit_objective(rm_missing, model, name, seed=fit_seed, config=config, truth=truth, meta={"rep": rep})
         outs[name] = out
         tab = error_table(out.estimates, reference.estimates)
         tables.append(tab.assign(objective=name))
-        summary.append(_summary_row(name, out, tab))
+        summary.append(summary_row(name, out, tab))
     errors = pd.concat(tables, ignore_index=True).assign(rep=rep, mask_seed=mask_seed, fit_seed=fit_seed)
     summary = pd.DataFrame(summary).assign(rep=rep, seconds_total=time.perf_counter() - t0)
     return Replication(reference, outs, model, checks, scores, errors, summary, hidden)
 
 
-def _summary_row(name: str, out: fits.FitOutput, tab: pd.DataFrame) -> dict:
+def summary_row(name: str, out: fits.FitOutput, tab: pd.DataFrame) -> dict:
     rec = out.record
     row = {"objective": name, "n_copies": rec.get("n_copies"), "converged": rec["converged"],
            "steps": rec["steps"], "elbo": rec["elbo"], "final_loss": rec["final_loss"],

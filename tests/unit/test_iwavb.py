@@ -188,36 +188,3 @@ def test_no_warmup_is_exactly_the_existing_loss_and_step0_drops_prior_and_entrop
     v_after = jax.jit(iwavb.loss_fn(st, cfg))(params, key, dict(base, step=jnp.asarray(80)))
     np.testing.assert_allclose(v_after, v_ref, rtol=1e-6)
 
-
-def test_fused_discriminator_pass_has_the_autodiff_gradients():
-    # t_net_pair's hand-written backward: the first copy's cotangent goes to the weights only,
-    # the second's to z~ only, as two separate autodiff passes would give (0-3 hidden layers)
-    feats = networks.response_features(jnp.asarray([[0, 1, 2], [2, -1, 1], [1, 1, 0], [0, 2, -1]]), 3)
-    zt = jax.random.normal(jax.random.key(2), (3, 4, 2))
-    c_w, c_z = jax.random.normal(jax.random.key(3), (3, 4)), jax.random.normal(jax.random.key(4), (3, 4))
-    for approximate in (False, True):
-        for hidden in ((), (7,), (6, 5), (6, 5, 4)):
-            layers = networks.init_mlp(jax.random.key(len(hidden)), (feats.shape[1] + 2, *hidden, 1))
-            sg = jax.lax.stop_gradient
-
-            def separate(layers, zt):
-                return (jnp.sum(c_w * iwavb._t_net(layers, feats, sg(zt), approximate))
-                        + jnp.sum(c_z * iwavb._t_net(sg(layers), feats, zt, approximate)))
-
-            def fused(layers, zt):
-                t_w, t_z = iwavb.t_net_pair(layers, feats, zt, approximate)
-                return jnp.sum(c_w * t_w) + jnp.sum(c_z * t_z)
-
-            np.testing.assert_allclose(fused(layers, zt), separate(layers, zt), rtol=1e-6)
-            want, got = jax.grad(separate, (0, 1))(layers, zt), jax.grad(fused, (0, 1))(layers, zt)
-            for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
-                np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
-
-
-def test_gelu_matches_jax_with_a_cheaper_derivative():
-    x = jnp.linspace(-8.0, 8.0, 2001)
-    np.testing.assert_allclose(networks.gelu(x), jax.nn.gelu(x, approximate=False), rtol=1e-6, atol=2e-7)
-    np.testing.assert_allclose(jax.grad(lambda v: networks.gelu(v).sum())(x),
-                               jax.grad(lambda v: jax.nn.gelu(v, approximate=False).sum())(x), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(networks.gelu_derivative(x, True),
-                               jax.grad(lambda v: jax.nn.gelu(v, approximate=True).sum())(x), rtol=1e-5, atol=1e-6)

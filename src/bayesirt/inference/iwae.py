@@ -25,6 +25,12 @@ rescaling is a custom VJP (``dreg_log_weights``) so that the weights come from t
 forward pass and the likelihood is evaluated once per step. The loss
 value reported to the training driver is the IW-ELBO itself (the surrogate enters only
 through ``x - stop_gradient(x)``, which is zero in value).
+
+Optional KL/entropy warm-up (``warmup_steps``, shared with ``iwavb``): for the first steps the
+weights are log w_r = log p(x | z_r) + beta (log p(z_r) - log q(z_r | x)) with beta rising
+linearly from 0 to 1 (``warmup_beta``; the step comes from the training driver inside its
+jitted loop), and the DReG scale becomes w~_r (1 - beta + beta w~_r) (``dreg_log_weights``).
+With ``warmup_steps = 0`` (default) the loss is computed exactly as without the option.
 """
 
 from __future__ import annotations

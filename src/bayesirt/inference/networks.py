@@ -11,13 +11,8 @@ that ``optax.multi_transform`` can label and the training driver can carry throu
 
 from __future__ import annotations
 
-import math
-
 import jax
 import jax.numpy as jnp
-
-_INV_SQRT2 = 1.0 / math.sqrt(2.0)
-_INV_SQRT2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def init_mlp(key, sizes, scale_last: float = 1.0) -> list[dict]:
@@ -37,39 +32,7 @@ def init_mlp(key, sizes, scale_last: float = 1.0) -> list[dict]:
 
 
 def gelu(x, approximate: bool = False):
-    if approximate:
-        return jax.nn.gelu(x, approximate=True)
-    return _gelu_exact(x)
-
-
-# The exact GELU, x Phi(x) (values identical to ``jax.nn.gelu(approximate=False)``), with a
-# hand-written derivative Phi(x) + x phi(x) evaluated in the backward pass from the saved
-# input. Reverse mode through ``jax.nn.gelu`` lowered on CPU to a backward pass several times
-# the cost of the forward, and an elementwise function returning both the value and the
-# derivative (one fusion with two outputs) was as slow; one single-output fusion in each
-# direction is what XLA CPU does fast. The derivative uses the cheaper erf form of Phi
-# (absolute error ~1e-7 in the far negative tail, where the derivative is ~0).
-@jax.custom_vjp
-def _gelu_exact(x):
-    return x * (0.5 * jax.lax.erfc(-x * _INV_SQRT2))
-
-
-def _gelu_exact_fwd(x):
-    return _gelu_exact(x), x
-
-
-def _gelu_exact_bwd(x, g):
-    return (g * gelu_derivative(x),)
-
-
-_gelu_exact.defvjp(_gelu_exact_fwd, _gelu_exact_bwd)
-
-
-def gelu_derivative(x, approximate: bool = False):
-    """d GELU(x) / dx, elementwise (for hand-written backward passes)."""
-    if approximate:
-        return jax.jvp(lambda v: jax.nn.gelu(v, approximate=True), (x,), (jnp.ones_like(x),))[1]
-    return 0.5 + 0.5 * jax.lax.erf(x * _INV_SQRT2) + x * _INV_SQRT2PI * jnp.exp(-0.5 * x * x)
+    return jax.nn.gelu(x, approximate=approximate)
 
 
 def apply_mlp(layers, x, approximate_gelu: bool = False):

@@ -2,8 +2,17 @@
 
 Simulated IPIP-shaped data (``simulate_mgrm`` preset "ipip"), 2.5% of persons held out.
 Targets on 2 CPU cores: IWAE one pass over the data <= 60 s and a full fit (to the
-convergence rule) <= 10 min; IWAVB time per pass <= 3x IWAE's (judged on the "light"
-configuration; the paper-size networks are timed too); peak memory <= 8 GB.
+convergence rule) <= 10 min; IWAVB time per pass <= 3x IWAE's at the paper's network sizes
+(reported as ``iwavb_ratio``; the "light" configuration is an extra variant with its own
+entry); peak memory <= 8 GB.
+
+The paper-size ratio is out of reach on 2 CPU cores by arithmetic alone: the discriminator
+(260 -> 512 -> 256 -> 1) is evaluated on R x batch = 25,600 encoder draws (for the weights,
+forward and input gradient; for its own update, forward and weight gradient) and 25,600
+N(0, I) contrast draws per step, about 8 products of 25,600 x 512 x 256, i.e. ~54 GFLOP per
+step (~0.35-0.55 s at the 100-160 GFLOP/s two cores reach on these shapes), against ~17 ms
+for IWAE's whole step, so >= 20x; fusing the two uses of T on the encoder draws into one
+pass (6 products instead of 8) was tried and ran slower under XLA CPU.
 IWAVB's per-pass time is measured on ``IFA_IPIP_IWAVB_STEPS`` steps (default 100) unless
 ``IFA_IPIP_FULL_IWAVB=1`` asks for a full fit of the light configuration. ``IFA_IPIP_PERSONS`` overrides the
 number of persons (e.g. 20000 for a quick try); ``IFA_IPIP_MAX_EPOCHS`` caps the IWAE fit
@@ -94,7 +103,8 @@ def run() -> dict:
             ll_vb = loglik.laplace_is_loglik(jax.random.key(2), vb.params["model"], st, y_hold[:n_eval_persons],
                                              n_samples=500)
             vb_runs[name]["heldout_loglik_per_person_method_independent"] = float(ll_vb.mean())
-    vb_step = vb_runs["light"]["seconds_per_step"]
+    vb_step = vb_runs["paper_sizes"]["seconds_per_step"]
+    light_step = vb_runs["light"]["seconds_per_step"]
     out = {
         "sizes": {"persons": n_persons, "persons_train": n_train, "persons_heldout": n_hold, "items": 50,
                   "categories": 5, "factors": 5, "importance_samples": 25, "batch_size": BATCH,
@@ -115,6 +125,7 @@ def run() -> dict:
         "evaluation_seconds": eval_seconds,
         "iwavb": vb_runs,
         "iwavb_to_iwae_time_ratio_per_step": vb_step / iwae_step,
+        "iwavb_light_to_iwae_time_ratio_per_step": light_step / iwae_step,
         "peak_rss_gb": peak_rss_gb(),
         "targets": {"iwae_seconds_per_epoch_max": 60.0, "iwae_fit_seconds_max": 600.0,
                     "iwavb_to_iwae_ratio_max": 3.0, "peak_rss_gb_max": 8.0},
@@ -123,6 +134,7 @@ def run() -> dict:
         "iwae_epoch": bool(iwae_epoch <= 60.0),
         "iwae_fit": bool(iwae_total <= 600.0 and res.converged),
         "iwavb_ratio": bool(vb_step / iwae_step <= 3.0),
+        "iwavb_ratio_light_variant": bool(light_step / iwae_step <= 3.0),
         "memory": bool(out["peak_rss_gb"] <= 8.0),
     }
     return out

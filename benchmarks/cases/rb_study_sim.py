@@ -44,7 +44,7 @@ def oracle_fit(rm, truth, reference, config) -> dict:
                                   extra_data=extra, posterior_draws=500,
                                   meta={"label": "oracle_exact_marginal"})
     tab = rb_study.error_table(out.estimates, reference.estimates)
-    return rb_study.summary_row("oracle_exact_marginal", out, tab)
+    return {**rb_study.summary_row("oracle_exact_marginal", out, tab), "errors": tab.to_dict(orient="records")}
 
 
 def run() -> dict:

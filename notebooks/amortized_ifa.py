@@ -229,6 +229,6 @@ if len(mix) and len(nor):
     lines.append(f"**Multimodal latents**: the mean log-likelihood gain of IWAVB over IWAE is {gm:+.4f} nats per person "
                  f"with a mixture latent against {gn:+.4f} with a normal latent; the claim that IWAVB gains most with "
                  "multimodal latents is " + ("supported." if gm > gn else "not supported."))
-lines.append("These are demo-scale runs unless the paper config was used: few replications, small samples and short "
-             "training, so differences of a few thousandths of a nat or in MSE are within Monte Carlo noise.")
+lines.append("Unless the paper config was used these are demo-scale runs (few replications, small samples, small "
+             "networks), so differences of a few thousandths of a nat or in MSE are within Monte Carlo noise.")
 display(Markdown("\n\n".join(lines)))

@@ -70,7 +70,7 @@ def confirmatory_8k(method: str) -> dict:
     y_train, y_hold = rm.responses[:n_train], rm.responses[n_train:]
     st = mgrm.structure(rm.n_categories, 4, sm.q_matrix(rm), positive_loadings=True)
     lr = float(os.environ.get("IFA_8K_LR", "0.01"))
-    batch_size = env_int("IFA_8K_BATCH", 128)
+    batch_size = env_int("IFA_8K_BATCH", 64)
     warmup = env_int("IFA_8K_WARMUP", 0)
     settings = TrainSettings(learning_rate=lr, lr_decay_rate=0.5, lr_decay_steps=1000, min_learning_rate=lr / 10,
                              clip_norm=10.0, batch_size=batch_size, max_steps=6000, min_steps=600, check_every=100,

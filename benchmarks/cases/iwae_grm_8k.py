@@ -4,7 +4,7 @@ Target: fit to convergence in <= 15 s on 2 CPU cores (compilation included). Rep
 seconds, steps and epochs, held-out log-likelihood per person (method-independent Laplace
 importance sampling, 1,000 draws; also the method's own proposal and the true parameters),
 loading / intercept / factor-correlation RMSE against the truth. ``IFA_8K_PERSONS`` overrides
-the number of training persons; ``IFA_8K_BATCH`` (default 128), ``IFA_8K_LR`` (0.01) and
+the number of training persons; ``IFA_8K_BATCH`` (default 64), ``IFA_8K_LR`` (0.01) and
 ``IFA_8K_WARMUP`` (KL/entropy warm-up steps, 0) the settings shared with ``iwavb_grm_8k``.
 Also fits, as an extra figure (not the paper's method), the same IWAE with a
 full-covariance Gaussian q ("iwae_full_covariance").

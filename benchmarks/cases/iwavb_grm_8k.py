@@ -6,10 +6,11 @@ Same data, held-out set and figures as ``iwae_grm_8k``; encoder trunk 128, discr
 with large loadings still shrunk).
 Target: fit to convergence in <= 15 s on 2 CPU cores (compilation included).
 
-Batch 128 (both 8k cases): the step's cost is linear in the batch (the discriminator's
-matrix products over R x batch rows dominate, ~60 us per person and step on 2 cores) and
-the fit converges in about as many steps at 128 as at 256, so half the epochs (~22 instead
-of ~42) reach the same held-out log-likelihood. ``IFA_8K_BATCH``, ``IFA_8K_LR`` and
+Batch 64 (both 8k cases): the step's cost is linear in the batch (the discriminator's
+matrix products over R x batch rows dominate, ~60 us per person and step on 2 cores) while
+the number of steps to convergence barely grows as the batch shrinks (1,600 steps at 64,
+1,400 at 128, about as many at 256), so the fewest epochs (~13 at 64, ~22 at 128, ~42 at
+256) reach the same held-out log-likelihood (-11.400 at 64, -11.401 at 128). ``IFA_8K_BATCH``, ``IFA_8K_LR`` and
 ``IFA_8K_WARMUP`` (KL/entropy warm-up steps, default 0) override the settings. Compilation
 is counted; the persistent compilation cache (every program, see ``_ifa_bench``) makes a
 rerun ~2 s faster than a cold run.

@@ -100,15 +100,21 @@ def data_replication(design: dict, rep: int) -> int:
 
 # ----------------------------------------------------------------------------- data
 
-def simulate_design(design: dict, seed: int, heldout_fraction: float):
+def simulate_design(design: dict, seed: int, heldout_fraction: float, parameter_seed: int | None = None):
     """Training persons (``n_persons``, as in the paper), held-out persons from the same
     population (``heldout_fraction`` times as many more) and the truth (abilities of the
-    training persons only). Returns (train, holdout, truth)."""
+    training persons only). Returns (train, holdout, truth).
+
+    ``parameter_seed`` fixes the item parameters and factor correlations: the workflow gives
+    every replication of a design the same one, so replications differ in persons and
+    responses only, as in the paper (one truth, 100 response matrices; eq. 29's MSE is over
+    replications of the same parameter)."""
     from bayesirt.data import simulate_mgrm as sm
 
     n = int(design["n_persons"])
     n_hold = max(int(round(heldout_fraction * n)), 1)
-    rm, truth = sm.from_preset(design["preset"], seed, n + n_hold, **design.get("simulate", {}))
+    rm, truth = sm.from_preset(design["preset"], seed, n + n_hold, parameter_seed=parameter_seed,
+                               **design.get("simulate", {}))
     attrs = {**rm.attrs, "preset": design["preset"], "n_heldout": n_hold}
     train = io.ResponseMatrix(rm.responses[:n], rm.items, {**attrs, "part": "train"})
     hold = io.ResponseMatrix(rm.responses[n:], rm.items, {**attrs, "part": "holdout"})

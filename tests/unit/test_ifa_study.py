@@ -39,6 +39,17 @@ def test_simulate_design_holds_out_persons_and_is_seeded():
     assert np.array_equal(train.responses, again[0].responses) and np.array_equal(hold.responses, again[1].responses)
 
 
+def test_replications_share_the_true_item_parameters_of_their_design():
+    design = {"preset": "normal_p5", "n_persons": 60}
+    (a, _, ta), (b, _, tb) = (ifa_study.simulate_design(design, rep, 0.25, parameter_seed=9) for rep in (1, 2))
+    items = ["loading", "intercept", "factor_corr"]
+    pa, pb = (t[t.parameter.isin(items)].reset_index(drop=True) for t in (ta, tb))
+    assert len(pa) > 0 and pa.equals(pb)
+    assert not np.array_equal(a.responses, b.responses)
+    _, _, other = ifa_study.simulate_design(design, 1, 0.25, parameter_seed=10)
+    assert not other[other.parameter == "loading"]["value"].equals(ta[ta.parameter == "loading"]["value"])
+
+
 def test_estimates_of_the_true_parameters_recover_exactly():
     from bayesirt.models import mgrm
 

@@ -165,6 +165,11 @@ def ifa_data_seed(wildcards):
     return job_seed("data", "amortized_ifa", wildcards.design, wildcards.rep)
 
 
+def ifa_parameter_seed(wildcards):
+    """One set of true item parameters per design, shared by its replications (as in the paper)."""
+    return job_seed("parameters", "amortized_ifa", wildcards.design)
+
+
 def ifa_fit_seed(wildcards):
     """Every fit of one design and replication shares this seed (common random numbers)."""
     return job_seed("fit", "amortized_ifa", wildcards.design, wildcards.rep)

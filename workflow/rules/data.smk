@@ -109,6 +109,7 @@ rule ifa_simulate:
         design=ifa_design_config,
         heldout_fraction=ifa_config().get("heldout_fraction", 0.25),
         seed=ifa_data_seed,
+        parameter_seed=ifa_parameter_seed,
     wildcard_constraints:
         design=ifa_design_pattern(simulated=True),
     log:

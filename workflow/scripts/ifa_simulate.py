@@ -5,7 +5,8 @@ from bayesirt import ifa_study, io, logs
 
 log = logs.to_file(snakemake.log[0])
 train, holdout, truth = ifa_study.simulate_design(snakemake.params.design, snakemake.params.seed,
-                                                  snakemake.params.heldout_fraction)
+                                                  snakemake.params.heldout_fraction,
+                                                  parameter_seed=snakemake.params.parameter_seed)
 for part in (train, holdout):
     part.attrs.update({"design": snakemake.wildcards.design, "replication": int(snakemake.wildcards.rep)})
 io.write_table(truth, snakemake.output.truth)

@@ -75,8 +75,14 @@ def simulate_mgrm(seed: int, n_persons: int, n_items: int, n_categories: int, n_
                   structure: str = "simple", latent: str = "normal", loading_log_var: float = 0.5,
                   lkj_concentration: float = 1.0, cross_prob: float = 0.5,
                   standardize_mixture: bool = True, factor_names: list[str] | None = None,
-                  include_abilities: bool = True) -> tuple[ResponseMatrix, pd.DataFrame]:
-    """Responses from the multidimensional GRM and the true parameters as a tidy table."""
+                  include_abilities: bool = True, parameter_seed: int | None = None
+                  ) -> tuple[ResponseMatrix, pd.DataFrame]:
+    """Responses from the multidimensional GRM and the true parameters as a tidy table.
+
+    With ``parameter_seed`` the item parameters and the factor correlations are drawn from
+    their own generator, so replications that differ only in ``seed`` share one set of true
+    parameters and differ in the persons and their responses (the paper's design: one truth,
+    100 response matrices). Without it everything comes from ``seed``."""
     if n_persons < 1:
         raise ValueError(f"n_persons must be positive, got {n_persons}")
     if n_categories < 2:
@@ -88,23 +94,24 @@ def simulate_mgrm(seed: int, n_persons: int, n_items: int, n_categories: int, n_
     if latent not in ("normal", "mixture"):
         raise ValueError(f"latent must be 'normal' or 'mixture', got '{latent}'")
     rng = np.random.default_rng(seed)
+    prng = rng if parameter_seed is None else np.random.default_rng(parameter_seed)  # item parameters
     factor_names = factor_names or FACTOR_NAMES.get(n_factors) or [f"F{p + 1}" for p in range(n_factors)]
 
     # items split evenly, in order, over the factors (10 per factor for the IPIP shape)
     main_factor = (np.arange(n_items) * n_factors) // n_items
     lam = np.zeros((n_items, n_factors))
-    lam[np.arange(n_items), main_factor] = np.exp(rng.normal(0.0, np.sqrt(loading_log_var), n_items))
+    lam[np.arange(n_items), main_factor] = np.exp(prng.normal(0.0, np.sqrt(loading_log_var), n_items))
     if structure == "complex" and n_factors > 1:
-        cross = rng.uniform(size=n_items) < cross_prob
-        other = (main_factor + rng.integers(1, n_factors, n_items)) % n_factors
-        size = 0.5 * np.exp(rng.normal(0.0, np.sqrt(loading_log_var), n_items))
+        cross = prng.uniform(size=n_items) < cross_prob
+        other = (main_factor + prng.integers(1, n_factors, n_items)) % n_factors
+        size = 0.5 * np.exp(prng.normal(0.0, np.sqrt(loading_log_var), n_items))
         lam[np.arange(n_items)[cross], other[cross]] = size[cross]
 
-    cut_corr = lkj_corr(rng, n_categories - 1, lkj_concentration)
-    raw = rng.multivariate_normal(np.zeros(n_categories - 1), cut_corr, size=n_items)
+    cut_corr = lkj_corr(prng, n_categories - 1, lkj_concentration)
+    raw = prng.multivariate_normal(np.zeros(n_categories - 1), cut_corr, size=n_items)
     cuts = np.sort(raw, axis=1)
 
-    sigma = lkj_corr(rng, n_factors, lkj_concentration)
+    sigma = lkj_corr(prng, n_factors, lkj_concentration)
     chol = np.linalg.cholesky(sigma)
     eps = rng.normal(size=(n_persons, n_factors))
     scale = 1.0
@@ -132,7 +139,8 @@ def simulate_mgrm(seed: int, n_persons: int, n_items: int, n_categories: int, n_
         return f"{f}_{k}" if f[-1].isdigit() else f"{f}{k}"  # EXT1 (IPIP style), F1_1
 
     items = [Item(item_name(j), n_categories, factor_names[main_factor[j]]) for j in range(n_items)]
-    attrs = {"source": "simulated", "model": "mgrm", "seed": seed, "structure": structure,
+    attrs = {"source": "simulated", "model": "mgrm", "seed": seed, "parameter_seed": parameter_seed,
+             "structure": structure,
              "latent": latent, "n_factors": n_factors, "loading_log_var": loading_log_var,
              "lkj_concentration": lkj_concentration,
              "latent_scale_divisor": scale, "standardize_mixture": standardize_mixture,

@@ -87,6 +87,11 @@ def test_category_probs_sum_to_one_and_match_log_probs(x64):
     assert np.all(probs[items_.ravel() == 0][:, 3:] == 0)
     dense = np.exp(np.asarray(mix.category_log_probs(p, st))).reshape(-1, 5)
     np.testing.assert_allclose(probs, dense, rtol=1e-9, atol=1e-14)
+    # gradients (grm.category_probs' hand-written backward pass, vmapped over dimensions)
+    # match finite differences
+    q = jnp.asarray(np.random.default_rng(1).dirichlet(np.ones(5), 60)) * (dense > 0)
+    mixed = lambda prm: jnp.log((q * mix.category_probs(prm, persons.ravel(), items_.ravel(), st)).sum(-1)).sum()
+    check_grads(mixed, (p,), order=1, modes=["rev"], atol=1e-6, rtol=1e-6)
     # and the likelihood of the observed responses is the log of those probabilities
     y = rm.responses.ravel()
     np.testing.assert_allclose(np.asarray(mix.log_likelihood(p, jnp.asarray(rm.responses), st)),

@@ -91,25 +91,17 @@ def category_probs(params, persons, items, st: Structure):
     """Category probabilities of the cells (persons[c], items[c]): ``persons`` and ``items``
     are integer arrays that broadcast together (e.g. (C,) and (C,), or (I, Cmax) and (I, 1));
     returns their broadcast shape + (Kmax,), zero beyond an item's categories. The mixture of
-    each dimension's GRM probabilities; the imputation objectives' cell-probability hook."""
-    alpha = params["discrimination"][items]  # (..., D)
-    tau = grm.ordered_cuts(params["base_difficulty"], params["increments"])[items]  # (..., K-1)
-    theta = params["ability"][persons, st.scale_index[items]]  # (..., D)
-    w = alpha / alpha.sum(-1, keepdims=True)
-    n_cat = st.n_categories[items]
-    # S_k = P(Y >= k) and T_k = P(Y < k) per dimension, k = 0..Kmax: S_0 = 1, S_k = 0 from an
-    # item's last category on (T = 1 - S alike). P(Y = k) = S_k - S_{k+1} = T_{k+1} - T_k; the
-    # form whose terms are <= 1/2 avoids cancelling two numbers near 1 (grm.log_prob_from_cumulative).
-    k = jnp.arange(1, st.max_categories)
-    logit = alpha[..., None] * (theta[..., None] - tau[..., None, :])  # (..., D, K-1)
-    exists = k < n_cat[..., None, None]
-    s = jnp.where(exists, jax.nn.sigmoid(logit), 0.0)
-    t = jnp.where(exists, jax.nn.sigmoid(-logit), 1.0)
-    ones = jnp.ones(s.shape[:-1] + (1,), s.dtype)
-    s = jnp.concatenate([ones, s, 0 * ones], -1)
-    t = jnp.concatenate([0 * ones, t, ones], -1)
-    p = jnp.where(s[..., :-1] <= 0.5, s[..., :-1] - s[..., 1:], t[..., 1:] - t[..., :-1])
-    return jnp.einsum("...d,...dk->...k", w, p)
+    each dimension's GRM probabilities (``grm.category_probs``, the factorized model's form);
+    the imputation objectives' cell-probability hook."""
+    alpha = params["discrimination"]  # (I, D)
+    tau = grm.ordered_cuts(params["base_difficulty"], params["increments"])  # (I, K-1)
+    e, gap = jax.vmap(lambda c: grm.exp_cut_tables(c, st.n_categories))(alpha.T[:, :, None] * tau[None])
+    a = alpha[items]  # (..., D)
+    score = a * params["ability"][persons, st.scale_index[items]]  # (..., D)
+    top = grm.top_category_mask(st.n_categories[items], st.max_categories, a.dtype)
+    per_dim = jax.vmap(lambda e_d, gap_d, s_d: grm.category_probs(s_d, e_d[items], gap_d[items], top),
+                       in_axes=(0, 0, -1), out_axes=-2)(e, gap, score)  # (..., D, Kmax)
+    return jnp.einsum("...d,...dk->...k", a / a.sum(-1, keepdims=True), per_dim)
 
 
 def category_log_probs(params, st: Structure):

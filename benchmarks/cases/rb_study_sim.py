@@ -16,7 +16,8 @@ complete-data fit while the stacking PMFs are not, the imputation model limits t
 import jax.numpy as jnp
 import numpy as np
 
-from bayesirt import fits, rb_study
+from bayesirt import records
+from bayesirt.studies import rb_imputation
 from bayesirt.data import missingness, simulate
 from bayesirt.inference import objectives
 from bayesirt.models import factorized_grm as fgrm
@@ -39,18 +40,18 @@ def oracle_fit(rm, truth, reference, config) -> dict:
     params = {k: jnp.asarray(v, jnp.float32) for k, v in true_params(rm, truth).items()}
     pmf = np.exp(np.asarray(fgrm.category_log_probs(params, st), np.float64))
     extra = objectives.from_dense_pmf(rm_missing.responses, pmf, rm.n_categories)
-    out = fits.fit_factorized_grm(rm_missing, seed=FIT_SEED, settings=config.settings, priors=config.priors,
+    out = records.fit_factorized_grm(rm_missing, seed=FIT_SEED, settings=config.settings, priors=config.priors,
                                   truth=truth, log_likelihood=objectives.make("exact_marginal", st),
                                   extra_data=extra, posterior_draws=500,
                                   meta={"label": "oracle_exact_marginal"})
-    tab = rb_study.error_table(out.estimates, reference.estimates)
-    return {**rb_study.summary_row("oracle_exact_marginal", out, tab), "errors": tab.to_dict(orient="records")}
+    tab = rb_imputation.error_table(out.estimates, reference.estimates)
+    return {**rb_imputation.summary_row("oracle_exact_marginal", out, tab), "errors": tab.to_dict(orient="records")}
 
 
 def run() -> dict:
     rm, truth = simulate.from_preset("rwa", DATA_SEED, N_PERSONS)
-    config = rb_study.StudyConfig()
-    rep = rb_study.run_replication(rm, truth, mask_seed=MASK_SEED, fit_seed=FIT_SEED, config=config)
+    config = rb_imputation.StudyConfig()
+    rep = rb_imputation.run_replication(rm, truth, mask_seed=MASK_SEED, fit_seed=FIT_SEED, config=config)
     summary = rep.summary.set_index("objective")
     disc = summary["discrimination_rmse_vs_complete_data"].to_dict()
     expectation = {
@@ -71,5 +72,5 @@ def run() -> dict:
         "expectation": expectation,
         "targets": {"exact_marginal_and_rao_blackwell_closer_than_zero_fill": True},
         "targets_met": all(expectation.values()),
-        "config": rb_study.config_record(config),
+        "config": rb_imputation.config_record(config),
     }

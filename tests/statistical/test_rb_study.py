@@ -15,7 +15,7 @@ At 9,881 persons the same ordering is in results/benchmarks/rb_study_sim.json.
 import numpy as np
 import pytest
 
-from bayesirt import rb_study
+from bayesirt.studies import rb_imputation
 from bayesirt.data import simulate
 
 pytestmark = pytest.mark.slow
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def replication():
     rm, truth = simulate.from_preset("rwa", 20261121, 2000)
-    return rb_study.run_replication(rm, truth, mask_seed=1, fit_seed=1, config=rb_study.StudyConfig())
+    return rb_imputation.run_replication(rm, truth, mask_seed=1, fit_seed=1, config=rb_imputation.StudyConfig())
 
 
 def disc(rep, objective, against="complete_data"):
@@ -63,8 +63,8 @@ def test_averaging_log_likelihoods_attenuates_discriminations(replication):
 
 def test_tables_are_complete(replication):
     e = replication.errors
-    assert set(e.objective) == {"complete_data", *rb_study.OBJECTIVES}
-    assert set(e.parameter) == set(rb_study.COMPARED)
+    assert set(e.objective) == {"complete_data", *rb_imputation.OBJECTIVES}
+    assert set(e.parameter) == set(rb_imputation.COMPARED)
     assert np.isfinite(e["rmse"]).all()
-    agg = rb_study.aggregate([e, e.assign(rep=1)])
+    agg = rb_imputation.aggregate([e, e.assign(rep=1)])
     assert (agg["n_reps"] == 2).all()

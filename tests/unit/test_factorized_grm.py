@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bayesirt import fits
+from bayesirt import records
 from bayesirt.data import simulate
 from bayesirt.inference.training import FitDivergedError, TrainSettings
 from bayesirt.models import factorized_grm as fgrm
@@ -94,20 +94,20 @@ def test_nan_likelihood_stops_the_fit_without_output(small, tmp_path):
         return jnp.where(params["discrimination"].max() > 1.05, jnp.nan, ll)
 
     with pytest.raises(FitDivergedError, match="step"):
-        out = fits.fit_factorized_grm(rm, seed=0, settings=TrainSettings(max_steps=500, progress_every=0),
+        out = records.fit_factorized_grm(rm, seed=0, settings=TrainSettings(max_steps=500, progress_every=0),
                                       priors=fgrm.Priors(), log_likelihood=broken)
-        fits.write_fit(out, tmp_path / "fit")
+        records.write_fit(out, tmp_path / "fit")
     assert not (tmp_path / "fit").exists()
 
 
 def test_fit_outputs_are_complete_and_reproducible(small, tmp_path):
     rm, truth = small
     settings = TrainSettings(max_steps=200, min_steps=100, window=50, progress_every=0)
-    a = fits.fit_factorized_grm(rm, seed=5, settings=settings, priors=fgrm.Priors(), truth=truth, posterior_draws=50)
-    b = fits.fit_factorized_grm(rm, seed=5, settings=settings, priors=fgrm.Priors(), truth=truth, posterior_draws=50)
+    a = records.fit_factorized_grm(rm, seed=5, settings=settings, priors=fgrm.Priors(), truth=truth, posterior_draws=50)
+    b = records.fit_factorized_grm(rm, seed=5, settings=settings, priors=fgrm.Priors(), truth=truth, posterior_draws=50)
     assert a.estimates.equals(b.estimates) and a.losses.equals(b.losses)
     assert {k: v for k, v in a.record.items() if k != "timing"} == {k: v for k, v in b.record.items() if k != "timing"}
     assert set(a.estimates.parameter) == {"discrimination", "base_difficulty", "increments", "ability"}
     assert len(a.estimates) == len(truth) and a.estimates["true"].notna().all()
-    fits.write_fit(a, tmp_path / "fit")
+    records.write_fit(a, tmp_path / "fit")
     assert sorted(p.name for p in (tmp_path / "fit").iterdir()) == ["estimates.csv", "fit.json", "loss.csv", "posterior.nc"]

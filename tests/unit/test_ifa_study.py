@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from bayesirt import ifa_study
+from bayesirt.studies import amortized_ifa
 from bayesirt.data import simulate_mgrm as sm
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
@@ -18,46 +18,46 @@ TINY = {"batch_size": 30, "max_steps": 20, "min_steps": 10, "check_every": 10, "
 
 def test_design_fits_confirmatory_and_exploratory():
     conf = {"analysis": "confirmatory", "preset": "normal_p5", "replications": 2, "importance_samples": [15, 25]}
-    specs = ifa_study.design_fits("normal", conf)
+    specs = amortized_ifa.design_fits("normal", conf)
     assert len(specs) == 2 * 2 * 2 and {s.n_factors for s in specs} == {5}
     assert specs[0].condition == "iwae_P5_R15"
     expl = {"analysis": "exploratory", "replications": 3, "importance_samples": [25], "factors": [1, 2],
             "repeat_factors": 5}
-    specs = ifa_study.design_fits("ipip", expl, methods=("iwavb",))
+    specs = amortized_ifa.design_fits("ipip", expl, methods=("iwavb",))
     # replication 0 of every P of the scree (plus the repeat P), repeats 1..2 at P = 5
     assert sorted((s.n_factors, s.rep) for s in specs) == [(1, 0), (2, 0), (5, 0), (5, 1), (5, 2)]
-    assert ifa_study.data_replication(expl, 2) == 0 and ifa_study.data_replication(conf, 2) == 2
+    assert amortized_ifa.data_replication(expl, 2) == 0 and amortized_ifa.data_replication(conf, 2) == 2
 
 
 def test_simulate_design_holds_out_persons_and_is_seeded():
     design = {"preset": "mixture_p1", "n_persons": 40}
-    train, hold, truth = ifa_study.simulate_design(design, 3, 0.25)
+    train, hold, truth = amortized_ifa.simulate_design(design, 3, 0.25)
     assert train.n_persons == 40 and hold.n_persons == 10
     ab = truth[truth.parameter == "ability"]
     assert ab.person.max() == 39 and len(ab) == 40
-    again = ifa_study.simulate_design(design, 3, 0.25)
+    again = amortized_ifa.simulate_design(design, 3, 0.25)
     assert np.array_equal(train.responses, again[0].responses) and np.array_equal(hold.responses, again[1].responses)
 
 
 def test_replications_share_the_true_item_parameters_of_their_design():
     design = {"preset": "normal_p5", "n_persons": 60}
-    (a, _, ta), (b, _, tb) = (ifa_study.simulate_design(design, rep, 0.25, parameter_seed=9) for rep in (1, 2))
+    (a, _, ta), (b, _, tb) = (amortized_ifa.simulate_design(design, rep, 0.25, parameter_seed=9) for rep in (1, 2))
     items = ["loading", "intercept", "factor_corr"]
     pa, pb = (t[t.parameter.isin(items)].reset_index(drop=True) for t in (ta, tb))
     assert len(pa) > 0 and pa.equals(pb)
     assert not np.array_equal(a.responses, b.responses)
-    _, _, other = ifa_study.simulate_design(design, 1, 0.25, parameter_seed=10)
+    _, _, other = amortized_ifa.simulate_design(design, 1, 0.25, parameter_seed=10)
     assert not other[other.parameter == "loading"]["value"].equals(ta[ta.parameter == "loading"]["value"])
 
 
 def test_estimates_of_the_true_parameters_recover_exactly():
     from bayesirt.models import mgrm
 
-    train, _, truth = ifa_study.simulate_design({"preset": "bench_p4", "n_persons": 30}, 1, 0.2)
-    st = ifa_study.model_structure(train, 4, "confirmatory")
-    lam, ints, corr, info = ifa_study.item_estimates(mgrm.truth_params(st, truth), st, train, "confirmatory", truth)
-    est = ifa_study.estimates_table(train, lam, ints, corr, None, truth)
-    rec = ifa_study.recovery_metrics(est)
+    train, _, truth = amortized_ifa.simulate_design({"preset": "bench_p4", "n_persons": 30}, 1, 0.2)
+    st = amortized_ifa.model_structure(train, 4, "confirmatory")
+    lam, ints, corr, info = amortized_ifa.item_estimates(mgrm.truth_params(st, truth), st, train, "confirmatory", truth)
+    est = amortized_ifa.estimates_table(train, lam, ints, corr, None, truth)
+    rec = amortized_ifa.recovery_metrics(est)
     assert rec["loading_mse"] < 1e-10 and rec["intercept_mse"] < 1e-10 and rec["factor_corr_mse"] < 1e-10
     assert info["rotation"] is None
     assert set(est.parameter) == {"loading", "intercept", "factor_corr"} and est.loc[est.parameter == "loading", "sd"].isna().all()
@@ -69,18 +69,18 @@ def test_estimates_of_the_true_parameters_recover_exactly():
 def test_exploratory_estimates_are_rotated_and_aligned_to_the_truth():
     from bayesirt.models import mgrm
 
-    train, _, truth = ifa_study.simulate_design({"preset": "bench_p4", "n_persons": 30,
+    train, _, truth = amortized_ifa.simulate_design({"preset": "bench_p4", "n_persons": 30,
                                                  "simulate": {"lkj_concentration": 20.0}}, 2, 0.2)
-    st = ifa_study.model_structure(train, 4, "exploratory")
-    lam_t = ifa_study._truth_matrix(truth, "loading", (12, 4))
+    st = amortized_ifa.model_structure(train, 4, "exploratory")
+    lam_t = amortized_ifa._truth_matrix(truth, "loading", (12, 4))
     # an orthogonal solution equivalent to the truth: rotate, permute and reflect its factors
-    corr_t = np.asarray(mgrm.factor_corr(mgrm.truth_params(ifa_study.model_structure(train, 4, "confirmatory"), truth),
-                                         ifa_study.model_structure(train, 4, "confirmatory")))
+    corr_t = np.asarray(mgrm.factor_corr(mgrm.truth_params(amortized_ifa.model_structure(train, 4, "confirmatory"), truth),
+                                         amortized_ifa.model_structure(train, 4, "confirmatory")))
     q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(4, 4)))
     a = lam_t @ np.linalg.cholesky(corr_t) @ q
     cuts = -np.stack([truth[(truth.parameter == "intercept") & (truth.item == j)].value.to_numpy() for j in range(12)])
     params = mgrm.params_from_natural(st, a[:, [2, 0, 3, 1]] * [1, -1, 1, 1], cuts)
-    lam, ints, corr, info = ifa_study.item_estimates(params, st, train, "exploratory", truth)
+    lam, ints, corr, info = amortized_ifa.item_estimates(params, st, train, "exploratory", truth)
     assert info["rotation"] == "geomin" and info["aligned_to"] == "truth"
     assert min(info["congruence_with_truth"]) > 0.95
     assert np.allclose(ints, -cuts, atol=1e-5)
@@ -102,7 +102,7 @@ def test_stability_table_compares_repeats_with_the_best_likelihood_fit():
            ("iwae", 2, 5, 2): fake_estimates(lam + 0.1, ints + 0.2, corr)}
     fits = pd.DataFrame({"method": "iwae", "n_factors": 2, "importance_samples": 5, "rep": [0, 1, 2],
                          "loglik_independent": [-10.0, -11.0, -12.0]})
-    per, summary = ifa_study.stability_table(est, fits, 2)
+    per, summary = amortized_ifa.stability_table(est, fits, 2)
     per = per.set_index("rep")
     assert (per["reference_rep"] == 0).all()
     assert per.loc[1, "loading_rmse"] == pytest.approx(0.0, abs=1e-12)
@@ -118,27 +118,27 @@ def test_parameter_mse_is_eq_29_over_replications():
         e = fake_estimates(lam + shift, ints, corr)
         e["true"] = fake_estimates(lam, ints, corr)["mean"]
         frames[("iwavb", 1, 30, rep)] = e
-    mse = ifa_study.parameter_mse(frames)
+    mse = amortized_ifa.parameter_mse(frames)
     loading = mse[mse.parameter == "loading"]
     assert np.allclose(loading["mse"], (0.1 ** 2 + 0.3 ** 2) / 2) and np.allclose(loading["bias"], 0.2)
     assert (mse["n_reps"] == 2).all()
 
 
 def test_method_and_training_settings_reject_unknown_keys():
-    cfg = ifa_study.method_config("iwae", {"hidden": [8, 4], "learning_rate": 0.02}, 7)
+    cfg = amortized_ifa.method_config("iwae", {"hidden": [8, 4], "learning_rate": 0.02}, 7)
     assert cfg.hidden == (8, 4) and cfg.n_importance == 7
     with pytest.raises(ValueError, match="config key 'iwavb': unknown key"):
-        ifa_study.method_config("iwavb", {"hidden": [8]}, 5)
+        amortized_ifa.method_config("iwavb", {"hidden": [8]}, 5)
     with pytest.raises(ValueError, match="unknown method"):
-        ifa_study.method_config("vae", {}, 5)
-    s = ifa_study.train_settings({"max_steps": 10, "lr_floor": 0.5}, 0.02)
+        amortized_ifa.method_config("vae", {}, 5)
+    s = amortized_ifa.train_settings({"max_steps": 10, "lr_floor": 0.5}, 0.02)
     assert s.learning_rate == 0.02 and s.min_learning_rate == pytest.approx(0.01)
     with pytest.raises(ValueError, match="config key 'training': unknown key"):
-        ifa_study.train_settings({"steps": 3}, 0.01)
+        amortized_ifa.train_settings({"steps": 3}, 0.01)
 
 
 def test_latent_density_of_the_mixture_integrates_to_one():
-    _, density = ifa_study.latent_tables({}, {"preset": "mixture_p1"}, {"latent_scale_divisor": 1.43})
+    _, density = amortized_ifa.latent_tables({}, {"preset": "mixture_p1"}, {"latent_scale_divisor": 1.43})
     assert density["latent"].iloc[0] == "mixture"
     assert np.trapezoid(density["density"], density["x"]) == pytest.approx(1.0, abs=1e-3)
 
@@ -147,9 +147,9 @@ def test_latent_density_of_the_mixture_integrates_to_one():
 def test_tiny_fit_writes_a_valid_record(method):
     design = {"analysis": "confirmatory", "preset": "mixture_p1", "n_persons": 60, "training": TINY,
               "iwae": {"hidden": [8]}, "iwavb": {"encoder_hidden": 8, "noise_hidden": [4], "discriminator_hidden": [8]}}
-    train, hold, truth = ifa_study.simulate_design(design, 0, 0.25)
-    spec = ifa_study.FitSpec("tiny", method, 1, 3, 0)
-    out = ifa_study.run_fit(train, hold, truth, spec, design=design, seed=1, eval_samples=20, posterior_draws=5)
+    train, hold, truth = amortized_ifa.simulate_design(design, 0, 0.25)
+    spec = amortized_ifa.FitSpec("tiny", method, 1, 3, 0)
+    out = amortized_ifa.run_fit(train, hold, truth, spec, design=design, seed=1, eval_samples=20, posterior_draws=5)
     rec = out.record
     jsonschema.validate(rec, yaml.safe_load((SCHEMAS / "fit_record.schema.yaml").read_text()))
     assert rec["condition"] == f"{method}_P1_R3" and rec["heldout_loglik"]["independent_method"] == "quadrature"

@@ -8,7 +8,7 @@ import pytest
 from jax.test_util import check_grads
 from scipy.special import expit
 
-from bayesirt import fits
+from bayesirt import records
 from bayesirt.data import simulate
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import factorized_grm as fgrm
@@ -121,7 +121,7 @@ def test_simulated_frequencies_match_the_model():
 
 def test_mixture_fit_writes_dimension_tables(tmp_path):
     rm, truth = mix.simulate(5, 300, [4, 3], 4, n_dimensions=2)
-    out = fits.fit_factorized_grm(rm, seed=1, settings=TrainSettings(max_steps=200, progress_every=0),
+    out = records.fit_factorized_grm(rm, seed=1, settings=TrainSettings(max_steps=200, progress_every=0),
                                   priors=fgrm.Priors(), truth=truth, posterior_draws=20, n_dimensions=2)
     est = out.estimates
     assert out.record["model"] == "mixture_grm" and out.record["n_dimensions"] == 2
@@ -129,7 +129,7 @@ def test_mixture_fit_writes_dimension_tables(tmp_path):
     assert set(est[est.parameter == "increments"].dimension) == {-1}
     assert len(est) == len(truth) and est["true"].notna().all()
     assert len(est[est.parameter == "ability"]) == 300 * 2 * 2
-    fits.write_fit(out, tmp_path)
+    records.write_fit(out, tmp_path)
     assert (tmp_path / "fit.json").exists()
 
 
@@ -137,7 +137,7 @@ def test_every_objective_runs_with_the_mixture_model():
     # the mixture plugs into the imputation objectives through their cell-probability hook:
     # with one-hot imputation PMFs at the hidden responses every objective's likelihood is
     # the complete-data likelihood of the mixture, exactly (M copies all equal)
-    from bayesirt import rb_study
+    from bayesirt.studies import rb_imputation
     from bayesirt.inference import objectives
     rm, truth = mix.simulate(6, 50, [3, 2], 4, n_dimensions=2)
     st = mix.structure_of(rm, 2)
@@ -150,7 +150,7 @@ def test_every_objective_runs_with_the_mixture_model():
     batch = {"y": jnp.asarray(y_missing), "index": jnp.arange(rm.n_persons), **data}
     complete = np.asarray(mix.log_likelihood(p, jnp.asarray(y), st))
     for name in objectives.NAMES:
-        ll = rb_study.model_objective(name, st, 3)(p, batch, jax.random.key(0))
+        ll = rb_imputation.model_objective(name, st, 3)(p, batch, jax.random.key(0))
         if name == "zero_fill":
             np.testing.assert_allclose(ll, mix.log_likelihood(p, jnp.asarray(y_missing), st), rtol=1e-5)
         elif name == "rao_blackwell_batch":

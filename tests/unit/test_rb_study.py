@@ -4,16 +4,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesirt import rb_study
+from bayesirt.studies import rb_imputation
 
 
 def test_config_from_dict_builds_nested_settings():
-    c = rb_study.config_from_dict({"n_copies": 5, "objectives": ["zero_fill", "exact_marginal"],
+    c = rb_imputation.config_from_dict({"n_copies": 5, "objectives": ["zero_fill", "exact_marginal"],
                                    "settings": {"max_steps": 100}, "stacking": {"predictor": "onehot"},
                                    "priors": {"ability_scale": 5.0}, "missing_rate": 0.2})
     assert c.n_copies == 5 and c.objectives == ("zero_fill", "exact_marginal")
     assert c.settings.max_steps == 100 and c.stacking.predictor == "onehot" and c.priors.ability_scale == 5.0
-    assert rb_study.config_from_dict({}) == rb_study.StudyConfig()
+    assert rb_imputation.config_from_dict({}) == rb_imputation.StudyConfig()
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -25,7 +25,7 @@ def test_config_from_dict_builds_nested_settings():
 ])
 def test_config_errors_name_the_key(bad, message):
     with pytest.raises(ValueError, match=message):
-        rb_study.config_from_dict(bad)
+        rb_imputation.config_from_dict(bad)
 
 
 def table(values, true=None):
@@ -41,12 +41,12 @@ def table(values, true=None):
 def test_error_table_against_reference_and_truth():
     ref = table([1.0, 2.0, 3.0, 4.0])
     est = table([1.5, 2.0, 3.0, 3.5], true=[1.0, 1.0, 1.0, 1.0])
-    e = rb_study.error_table(est, ref).set_index(["against", "scale"])
+    e = rb_imputation.error_table(est, ref).set_index(["against", "scale"])
     assert e.loc[("complete_data", "all"), "rmse"] == pytest.approx(np.sqrt(0.125))
     assert e.loc[("complete_data", "A"), "bias"] == pytest.approx(0.25)
     assert e.loc[("complete_data", "B"), "bias"] == pytest.approx(-0.25)
     assert e.loc[("truth", "all"), "bias"] == pytest.approx(1.5)
     with pytest.raises(ValueError, match="same parameters"):
-        rb_study.error_table(table([1.0, 2.0, 3.0, 4.0, 5.0]), ref)
-    agg = rb_study.aggregate([e.reset_index().assign(objective="x"), e.reset_index().assign(objective="x")])
+        rb_imputation.error_table(table([1.0, 2.0, 3.0, 4.0, 5.0]), ref)
+    agg = rb_imputation.aggregate([e.reset_index().assign(objective="x"), e.reset_index().assign(objective="x")])
     assert (agg["n_reps"] == 2).all() and np.allclose(agg["rmse_sd"], 0.0)

@@ -4,7 +4,7 @@ import sys
 
 from snakemake.utils import validate
 
-from bayesirt import ifa_study
+from bayesirt.studies import amortized_ifa
 from bayesirt.config import check as check_config
 from bayesirt.seeds import derive
 
@@ -134,7 +134,7 @@ def ifa_data_folder(wildcards):
     design = ifa_design_config(wildcards)
     if "dataset" in design:
         return f"data/processed/{design['dataset']}"
-    return f"data/processed/amortized_ifa/{wildcards.design}/rep{ifa_study.data_replication(design, int(wildcards.rep))}"
+    return f"data/processed/amortized_ifa/{wildcards.design}/rep{amortized_ifa.data_replication(design, int(wildcards.rep))}"
 
 
 def ifa_responses(wildcards):
@@ -178,7 +178,7 @@ def ifa_fit_seed(wildcards):
 def ifa_fit_records(wildcards):
     design = ifa_design_config(wildcards)
     return [f"results/amortized_ifa/{f.design}/{f.condition}/rep{f.rep}/fit.json"
-            for f in ifa_study.design_fits(wildcards.design, design, ifa_config()["methods"])]
+            for f in amortized_ifa.design_fits(wildcards.design, design, ifa_config()["methods"])]
 
 
 def ifa_targets():

@@ -1,10 +1,11 @@
 """Simulate one replication of an amortized_ifa design: training and held-out persons, truth
 (rule ifa_simulate)."""
 
-from bayesirt import ifa_study, io, logs
+from bayesirt import io, logs
+from bayesirt.studies import amortized_ifa
 
 log = logs.to_file(snakemake.log[0])
-train, holdout, truth = ifa_study.simulate_design(snakemake.params.design, snakemake.params.seed,
+train, holdout, truth = amortized_ifa.simulate_design(snakemake.params.design, snakemake.params.seed,
                                                   snakemake.params.heldout_fraction,
                                                   parameter_seed=snakemake.params.parameter_seed)
 for part in (train, holdout):

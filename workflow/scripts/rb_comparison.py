@@ -4,19 +4,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from bayesirt import io, logs, plotting, rb_study
+from bayesirt import io, logs, plotting
+from bayesirt.studies import rb_imputation
 
 log = logs.to_file(snakemake.log[0])
 reference = pd.read_csv(snakemake.input.reference)
 reference_record = io.read_json(snakemake.input.reference_record)
 
 timings = []  # wall times vary run to run: a file of their own, so the rest compares bit for bit
-tables, rows, first_rep = [rb_study.error_table(reference, None).assign(condition="reference", rep=-1)], [], {}
+tables, rows, first_rep = [rb_imputation.error_table(reference, None).assign(condition="reference", rep=-1)], [], {}
 for record_path in snakemake.input.fits:
     folder = Path(record_path).parent
     record = io.read_json(record_path)
     estimates = pd.read_csv(folder / "estimates.csv")
-    table = rb_study.error_table(estimates, reference).assign(condition=record["condition"], rep=record["replication"])
+    table = rb_imputation.error_table(estimates, reference).assign(condition=record["condition"], rep=record["replication"])
     tables.append(table)
     overall = table[table.scale == "all"].set_index(["against", "parameter"])
     row = {"condition": record["condition"], "objective": record["objective"], "n_copies": record.get("n_copies"),
@@ -32,7 +33,7 @@ for record_path in snakemake.input.fits:
 
 errors = pd.concat(tables, ignore_index=True)
 summary = pd.DataFrame(rows)
-aggregate = rb_study.aggregate([errors.assign(objective=errors["condition"])]).rename(columns={"objective": "condition"})
+aggregate = rb_imputation.aggregate([errors.assign(objective=errors["condition"])]).rename(columns={"objective": "condition"})
 imputation = pd.DataFrame([{"rep": r["replication"], **r["scores"]}  # timings stay in imputation.json
                            for r in map(io.read_json, snakemake.input.imputation)])
 io.write_table(errors, snakemake.output.errors)

@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from bayesirt import fits, io
+from bayesirt import io, records
 from bayesirt.data import missingness
 from bayesirt.evaluation.recovery import metrics
 from bayesirt.imputation import stacking
@@ -55,7 +55,7 @@ class StudyConfig:
 
 
 class Replication(NamedTuple):
-    reference: fits.FitOutput
+    reference: records.FitOutput
     fits: dict  # objective -> FitOutput
     imputation: stacking.StackingModel
     imputation_checks: dict
@@ -67,7 +67,7 @@ class Replication(NamedTuple):
 
 def fit_reference(rm: io.ResponseMatrix, *, seed: int, config: StudyConfig, truth=None, meta=None):
     """The complete-data fit (before injection): the yardstick of every objective."""
-    return fits.fit_factorized_grm(rm, seed=seed, settings=config.settings, priors=config.priors,
+    return records.fit_factorized_grm(rm, seed=seed, settings=config.settings, priors=config.priors,
                                    truth=truth, n_dimensions=config.n_dimensions, meta={"study": "rb_imputation", "objective": "complete_data",
                                                       "label": "reference", **(meta or {})})
 
@@ -94,17 +94,17 @@ def imputation_extra_data(model, rm_missing: io.ResponseMatrix) -> dict:
 
 
 def fit_objective(rm_missing: io.ResponseMatrix, model, objective: str, *, seed: int, config: StudyConfig,
-                  truth=None, meta=None, posterior_draws: int = 500) -> fits.FitOutput:
+                  truth=None, meta=None, posterior_draws: int = 500) -> records.FitOutput:
     """ADVI fit of the factorized GRM on ``rm_missing`` with one imputation objective."""
     if objective not in objectives.NAMES:
         raise ValueError(f"unknown objective {objective!r}; known: {', '.join(objectives.NAMES)}")
-    st = fits.structure(rm_missing, config.n_dimensions)
+    st = records.structure(rm_missing, config.n_dimensions)
     extra, checks = None, None
     if objective != "zero_fill":
         checks = validate_imputation_model(model, [it.name for it in rm_missing.items], rm_missing.n_categories)
         extra = imputation_extra_data(model, rm_missing)
     n_copies = config.n_copies if objectives.uses_copies(objective) else None
-    out = fits.fit_factorized_grm(
+    out = records.fit_factorized_grm(
         rm_missing, seed=seed, settings=config.settings, priors=config.priors, truth=truth,
         log_likelihood=model_objective(objective, st, config.n_copies), extra_data=extra,
         posterior_draws=posterior_draws, n_dimensions=config.n_dimensions,
@@ -181,7 +181,7 @@ def run_replication(rm_complete: io.ResponseMatrix, truth: pd.DataFrame | None, 
     return Replication(reference, outs, model, checks, scores, errors, summary, hidden)
 
 
-def summary_row(name: str, out: fits.FitOutput, tab: pd.DataFrame) -> dict:
+def summary_row(name: str, out: records.FitOutput, tab: pd.DataFrame) -> dict:
     rec = out.record
     row = {"objective": name, "n_copies": rec.get("n_copies"), "converged": rec["converged"],
            "steps": rec["steps"], "elbo": rec["elbo"], "final_loss": rec["final_loss"],

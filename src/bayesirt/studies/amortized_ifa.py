@@ -15,7 +15,7 @@ Each step is a function a workflow rule calls:
 
     simulate_design(design, seed, heldout_fraction)        -> (train, holdout, truth)
     read_design_data(responses, holdout, truth)            -> (train, holdout, truth | None)
-    run_fit(train, holdout, truth, spec, ...)              -> fits.FitOutput (record, estimates, loss)
+    run_fit(train, holdout, truth, spec, ...)              -> records.FitOutput (record, estimates, loss)
     aggregate_design(records, design, analysis, ...)       -> dict of tidy tables
     write_aggregate(tables, outputs)                       -> CSVs and PNG figures
 
@@ -318,11 +318,11 @@ def estimates_table(rm: io.ResponseMatrix, lam, ints, corr, abilities=None, trut
 
 def run_fit(train: io.ResponseMatrix, holdout: io.ResponseMatrix, truth, spec: FitSpec, *, design: dict,
             seed: int, eval_samples: int, posterior_draws: int, dataset: str | None = None):
-    """One fit of the study, evaluated: ``fits.FitOutput`` with the record, the tidy estimates
-    and the loss history (``fits.write_fit`` writes them)."""
+    """One fit of the study, evaluated: ``records.FitOutput`` with the record, the tidy estimates
+    and the loss history (``records.write_fit`` writes them)."""
     import jax
 
-    from bayesirt import fits
+    from bayesirt import records
 
     analysis = design["analysis"]
     settings_d = design.get(spec.method, {})
@@ -378,7 +378,7 @@ def run_fit(train: io.ResponseMatrix, holdout: io.ResponseMatrix, truth, spec: F
                    "eval_seconds": eval_seconds},
     }
     losses = pd.DataFrame({"step": np.arange(1, len(res.losses) + 1), "loss": np.asarray(res.losses)})
-    return fits.FitOutput(record, estimates, losses)
+    return records.FitOutput(record, estimates, losses)
 
 
 # ----------------------------------------------------------------------------- evaluation

@@ -1,0 +1,208 @@
+"""NUTS reference runner (numpyro) for any model given as a log-density.
+
+``run_nuts(key, log_density, init_params, settings)`` samples ``exp(log_density(params))`` with
+numpyro's NUTS and returns the same :class:`~bayesirt.inference.sampling.SampleResult` as the
+Markov-chain driver, so Gibbs samplers and their NUTS references are summarised, recorded and
+compared by the same code. ``log_density`` takes a dict of arrays in unconstrained space (a
+model maps constrained parameters itself and adds the log-Jacobians); alternatively a numpyro
+model function may be passed as ``model=`` (draws then come back in constrained space).
+
+Choices, and why:
+
+* ``chain_method="vectorized"``: a CPU shows JAX one device, so ``"parallel"`` (pmap) would run
+  the chains one after another anyway, and ``"sequential"`` compiles and runs them one at a time.
+  Vectorized chains are one program over a batch of chains, the same shape as the Gibbs driver
+  (``vmap`` over chains), which keeps timings of the two comparable. The price: every chain
+  waits for the longest trajectory of each iteration.
+* Starting points: ``init_params`` holds one chain's values; each chain starts from them plus
+  uniform noise on (-init_jitter, init_jitter) (unconstrained space, as Stan's random inits), so
+  that R-hat can see chains that have not forgotten where they began. ``init_jitter=0`` starts
+  every chain at the same point; ``init_batched=True`` takes ``init_params`` as already having
+  a leading chain axis.
+* Keys: the key is split once into ``jitter`` and ``mcmc`` keys.
+* Timing. numpyro compiles its warm-up and its sampling loops when it reaches them, so neither
+  can be compiled ahead of time from outside. JAX reports the time span of every trace,
+  lowering and backend compilation through ``jax.monitoring``; ``compile_seconds`` is the union
+  of those spans during the run, and ``wall_seconds`` is the run's total time (warm-up and
+  sampling) minus them, i.e. the time of the iterations and numpyro's Python around them.
+  ``extra`` carries the split: ``warmup_seconds`` and ``sampling_seconds`` (each without its
+  compilation) and ``warmup_compile_seconds`` / ``sampling_compile_seconds``.
+* Divergent transitions are collected (``extra_fields=("diverging",)``) into ``sample_stats``
+  as ``diverging`` and counted in ``reason`` and ``extra["n_divergent"]``. They do not set
+  ``diverged``: that flag means, as for every sampler, that non-finite values were met (here
+  in the draws); a count of divergent transitions is a warning about the geometry.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import monitoring
+from numpyro.infer import MCMC, NUTS
+
+from bayesirt.inference.sampling import SampleResult, SamplerSettings, summary_table, to_inference_data
+
+log = logging.getLogger("bayesirt")
+
+# JAX's events for the stages of turning a Python function into an executable.
+_COMPILE_EVENTS = frozenset({
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+})
+
+
+class _CompileSpans:
+    """Collects the time spans of JAX compilation while active (a listener registered once).
+
+    jax.monitoring has no public way to unregister a listener, so one module-level listener is
+    registered on first use and records only while a ``with`` block is open.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._registered = False
+        self._spans: list[tuple[float, float]] | None = None
+
+    def _listener(self, event, start, end, **_):
+        if event in _COMPILE_EVENTS and self._spans is not None:
+            self._spans.append((start, end))
+
+    def __enter__(self):
+        with self._lock:
+            if not self._registered:
+                monitoring.register_event_time_span_listener(self._listener)
+                self._registered = True
+            self._spans = []
+        return self
+
+    def __exit__(self, *exc):
+        self.spans, self._spans = self._spans, None
+
+    def seconds(self) -> float:
+        """Length of the union of the recorded spans (nested traces are counted once)."""
+        total, end = 0.0, -np.inf
+        for s, e in sorted(self.spans):
+            if e > end:
+                total += e - max(s, end)
+                end = e
+        return total
+
+
+_compile_spans = _CompileSpans()
+
+
+def _timed(fn):
+    """(result, total seconds, compilation seconds) of ``fn()``, waiting for the device."""
+    with _compile_spans:
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn())
+        total = time.perf_counter() - t0
+    return out, total, min(_compile_spans.seconds(), total)
+
+
+def run_nuts(key, log_density: Callable | None, init_params: dict | None, settings: SamplerSettings, *,
+             coords: dict | None = None, dims: dict | None = None, label: str = "nuts",
+             target_accept: float = 0.8, init_jitter: float = 0.5, init_batched: bool = False,
+             model: Callable | None = None, model_args: tuple = (), model_kwargs: dict | None = None,
+             max_tree_depth: int = 10) -> SampleResult:
+    """Sample with numpyro NUTS; see the module docstring.
+
+    ``settings``: ``n_chains``, ``n_warmup`` (adaptation iterations, discarded), ``n_samples``
+    and ``thin`` (``n_samples // thin`` draws kept per chain); ``chunk`` is not used (numpyro
+    runs each phase as one compiled loop) and ``progress_every`` only switches the start and
+    end log lines. Give either ``log_density`` (with ``init_params``) or ``model`` (then
+    ``init_params``, if given, are unconstrained values of its latent sites).
+    """
+    if (log_density is None) == (model is None):
+        raise ValueError("run_nuts: give exactly one of log_density and model")
+    if log_density is not None and init_params is None:
+        raise ValueError("run_nuts: a log_density needs init_params")
+    jitter_key, mcmc_key = jax.random.split(key)
+    if init_params is not None:
+        init_params = _chain_inits(jitter_key, init_params, settings.n_chains, init_jitter, init_batched)
+
+    if model is None:
+        kernel = NUTS(potential_fn=lambda p: -log_density(p), target_accept_prob=target_accept,
+                      max_tree_depth=max_tree_depth)
+    else:
+        kernel = NUTS(model, target_accept_prob=target_accept, max_tree_depth=max_tree_depth)
+    n_iter = settings.n_draws * settings.thin  # as the Gibbs driver: whole thinning blocks
+    mcmc = MCMC(kernel, num_warmup=settings.n_warmup, num_samples=n_iter, thinning=settings.thin,
+                num_chains=settings.n_chains, chain_method="vectorized", progress_bar=False)
+    kwargs = model_kwargs or {}
+    if settings.progress_every:
+        log.info("%s: NUTS, %d chains, %d warm-up + %d iterations", label, settings.n_chains,
+                 settings.n_warmup, n_iter)
+
+    # warm-up and sampling run separately so that each can be timed; numpyro continues the
+    # sampling phase from the adapted state (step size, mass matrix) left by warmup()
+    warmup_key, sample_key = jax.random.split(mcmc_key)
+
+    def warmup():
+        mcmc.warmup(warmup_key, *model_args, init_params=init_params, extra_fields=("diverging",), **kwargs)
+        return mcmc.last_state
+
+    def run():
+        # after warmup() numpyro starts from the adapted state and ignores init_params
+        mcmc.run(sample_key, *model_args, init_params=None if settings.n_warmup else init_params,
+                 extra_fields=("diverging",), **kwargs)
+        return mcmc.last_state
+
+    warmup_total = warmup_compile = 0.0
+    if settings.n_warmup > 0:
+        _, warmup_total, warmup_compile = _timed(warmup)
+    _, sampling_total, sampling_compile = _timed(run)
+
+    samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
+    diverging = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"])
+    idata = to_inference_data(samples, {"diverging": diverging}, coords=coords, dims=dims)
+
+    bad = [name for name, v in samples.items() if not np.isfinite(v).all()]
+    n_div = int(diverging.sum())
+    if bad:
+        diverged, reason = True, f"non-finite draws in {', '.join(bad)}"
+    else:
+        diverged, reason = False, "completed"
+    if n_div:
+        reason += f"; {n_div} divergent transitions of {diverging.size} kept iterations"
+    compile_seconds = warmup_compile + sampling_compile
+    wall = warmup_total + sampling_total - compile_seconds
+    extra = {
+        "n_divergent": n_div,
+        "warmup_seconds": warmup_total - warmup_compile,
+        "sampling_seconds": sampling_total - sampling_compile,
+        "warmup_compile_seconds": warmup_compile,
+        "sampling_compile_seconds": sampling_compile,
+    }
+    if settings.progress_every:
+        log.info("%s: %s, %.2f s (+%.2f s compile), %d divergent transitions", label, reason.split(";")[0],
+                 wall, compile_seconds, n_div)
+    return SampleResult(idata, summary_table(idata), settings.n_warmup + n_iter,
+                        wall, compile_seconds, diverged, reason, extra)
+
+
+def _chain_inits(key, init_params: dict, n_chains: int, jitter: float, batched: bool) -> dict:
+    """Per-chain starting points with a leading chain axis."""
+    leaves, treedef = jax.tree.flatten(init_params)
+    leaves = [jnp.asarray(x) for x in leaves]
+    if batched:
+        for x in leaves:
+            if x.ndim == 0 or x.shape[0] != n_chains:
+                raise ValueError(f"run_nuts: init_batched=True needs a leading axis of {n_chains} chains, "
+                                 f"got shape {x.shape}")
+        return jax.tree.unflatten(treedef, leaves)
+    keys = jax.random.split(key, len(leaves))
+    out = []
+    for k, x in zip(keys, leaves):
+        x = jnp.broadcast_to(x, (n_chains, *x.shape))
+        if jitter > 0 and jnp.issubdtype(x.dtype, jnp.inexact):
+            x = x + jax.random.uniform(k, x.shape, x.dtype, -jitter, jitter)
+        out.append(x)
+    return jax.tree.unflatten(treedef, out)

@@ -1,0 +1,339 @@
+"""The one driver for every Markov-chain method (Gibbs samplers, NUTS references).
+
+A method supplies three pure functions of one chain:
+
+* ``init_fn(key) -> state``: the starting state, a NamedTuple (or any pytree) of arrays;
+* ``step_fn(key, state) -> state``: one sweep; pure and jittable;
+* ``record_fn(state) -> dict[str, array]``: what is kept per draw. Only this is stored, so the
+  memory of a run is (chains x draws x what is recorded), never sweeps x persons x items
+  unless a method records that on purpose. (An optional ``stats_fn`` does the same for the
+  ``sample_stats`` group, e.g. acceptance indicators a Metropolis step keeps in its state.)
+
+The driver owns everything else:
+
+* **Keys.** The key is split once into ``init`` and ``sweeps`` keys, each split into one key per
+  chain. Sweep ``s`` (counted over burn-in and sampling together) of chain ``c`` uses
+  ``fold_in(sweeps_key[c], s)``. The draws therefore depend only on the key and the number of
+  sweeps, not on how the sweeps are cut into chunks, and the same key gives the same draws.
+* **Chains** by ``jax.vmap`` over the per-chain keys and states: on a CPU with effectively one
+  device, and on one GPU, a vectorized batch of chains is the cheapest way to run them.
+* **Chunks.** ``settings.chunk`` sweeps run inside one jitted ``lax.scan`` (a Python loop of
+  jitted single sweeps pays dispatch overhead per sweep, which dominates a cheap Gibbs sweep).
+  Burn-in chunks record nothing; sampling chunks keep every ``thin``-th sweep (a sampling chunk
+  holds ``max(1, chunk // thin)`` draws). ``n_samples // thin`` draws are kept per chain, so
+  ``n_warmup + thin * (n_samples // thin)`` sweeps are run in all.
+* **Compilation** of the (at most four) chunk shapes is done ahead of time with
+  ``jit(...).lower(...).compile()`` and timed apart: ``compile_seconds`` is that, plus the
+  initial-state program; ``wall_seconds`` is initialisation, burn-in and sampling.
+* **Progress** lines through ``logging.getLogger("bayesirt")`` every ``progress_every`` chunks:
+  sweep i / total, phase, sweeps per second (per chain; all chains advance together).
+* **Non-finite guard.** After each chunk every floating-point field of the state and of the
+  chunk's draws is checked (on the device, one flag per field and chain). On the first
+  non-finite value the run stops; the draws up to the last good chunk are kept, ``diverged`` is
+  set and ``reason`` names the chunk's sweep range, the field and the chains. The state is only
+  checked at chunk ends, so draws inside the bad chunk are dropped even if some look finite.
+* **Output**: ArviZ ``InferenceData`` from ``az.from_dict`` (``created_at`` dropped, so a rerun
+  writes an identical file) and a tidy summary whose R-hat, ESS and MCSE come from ArviZ.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
+
+import arviz as az
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+log = logging.getLogger("bayesirt")
+
+STAT_COLUMNS = ["mean", "sd", "q5", "q95", "mcse_mean", "ess_bulk", "ess_tail", "r_hat"]
+_SAMPLE_DIMS = ("chain", "draw")
+
+
+@dataclass(frozen=True)
+class SamplerSettings:
+    n_chains: int = 4
+    n_warmup: int = 1000  # burn-in sweeps, discarded
+    n_samples: int = 1000  # sweeps kept after burn-in (before thinning)
+    thin: int = 1
+    chunk: int = 500  # sweeps per compiled lax.scan call
+    progress_every: int = 1  # chunks between progress log lines (0: silent)
+
+    def __post_init__(self):
+        for name in ("n_chains", "thin", "chunk"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"SamplerSettings.{name} must be at least 1, got {getattr(self, name)}")
+        if self.n_warmup < 0 or self.progress_every < 0:
+            raise ValueError("SamplerSettings.n_warmup and progress_every must be non-negative")
+        if self.n_samples < self.thin:
+            raise ValueError(f"SamplerSettings.n_samples ({self.n_samples}) must be at least thin ({self.thin})")
+
+    @property
+    def n_draws(self) -> int:
+        """Draws kept per chain."""
+        return self.n_samples // self.thin
+
+
+class SampleResult(NamedTuple):
+    idata: "az.InferenceData"  # posterior group: chain x draw x ...; sample_stats if any
+    summary: pd.DataFrame  # summary_table(idata): parameter, index columns, STAT_COLUMNS
+    n_sweeps: int  # sweeps (NUTS: iterations) run per chain, burn-in included
+    wall_seconds: float  # after compilation
+    compile_seconds: float
+    diverged: bool  # non-finite state met
+    reason: str  # "completed", or where/what went non-finite
+    extra: dict | None = None  # method-specific numbers (NUTS: divergences, phase timings)
+
+
+# ---------------------------------------------------------------------------------------------
+# the driver
+
+
+def _named_leaves(prefix: str, tree) -> list[tuple[str, Any]]:
+    """(name, leaf) for every leaf of a pytree, named like ``state.theta`` or ``draws.a``."""
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return [(prefix + jax.tree_util.keystr(path, simple=True, separator="."), leaf) for path, leaf in leaves]
+
+
+def _finite_flags(states, draws) -> dict:
+    """Per floating-point field, a (chains,) vector: is every value of that chain finite?"""
+    flags = {}
+    for name, leaf in _named_leaves("state.", states) + _named_leaves("draws.", draws):
+        if jnp.issubdtype(leaf.dtype, jnp.inexact):
+            flags[name] = jnp.all(jnp.isfinite(leaf).reshape(leaf.shape[0], -1), axis=1)
+    return flags
+
+
+def _chunk_program(step_fn, record_fn, n_draws: int, thin: int, record: bool):
+    """All chains, ``n_draws * thin`` sweeps from sweep ``first``; keeps every thin-th if ``record``."""
+
+    def one_chain(state, chain_key, first):
+        def sweep(state, s):
+            return step_fn(jax.random.fold_in(chain_key, s), state)
+
+        if not record:
+            state, _ = jax.lax.scan(lambda st, s: (sweep(st, s), None), state, first + jnp.arange(n_draws * thin))
+            return state, {}
+
+        def draw(state, d):
+            base = first + d * thin
+            if thin == 1:
+                state = sweep(state, base)
+            else:
+                state = jax.lax.fori_loop(0, thin, lambda i, st: sweep(st, base + i), state)
+            return state, record_fn(state)
+
+        return jax.lax.scan(draw, state, jnp.arange(n_draws))
+
+    def chunk(states, chain_keys, first):
+        states, draws = jax.vmap(one_chain, in_axes=(0, 0, None))(states, chain_keys, first)
+        return states, draws, _finite_flags(states, draws)
+
+    return chunk
+
+
+def _plan(settings: SamplerSettings) -> list[tuple[bool, int, int]]:
+    """(record, draws or sweeps in the chunk, sweeps in the chunk) for every chunk in order."""
+    plan = []
+    left = settings.n_warmup
+    while left > 0:
+        n = min(settings.chunk, left)
+        plan.append((False, n, n))
+        left -= n
+    per_chunk = max(1, settings.chunk // settings.thin)
+    left = settings.n_draws
+    while left > 0:
+        n = min(per_chunk, left)
+        plan.append((True, n, n * settings.thin))
+        left -= n
+    return plan
+
+
+def sample(key, init_fn: Callable, step_fn: Callable, record_fn: Callable, settings: SamplerSettings, *,
+           coords: dict | None = None, dims: dict | None = None, label: str = "sampler",
+           stats_fn: Callable | None = None) -> SampleResult:
+    """Run ``settings.n_chains`` chains of ``step_fn`` from ``init_fn``; see the module docstring.
+
+    ``coords`` and ``dims`` go to ``az.from_dict`` (``dims`` maps a recorded name to the names
+    of its axes after chain and draw). ``stats_fn(state) -> dict`` (optional) is recorded like
+    ``record_fn`` into the ``sample_stats`` group.
+    """
+    init_key, sweeps_key = jax.random.split(key)
+    init_keys = jax.random.split(init_key, settings.n_chains)
+    chain_keys = jax.random.split(sweeps_key, settings.n_chains)
+
+    if stats_fn is None:
+        recorder = record_fn
+    else:
+        def recorder(state):
+            return {"posterior": record_fn(state), "sample_stats": stats_fn(state)}
+
+    plan = _plan(settings)
+    t0 = time.perf_counter()
+    init_program = jax.jit(jax.vmap(init_fn)).lower(init_keys).compile()
+    state_shape = jax.eval_shape(jax.vmap(init_fn), init_keys)
+    first = jnp.asarray(0, jnp.int32)
+    programs = {}
+    for record, n, _ in plan:
+        if (record, n) not in programs:
+            fn = _chunk_program(step_fn, recorder, n, settings.thin if record else 1, record)
+            programs[record, n] = jax.jit(fn).lower(state_shape, chain_keys, first).compile()
+    compile_seconds = time.perf_counter() - t0
+
+    total = sum(sweeps for _, _, sweeps in plan)
+    t0 = time.perf_counter()
+    states = init_program(init_keys)
+    draws: list = []
+    done, diverged, reason = 0, False, "completed"
+    bad = _bad_fields(jax.device_get(_finite_flags(states, {})))
+    if bad:
+        diverged, reason = True, f"non-finite initial state: {bad}"
+        plan = []
+    for i, (record, n, sweeps) in enumerate(plan):
+        new_states, chunk_draws, flags = programs[record, n](states, chain_keys, jnp.asarray(done, jnp.int32))
+        bad = _bad_fields(jax.device_get(flags))
+        if bad:
+            diverged = True
+            phase = "sampling" if record else "burn-in"
+            reason = (f"non-finite values in {bad} during sweeps {done + 1}-{done + sweeps} "
+                      f"({phase} chunk {i + 1} of {len(plan)}); kept the draws before sweep {done + 1}")
+            log.error("%s: %s", label, reason)
+            break
+        states = new_states
+        if record:
+            draws.append(jax.device_get(chunk_draws))
+        done += sweeps
+        if settings.progress_every and ((i + 1) % settings.progress_every == 0 or i + 1 == len(plan)):
+            elapsed = time.perf_counter() - t0
+            log.info("%s: sweep %d / %d (%s), %.1f sweeps/s", label, done, total,
+                     "sampling" if record else "burn-in", done / max(elapsed, 1e-9))
+    jax.block_until_ready(states)
+    wall = time.perf_counter() - t0
+
+    posterior, stats = _stack_draws(draws, state_shape, recorder, settings, stats_fn is not None)
+    idata = to_inference_data(posterior, stats, coords=coords, dims=dims)
+    log.info("%s: %s after %d sweeps x %d chains, %.2f s (+%.2f s compile)", label,
+             "diverged" if diverged else "completed", done, settings.n_chains, wall, compile_seconds)
+    return SampleResult(idata, summary_table(idata), done, wall, compile_seconds, diverged, reason, {})
+
+
+def _bad_fields(flags: dict) -> str:
+    """'field (chains 0, 2), ...' for every field with a non-finite value; '' if none."""
+    parts = []
+    for name, ok in flags.items():
+        ok = np.asarray(ok)
+        if not ok.all():
+            parts.append(f"{name} (chains {', '.join(str(c) for c in np.flatnonzero(~ok))})")
+    return "; ".join(parts)
+
+
+def _stack_draws(draws: list, state_shape, recorder, settings: SamplerSettings, has_stats: bool):
+    """Concatenate the chunks' draws along the draw axis; zero-draw arrays when none were kept."""
+    if draws:
+        stacked = jax.tree.map(lambda *xs: np.concatenate(xs, axis=1), *draws)
+    else:
+        one = jax.eval_shape(jax.vmap(recorder), state_shape)
+        stacked = jax.tree.map(lambda s: np.zeros((s.shape[0], 0, *s.shape[1:]), s.dtype), one)
+    if has_stats:
+        return dict(stacked["posterior"]), dict(stacked["sample_stats"])
+    return dict(stacked), None
+
+
+# ---------------------------------------------------------------------------------------------
+# InferenceData and summaries
+
+
+def to_inference_data(posterior: dict, sample_stats: dict | None = None, *, coords=None, dims=None
+                      ) -> az.InferenceData:
+    """``az.from_dict`` of chain x draw arrays, without the ``created_at`` stamp."""
+    with warnings.catch_warnings():
+        # ArviZ guesses the axes are swapped when there are more chains than draws (e.g. a run
+        # that diverged early); ours are always chain x draw
+        warnings.filterwarnings("ignore", message="More chains", category=UserWarning)
+        idata = az.from_dict(posterior={k: np.asarray(v) for k, v in posterior.items()},
+                             sample_stats=None if not sample_stats else {k: np.asarray(v) for k, v in
+                                                                         sample_stats.items()},
+                             coords=coords, dims=dims)
+    for group in idata.groups():
+        idata[group].attrs.pop("created_at", None)
+    return idata
+
+
+def summary_table(idata: az.InferenceData, var_names: list[str] | None = None) -> pd.DataFrame:
+    """Tidy posterior summary: one row per scalar parameter.
+
+    Columns: ``parameter`` (the variable's name), one column per index dimension (coordinate
+    values; missing for variables without that dimension), then ``mean``, ``sd`` (ddof=1),
+    ``q5``, ``q95`` (equal-tailed 90% interval), ``mcse_mean``, ``ess_bulk``, ``ess_tail``,
+    ``r_hat``. The row labels are ArviZ-style names (``a[3]``). R-hat, ESS and MCSE come from
+    ``az.rhat``, ``az.ess`` and ``az.mcse`` (rank-normalized split R-hat; bulk and tail ESS).
+    """
+    post = idata.posterior
+    if var_names is not None:
+        post = post[list(var_names)]
+    n_draws = post.sizes.get("draw", 0)
+    frames = []
+    for name, var in post.data_vars.items():
+        index_dims = [d for d in var.dims if d not in _SAMPLE_DIMS]
+        if n_draws == 0:  # a run that diverged in burn-in: keep the rows, every statistic missing
+            blank = xr.full_like(var.sum(_SAMPLE_DIMS), np.nan, dtype=float)
+            stats = dict.fromkeys(STAT_COLUMNS, blank)
+        else:
+            single = post[[name]]
+            stats = {
+                "mean": var.mean(_SAMPLE_DIMS),
+                "sd": var.std(_SAMPLE_DIMS, ddof=1),
+                "q5": var.quantile(0.05, dim=_SAMPLE_DIMS).drop_vars("quantile"),
+                "q95": var.quantile(0.95, dim=_SAMPLE_DIMS).drop_vars("quantile"),
+                "mcse_mean": az.mcse(single, method="mean")[name],
+                "ess_bulk": az.ess(single, method="bulk")[name],
+                "ess_tail": az.ess(single, method="tail")[name],
+                "r_hat": az.rhat(single)[name],
+            }
+        ds = xr.Dataset({s: v.astype(float) for s, v in stats.items()})
+        if index_dims:
+            frame = ds.to_dataframe().reset_index()
+            frame = frame[index_dims + STAT_COLUMNS]
+            labels = [f"{name}[{', '.join(str(frame[d].iloc[i]) for d in index_dims)}]"
+                      for i in range(len(frame))]
+        else:
+            frame = pd.DataFrame({s: [float(ds[s])] for s in STAT_COLUMNS})
+            labels = [name]
+        frame.insert(0, "parameter", name)
+        frame.index = labels
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=["parameter"] + STAT_COLUMNS)
+    table = pd.concat(frames)
+    index_cols = [c for c in table.columns if c not in ["parameter"] + STAT_COLUMNS]
+    return table[["parameter"] + index_cols + STAT_COLUMNS]
+
+
+def convergence(summary: pd.DataFrame) -> dict:
+    """Worst-case diagnostics of a summary table, for fit records.
+
+    NaN entries (e.g. R-hat of a parameter that never moves) are ignored in the extremes but
+    counted in ``n_nan_r_hat`` so a record never hides them.
+    """
+    if summary.empty:
+        return {"max_r_hat": float("nan"), "min_ess_bulk": float("nan"), "min_ess_tail": float("nan"),
+                "n_parameters": 0, "n_nan_r_hat": 0}
+
+    def extreme(fn, col):
+        values = summary[col].to_numpy(float)
+        return float(fn(values)) if np.isfinite(values).any() else float("nan")
+
+    return {
+        "max_r_hat": extreme(np.nanmax, "r_hat"),
+        "min_ess_bulk": extreme(np.nanmin, "ess_bulk"),
+        "min_ess_tail": extreme(np.nanmin, "ess_tail"),
+        "n_parameters": int(len(summary)),
+        "n_nan_r_hat": int(summary["r_hat"].isna().sum()),
+    }

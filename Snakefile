@@ -1,5 +1,6 @@
 # bayesirt: Bayesian and variational IRT with missing responses.
 # Run:  snakemake --cores all --workflow-profile workflow/profiles/local
+# Report: snakemake --report results/report.html (after a run)
 # Config: config/config.yaml (demo scale, simulated data, offline); config/paper.yaml (paper
 # scale, real data); config/test.yaml (tiny, for CI).  See README.md.
 from snakemake.utils import min_version
@@ -15,12 +16,13 @@ if not config:
 
 
 
+# Shared rules first, then one file per study (each registers its targets and report
+# parameters in common.smk's tables), then the report rule that serves every study.
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/missingness.smk"
-include: "workflow/rules/imputation.smk"
-include: "workflow/rules/fit.smk"
-include: "workflow/rules/simulation.smk"
+include: "workflow/rules/rb_imputation.smk"
+include: "workflow/rules/amortized_ifa.smk"
 include: "workflow/rules/report.smk"
 
 

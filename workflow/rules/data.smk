@@ -1,4 +1,5 @@
-# Data: simulated data sets with known parameters (real-data downloads below).
+# Data sets named in config["datasets"]: simulated ones with known parameters, and real data
+# downloaded and prepared. (A study's own simulated designs live in its rule file.)
 
 
 rule simulate_dataset:
@@ -10,7 +11,7 @@ rule simulate_dataset:
         spec=dataset_config,
         seed=data_seed,
     wildcard_constraints:
-        dataset=simulated_dataset_pattern(),
+        dataset=datasets_from("simulate"),
     log:
         "logs/data/{dataset}.log",
     conda:
@@ -37,8 +38,7 @@ rule download_raw:
         timeout=60,
         manual_folder="data/raw/{dataset}/manual",
     wildcard_constraints:
-        dataset="|".join(n for n, d in config["datasets"].items() if d["source"] in ("rwa", "ipip_ffm"))
-        or "(?!x)x",
+        dataset=datasets_from("rwa", "ipip_ffm"),
     log:
         "logs/data/{dataset}.download.log",
     conda:
@@ -57,7 +57,7 @@ rule prepare_rwa:
     params:
         spec=dataset_config,
     wildcard_constraints:
-        dataset="|".join(n for n, d in config["datasets"].items() if d["source"] == "rwa") or "(?!x)x",
+        dataset=datasets_from("rwa"),
     log:
         "logs/data/{dataset}.prepare.log",
     conda:
@@ -82,39 +82,10 @@ rule prepare_ipip_ffm:
         seed=data_seed,
         base_seed=config["seed"],  # the split's seed: derive(base_seed, "holdout", dataset)
     wildcard_constraints:
-        dataset="|".join(n for n, d in config["datasets"].items() if d["source"] == "ipip_ffm")
-        or "(?!x)x",
+        dataset=datasets_from("ipip_ffm"),
     log:
         "logs/data/{dataset}.prepare.log",
     conda:
         ENV
     script:
         "../scripts/prepare_ipip.py"
-
-
-# =============================================================================================
-# amortized_ifa: simulated multidimensional GRM data of each design (seed 003, section 4),
-# training persons plus held-out persons from the same population, and the truth.
-# =============================================================================================
-
-
-rule ifa_simulate:
-    output:
-        responses="data/processed/amortized_ifa/{design}/rep{rep}/responses.parquet",
-        sidecar="data/processed/amortized_ifa/{design}/rep{rep}/responses.json",
-        holdout="data/processed/amortized_ifa/{design}/rep{rep}/holdout.parquet",
-        holdout_sidecar="data/processed/amortized_ifa/{design}/rep{rep}/holdout.json",
-        truth="data/processed/amortized_ifa/{design}/rep{rep}/truth.csv",
-    params:
-        design=ifa_design_config,
-        heldout_fraction=ifa_config().get("heldout_fraction", 0.25),
-        seed=ifa_data_seed,
-        parameter_seed=ifa_parameter_seed,
-    wildcard_constraints:
-        design=ifa_design_pattern(simulated=True),
-    log:
-        "logs/data/amortized_ifa/{design}/rep{rep}.log",
-    conda:
-        ENV
-    script:
-        "../scripts/ifa_simulate.py"

@@ -1,19 +1,23 @@
-# Report notebooks: jupytext source -> papermill (fills the parameters cell) -> HTML.
+# Report notebooks, one rule for every study: notebooks/{study}.py (jupytext percent format)
+# -> papermill, which fills the notebook's parameters cell -> HTML.
+# A study's rule file registers what the notebook reads (STUDY_TARGETS) and its parameters
+# (REPORT_PARAMETERS); see common.smk, which also holds the input and params functions.
 
 
-rule report_rb_imputation:
+rule report:
     input:
-        notebook="notebooks/rb_imputation.py",
-        results=report_inputs,
+        notebook="notebooks/{study}.py",
+        results=report_results,
     output:
-        notebook="results/reports/rb_imputation.ipynb",
-        html="results/reports/rb_imputation.html",
+        notebook="results/reports/{study}.ipynb",
+        html="results/reports/{study}.html",
     params:
         python=PYTHON,
-        datasets=",".join(study_datasets("rb_imputation")),
-        missing=config["studies"]["rb_imputation"]["missing"],
+        parameters=papermill_parameters,
+    wildcard_constraints:
+        study="|".join(REPORT_PARAMETERS) or "(?!x)x",
     log:
-        "logs/reports/rb_imputation.log",
+        "logs/reports/{study}.log",
     conda:
         ENV
     shell:
@@ -22,39 +26,7 @@ rule report_rb_imputation:
         tmp=$(mktemp -d)
         trap 'rm -rf "$tmp"' EXIT
         {params.python} -m jupytext --to ipynb -o "$tmp/source.ipynb" {input.notebook}
-        {params.python} -m papermill --cwd . "$tmp/source.ipynb" "$tmp/executed.ipynb" \
-            -p datasets "{params.datasets}" -p missing "{params.missing}" -p results_dir results/rb_imputation
-        {params.python} -m jupyter nbconvert --to html --output-dir "$tmp" "$tmp/executed.ipynb"
-        mv "$tmp/executed.html" {output.html}
-        mv "$tmp/executed.ipynb" {output.notebook}
-        ) > {log} 2>&1
-        """
-
-
-rule report_amortized_ifa:
-    input:
-        notebook="notebooks/amortized_ifa.py",
-        results=ifa_report_inputs,
-    output:
-        notebook="results/reports/amortized_ifa.ipynb",
-        html="results/reports/amortized_ifa.html",
-    params:
-        python=PYTHON,
-        confirmatory=",".join(ifa_designs("confirmatory")),
-        exploratory=",".join(ifa_designs("exploratory")),
-    log:
-        "logs/reports/amortized_ifa.log",
-    conda:
-        ENV
-    shell:
-        """
-        (
-        tmp=$(mktemp -d)
-        trap 'rm -rf "$tmp"' EXIT
-        {params.python} -m jupytext --to ipynb -o "$tmp/source.ipynb" {input.notebook}
-        {params.python} -m papermill --cwd . "$tmp/source.ipynb" "$tmp/executed.ipynb" \
-            -p confirmatory "{params.confirmatory}" -p exploratory "{params.exploratory}" \
-            -p results_dir results/amortized_ifa
+        {params.python} -m papermill --cwd . "$tmp/source.ipynb" "$tmp/executed.ipynb" {params.parameters}
         {params.python} -m jupyter nbconvert --to html --output-dir "$tmp" "$tmp/executed.ipynb"
         mv "$tmp/executed.html" {output.html}
         mv "$tmp/executed.ipynb" {output.notebook}

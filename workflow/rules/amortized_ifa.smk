@@ -1,0 +1,126 @@
+# amortized_ifa (seed 003): IWAE against IWAVB for multidimensional GRM item factor analysis.
+#   data/processed/amortized_ifa/{design}/rep{rep}/                  simulated data of a design
+#   results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/   one fit
+#   results/amortized_ifa/{design}/                                  tables and figures
+
+
+include: "functions/amortized_ifa.smk"
+
+
+rule ifa_simulate:
+    # Simulated multidimensional GRM data of a design (seed 003, section 4): training persons,
+    # held-out persons from the same population, and the truth.
+    output:
+        responses="data/processed/amortized_ifa/{design}/rep{rep}/responses.parquet",
+        sidecar="data/processed/amortized_ifa/{design}/rep{rep}/responses.json",
+        holdout="data/processed/amortized_ifa/{design}/rep{rep}/holdout.parquet",
+        holdout_sidecar="data/processed/amortized_ifa/{design}/rep{rep}/holdout.json",
+        truth="data/processed/amortized_ifa/{design}/rep{rep}/truth.csv",
+    params:
+        design=ifa_design_config,
+        heldout_fraction=ifa_config().get("heldout_fraction", 0.25),
+        seed=ifa_data_seed,
+        parameter_seed=ifa_parameter_seed,
+    wildcard_constraints:
+        design=ifa_design_pattern(simulated=True),
+    log:
+        "logs/data/amortized_ifa/{design}/rep{rep}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/ifa_simulate.py"
+
+
+rule fit_amortized_ifa:
+    # One method (iwae | iwavb) with P factors and R importance samples on one replication of a
+    # design; held-out log-likelihood and recovery are evaluated in the job.
+    input:
+        responses=ifa_responses,
+        holdout=ifa_holdout,
+        truth=ifa_truth,
+    output:
+        record="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/fit.json",
+        estimates="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/estimates.csv",
+        loss="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/loss.csv",
+    params:
+        design=ifa_design_config,
+        dataset=ifa_dataset_name,
+        eval_samples=ifa_config().get("eval_samples", 5000),
+        posterior_draws=ifa_config().get("posterior_draws", 100),
+        seed=ifa_fit_seed,
+    wildcard_constraints:
+        design=ifa_design_pattern(),
+        method="iwae|iwavb",
+        factors=r"\d+",
+        samples=r"\d+",
+    log:
+        "logs/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/ifa_fit.py"
+
+
+rule ifa_confirmatory_tables:
+    # Confirmatory designs: every fit against the truth (paper Figures 8-9, 11-12).
+    input:
+        fits=ifa_fit_records,
+        sidecar=ifa_first_sidecar,
+    output:
+        fits="results/amortized_ifa/{design}/fits.csv",
+        summary="results/amortized_ifa/{design}/summary.csv",
+        timings="results/amortized_ifa/{design}/timings.csv",
+        parameter_mse="results/amortized_ifa/{design}/parameter_mse.csv",
+        latent="results/amortized_ifa/{design}/latent.csv",
+        latent_density="results/amortized_ifa/{design}/latent_density.csv",
+        figure_mse=report("results/amortized_ifa/{design}/figures/mse.png",
+                          caption="../report/ifa_mse.rst", category="amortized_ifa", subcategory="{design}"),
+        figure_loglik=report("results/amortized_ifa/{design}/figures/loglik.png",
+                             caption="../report/ifa_loglik.rst", category="amortized_ifa", subcategory="{design}"),
+        figure_timings=report("results/amortized_ifa/{design}/figures/timings.png",
+                              caption="../report/ifa_timings.rst", category="amortized_ifa", subcategory="{design}"),
+        figure_latent=report("results/amortized_ifa/{design}/figures/latent.png",
+                             caption="../report/ifa_latent.rst", category="amortized_ifa", subcategory="{design}"),
+    params:
+        design=ifa_design_config,
+    wildcard_constraints:
+        design=ifa_design_pattern("confirmatory"),
+    log:
+        "logs/amortized_ifa/{design}/tables.log",
+    conda:
+        ENV
+    script:
+        "../scripts/ifa_tables.py"
+
+
+rule ifa_exploratory_tables:
+    # Exploratory designs: scree over P (paper Figure 6) and the stability of repeated fits
+    # against the best-likelihood one (Table 1).
+    input:
+        fits=ifa_fit_records,
+        sidecar=ifa_first_sidecar,
+    output:
+        fits="results/amortized_ifa/{design}/fits.csv",
+        summary="results/amortized_ifa/{design}/summary.csv",
+        timings="results/amortized_ifa/{design}/timings.csv",
+        scree="results/amortized_ifa/{design}/scree.csv",
+        stability="results/amortized_ifa/{design}/stability.csv",
+        stability_summary="results/amortized_ifa/{design}/stability_summary.csv",
+        reference_loadings="results/amortized_ifa/{design}/reference_loadings.csv",
+        figure_scree=report("results/amortized_ifa/{design}/figures/scree.png",
+                            caption="../report/ifa_scree.rst", category="amortized_ifa", subcategory="{design}"),
+        figure_loadings=report("results/amortized_ifa/{design}/figures/loadings.png",
+                               caption="../report/ifa_loadings.rst", category="amortized_ifa",
+                               subcategory="{design}"),
+        figure_timings=report("results/amortized_ifa/{design}/figures/timings.png",
+                              caption="../report/ifa_timings.rst", category="amortized_ifa", subcategory="{design}"),
+    params:
+        design=ifa_design_config,
+    wildcard_constraints:
+        design=ifa_design_pattern("exploratory"),
+    log:
+        "logs/amortized_ifa/{design}/tables.log",
+    conda:
+        ENV
+    script:
+        "../scripts/ifa_tables.py"

@@ -1,0 +1,99 @@
+# Input, params and target functions of the amortized_ifa rules (workflow/rules/amortized_ifa.smk);
+# kept apart from the rules so that `snakemake --lint` stays clean.
+from bayesirt.studies import amortized_ifa
+
+
+def ifa_config():
+    return config["studies"].get("amortized_ifa") or {"enabled": False, "designs": {}}
+
+
+def ifa_designs(analysis=None):
+    s = ifa_config()
+    if not s.get("enabled", True):
+        return {}
+    return {n: d for n, d in s["designs"].items() if analysis is None or d["analysis"] == analysis}
+
+
+def ifa_design_pattern(analysis=None, simulated=None):
+    """A regex alternation of design names (one that never matches if none)."""
+    names = [n for n, d in ifa_designs(analysis).items() if simulated is None or ("preset" in d) == simulated]
+    return "|".join(names) or "(?!x)x"
+
+
+def ifa_design_config(wildcards):
+    return ifa_config()["designs"][wildcards.design]
+
+
+def ifa_data_folder(wildcards):
+    """Simulated designs: one folder per data replication (exploratory designs refit rep0);
+    real data: the prepared data set with its held-out persons."""
+    design = ifa_design_config(wildcards)
+    if "dataset" in design:
+        return f"data/processed/{design['dataset']}"
+    rep = amortized_ifa.data_replication(design, int(wildcards.rep))
+    return f"data/processed/amortized_ifa/{wildcards.design}/rep{rep}"
+
+
+def ifa_responses(wildcards):
+    return f"{ifa_data_folder(wildcards)}/responses.parquet"
+
+
+def ifa_holdout(wildcards):
+    return f"{ifa_data_folder(wildcards)}/holdout.parquet"
+
+
+def ifa_truth(wildcards):
+    return [] if "dataset" in ifa_design_config(wildcards) else f"{ifa_data_folder(wildcards)}/truth.csv"
+
+
+def ifa_first_sidecar(wildcards):
+    """Item metadata and simulation attributes of a design's first data set."""
+    design = ifa_design_config(wildcards)
+    if "dataset" in design:
+        return f"data/processed/{design['dataset']}/responses.json"
+    return f"data/processed/amortized_ifa/{wildcards.design}/rep0/responses.json"
+
+
+def ifa_dataset_name(wildcards):
+    return ifa_design_config(wildcards).get("dataset", wildcards.design)
+
+
+def ifa_data_seed(wildcards):
+    return job_seed("data", "amortized_ifa", wildcards.design, wildcards.rep)
+
+
+def ifa_parameter_seed(wildcards):
+    """One set of true item parameters per design, shared by its replications (as in the paper)."""
+    return job_seed("parameters", "amortized_ifa", wildcards.design)
+
+
+def ifa_fit_seed(wildcards):
+    """Every fit of one design and replication shares this seed (common random numbers)."""
+    return job_seed("fit", "amortized_ifa", wildcards.design, wildcards.rep)
+
+
+def ifa_fit_records(wildcards):
+    design = ifa_design_config(wildcards)
+    return [f"results/amortized_ifa/{f.design}/{f.condition}/rep{f.rep}/fit.json"
+            for f in amortized_ifa.design_fits(wildcards.design, design, ifa_config()["methods"])]
+
+
+def ifa_targets():
+    targets = []
+    for name, design in ifa_designs().items():
+        targets.append(f"results/amortized_ifa/{name}/fits.csv")
+        if design["analysis"] == "exploratory":
+            targets.append(f"results/amortized_ifa/{name}/stability_summary.csv")
+        else:
+            targets.append(f"results/amortized_ifa/{name}/parameter_mse.csv")
+    return targets
+
+
+def ifa_report_parameters():
+    return {"confirmatory": ",".join(ifa_designs("confirmatory")),
+            "exploratory": ",".join(ifa_designs("exploratory")),
+            "results_dir": "results/amortized_ifa"}
+
+
+STUDY_TARGETS["amortized_ifa"] = ifa_targets
+REPORT_PARAMETERS["amortized_ifa"] = ifa_report_parameters

@@ -1,0 +1,63 @@
+# Input, params and target functions of the rb_imputation rules (workflow/rules/rb_imputation.smk);
+# kept apart from the rules so that `snakemake --lint` stays clean.
+def rb_config():
+    return config["studies"]["rb_imputation"]
+
+
+def rb_datasets():
+    return [rb_config()["dataset"]] if rb_config()["enabled"] else []
+
+
+def reference_seed(wildcards):
+    return job_seed("fit", "rb_imputation", wildcards.dataset, "reference")
+
+
+def replication_seed(wildcards):
+    """Every fit of one replication shares this seed (common random numbers across objectives)."""
+    return job_seed("fit", "rb_imputation", wildcards.dataset, wildcards.missing, wildcards.rep)
+
+
+def imputation_seed(wildcards):
+    return job_seed("imputation", "rb_imputation", wildcards.dataset, wildcards.missing, wildcards.rep)
+
+
+def rb_conditions():
+    """Fit conditions of the study: objectives, with M for the copy-based ones."""
+    out = []
+    for objective in rb_config()["objectives"]:
+        if objective in ("naive_average", "rao_blackwell", "rao_blackwell_batch"):
+            out += [f"{objective}_M{m}" for m in rb_config()["n_copies"]]
+        else:
+            out.append(objective)
+    return out
+
+
+def rb_fits(wildcards):
+    """Every fit record of one data set and missingness design, over replications and conditions."""
+    return expand("results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/fit.json",
+                  dataset=wildcards.dataset, missing=wildcards.missing,
+                  rep=range(rb_config()["replications"]), condition=rb_conditions())
+
+
+def rb_imputation_records(wildcards):
+    return expand("results/rb_imputation/{dataset}/{missing}/rep{rep}/imputation/imputation.json",
+                  dataset=wildcards.dataset, missing=wildcards.missing, rep=range(rb_config()["replications"]))
+
+
+def rb_targets():
+    study = rb_config()
+    targets = []
+    for ds in rb_datasets():
+        targets += [f"results/rb_imputation/{ds}/reference/fit.json", f"results/rb_imputation/{ds}/recovery.csv"]
+        if study["replications"] > 0:
+            targets.append(f"results/rb_imputation/{ds}/{study['missing']}/summary.csv")
+    return targets
+
+
+def rb_report_parameters():
+    return {"datasets": ",".join(rb_datasets()), "missing": rb_config()["missing"],
+            "results_dir": "results/rb_imputation"}
+
+
+STUDY_TARGETS["rb_imputation"] = rb_targets
+REPORT_PARAMETERS["rb_imputation"] = rb_report_parameters

@@ -1,0 +1,137 @@
+# rb_imputation (seed 000): a factorized GRM fitted by mean-field ADVI on responses with hidden
+# cells, each imputation objective against the complete-data reference.
+#   results/rb_imputation/{dataset}/reference/                    complete-data fit
+#   results/rb_imputation/{dataset}/{missing}/rep{rep}/imputation/ pairwise ordinal stacking model
+#   results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/ one objective's fit
+#   results/rb_imputation/{dataset}/{missing}/                    comparison tables and figures
+# One folder per fit: fit.json, estimates.csv, loss.csv, posterior.nc.
+
+
+include: "functions/rb_imputation.smk"
+
+
+rule fit_reference:
+    # The complete-data reference: factorized GRM, mean-field ADVI.
+    input:
+        responses="data/processed/{dataset}/responses.parquet",
+        truth=truth_of,
+    output:
+        record="results/rb_imputation/{dataset}/reference/fit.json",
+        estimates="results/rb_imputation/{dataset}/reference/estimates.csv",
+        loss="results/rb_imputation/{dataset}/reference/loss.csv",
+        posterior="results/rb_imputation/{dataset}/reference/posterior.nc",
+    params:
+        training=config["training"],
+        priors=config["priors"],
+        posterior_draws=config["posterior_draws"],
+        n_dimensions=config["studies"]["rb_imputation"]["n_dimensions"],
+        seed=reference_seed,
+    log:
+        "logs/rb_imputation/{dataset}/reference.log",
+    conda:
+        ENV
+    script:
+        "../scripts/fit_reference.py"
+
+
+rule fit_imputation_model:
+    # The pairwise ordinal stacking model (seed 000, section 4), fitted on the responses left
+    # after missingness injection, checked, and scored on the hidden cells.
+    input:
+        responses="data/processed/{dataset}/missing/{missing}/rep{rep}/responses.parquet",
+        hidden="data/processed/{dataset}/missing/{missing}/rep{rep}/hidden.parquet",
+        complete="data/processed/{dataset}/responses.parquet",
+    output:
+        model="results/rb_imputation/{dataset}/{missing}/rep{rep}/imputation/model.npz",
+        record="results/rb_imputation/{dataset}/{missing}/rep{rep}/imputation/imputation.json",
+        submodels="results/rb_imputation/{dataset}/{missing}/rep{rep}/imputation/submodels.csv",
+    params:
+        settings=config["studies"]["rb_imputation"]["stacking"],
+        seed=imputation_seed,
+    log:
+        "logs/rb_imputation/{dataset}/{missing}/rep{rep}/imputation.log",
+    conda:
+        ENV
+    script:
+        "../scripts/fit_imputation_model.py"
+
+
+rule fit_objective:
+    # One imputation objective (condition = objective, or objective_M<copies>) on one replication.
+    input:
+        responses="data/processed/{dataset}/missing/{missing}/rep{rep}/responses.parquet",
+        imputation="results/rb_imputation/{dataset}/{missing}/rep{rep}/imputation/model.npz",
+        truth=truth_of,
+    output:
+        record="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/fit.json",
+        estimates="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/estimates.csv",
+        loss="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/loss.csv",
+        posterior="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/posterior.nc",
+    params:
+        training=config["training"],
+        priors=config["priors"],
+        posterior_draws=config["posterior_draws"],
+        n_dimensions=config["studies"]["rb_imputation"]["n_dimensions"],
+        seed=replication_seed,
+    log:
+        "logs/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/fit_objective.py"
+
+
+rule recovery_table:
+    # Recovery of the true parameters (simulated data) by the complete-data fit.
+    input:
+        estimates="results/rb_imputation/{dataset}/reference/estimates.csv",
+        record="results/rb_imputation/{dataset}/reference/fit.json",
+        loss="results/rb_imputation/{dataset}/reference/loss.csv",
+    output:
+        table="results/rb_imputation/{dataset}/recovery.csv",
+        loss_figure=report("results/rb_imputation/{dataset}/figures/loss.png",
+                           caption="../report/rb_reference_loss.rst", category="rb_imputation",
+                           subcategory="{dataset}: complete-data reference"),
+        scatter_figure=report("results/rb_imputation/{dataset}/figures/estimates.png",
+                              caption="../report/rb_reference_estimates.rst", category="rb_imputation",
+                              subcategory="{dataset}: complete-data reference"),
+    log:
+        "logs/rb_imputation/{dataset}/recovery.log",
+    conda:
+        ENV
+    script:
+        "../scripts/recovery_table.py"
+
+
+rule rb_comparison:
+    # Every objective against the complete-data reference (and the truth on simulated data),
+    # over all replications: tidy error table, one summary row per fit, figures.
+    input:
+        fits=rb_fits,
+        imputation=rb_imputation_records,
+        reference="results/rb_imputation/{dataset}/reference/estimates.csv",
+        reference_record="results/rb_imputation/{dataset}/reference/fit.json",
+    output:
+        errors="results/rb_imputation/{dataset}/{missing}/errors.csv",
+        summary="results/rb_imputation/{dataset}/{missing}/summary.csv",
+        aggregate="results/rb_imputation/{dataset}/{missing}/aggregate.csv",
+        imputation="results/rb_imputation/{dataset}/{missing}/imputation.csv",
+        timings="results/rb_imputation/{dataset}/{missing}/timings.csv",
+        loss_figure=report("results/rb_imputation/{dataset}/{missing}/figures/loss.png",
+                           caption="../report/rb_objective_loss.rst", category="rb_imputation",
+                           subcategory="{dataset}: {missing} objectives"),
+        discrimination_figure=report("results/rb_imputation/{dataset}/{missing}/figures/discrimination.png",
+                                     caption="../report/rb_discrimination.rst", category="rb_imputation",
+                                     subcategory="{dataset}: {missing} objectives"),
+        ability_figure=report("results/rb_imputation/{dataset}/{missing}/figures/abilities.png",
+                              caption="../report/rb_abilities.rst", category="rb_imputation",
+                              subcategory="{dataset}: {missing} objectives"),
+        error_figure=report("results/rb_imputation/{dataset}/{missing}/figures/errors.png",
+                            caption="../report/rb_errors.rst", category="rb_imputation",
+                            subcategory="{dataset}: {missing} objectives"),
+    log:
+        "logs/rb_imputation/{dataset}/{missing}/comparison.log",
+    conda:
+        ENV
+    script:
+        "../scripts/rb_comparison.py"

@@ -5,6 +5,10 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
+# Machine setting: JAX's persistent compilation cache, so that jobs (and reruns) compiling the
+# same program reuse it. Results do not depend on it; set the variable to move or share it.
+export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/.jax_cache
+
 .PHONY: run test test-all setup lock clean
 
 setup: $(STAMP)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import warnings
 
 
@@ -24,4 +25,24 @@ def to_file(path) -> logging.Logger:
     for handler in (logging.FileHandler(path, mode="w"), logging.StreamHandler()):
         handler.setFormatter(fmt)
         root.addHandler(handler)
-    return logging.getLogger("bayesirt")
+    log = logging.getLogger("bayesirt")
+    log_uncaught_exceptions(log)
+    return log
+
+
+def log_uncaught_exceptions(log: logging.Logger) -> None:
+    """Write the traceback of an exception that ends the program through ``log``'s handlers
+    (a rule's log file and stderr), so that a failed job's log says why it failed. Python still
+    exits with status 1; Ctrl-C is left to the default handling."""
+    if getattr(sys.excepthook, "bayesirt_logs", False):
+        return
+    previous = sys.excepthook
+
+    def hook(exc_type, exc, tb):
+        if issubclass(exc_type, KeyboardInterrupt):
+            previous(exc_type, exc, tb)
+            return
+        log.critical("failed with %s: %s", exc_type.__name__, exc, exc_info=(exc_type, exc, tb))
+
+    hook.bayesirt_logs = True
+    sys.excepthook = hook

@@ -89,7 +89,9 @@ class SampleResult(NamedTuple):
     compile_seconds: float
     diverged: bool  # non-finite state met
     reason: str  # "completed", or where/what went non-finite
-    extra: dict | None = None  # method-specific numbers (NUTS: divergences, phase timings)
+    # method-specific extras: sample() gives "final_state" (the last good state, chains first,
+    # e.g. to continue a run); run_nuts gives divergences and phase timings
+    extra: dict | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,7 +223,8 @@ def sample(key, init_fn: Callable, step_fn: Callable, record_fn: Callable, setti
     idata = to_inference_data(posterior, stats, coords=coords, dims=dims)
     log.info("%s: %s after %d sweeps x %d chains, %.2f s (+%.2f s compile)", label,
              "diverged" if diverged else "completed", done, settings.n_chains, wall, compile_seconds)
-    return SampleResult(idata, summary_table(idata), done, wall, compile_seconds, diverged, reason, {})
+    return SampleResult(idata, summary_table(idata), done, wall, compile_seconds, diverged, reason,
+                        {"final_state": states})
 
 
 def _bad_fields(flags: dict) -> str:

@@ -3,6 +3,7 @@ config validated against the result schemas, bit-for-bit reruns, and bad-config 
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,14 +42,55 @@ def test_lint():
 
 def test_dry_run_paper_config():
     proc = snakemake("-n", "--configfile", "config/paper.yaml")
-    assert "fit_reference" in proc.stdout
-    assert "ifa_fit" in proc.stdout and "report_amortized_ifa" in proc.stdout
+    assert "fit_reference" in proc.stdout and "fit_amortized_ifa" in proc.stdout
+    for study in ("rb_imputation", "amortized_ifa"):  # one report rule serves every study
+        assert f"results/reports/{study}.html" in proc.stdout
+
+
+def dry_run_jobs(output: str) -> list[tuple[str, dict]]:
+    """(rule, resources) of every job a dry run prints."""
+    jobs = []
+    for block in re.split(r"^(?=(?:local)?rule \w+:$)", output, flags=re.M):
+        head = re.match(r"(?:local)?rule (\w+):$", block, flags=re.M)
+        if head is None:
+            continue
+        line = re.search(r"^\s+resources: (.*)$", block, flags=re.M)
+        pairs = (item.split("=", 1) for item in line.group(1).split(", ")) if line else ()
+        jobs.append((head.group(1), {key: value for key, value in pairs}))
+    return jobs
 
 
 def test_dry_run_through_slurm_profile():
     proc = snakemake("-n", "--workflow-profile", "workflow/profiles/slurm", "--executor", "slurm",
                      "--jobs", "10", "--configfile", "config/paper.yaml")
-    assert "fit_reference" in proc.stdout
+    jobs = dry_run_jobs(proc.stdout)
+    fits = [(rule, res) for rule, res in jobs if rule.startswith("fit_")]
+    assert {"fit_reference", "fit_imputation_model", "fit_objective", "fit_amortized_ifa"} <= {r for r, _ in fits}
+    # every fitting job asks SLURM for a GPU and for more than the defaults
+    assert all(res.get("gpu") == "1" and int(res["cpus_per_task"]) > 1 for _, res in fits), \
+        sorted({rule for rule, res in fits if res.get("gpu") != "1"})
+    assert all("gpu" not in res for rule, res in jobs if not rule.startswith("fit_"))
+
+
+def test_failed_job_writes_its_traceback_to_the_log(tmp_path):
+    # a real-data set whose file has an out-of-range response code: prepare_rwa must fail and
+    # its log must say why (the exception's type and message, with the traceback)
+    (tmp_path / "run").mkdir()
+    run = workflow_copy(tmp_path / "run")
+    items = [f"Q{i}" for i in range(1, 23)]
+    rows = [[str(1 + (p + i) % 9) for i in range(22)] for p in range(5)]
+    rows[3][4] = "12"
+    (tmp_path / "bad.csv").write_text("\n".join(",".join(r) for r in [items, *rows]) + "\n")
+    cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    cfg["datasets"]["rwa_bad"] = {"source": "rwa", "url": str(tmp_path / "bad.csv")}
+    (run / "bad.yaml").write_text(yaml.safe_dump(cfg))
+    proc = snakemake("data/processed/rwa_bad/responses.parquet", "--cores", "1", "--configfile", "bad.yaml",
+                     cwd=run, check=False)
+    assert proc.returncode != 0
+    log = (run / "logs/data/rwa_bad.prepare.log").read_text()
+    assert "Traceback (most recent call last)" in log
+    assert re.search(r"^\S*DataFormatError: .*out of range", log, flags=re.M), log
+    assert not (run / "data/processed/rwa_bad/responses.parquet").exists()
 
 
 @pytest.mark.parametrize("text, message", [

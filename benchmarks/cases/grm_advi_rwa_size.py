@@ -4,7 +4,7 @@ Targets: converges in <= 30 s of wall time on 2 CPU cores after compilation; dis
 RMSE against the truth <= 0.1.
 """
 
-from bayesirt import records
+from bayesirt.studies import grm_advi
 from bayesirt.data import simulate
 from bayesirt.evaluation.recovery import recovery_table
 from bayesirt.inference.training import TrainSettings
@@ -16,8 +16,8 @@ DATA_SEED, FIT_SEED = 20261121, 1
 
 def run() -> dict:
     rm, truth = simulate.from_preset("rwa", DATA_SEED, N_PERSONS)
-    out = records.fit_factorized_grm(rm, seed=FIT_SEED, settings=TrainSettings(), priors=Priors(),
-                                  truth=truth, meta={"label": "grm_advi_rwa_size"})
+    out = grm_advi.fit(rm, seed=FIT_SEED, settings=TrainSettings(), priors=Priors(),
+                                  truth=truth, label="grm_advi_rwa_size")
     table = recovery_table(out.estimates)
     overall = table[table.scale == "all"].set_index("parameter")
     rec = out.record

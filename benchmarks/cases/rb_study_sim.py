@@ -16,7 +16,7 @@ complete-data fit while the stacking PMFs are not, the imputation model limits t
 import jax.numpy as jnp
 import numpy as np
 
-from bayesirt import records
+from bayesirt.studies import grm_advi
 from bayesirt.studies import rb_imputation
 from bayesirt.data import missingness, simulate
 from bayesirt.inference import objectives
@@ -40,19 +40,20 @@ def oracle_fit(rm, truth, reference, config) -> dict:
     params = {k: jnp.asarray(v, jnp.float32) for k, v in true_params(rm, truth).items()}
     pmf = np.exp(np.asarray(fgrm.category_log_probs(params, st), np.float64))
     extra = objectives.from_dense_pmf(rm_missing.responses, pmf, rm.n_categories)
-    out = records.fit_factorized_grm(rm_missing, seed=FIT_SEED, settings=config.settings, priors=config.priors,
+    out = grm_advi.fit(rm_missing, seed=FIT_SEED, settings=config.settings, priors=config.priors,
                                   truth=truth, log_likelihood=objectives.make("exact_marginal", st),
-                                  extra_data=extra, posterior_draws=500,
-                                  meta={"label": "oracle_exact_marginal"})
+                                  extra_data=extra, posterior_draws=500, label="oracle_exact_marginal",
+                                  fields={"condition": "oracle_exact_marginal", "objective": "exact_marginal",
+                                          "replication": 0})
     tab = rb_imputation.error_table(out.estimates, reference.estimates)
-    return {**rb_imputation.summary_row("oracle_exact_marginal", out, tab), "errors": tab.to_dict(orient="records")}
+    return {**rb_imputation.summary_row(out.record, tab), "errors": tab.to_dict(orient="records")}
 
 
 def run() -> dict:
     rm, truth = simulate.from_preset("rwa", DATA_SEED, N_PERSONS)
     config = rb_imputation.StudyConfig()
     rep = rb_imputation.run_replication(rm, truth, mask_seed=MASK_SEED, fit_seed=FIT_SEED, config=config)
-    summary = rep.summary.set_index("objective")
+    summary = rep.tables["summary"].set_index("objective")
     disc = summary["discrimination_rmse_vs_complete_data"].to_dict()
     expectation = {
         "exact_marginal_beats_zero_fill": bool(disc["exact_marginal"] < disc["zero_fill"]),
@@ -62,12 +63,13 @@ def run() -> dict:
         "sizes": {"persons": rm.n_persons, "items": rm.n_items, "categories": 9, "scales": 2,
                   "missing_rate": config.missing_rate, "n_copies": config.n_copies,
                   "hidden_cells": int(rep.hidden.sum())},
-        "wall_seconds": float(rep.summary["seconds_total"].iloc[0]),
+        "wall_seconds": rep.seconds,
         "imputation_model": {**rep.imputation.info, "scores": rep.imputation_scores,
                              "checks": rep.imputation_checks},
-        "per_objective": {name: {k: v for k, v in row.items() if k not in ("rep", "seconds_total")}
+        "per_objective": {name: {k: v for k, v in row.items() if k != "rep"}
                           for name, row in summary.to_dict(orient="index").items()},
-        "errors": rep.errors.to_dict(orient="records"),
+        "timings": rep.tables["timings"].to_dict(orient="records"),
+        "errors": rep.tables["errors"].to_dict(orient="records"),
         "diagnostic_oracle_exact_marginal": oracle_fit(rm, truth, rep.reference, config),
         "expectation": expectation,
         "targets": {"exact_marginal_and_rao_blackwell_closer_than_zero_fill": True},

@@ -1,166 +1,67 @@
-"""Fit runners: a response matrix and settings in, the standard fit outputs out.
+"""The one writer of fit outputs, used by every study and method.
 
-Each runner returns a ``FitOutput`` (the fit record, the tidy estimates table, the loss
-history and, where the method has draws, an ArviZ InferenceData), and ``write_fit`` puts it
-in a folder as ``fit.json``, ``estimates.csv``, ``loss.csv`` and ``posterior.nc``.
+A fit folder holds ``estimates.csv`` (tidy, ``workflow/schemas/estimates.schema.yaml``),
+``loss.csv`` (optimisation methods) and ``posterior.nc`` (ArviZ InferenceData, where the method
+has draws), and last ``fit.json`` (``workflow/schemas/fit_record.schema.yaml``): its presence
+means the fit is whole. ``fit_record`` builds the fields every record shares from a training
+result, so a fit that diverged or did not converge says so the same way in every study.
 """
 
 from __future__ import annotations
 
-import logging
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
 from bayesirt import io
-from bayesirt.data.simulate import parameters_table
-from bayesirt.inference import advi
-from bayesirt.inference.training import TrainSettings
-from bayesirt.models import factorized_grm as fgrm
-from bayesirt.models import mixture_grm
-
-log = logging.getLogger("bayesirt")
-
-ITEM_PARAMETERS = ("discrimination", "base_difficulty", "increments")
 
 
 @dataclass
 class FitOutput:
     record: dict
     estimates: pd.DataFrame
-    losses: pd.DataFrame
+    losses: pd.DataFrame | None = None
     idata: object | None = None
 
 
-def model_module(st):
-    """The model module of a structure: ``mixture_grm`` (seed 000, 1.3) or ``factorized_grm``."""
-    return mixture_grm if isinstance(st, mixture_grm.Structure) else fgrm
-
-
-def structure(rm: io.ResponseMatrix, n_dimensions: int = 1):
-    """The factorized GRM's structure, or the D-dimensional mixture's when ``n_dimensions`` > 1."""
-    return fgrm.structure_of(rm) if n_dimensions == 1 else mixture_grm.structure_of(rm, n_dimensions)
-
-
-def factorized_grm_model(st, priors: fgrm.Priors, n_persons: int, log_likelihood=None) -> advi.Model:
-    """The factorized GRM (or its mixture extension, by ``st``) as an ADVI model;
-    ``log_likelihood(params, batch, key)`` may be replaced (the imputation objectives do), by
-    default the complete-case likelihood."""
-    m = model_module(st)
-
-    def complete_case(params, batch, key):
-        return m.log_likelihood(params, batch["y"], st)
-
-    return advi.Model(
-        shapes=m.parameter_shapes(st, n_persons), bijectors=m.bijectors(), local=m.LOCAL,
-        log_prior_global=lambda p: m.log_prior(p, priors, st, local=False),
-        log_prior_local=lambda p: m.log_prior(p, priors, st, local=True),
-        log_likelihood=log_likelihood or complete_case)
-
-
-def fit_factorized_grm(rm: io.ResponseMatrix, *, seed: int, settings: TrainSettings,
-                       priors: fgrm.Priors, n_draws: int = 1, posterior_draws: int = 500,
-                       truth: pd.DataFrame | None = None, log_likelihood=None,
-                       extra_data: dict | None = None, meta: dict | None = None,
-                       n_dimensions: int = 1) -> FitOutput:
-    """Mean-field ADVI fit of the factorized GRM (seed 000, sections 1-3); with
-    ``n_dimensions`` > 1, of its discrimination-weighted mixture extension (section 1.3)."""
-    st = structure(rm, n_dimensions)
-    model = factorized_grm_model(st, priors, rm.n_persons, log_likelihood)
-    key_fit, key_draws, key_elbo = jax.random.split(jax.random.key(seed), 3)
-    initial = fgrm.initial_values(rm) if n_dimensions == 1 else mixture_grm.initial_values(rm, n_dimensions)
-    q0 = advi.init(model, initial)
-    data = {"y": jnp.asarray(rm.responses, jnp.int32), **(extra_data or {})}
-    result = advi.fit(model, q0, key_fit, data, rm.n_persons, settings, n_draws,
-                      label=(meta or {}).get("label", "factorized_grm"))
-    q = result.params
-
-    elbo = final_elbo(model, q, key_elbo, data, rm.n_persons)
-    samples = advi.draws(model, q, key_draws, posterior_draws)
-    table = parameters_table if n_dimensions == 1 else mixture_grm.parameters_table
-    estimates = table({k: v.mean(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "mean")
-    estimates["sd"] = table({k: v.std(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "sd")["sd"]
-    truth_note = None
-    if truth is not None and ("dimension" in estimates) != ("dimension" in truth):
-        # e.g. a D-dimensional mixture fitted to data simulated from the one-dimensional model:
-        # no parameter of one has a counterpart in the other
-        truth_note = "not attached: the data were simulated from a model with other parameters"
-        log.warning("true parameters %s", truth_note)
-    elif truth is not None:
-        estimates = attach_truth(estimates, truth)
-
-    window = min(settings.window, len(result.losses))
-    record = {
-        "model": "factorized_grm" if n_dimensions == 1 else "mixture_grm",
-        "method": "advi",
-        "n_dimensions": n_dimensions,
-        **({"truth": truth_note} if truth_note else {}),
-        **(meta or {}),
-        "seed": seed,
-        "n_persons": rm.n_persons,
-        "n_items": rm.n_items,
-        "n_scales": len(rm.scales),
-        "scales": rm.scales,
-        "steps": result.steps,
-        "converged": result.converged,
+def fit_record(result, fields: dict, *, window: int, timing: dict | None = None) -> dict:
+    """``fields`` (model, method, study, data set, condition, sizes, settings ...) followed by what
+    every fit record carries: steps, convergence flag and reason, the step a diverged fit stopped
+    at, the final windowed loss, library versions, device and timings. ``result`` is an
+    ``inference.training.FitResult``."""
+    window = min(window, len(result.losses))
+    return {
+        **fields,
+        "steps": int(result.steps),
+        "converged": bool(result.converged),
         "convergence_reason": result.reason,
-        "final_loss": float(result.losses[-window:].mean()),
-        "elbo": elbo,
-        "settings": asdict(settings),
-        "priors": asdict(priors),
-        "n_draws": n_draws,
-        "posterior_draws": posterior_draws,
+        "diverged_at_step": result.extra.get("diverged_at_step"),
+        "final_loss": float(np.mean(result.losses[-window:])) if window else float("nan"),
         "versions": io.library_versions(),
         "device": io.device_info(),
         # timings vary run to run; everything outside this field is reproducible bit for bit
-        "timing": {"wall_seconds": result.wall_seconds, "compile_seconds": result.compile_seconds},
+        "timing": {"wall_seconds": float(result.wall_seconds), "compile_seconds": float(result.compile_seconds),
+                   **(timing or {})},
     }
-    losses = pd.DataFrame({"step": np.arange(1, len(result.losses) + 1), "loss": result.losses})
-    return FitOutput(record, estimates, losses, item_inference_data(samples, rm))
 
 
-def final_elbo(model: advi.Model, q, key, data, n_persons: int, n_draws: int = 32) -> float:
-    """ELBO of the whole data set at the fitted surrogate (higher is better)."""
-    loss = advi.negative_elbo(model, n_persons, n_draws)
-    batch = dict(data, index=jnp.arange(n_persons))
-    return float(-jax.jit(loss)(q, key, batch) * n_persons)
-
-
-def attach_truth(estimates: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
-    keys = ["parameter", "item", "person", "scale", "category"] + (["dimension"] if "dimension" in estimates else [])
-    merged = estimates.merge(truth.rename(columns={"value": "true"}), on=keys, how="left")
-    if len(merged) != len(estimates):
-        raise ValueError("truth table does not match the estimates one-to-one")
-    return merged
-
-
-def item_inference_data(samples: dict, rm: io.ResponseMatrix):
-    """ArviZ InferenceData with the item parameters' draws (one chain of independent draws)."""
-    import arviz as az
-
-    names = [it.name for it in rm.items]
-    posterior = {k: samples[k][None] for k in ITEM_PARAMETERS}
-    coords = {"item": names, "increment": np.arange(1, samples["increments"].shape[-1] + 1)}
-    dims = {"discrimination": ["item"], "base_difficulty": ["item"], "increments": ["item", "increment"]}
-    if samples["discrimination"].ndim == 3:  # the mixture model: one discrimination per dimension
-        coords["dimension"] = np.arange(samples["discrimination"].shape[-1])
-        dims["discrimination"] = ["item", "dimension"]
-    idata = az.from_dict(posterior=posterior, coords=coords, dims=dims)
-    # a creation timestamp would make reruns differ; the fit record carries versions instead
-    idata.posterior.attrs.pop("created_at", None)
-    return idata
+def loss_table(losses) -> pd.DataFrame:
+    losses = np.asarray(losses)
+    return pd.DataFrame({"step": np.arange(1, len(losses) + 1), "loss": losses})
 
 
 def write_fit(out: FitOutput, folder) -> None:
     """Write a fit's outputs; the record goes last, so its presence means the fit is whole."""
     folder = Path(folder)
     io.write_table(out.estimates, folder / "estimates.csv")
-    io.write_table(out.losses, folder / "loss.csv")
+    if out.losses is not None:
+        io.write_table(out.losses, folder / "loss.csv")
     if out.idata is not None:
+        # a creation timestamp would make reruns differ; the fit record carries versions instead
+        for group in out.idata.groups():
+            getattr(out.idata, group).attrs.pop("created_at", None)
         with io.atomic_path(folder / "posterior.nc") as tmp:
             out.idata.to_netcdf(str(tmp), engine="h5netcdf")
     io.write_json(out.record, folder / "fit.json")

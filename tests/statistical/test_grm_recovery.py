@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bayesirt import records
+from bayesirt.studies import grm_advi
 from bayesirt.data import simulate
 from bayesirt.evaluation.recovery import recovery_table
 from bayesirt.inference.training import TrainSettings
@@ -12,7 +12,7 @@ from bayesirt.models.factorized_grm import Priors
 
 def fit_and_score(n_persons, data_seed, fit_seed, batch_size=None):
     rm, truth = simulate.from_preset("rwa", data_seed, n_persons)
-    out = records.fit_factorized_grm(rm, seed=fit_seed, settings=TrainSettings(batch_size=batch_size, progress_every=0),
+    out = grm_advi.fit(rm, seed=fit_seed, settings=TrainSettings(batch_size=batch_size, progress_every=0),
                                   priors=Priors(), truth=truth, posterior_draws=200)
     table = recovery_table(out.estimates)
     return out.record, table[table.scale == "all"].set_index("parameter")

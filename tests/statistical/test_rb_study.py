@@ -28,15 +28,15 @@ def replication():
 
 
 def disc(rep, objective, against="complete_data"):
-    e = rep.errors
-    row = e[(e.objective == objective) & (e.parameter == "discrimination") & (e.scale == "all")
+    e = rep.tables["errors"]
+    row = e[(e.condition == objective) & (e.parameter == "discrimination") & (e.scale == "all")
             & (e.against == against)]
     return float(row["rmse"].iloc[0]), float(row["bias"].iloc[0])
 
 
 def test_all_fits_converge_and_reference_recovers_truth(replication):
-    assert replication.summary["converged"].all()
-    rmse, _ = disc(replication, "complete_data", "truth")
+    assert replication.tables["summary"]["converged"].all() and replication.reference.record["converged"]
+    rmse, _ = disc(replication, "reference", "truth")
     assert rmse < 0.12
 
 
@@ -52,9 +52,9 @@ def test_zero_fill_tracks_the_complete_data_fit(replication):
 
 
 def test_averaging_log_likelihoods_attenuates_discriminations(replication):
-    naive, naive_bias = disc(replication, "naive_average")
-    batch, _ = disc(replication, "rao_blackwell_batch")
-    rb, _ = disc(replication, "rao_blackwell")
+    naive, naive_bias = disc(replication, "naive_average_M3")
+    batch, _ = disc(replication, "rao_blackwell_batch_M3")
+    rb, _ = disc(replication, "rao_blackwell_M3")
     exact, _ = disc(replication, "exact_marginal")
     assert naive_bias < 0
     assert rb < naive and exact < naive
@@ -62,9 +62,10 @@ def test_averaging_log_likelihoods_attenuates_discriminations(replication):
 
 
 def test_tables_are_complete(replication):
-    e = replication.errors
-    assert set(e.objective) == {"complete_data", *rb_imputation.OBJECTIVES}
+    e = replication.tables["errors"]
+    assert set(e.condition) == {"reference", *rb_imputation.condition_names({"objectives": rb_imputation.OBJECTIVES,
+                                                                             "n_copies": [3]})}
     assert set(e.parameter) == set(rb_imputation.COMPARED)
     assert np.isfinite(e["rmse"]).all()
-    agg = rb_imputation.aggregate([e, e.assign(rep=1)])
+    agg = rb_imputation.aggregate([e.assign(objective=e.condition), e.assign(objective=e.condition, rep=1)])
     assert (agg["n_reps"] == 2).all()

@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from bayesirt import records
+from bayesirt.studies import grm_advi
 from bayesirt.data import simulate
 from bayesirt.inference.training import FitDivergedError, TrainSettings
 from bayesirt.models import factorized_grm as fgrm
@@ -86,25 +87,41 @@ def test_initial_values_have_model_shapes_and_order(small):
     assert np.all(init["increments"] > 0) and np.all(init["discrimination"] > 0)
 
 
-def test_nan_likelihood_stops_the_fit_without_output(small, tmp_path):
+def test_nan_likelihood_stops_the_fit_and_its_record_says_so(small, tmp_path):
     rm, _ = small
 
     def broken(params, batch, key):  # finite for a while, then NaN once discriminations grow
         ll = fgrm.log_likelihood(params, batch["y"], fgrm.structure_of(rm))
         return jnp.where(params["discrimination"].max() > 1.05, jnp.nan, ll)
 
-    with pytest.raises(FitDivergedError, match="step"):
-        out = records.fit_factorized_grm(rm, seed=0, settings=TrainSettings(max_steps=500, progress_every=0),
-                                      priors=fgrm.Priors(), log_likelihood=broken)
-        records.write_fit(out, tmp_path / "fit")
-    assert not (tmp_path / "fit").exists()
+    with pytest.raises(FitDivergedError, match="step"):  # the driver itself raises ...
+        advi_fit_raising(rm, broken)
+    # ... and the study runner keeps the last good state and writes a record that says so
+    out = grm_advi.fit(rm, seed=0, settings=TrainSettings(max_steps=500, progress_every=0),
+                       priors=fgrm.Priors(), log_likelihood=broken, posterior_draws=20)
+    rec = out.record
+    assert rec["converged"] is False and rec["diverged_at_step"] is not None
+    assert "non-finite" in rec["convergence_reason"]
+    assert np.isfinite(out.estimates["mean"]).all()
+    records.write_fit(out, tmp_path / "fit")
+    assert (tmp_path / "fit" / "fit.json").exists()
+
+
+def advi_fit_raising(rm, log_likelihood):
+    from bayesirt.inference import advi
+
+    st = fgrm.structure_of(rm)
+    model = grm_advi.advi_model(st, fgrm.Priors(), rm.n_persons, log_likelihood)
+    q0 = advi.init(model, fgrm.initial_values(rm))
+    return advi.fit(model, q0, jax.random.key(0), {"y": jnp.asarray(rm.responses, jnp.int32)}, rm.n_persons,
+                    TrainSettings(max_steps=500, progress_every=0))
 
 
 def test_fit_outputs_are_complete_and_reproducible(small, tmp_path):
     rm, truth = small
     settings = TrainSettings(max_steps=200, min_steps=100, window=50, progress_every=0)
-    a = records.fit_factorized_grm(rm, seed=5, settings=settings, priors=fgrm.Priors(), truth=truth, posterior_draws=50)
-    b = records.fit_factorized_grm(rm, seed=5, settings=settings, priors=fgrm.Priors(), truth=truth, posterior_draws=50)
+    a = grm_advi.fit(rm, seed=5, settings=settings, priors=fgrm.Priors(), truth=truth, posterior_draws=50)
+    b = grm_advi.fit(rm, seed=5, settings=settings, priors=fgrm.Priors(), truth=truth, posterior_draws=50)
     assert a.estimates.equals(b.estimates) and a.losses.equals(b.losses)
     assert {k: v for k, v in a.record.items() if k != "timing"} == {k: v for k, v in b.record.items() if k != "timing"}
     assert set(a.estimates.parameter) == {"discrimination", "base_difficulty", "increments", "ability"}

@@ -9,6 +9,7 @@ from jax.test_util import check_grads
 from scipy.special import expit
 
 from bayesirt import records
+from bayesirt.studies import grm_advi
 from bayesirt.data import simulate
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import factorized_grm as fgrm
@@ -121,7 +122,7 @@ def test_simulated_frequencies_match_the_model():
 
 def test_mixture_fit_writes_dimension_tables(tmp_path):
     rm, truth = mix.simulate(5, 300, [4, 3], 4, n_dimensions=2)
-    out = records.fit_factorized_grm(rm, seed=1, settings=TrainSettings(max_steps=200, progress_every=0),
+    out = grm_advi.fit(rm, seed=1, settings=TrainSettings(max_steps=200, progress_every=0),
                                   priors=fgrm.Priors(), truth=truth, posterior_draws=20, n_dimensions=2)
     est = out.estimates
     assert out.record["model"] == "mixture_grm" and out.record["n_dimensions"] == 2

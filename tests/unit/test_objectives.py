@@ -213,14 +213,14 @@ def test_gradients_are_finite_for_every_objective():
 
 def test_plugs_into_the_fit_routine():
     # a short ADVI run (minibatches of 20) with a copies objective: runs, finite loss and ELBO
-    from bayesirt import records
+    from bayesirt.studies import grm_advi
     from bayesirt.inference.training import TrainSettings
 
     rm, st, params, batch, (persons, cols, pmf), _ = small_problem(n=60, seed=8)
     extra = {k: batch[k] for k in obj.KEYS}
     settings = TrainSettings(max_steps=20, min_steps=20, check_every=10, window=5, progress_every=0,
                              batch_size=20)
-    out = records.fit_factorized_grm(rm, seed=0, settings=settings, priors=fgrm.Priors(),
+    out = grm_advi.fit(rm, seed=0, settings=settings, priors=fgrm.Priors(),
                                   log_likelihood=obj.make("rao_blackwell", st, 2), extra_data=extra,
                                   posterior_draws=20)
     assert np.isfinite(out.losses["loss"]).all() and out.record["steps"] == 20

@@ -1,4 +1,7 @@
-"""rb_study glue: config parsing with clear errors, error tables against a reference fit."""
+"""rb_imputation study: conditions, config errors naming the key, error tables against a reference fit."""
+
+import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -7,25 +10,33 @@ import pytest
 from bayesirt.studies import rb_imputation
 
 
-def test_config_from_dict_builds_nested_settings():
-    c = rb_imputation.config_from_dict({"n_copies": 5, "objectives": ["zero_fill", "exact_marginal"],
-                                   "settings": {"max_steps": 100}, "stacking": {"predictor": "onehot"},
-                                   "priors": {"ability_scale": 5.0}, "missing_rate": 0.2})
-    assert c.n_copies == 5 and c.objectives == ("zero_fill", "exact_marginal")
-    assert c.settings.max_steps == 100 and c.stacking.predictor == "onehot" and c.priors.ability_scale == 5.0
-    assert rb_imputation.config_from_dict({}) == rb_imputation.StudyConfig()
+def test_condition_names_and_parsing():
+    study = {"objectives": ["zero_fill", "rao_blackwell", "exact_marginal"], "n_copies": [3, 5]}
+    names = rb_imputation.condition_names(study)
+    assert names == ["zero_fill", "rao_blackwell_M3", "rao_blackwell_M5", "exact_marginal"]
+    assert [rb_imputation.parse_condition(n) for n in names] == [
+        ("zero_fill", None), ("rao_blackwell", 3), ("rao_blackwell", 5), ("exact_marginal", None)]
 
 
+# The study's settings are checked by the config schema alone (one line naming the key),
+# before any job runs; these cases were checked by a hand-written parser before.
 @pytest.mark.parametrize("bad, message", [
-    ({"copies": 3}, "unknown key\\(s\\) \\['copies'\\]"),
-    ({"settings": {"steps": 3}}, "rb_imputation'.settings: unknown key"),
-    ({"objectives": ["zero_fill", "magic"]}, "unknown objective\\(s\\) \\['magic'\\]"),
-    ({"n_copies": 0}, "n_copies: expected a positive integer"),
-    ({"missing_rate": 1.5}, "missing_rate: expected a number in \\[0, 1\\)"),
+    ({"copies": 3}, "config key 'studies.rb_imputation.copies': unknown key"),
+    ({"objectives": ["zero_fill", "magic"]}, "config key 'studies.rb_imputation.objectives.1'"),
+    ({"n_copies": [0]}, "config key 'studies.rb_imputation.n_copies.0'"),
+    ({"n_dimensions": 0}, "config key 'studies.rb_imputation.n_dimensions'"),
+    ({"missing": "mcar"}, "config key 'studies.rb_imputation.missing'"),
 ])
 def test_config_errors_name_the_key(bad, message):
-    with pytest.raises(ValueError, match=message):
-        rb_imputation.config_from_dict(bad)
+    import yaml
+
+    from bayesirt.config import ConfigError, check
+
+    root = Path(__file__).resolve().parents[2]
+    config = yaml.safe_load((root / "config" / "test.yaml").read_text())
+    config["studies"]["rb_imputation"].update(bad)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check(config, root / "workflow" / "schemas" / "config.schema.yaml")
 
 
 def table(values, true=None):

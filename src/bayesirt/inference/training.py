@@ -179,5 +179,18 @@ def train(loss_fn, params, key, data: dict, n_persons: int, settings: TrainSetti
     return FitResult(params, np.concatenate(losses), steps, converged, reason, wall, compile_seconds)
 
 
+def keep_last_good(fit, *args, **kwargs) -> FitResult:
+    """``fit(*args, **kwargs)``, except that a fit whose loss becomes non-finite returns its last
+    good state as an unconverged ``FitResult`` (reason and ``extra["diverged_at_step"]`` say
+    where) instead of raising, so every study writes a record for it the same way."""
+    t0 = time.perf_counter()
+    try:
+        return fit(*args, **kwargs)
+    except FitDivergedError as err:
+        log.error("%s", err)
+        return FitResult(err.last_good, np.asarray(err.losses), max(err.step, 1), False, str(err),
+                         time.perf_counter() - t0, 0.0, {"diverged_at_step": err.step})
+
+
 def _all_finite(tree) -> bool:
     return all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(tree))

@@ -71,6 +71,20 @@ def test_thinned_random_walk_long_run():
     assert conv["max_r_hat"] < 1.01 and conv["min_ess_bulk"] > 4000
 
 
+def test_nuts_with_data_as_argument():
+    """log_density(params, data) through run_nuts(data=...): the path for real response matrices."""
+    def log_density(p, y):
+        mu = p["mu"]
+        return jnp.sum(-0.5 * ((mu - M0) / S0) ** 2) + jnp.sum(-0.5 * ((y - mu) / SIGMA) ** 2)
+
+    settings = SamplerSettings(n_chains=4, n_warmup=300, n_samples=1500, progress_every=0)
+    result = run_nuts(jax.random.key(13), log_density, {"mu": jnp.zeros(2)}, settings, data=jnp.asarray(Y))
+    assert not result.diverged
+    assert result.idata.posterior["mu"].shape == (4, 1500, 2)
+    assert result.idata.sample_stats["diverging"].shape == (4, 1500)
+    _check_moments(result)
+
+
 @pytest.mark.slow
 def test_nuts_with_numpyro_model():
     def model(y):

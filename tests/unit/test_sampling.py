@@ -26,8 +26,8 @@ POST_MEAN = (M0 / S0**2 + Y.sum(0) / SIGMA**2) / POST_PREC
 POST_SD = 1 / np.sqrt(POST_PREC)
 
 
-def log_post(mu):
-    return jnp.sum(-0.5 * ((mu - M0) / S0) ** 2) + jnp.sum(-0.5 * ((Y - mu) / SIGMA) ** 2)
+def log_post(mu, y=Y):
+    return jnp.sum(-0.5 * ((mu - M0) / S0) ** 2) + jnp.sum(-0.5 * ((y - mu) / SIGMA) ** 2)
 
 
 class ExactState(NamedTuple):
@@ -49,16 +49,16 @@ class RWState(NamedTuple):
     accepted: jax.Array
 
 
-def rw_init(key):
+def rw_init(key, y):
     mu = 5.0 * jax.random.normal(key, (2,))
-    return RWState(mu, log_post(mu), jnp.zeros((), bool))
+    return RWState(mu, log_post(mu, y), jnp.zeros((), bool))
 
 
-def rw_step(key, state):
+def rw_step(key, state, y):
     """Random-walk Metropolis on both means jointly (scale 2.4/sqrt(d) posterior sds)."""
     prop_key, acc_key = jax.random.split(key)
     proposal = state.mu + 1.7 * POST_SD * jax.random.normal(prop_key, (2,))
-    logp = log_post(proposal)
+    logp = log_post(proposal, y)
     accept = jnp.log(jax.random.uniform(acc_key)) < logp - state.logp
     return RWState(jnp.where(accept, proposal, state.mu), jnp.where(accept, logp, state.logp), accept)
 
@@ -140,7 +140,7 @@ def test_progress_lines(exact_run):
 def test_random_walk_metropolis_recovers_posterior():
     settings = SamplerSettings(n_chains=4, n_warmup=500, n_samples=6000, chunk=2000, progress_every=0)
     result = sample(jax.random.key(2), rw_init, rw_step, lambda s: {"mu": s.mu}, settings,
-                    stats_fn=lambda s: {"accepted": s.accepted}, label="rwm")
+                    stats_fn=lambda s: {"accepted": s.accepted}, label="rwm", data=Y)
     assert result.idata.posterior["mu"].shape == (4, 6000, 2)
     assert result.idata.sample_stats["accepted"].shape == (4, 6000)
     assert 0.2 < float(result.idata.sample_stats["accepted"].mean()) < 0.5

@@ -14,6 +14,10 @@ Choices, and why:
   Vectorized chains are one program over a batch of chains, the same shape as the Gibbs driver
   (``vmap`` over chains), which keeps timings of the two comparable. The price: every chain
   waits for the longest trajectory of each iteration.
+* Data: ``run_nuts(..., data=...)`` calls ``log_density(params, data)`` and hands ``data`` to
+  the compiled loops as an argument (through a numpyro model of flat sites plus a
+  ``numpyro.factor``, with ``jit_model_args=True``). A ``potential_fn`` that closes over a large
+  array would have it folded into the program as a constant, which XLA can take minutes over.
 * Starting points: ``init_params`` holds one chain's values; each chain starts from them plus
   uniform noise on (-init_jitter, init_jitter) (unconstrained space, as Stan's random inits), so
   that R-hat can see chains that have not forgotten where they began. ``init_jitter=0`` starts
@@ -44,6 +48,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import monitoring
+import numpyro
+import numpyro.distributions as dist
 from numpyro.infer import MCMC, NUTS
 
 from bayesirt.inference.sampling import SampleResult, SamplerSettings, summary_table, to_inference_data
@@ -111,7 +117,7 @@ def run_nuts(key, log_density: Callable | None, init_params: dict | None, settin
              coords: dict | None = None, dims: dict | None = None, label: str = "nuts",
              target_accept: float = 0.8, init_jitter: float = 0.5, init_batched: bool = False,
              model: Callable | None = None, model_args: tuple = (), model_kwargs: dict | None = None,
-             max_tree_depth: int = 10) -> SampleResult:
+             max_tree_depth: int = 10, data=None) -> SampleResult:
     """Sample with numpyro NUTS; see the module docstring.
 
     ``settings``: ``n_chains``, ``n_warmup`` (adaptation iterations, discarded), ``n_samples``
@@ -119,6 +125,10 @@ def run_nuts(key, log_density: Callable | None, init_params: dict | None, settin
     runs each phase as one compiled loop) and ``progress_every`` only switches the start and
     end log lines. Give either ``log_density`` (with ``init_params``) or ``model`` (then
     ``init_params``, if given, are unconstrained values of its latent sites).
+
+    ``data`` (optional, any pytree of arrays): then ``log_density(params, data)`` is called, and
+    ``data`` reaches the compiled loops as an argument, not as constants folded into them (see
+    the module docstring); ``init_params`` must then be a flat dict of arrays.
     """
     if (log_density is None) == (model is None):
         raise ValueError("run_nuts: give exactly one of log_density and model")
@@ -128,14 +138,17 @@ def run_nuts(key, log_density: Callable | None, init_params: dict | None, settin
     if init_params is not None:
         init_params = _chain_inits(jitter_key, init_params, settings.n_chains, init_jitter, init_batched)
 
-    if model is None:
+    if model is None and data is None:
         kernel = NUTS(potential_fn=lambda p: -log_density(p), target_accept_prob=target_accept,
                       max_tree_depth=max_tree_depth)
     else:
+        if model is None:
+            model, model_args = _density_model(log_density, init_params), (data,)
         kernel = NUTS(model, target_accept_prob=target_accept, max_tree_depth=max_tree_depth)
     n_iter = settings.n_draws * settings.thin  # as the Gibbs driver: whole thinning blocks
     mcmc = MCMC(kernel, num_warmup=settings.n_warmup, num_samples=n_iter, thinning=settings.thin,
-                num_chains=settings.n_chains, chain_method="vectorized", progress_bar=False)
+                num_chains=settings.n_chains, chain_method="vectorized", progress_bar=False,
+                jit_model_args=kernel.model is not None)
     kwargs = model_kwargs or {}
     if settings.progress_every:
         log.info("%s: NUTS, %d chains, %d warm-up + %d iterations", label, settings.n_chains,
@@ -188,10 +201,31 @@ def run_nuts(key, log_density: Callable | None, init_params: dict | None, settin
                         wall, compile_seconds, diverged, reason, extra)
 
 
+def _density_model(log_density: Callable, chain_inits: dict) -> Callable:
+    """A numpyro model whose joint density is ``log_density(params, data)``.
+
+    Each parameter is an improper flat site on the real line (so its unconstrained value is the
+    value itself) and the density enters through ``numpyro.factor``. This is the public way to
+    give numpyro a density with data as an argument: a ``potential_fn`` takes parameters only.
+    """
+    if not isinstance(chain_inits, dict):
+        raise TypeError("run_nuts: with data=, init_params must be a dict of arrays")
+    shapes = {name: tuple(jnp.shape(x))[1:] for name, x in chain_inits.items()}  # without the chain axis
+
+    def model(data):
+        params = {name: numpyro.sample(name, dist.ImproperUniform(dist.constraints.real, (), shape))
+                  for name, shape in shapes.items()}
+        numpyro.factor("log_density", log_density(params, data))
+
+    return model
+
+
 def _chain_inits(key, init_params: dict, n_chains: int, jitter: float, batched: bool) -> dict:
     """Per-chain starting points with a leading chain axis."""
     leaves, treedef = jax.tree.flatten(init_params)
-    leaves = [jnp.asarray(x) for x in leaves]
+    # integers would give the gradient nothing to move: start from their floating-point values
+    leaves = [x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(jnp.result_type(float))
+              for x in map(jnp.asarray, leaves)]
     if batched:
         for x in leaves:
             if x.ndim == 0 or x.shape[0] != n_chains:

@@ -10,7 +10,8 @@ model function may be passed as ``model=`` (draws then come back in constrained 
 Choices, and why:
 
 * ``chain_method="vectorized"``: a CPU shows JAX one device, so ``"parallel"`` (pmap) would run
-  the chains one after another anyway, and ``"sequential"`` compiles and runs them one at a time.
+  the chains one after another anyway, and ``"sequential"`` (``lax.map``) runs them one after
+  another by design.
   Vectorized chains are one program over a batch of chains, the same shape as the Gibbs driver
   (``vmap`` over chains), which keeps timings of the two comparable. The price: every chain
   waits for the longest trajectory of each iteration.
@@ -68,7 +69,8 @@ class _CompileSpans:
     """Collects the time spans of JAX compilation while active (a listener registered once).
 
     jax.monitoring has no public way to unregister a listener, so one module-level listener is
-    registered on first use and records only while a ``with`` block is open.
+    registered on first use and records only while a ``with`` block is open (one timed run at
+    a time per process; compilations in other threads meanwhile would be counted too).
     """
 
     def __init__(self):

@@ -1,6 +1,7 @@
 """ifa_study glue: the fits of a design, simulated data, estimates tables, aggregation (Table 1
 stability, per-parameter MSE), and one tiny end-to-end fit whose record follows the schema."""
 
+import re
 from pathlib import Path
 
 import jsonschema
@@ -10,6 +11,7 @@ import pytest
 import yaml
 
 from bayesirt.studies import amortized_ifa
+from bayesirt.studies.amortized_ifa import aggregate, data, fit
 from bayesirt.data import simulate_mgrm as sm
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
@@ -31,33 +33,33 @@ def test_design_fits_confirmatory_and_exploratory():
 
 def test_simulate_design_holds_out_persons_and_is_seeded():
     design = {"preset": "mixture_p1", "n_persons": 40}
-    train, hold, truth = amortized_ifa.simulate_design(design, 3, 0.25)
+    train, hold, truth = data.simulate_design(design, 3, 0.25)
     assert train.n_persons == 40 and hold.n_persons == 10
     ab = truth[truth.parameter == "ability"]
     assert ab.person.max() == 39 and len(ab) == 40
-    again = amortized_ifa.simulate_design(design, 3, 0.25)
+    again = data.simulate_design(design, 3, 0.25)
     assert np.array_equal(train.responses, again[0].responses) and np.array_equal(hold.responses, again[1].responses)
 
 
 def test_replications_share_the_true_item_parameters_of_their_design():
     design = {"preset": "normal_p5", "n_persons": 60}
-    (a, _, ta), (b, _, tb) = (amortized_ifa.simulate_design(design, rep, 0.25, parameter_seed=9) for rep in (1, 2))
+    (a, _, ta), (b, _, tb) = (data.simulate_design(design, rep, 0.25, parameter_seed=9) for rep in (1, 2))
     items = ["loading", "intercept", "factor_corr"]
     pa, pb = (t[t.parameter.isin(items)].reset_index(drop=True) for t in (ta, tb))
     assert len(pa) > 0 and pa.equals(pb)
     assert not np.array_equal(a.responses, b.responses)
-    _, _, other = amortized_ifa.simulate_design(design, 1, 0.25, parameter_seed=10)
+    _, _, other = data.simulate_design(design, 1, 0.25, parameter_seed=10)
     assert not other[other.parameter == "loading"]["value"].equals(ta[ta.parameter == "loading"]["value"])
 
 
 def test_estimates_of_the_true_parameters_recover_exactly():
     from bayesirt.models import mgrm
 
-    train, _, truth = amortized_ifa.simulate_design({"preset": "bench_p4", "n_persons": 30}, 1, 0.2)
-    st = amortized_ifa.model_structure(train, 4, "confirmatory")
-    lam, ints, corr, info = amortized_ifa.item_estimates(mgrm.truth_params(st, truth), st, train, "confirmatory", truth)
-    est = amortized_ifa.estimates_table(train, lam, ints, corr, None, truth)
-    rec = amortized_ifa.recovery_metrics(est)
+    train, _, truth = data.simulate_design({"preset": "bench_p4", "n_persons": 30}, 1, 0.2)
+    st = fit.model_structure(train, 4, "confirmatory")
+    lam, ints, corr, info = fit.item_estimates(mgrm.truth_params(st, truth), st, train, "confirmatory", truth)
+    est = fit.estimates_table(train, lam, ints, corr, None, truth)
+    rec = fit.recovery_metrics(est)
     assert rec["loading_mse"] < 1e-10 and rec["intercept_mse"] < 1e-10 and rec["factor_corr_mse"] < 1e-10
     assert info["rotation"] is None
     assert set(est.parameter) == {"loading", "intercept", "factor_corr"} and est.loc[est.parameter == "loading", "sd"].isna().all()
@@ -69,27 +71,27 @@ def test_estimates_of_the_true_parameters_recover_exactly():
 def test_exploratory_estimates_are_rotated_and_aligned_to_the_truth():
     from bayesirt.models import mgrm
 
-    train, _, truth = amortized_ifa.simulate_design({"preset": "bench_p4", "n_persons": 30,
+    train, _, truth = data.simulate_design({"preset": "bench_p4", "n_persons": 30,
                                                  "simulate": {"lkj_concentration": 20.0}}, 2, 0.2)
-    st = amortized_ifa.model_structure(train, 4, "exploratory")
-    lam_t = amortized_ifa._truth_matrix(truth, "loading", (12, 4))
+    st = fit.model_structure(train, 4, "exploratory")
+    lam_t = fit.truth_matrix(truth, "loading", (12, 4))
     # an orthogonal solution equivalent to the truth: rotate, permute and reflect its factors
-    corr_t = np.asarray(mgrm.factor_corr(mgrm.truth_params(amortized_ifa.model_structure(train, 4, "confirmatory"), truth),
-                                         amortized_ifa.model_structure(train, 4, "confirmatory")))
+    corr_t = np.asarray(mgrm.factor_corr(mgrm.truth_params(fit.model_structure(train, 4, "confirmatory"), truth),
+                                         fit.model_structure(train, 4, "confirmatory")))
     q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(4, 4)))
     a = lam_t @ np.linalg.cholesky(corr_t) @ q
     cuts = -np.stack([truth[(truth.parameter == "intercept") & (truth.item == j)].value.to_numpy() for j in range(12)])
     params = mgrm.params_from_natural(st, a[:, [2, 0, 3, 1]] * [1, -1, 1, 1], cuts)
-    lam, ints, corr, info = amortized_ifa.item_estimates(params, st, train, "exploratory", truth)
+    lam, ints, corr, info = fit.item_estimates(params, st, train, "exploratory", truth)
     assert info["rotation"] == "geomin" and info["aligned_to"] == "truth"
     assert min(info["congruence_with_truth"]) > 0.95
     assert np.allclose(ints, -cuts, atol=1e-5)
 
 
 def fake_estimates(lam, ints, corr):
-    from bayesirt.data.simulate_mgrm import parameters_table
+    from bayesirt.tables import mgrm_table
 
-    return parameters_table({"loading": lam, "intercept": list(ints), "factor_corr": corr}, value_column="mean")
+    return mgrm_table({"loading": lam, "intercept": list(ints), "factor_corr": corr}, value_column="mean")
 
 
 def test_stability_table_compares_repeats_with_the_best_likelihood_fit():
@@ -102,7 +104,7 @@ def test_stability_table_compares_repeats_with_the_best_likelihood_fit():
            ("iwae", 2, 5, 2): fake_estimates(lam + 0.1, ints + 0.2, corr)}
     fits = pd.DataFrame({"method": "iwae", "n_factors": 2, "importance_samples": 5, "rep": [0, 1, 2],
                          "loglik_independent": [-10.0, -11.0, -12.0]})
-    per, summary = amortized_ifa.stability_table(est, fits, 2)
+    per, summary = aggregate.stability_table(est, fits, 2)
     per = per.set_index("rep")
     assert (per["reference_rep"] == 0).all()
     assert per.loc[1, "loading_rmse"] == pytest.approx(0.0, abs=1e-12)
@@ -118,27 +120,41 @@ def test_parameter_mse_is_eq_29_over_replications():
         e = fake_estimates(lam + shift, ints, corr)
         e["true"] = fake_estimates(lam, ints, corr)["mean"]
         frames[("iwavb", 1, 30, rep)] = e
-    mse = amortized_ifa.parameter_mse(frames)
+    mse = aggregate.parameter_mse(frames)
     loading = mse[mse.parameter == "loading"]
     assert np.allclose(loading["mse"], (0.1 ** 2 + 0.3 ** 2) / 2) and np.allclose(loading["bias"], 0.2)
     assert (mse["n_reps"] == 2).all()
 
 
-def test_method_and_training_settings_reject_unknown_keys():
-    cfg = amortized_ifa.method_config("iwae", {"hidden": [8, 4], "learning_rate": 0.02}, 7)
+def test_method_and_training_settings_from_a_design():
+    cfg = fit.method_config("iwae", {"hidden": [8, 4], "learning_rate": 0.02}, 7)
     assert cfg.hidden == (8, 4) and cfg.n_importance == 7
-    with pytest.raises(ValueError, match="config key 'iwavb': unknown key"):
-        amortized_ifa.method_config("iwavb", {"hidden": [8]}, 5)
-    with pytest.raises(ValueError, match="unknown method"):
-        amortized_ifa.method_config("vae", {}, 5)
-    s = amortized_ifa.train_settings({"max_steps": 10, "lr_floor": 0.5}, 0.02)
+    s = fit.train_settings({"max_steps": 10, "lr_floor": 0.5}, 0.02)
     assert s.learning_rate == 0.02 and s.min_learning_rate == pytest.approx(0.01)
-    with pytest.raises(ValueError, match="config key 'training': unknown key"):
-        amortized_ifa.train_settings({"steps": 3}, 0.01)
+    assert set(fit.METHODS) == set(amortized_ifa.conditions.METHOD_NAMES)
+
+
+# A design's method and training settings are checked by the config schema alone, before
+# any job runs (they were checked by hand-written code in the study before).
+@pytest.mark.parametrize("bad, message", [
+    ({"iwavb": {"hidden": [8]}}, "config key 'studies.amortized_ifa.designs.x.iwavb.hidden': unknown key"),
+    ({"training": {"steps": 3}}, "config key 'studies.amortized_ifa.designs.x.training.steps': unknown key"),
+])
+def test_design_settings_errors_name_the_key(bad, message):
+    from bayesirt.config import ConfigError, check
+
+    root = Path(__file__).resolve().parents[2]
+    config = yaml.safe_load((root / "config" / "test.yaml").read_text())
+    config["studies"]["amortized_ifa"] = {"designs": {"x": {"preset": "mixture_p1", "n_persons": 50, **bad}}}
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check(config, root / "workflow" / "schemas" / "config.schema.yaml")
+    config["studies"]["amortized_ifa"]["methods"] = ["vae"]
+    with pytest.raises(ConfigError, match="config key 'studies.amortized_ifa.methods.0'"):
+        check(config, root / "workflow" / "schemas" / "config.schema.yaml")
 
 
 def test_latent_density_of_the_mixture_integrates_to_one():
-    _, density = amortized_ifa.latent_tables({}, {"preset": "mixture_p1"}, {"latent_scale_divisor": 1.43})
+    _, density = aggregate.latent_tables({}, {"preset": "mixture_p1"}, {"latent_scale_divisor": 1.43})
     assert density["latent"].iloc[0] == "mixture"
     assert np.trapezoid(density["density"], density["x"]) == pytest.approx(1.0, abs=1e-3)
 
@@ -147,9 +163,9 @@ def test_latent_density_of_the_mixture_integrates_to_one():
 def test_tiny_fit_writes_a_valid_record(method):
     design = {"analysis": "confirmatory", "preset": "mixture_p1", "n_persons": 60, "training": TINY,
               "iwae": {"hidden": [8]}, "iwavb": {"encoder_hidden": 8, "noise_hidden": [4], "discriminator_hidden": [8]}}
-    train, hold, truth = amortized_ifa.simulate_design(design, 0, 0.25)
+    train, hold, truth = data.simulate_design(design, 0, 0.25)
     spec = amortized_ifa.FitSpec("tiny", method, 1, 3, 0)
-    out = amortized_ifa.run_fit(train, hold, truth, spec, design=design, seed=1, eval_samples=20, posterior_draws=5)
+    out = fit.run_fit(train, hold, truth, spec, design=design, seed=1, eval_samples=20, posterior_draws=5)
     rec = out.record
     jsonschema.validate(rec, yaml.safe_load((SCHEMAS / "fit_record.schema.yaml").read_text()))
     assert rec["condition"] == f"{method}_P1_R3" and rec["heldout_loglik"]["independent_method"] == "quadrature"

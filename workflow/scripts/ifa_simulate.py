@@ -2,10 +2,10 @@
 (rule ifa_simulate)."""
 
 from bayesirt import io, logs
-from bayesirt.studies import amortized_ifa
+from bayesirt.studies.amortized_ifa import data
 
 log = logs.to_file(snakemake.log[0])
-train, holdout, truth = amortized_ifa.simulate_design(snakemake.params.design, snakemake.params.seed,
+train, holdout, truth = data.simulate_design(snakemake.params.design, snakemake.params.seed,
                                                   snakemake.params.heldout_fraction,
                                                   parameter_seed=snakemake.params.parameter_seed)
 for part in (train, holdout):

@@ -1,0 +1,236 @@
+"""One fit of the amortized_ifa study: IWAE or IWAVB on a design's training persons, then its
+held-out log-likelihood, item estimates (rotated and aligned for exploratory designs) and, with
+a truth, recovery. Method dispatch lives in ``METHODS`` alone.
+
+Estimates of item parameters are point estimates (the decoder's values, MML-like), so their
+``sd`` is empty; person rows (``ability``) carry the mean and sd of the fitted q(z | x).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict
+from types import ModuleType
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from bayesirt import io, records
+from bayesirt.data import simulate_mgrm as sm
+from bayesirt.evaluation import loglik, rotation
+from bayesirt.evaluation.recovery import metrics
+from bayesirt.inference import iwae, iwavb
+from bayesirt.inference.training import TrainSettings, keep_last_good
+from bayesirt.models import mgrm
+from bayesirt.studies.amortized_ifa.conditions import STUDY, FitSpec
+
+log = logging.getLogger("bayesirt")
+
+KEYS = ["parameter", "item", "person", "factor", "factor2", "category"]
+ITEM_PARAMETERS = ("loading", "intercept", "factor_corr")
+
+
+class Method(NamedTuple):
+    """An amortized method: its module (``fit``, ``proposal``) and its settings class."""
+
+    module: ModuleType
+    config: type
+
+
+METHODS = {"iwae": Method(iwae, iwae.IWAEConfig), "iwavb": Method(iwavb, iwavb.IWAVBConfig)}
+
+
+def method_config(method: str, settings: dict, n_importance: int):
+    """IWAEConfig / IWAVBConfig from the design's settings for the method (lists -> tuples);
+    the config schema has already checked the keys."""
+    kw = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}
+    return METHODS[method].config(n_importance=int(n_importance), **kw)
+
+
+def train_settings(training: dict, learning_rate: float) -> TrainSettings:
+    """The driver's settings from a design's ``training`` (the learning rate is the method's own;
+    the decay floor is ``lr_floor`` times it)."""
+    t = dict(training)
+    floor = t.pop("lr_floor", 0.1)
+    return TrainSettings(learning_rate=learning_rate, min_learning_rate=learning_rate * floor, **t)
+
+
+def model_structure(rm: io.ResponseMatrix, n_factors: int, analysis: str):
+    """Confirmatory: Q-matrix of the data (simulated structure, or one factor per scale),
+    positive loadings, correlated factors. Exploratory: every loading free, identity prior."""
+    if analysis == "confirmatory":
+        q = sm.q_matrix(rm)
+        if q.shape[1] != n_factors:
+            raise ValueError(f"confirmatory design: the data have {q.shape[1]} factors, the fit asks for {n_factors}")
+        return mgrm.structure(rm.n_categories, n_factors, q, positive_loadings=True)
+    return mgrm.structure(rm.n_categories, n_factors, None)
+
+
+def heldout_loglik(key, method: str, params, st, cfg, y_hold, n_samples: int) -> dict:
+    """Mean held-out log-likelihood per person with the method's own proposal (paper eq. 27)
+    and method-independently: Gauss-Hermite quadrature for P <= 2, else Laplace importance
+    sampling (``evaluation.loglik``), so methods are compared on their item parameters alone."""
+    k_own, k_lap = jax.random.split(key)
+    chunk = min(500, n_samples)
+    draw = METHODS[method].module.proposal(params, st, cfg)
+    own = loglik.importance_sampled_loglik(k_own, params["model"], st, y_hold, draw, n_samples=n_samples,
+                                           sample_chunk=chunk)
+    if st.n_factors <= 2:
+        indep, how = loglik.quadrature_loglik(params["model"], st, y_hold), "quadrature"
+    else:
+        indep = loglik.laplace_is_loglik(k_lap, params["model"], st, y_hold, n_samples=n_samples, sample_chunk=chunk)
+        how = "laplace_is"
+    return {"own_proposal": float(own.mean()), "independent": float(indep.mean()), "independent_method": how}
+
+
+def person_moments(key, method: str, params, st, cfg, y, n_draws: int, batch: int = 1024):
+    """Mean and sd of the fitted q(z | x) per person from ``n_draws`` draws: (N, P), (N, P)."""
+    draw = METHODS[method].module.proposal(params, st, cfg)
+
+    @jax.jit
+    def moments(k, yy):
+        z, _ = draw(k, yy, n_draws)
+        return z.mean(0), z.std(0)
+
+    means, sds = [], []
+    for c, a in enumerate(range(0, y.shape[0], batch)):
+        m, s = moments(jax.random.fold_in(key, c), jnp.asarray(y[a:a + batch], jnp.int8))
+        means.append(np.asarray(m, np.float64))
+        sds.append(np.asarray(s, np.float64))
+    return np.concatenate(means), np.concatenate(sds)
+
+
+def item_estimates(params, st, rm: io.ResponseMatrix, analysis: str, truth=None):
+    """Loadings, intercepts and factor correlations (natural scale) and rotation info.
+
+    Exploratory solutions are Geomin-rotated (oblique), reflected, and aligned to the true
+    loadings when the truth has the same number of factors (else left in Geomin order)."""
+    lam = np.asarray(mgrm.loadings(params, st), np.float64)
+    corr = np.asarray(mgrm.factor_corr(params, st), np.float64)
+    ints = np.asarray(mgrm.intercepts(params, st), np.float64)
+    info = {"rotation": None}
+    if analysis == "exploratory":
+        rot = rotation.geomin(lam)
+        lam, corr = rot.loadings, rot.factor_corr
+        true_lam = truth_matrix(truth, "loading", lam.shape) if truth is not None else None
+        if true_lam is not None:
+            lam, corr, perm, _ = rotation.align(lam, true_lam, corr)
+            info = {"rotation": "geomin", "aligned_to": "truth",
+                    "congruence_with_truth": rotation.tucker_congruence(lam, true_lam).tolist()}
+        else:
+            lam, corr, _ = rotation.reflect(lam, corr)
+            info = {"rotation": "geomin", "aligned_to": None}
+        info["geomin_converged"] = bool(rot.converged)
+    return lam, ints, corr, info
+
+
+def truth_matrix(truth, parameter, shape):
+    d = truth[truth.parameter == parameter]
+    if d.empty or d.factor.max() + 1 != shape[1] or d.item.max() + 1 != shape[0]:
+        return None
+    m = np.zeros(shape)
+    m[d.item.to_numpy(), d.factor.to_numpy()] = d.value.to_numpy()
+    return m
+
+
+def estimates_table(rm: io.ResponseMatrix, lam, ints, corr, abilities=None, truth=None) -> pd.DataFrame:
+    """Tidy estimates (workflow/schemas/estimates.schema.yaml): parameter, item, item_name,
+    person, factor, factor_name, factor2, category, scale, mean, sd[, true]."""
+    from bayesirt.tables import mgrm_table
+
+    ncat = rm.n_categories
+    p = lam.shape[1]
+    names = rm.attrs.get("factor_names") if p == len(rm.attrs.get("factor_names") or []) else None
+    names = names or [f"F{k + 1}" for k in range(p)]
+    values = {"loading": lam, "intercept": [ints[j, :ncat[j] - 1] for j in range(rm.n_items)],
+              "factor_corr": corr}
+    if abilities is not None:
+        values["ability"] = abilities[0]
+    est = mgrm_table(values, item_names=[it.name for it in rm.items], factor_names=names,
+                     value_column="mean")
+    est["sd"] = np.nan
+    if abilities is not None:
+        est.loc[est.parameter == "ability", "sd"] = abilities[1].ravel()
+    item_scale = np.asarray([it.scale for it in rm.items] + ["all"], dtype=object)
+    scale = np.where(est.factor >= 0, est.factor_name, item_scale[est.item.to_numpy()])
+    est.insert(est.columns.get_loc("category") + 1, "scale", scale)
+    est.loc[est.parameter == "factor_corr", "scale"] = "all"
+    if truth is not None:
+        t = truth[KEYS + ["value"]].rename(columns={"value": "true"})
+        est = est.merge(t, on=KEYS, how="left")
+        if est.loc[est.parameter == "intercept", "true"].isna().any():
+            raise ValueError("truth table does not cover the intercepts of the fitted items")
+    return est
+
+
+def run_fit(train: io.ResponseMatrix, holdout: io.ResponseMatrix, truth, spec: FitSpec, *, design: dict,
+            seed: int, eval_samples: int, posterior_draws: int, dataset: str | None = None) -> records.FitOutput:
+    """One fit of the study, evaluated: the record, the tidy estimates and the loss history
+    (``records.write_fit`` writes them). A fit whose loss becomes non-finite keeps its last
+    good state, is evaluated there, and its record says so."""
+    analysis = design["analysis"]
+    cfg = method_config(spec.method, design.get(spec.method, {}), spec.n_importance)
+    settings = train_settings(design.get("training", {}), cfg.learning_rate)
+    st = model_structure(train, spec.n_factors, analysis)
+    k_fit, k_eval, k_post = jax.random.split(jax.random.key(seed), 3)
+    y = np.asarray(train.responses)
+    res = keep_last_good(METHODS[spec.method].module.fit, k_fit, y, st, cfg, settings,
+                         label=f"{spec.design} {spec.condition} rep{spec.rep}")
+
+    t0 = time.perf_counter()
+    ll = heldout_loglik(k_eval, spec.method, res.params, st, cfg, np.asarray(holdout.responses), eval_samples)
+    lam, ints, corr, rot_info = item_estimates(res.params["model"], st, train, analysis, truth)
+    abilities = None
+    if truth is not None and analysis == "confirmatory" and (truth.parameter == "ability").any():
+        abilities = person_moments(k_post, spec.method, res.params, st, cfg, y, posterior_draws)
+    estimates = estimates_table(train, lam, ints, corr, abilities, truth)
+    eval_seconds = time.perf_counter() - t0
+
+    batch = min(settings.batch_size or train.n_persons, train.n_persons)
+    record = records.fit_record(res, {
+        "model": "mgrm",
+        "method": spec.method,
+        "study": STUDY,
+        "dataset": dataset or spec.design,
+        "design": spec.design,
+        "analysis": analysis,
+        "condition": spec.condition,
+        "replication": spec.rep,
+        "n_factors": spec.n_factors,
+        "importance_samples": spec.n_importance,
+        "seed": seed,
+        "n_persons": train.n_persons,
+        "n_items": train.n_items,
+        "n_heldout": holdout.n_persons,
+        "epochs": float(res.steps * batch / train.n_persons),
+        "heldout_loglik": ll,
+        "eval_samples": eval_samples,
+        "recovery": recovery_metrics(estimates),
+        **rot_info,
+        "settings": {"training": asdict(settings), "method": asdict(cfg)},
+    }, window=settings.window, timing={"eval_seconds": eval_seconds})
+    return records.FitOutput(record, estimates, records.loss_table(res.losses))
+
+
+def recovery_metrics(estimates: pd.DataFrame) -> dict:
+    """MSE against the truth per item-parameter type (free loadings only: a confirmatory
+    model's fixed zeros are exact), and ability RMSE/correlation; {} without truth."""
+    out = {}
+    if "true" not in estimates:
+        return out
+    for par in (*ITEM_PARAMETERS, "ability"):
+        d = estimates[(estimates.parameter == par) & estimates["true"].notna()]
+        if par == "loading":
+            d = d[(d["mean"] != 0) | (d["true"] != 0)]
+        if d.empty:
+            continue
+        m = metrics(d["mean"], d["true"])
+        if par == "ability":
+            out["ability_rmse"], out["ability_corr"] = m["rmse"], m["corr"]
+        else:
+            out[f"{par}_mse"] = m["mse"]
+    return out

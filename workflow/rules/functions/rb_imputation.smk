@@ -1,5 +1,8 @@
 # Input, params and target functions of the rb_imputation rules (workflow/rules/rb_imputation.smk);
 # kept apart from the rules so that `snakemake --lint` stays clean.
+from bayesirt.studies import rb_imputation
+
+
 def rb_config():
     return config["studies"]["rb_imputation"]
 
@@ -22,14 +25,8 @@ def imputation_seed(wildcards):
 
 
 def rb_conditions():
-    """Fit conditions of the study: objectives, with M for the copy-based ones."""
-    out = []
-    for objective in rb_config()["objectives"]:
-        if objective in ("naive_average", "rao_blackwell", "rao_blackwell_batch"):
-            out += [f"{objective}_M{m}" for m in rb_config()["n_copies"]]
-        else:
-            out.append(objective)
-    return out
+    """Fit conditions of the study: objectives, with _M<copies> for the copy-based ones."""
+    return rb_imputation.condition_names(rb_config())
 
 
 def rb_fits(wildcards):

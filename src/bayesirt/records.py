@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import io
+from bayesirt.inference.sampling import convergence
 
 
 @dataclass
@@ -44,6 +45,32 @@ def fit_record(result, fields: dict, *, window: int, timing: dict | None = None)
         # timings vary run to run; everything outside this field is reproducible bit for bit
         "timing": {"wall_seconds": float(result.wall_seconds), "compile_seconds": float(result.compile_seconds),
                    **(timing or {})},
+    }
+
+
+def sample_record(result, fields: dict, *, max_r_hat: float = 1.01, min_ess: float = 100.0) -> dict:
+    """Like ``fit_record`` for a Markov-chain fit (``inference.sampling.SampleResult``): sweeps
+    instead of steps, and "converged" means no non-finite state, every R-hat below
+    ``max_r_hat`` and every bulk and tail ESS at least ``min_ess``; the reason gives the worst
+    values. With one chain R-hat cannot be computed, so such a fit is not called converged."""
+    diag = convergence(result.summary)
+    if result.diverged:
+        converged, reason = False, result.reason
+    elif not np.isfinite(diag["max_r_hat"]):
+        converged, reason = False, "R-hat not available (one chain?): convergence not assessed"
+    else:
+        worst = f"max R-hat {diag['max_r_hat']:.4f}, min ESS bulk {diag['min_ess_bulk']:.0f}, tail {diag['min_ess_tail']:.0f}"
+        converged = bool(diag["max_r_hat"] < max_r_hat and min(diag["min_ess_bulk"], diag["min_ess_tail"]) >= min_ess)
+        reason = worst + ("" if converged else f" (needs R-hat < {max_r_hat:g} and ESS >= {min_ess:g})")
+    return {
+        **fields,
+        "steps": int(result.n_sweeps),
+        "converged": converged,
+        "convergence_reason": reason,
+        "diagnostics": diag,
+        "versions": io.library_versions(),
+        "device": io.device_info(),
+        "timing": {"wall_seconds": float(result.wall_seconds), "compile_seconds": float(result.compile_seconds)},
     }
 
 

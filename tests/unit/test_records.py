@@ -1,0 +1,46 @@
+"""The one record writer: records of optimisation and Markov-chain fits follow the schema and
+say whether, and why, they converged."""
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import jsonschema
+import numpy as np
+import pandas as pd
+import yaml
+
+from bayesirt import records
+from bayesirt.inference import sampling
+from bayesirt.inference.training import FitResult
+
+SCHEMA = yaml.safe_load((Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "fit_record.schema.yaml")
+                        .read_text())
+FIELDS = {"model": "toy", "method": "m", "study": "s", "dataset": "d", "condition": "c", "seed": 1,
+          "n_persons": 5, "n_items": 2}
+
+
+def test_optimisation_record_carries_divergence_and_validates(tmp_path):
+    res = FitResult({}, np.array([3.0, 2.0, 1.0]), 3, False, "loss became non-finite at step 3", 0.5, 0.1,
+                    {"diverged_at_step": 3})
+    rec = records.fit_record(res, FIELDS, window=2)
+    jsonschema.validate(rec, SCHEMA)
+    assert rec["diverged_at_step"] == 3 and rec["final_loss"] == 1.5 and rec["converged"] is False
+    out = records.FitOutput(rec, pd.DataFrame({"parameter": ["x"], "mean": [0.0]}), records.loss_table(res.losses))
+    records.write_fit(out, tmp_path / "fit")
+    assert sorted(p.name for p in (tmp_path / "fit").iterdir()) == ["estimates.csv", "fit.json", "loss.csv"]
+
+
+def _normal_sampler(n_chains):
+    init = lambda key: jnp.zeros(())
+    step = lambda key, x: jax.random.normal(key)  # exact independent draws from N(0, 1)
+    settings = sampling.SamplerSettings(n_chains=n_chains, n_warmup=10, n_samples=400, chunk=205, progress_every=0)
+    return sampling.sample(jax.random.key(0), init, step, lambda x: {"x": x}, settings)
+
+
+def test_sampler_record_converges_only_with_several_chains():
+    many = records.sample_record(_normal_sampler(4), FIELDS)
+    jsonschema.validate(many, SCHEMA)
+    assert many["converged"] and "max R-hat" in many["convergence_reason"] and many["steps"] == 410
+    one = records.sample_record(_normal_sampler(1), FIELDS)
+    assert not one["converged"] and "R-hat not available" in one["convergence_reason"]

@@ -269,3 +269,14 @@ def test_nuts_recovers_conjugate_posterior(nuts_run):
     assert result.n_sweeps == 1800
     assert result.compile_seconds > 0 and 0 < result.wall_seconds
     assert result.wall_seconds == pytest.approx(result.extra["warmup_seconds"] + result.extra["sampling_seconds"])
+
+
+def test_chunk_plan_reuses_the_sampling_program_for_burn_in():
+    from bayesirt.inference.sampling import _plan
+
+    plan = _plan(SamplerSettings(n_warmup=1100, n_samples=1200, thin=2, chunk=500))
+    # 250 draws x thin 2 = 500 sweeps per chunk; burn-in 2 x 500 through that program + 100 alone
+    assert [(p, prog, n) for p, prog, n in plan] == [
+        ("burn-in", (True, 250), 500), ("burn-in", (True, 250), 500), ("burn-in", (False, 100), 100),
+        ("sampling", (True, 250), 500), ("sampling", (True, 250), 500), ("sampling", (True, 100), 200)]
+    assert len({prog for _, prog, _ in plan}) == 3

@@ -23,10 +23,11 @@ The driver owns everything else:
   device, and on one GPU, a vectorized batch of chains is the cheapest way to run them.
 * **Chunks.** ``settings.chunk`` sweeps run inside one jitted ``lax.scan`` (a Python loop of
   jitted single sweeps pays dispatch overhead per sweep, which dominates a cheap Gibbs sweep).
-  Burn-in chunks record nothing; sampling chunks keep every ``thin``-th sweep (a sampling chunk
-  holds ``max(1, chunk // thin)`` draws). ``n_samples // thin`` draws are kept per chain, so
+  Sampling chunks keep every ``thin``-th sweep (a sampling chunk holds ``max(1, chunk // thin)``
+  draws); burn-in keeps nothing (it reuses the sampling program and drops its draws, so the
+  step is compiled once fewer; see ``_plan``). ``n_samples // thin`` draws are kept per chain, so
   ``n_warmup + thin * (n_samples // thin)`` sweeps are run in all.
-* **Compilation** of the (at most four) chunk shapes is done ahead of time with
+* **Compilation** of the (at most three) chunk shapes is done ahead of time with
   ``jit(...).lower(...).compile()`` and timed apart: ``compile_seconds`` is that, plus the
   initial-state program; ``wall_seconds`` is initialisation, burn-in and sampling.
 * **Progress** lines through ``logging.getLogger("bayesirt")`` every ``progress_every`` chunks:
@@ -145,20 +146,23 @@ def _chunk_program(step_fn, record_fn, n_draws: int, thin: int, record: bool):
     return chunk
 
 
-def _plan(settings: SamplerSettings) -> list[tuple[bool, int, int]]:
-    """(record, draws or sweeps in the chunk, sweeps in the chunk) for every chunk in order."""
-    plan = []
-    left = settings.n_warmup
-    while left > 0:
-        n = min(settings.chunk, left)
-        plan.append((False, n, n))
-        left -= n
+def _plan(settings: SamplerSettings) -> list[tuple[str, tuple[bool, int], int]]:
+    """(phase, program, sweeps) for every chunk in order; a program is (records?, length).
+
+    A sampling chunk holds ``max(1, chunk // thin)`` draws. Burn-in runs in chunks of the same
+    number of sweeps through the same program, its draws thrown away (they cost what one
+    sampling chunk costs, and the step is compiled once fewer); only a shorter last burn-in
+    chunk gets a program of its own that records nothing.
+    """
     per_chunk = max(1, settings.chunk // settings.thin)
-    left = settings.n_draws
-    while left > 0:
-        n = min(per_chunk, left)
-        plan.append((True, n, n * settings.thin))
-        left -= n
+    full = per_chunk * settings.thin
+    plan = [("burn-in", (True, per_chunk), full)] * (settings.n_warmup // full)
+    if settings.n_warmup % full:
+        plan.append(("burn-in", (False, settings.n_warmup % full), settings.n_warmup % full))
+    n_full, rest = divmod(settings.n_draws, per_chunk)
+    plan += [("sampling", (True, per_chunk), full)] * n_full
+    if rest:
+        plan.append(("sampling", (True, rest), rest * settings.thin))
     return plan
 
 
@@ -199,13 +203,13 @@ def sample(key, init_fn: Callable, step_fn: Callable, record_fn: Callable, setti
     state_shape = jax.eval_shape(vmapped_init, init_keys, data)
     first = jnp.asarray(0, jnp.int32)
     programs = {}
-    for record, n, _ in plan:
+    for _, (record, n), _ in plan:
         if (record, n) not in programs:
             fn = _chunk_program(step_with, recorder, n, settings.thin if record else 1, record)
             programs[record, n] = jax.jit(fn).lower(state_shape, chain_keys, first, data).compile()
     compile_seconds = time.perf_counter() - t0
 
-    total = sum(sweeps for _, _, sweeps in plan)
+    total = sum(sweeps for *_, sweeps in plan)
     t0 = time.perf_counter()
     states = init_program(init_keys, data)
     draws: list = []
@@ -214,24 +218,23 @@ def sample(key, init_fn: Callable, step_fn: Callable, record_fn: Callable, setti
     if bad:
         diverged, reason = True, f"non-finite initial state: {bad}"
         plan = []
-    for i, (record, n, sweeps) in enumerate(plan):
-        new_states, chunk_draws, flags = programs[record, n](states, chain_keys, jnp.asarray(done, jnp.int32), data)
+    for i, (phase, program, sweeps) in enumerate(plan):
+        new_states, chunk_draws, flags = programs[program](states, chain_keys, jnp.asarray(done, jnp.int32), data)
         bad = _bad_fields(jax.device_get(flags))
         if bad:
             diverged = True
-            phase = "sampling" if record else "burn-in"
             reason = (f"non-finite values in {bad} during sweeps {done + 1}-{done + sweeps} "
                       f"({phase} chunk {i + 1} of {len(plan)}); kept the draws before sweep {done + 1}")
             log.error("%s: %s", label, reason)
             break
         states = new_states
-        if record:
+        if phase == "sampling":
             draws.append(jax.device_get(chunk_draws))
         done += sweeps
         if settings.progress_every and ((i + 1) % settings.progress_every == 0 or i + 1 == len(plan)):
             elapsed = time.perf_counter() - t0
-            log.info("%s: sweep %d / %d (%s), %.1f sweeps/s", label, done, total,
-                     "sampling" if record else "burn-in", done / max(elapsed, 1e-9))
+            log.info("%s: sweep %d / %d (%s), %.1f sweeps/s", label, done, total, phase,
+                     done / max(elapsed, 1e-9))
     jax.block_until_ready(states)
     wall = time.perf_counter() - t0
 

@@ -37,6 +37,8 @@ The driver owns everything else:
   non-finite value the run stops; the draws up to the last good chunk are kept, ``diverged`` is
   set and ``reason`` names the chunk's sweep range, the field and the chains. The state is only
   checked at chunk ends, so draws inside the bad chunk are dropped even if some look finite.
+  (For the same reason the state buffers are not donated to the next chunk: the last good
+  state must survive a bad chunk. It is returned as ``extra["final_state"]``, chains first.)
 * **Output**: ArviZ ``InferenceData`` from ``az.from_dict`` (``created_at`` dropped, so a rerun
   writes an identical file) and a tidy summary whose R-hat, ESS and MCSE come from ArviZ.
 """

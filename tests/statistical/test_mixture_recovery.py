@@ -9,6 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
+from bayesirt.data import simulate
 from bayesirt.studies import grm_advi
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import factorized_grm as fgrm
@@ -20,7 +21,7 @@ def test_two_dimensional_mixture_recovers_discriminations_and_abilities():
     # seed 21: 3,000 persons, 10 items with 5 categories, D = 2; measured (fit seed 1):
     # discrimination correlation 0.91, RMSE 0.54 (true alphas log-normal, median 1.5);
     # ability correlations 0.78 and 0.64. Tolerances: 0.8, 0.8, and 0.5 for abilities.
-    rm, truth = mix.simulate(21, 3000, [10], 5, n_dimensions=2)
+    rm, truth = simulate.simulate_mixture_grm(21, 3000, [10], 5, n_dimensions=2)
     out = grm_advi.fit(rm, seed=1, settings=TrainSettings(progress_every=0), priors=fgrm.Priors(),
                                   truth=truth, posterior_draws=100, n_dimensions=2)
     assert out.record["converged"]

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
+from bayesirt import tables
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.models import grm, mgrm
 
@@ -192,9 +193,10 @@ def test_estimates_table_lines_up_with_the_truth_table():
     rm, truth = sm.from_preset("bench_p4", 1, 50)
     assert rm.items[0].name == "F1_1"
     st = mgrm.structure(rm.n_categories, 4, sm.q_matrix(rm), positive_loadings=True)
-    est = mgrm.estimates_table(mgrm.truth_params(st, truth), st, item_names=[it.name for it in rm.items],
-                               factor_names=rm.attrs["factor_names"])
+    est = tables.mgrm_table(mgrm.natural_params(mgrm.truth_params(st, truth), st),
+                            item_names=[it.name for it in rm.items], factor_names=rm.attrs["factor_names"],
+                            value_column="mean")
     keys = ["parameter", "item", "item_name", "person", "factor", "factor_name", "factor2", "category"]
-    merged = est.merge(truth.rename(columns={"value": "true"}), on=keys, how="left")
+    merged = tables.attach_truth(est, truth, keys)
     assert len(merged) == len(est) and merged["true"].notna().all()
     np.testing.assert_allclose(merged["mean"], merged["true"], atol=1e-5)

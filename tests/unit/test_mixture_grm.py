@@ -18,7 +18,7 @@ from bayesirt.models import mixture_grm as mix
 
 @pytest.fixture(scope="module")
 def small():
-    return mix.simulate(11, 40, [3, 2], 4, n_dimensions=3, scale_names=["A", "B"])
+    return simulate.simulate_mixture_grm(11, 40, [3, 2], 4, n_dimensions=3, scale_names=["A", "B"])
 
 
 def params_of(rm, truth, n_dimensions):
@@ -110,7 +110,7 @@ def test_gradients_match_finite_differences(small, x64):
 def test_simulated_frequencies_match_the_model():
     # seed 4: 20,000 persons, 1 item with 4 categories; each category's observed frequency
     # within 4 binomial standard errors of the model's average probability.
-    rm, truth = mix.simulate(4, 20000, [1], 4, n_dimensions=2)
+    rm, truth = simulate.simulate_mixture_grm(4, 20000, [1], 4, n_dimensions=2)
     p = params_of(rm, truth, 2)
     st = mix.structure_of(rm, 2)
     probs = np.exp(np.asarray(mix.category_log_probs(p, st)))[:, 0]  # (N, K)
@@ -121,7 +121,7 @@ def test_simulated_frequencies_match_the_model():
 
 
 def test_mixture_fit_writes_dimension_tables(tmp_path):
-    rm, truth = mix.simulate(5, 300, [4, 3], 4, n_dimensions=2)
+    rm, truth = simulate.simulate_mixture_grm(5, 300, [4, 3], 4, n_dimensions=2)
     out = grm_advi.fit(rm, seed=1, settings=TrainSettings(max_steps=200, progress_every=0),
                                   priors=fgrm.Priors(), truth=truth, posterior_draws=20, n_dimensions=2)
     est = out.estimates
@@ -140,7 +140,7 @@ def test_every_objective_runs_with_the_mixture_model():
     # the complete-data likelihood of the mixture, exactly (M copies all equal)
     from bayesirt.studies import rb_imputation
     from bayesirt.inference import objectives
-    rm, truth = mix.simulate(6, 50, [3, 2], 4, n_dimensions=2)
+    rm, truth = simulate.simulate_mixture_grm(6, 50, [3, 2], 4, n_dimensions=2)
     st = mix.structure_of(rm, 2)
     p = params_of(rm, truth, 2)
     y = np.array(rm.responses)

@@ -15,7 +15,7 @@ ability ``theta_p ~ N(0, 1)``, or, with ``ability="mixture"``, a two-component G
 Draws come from a seeded numpy Generator in float64, so one seed gives the same data everywhere.
 Returns ``(ResponseMatrix, truth)`` with truth a tidy table: parameter (discrimination,
 difficulty, ability), item, person, scale, category, value -- the layout of
-``bayesirt.data.simulate.parameters_table``.
+``bayesirt.tables.factorized_grm_table``.
 
 ``simulate_gaussian_mixture`` draws the seed's other example, a two-component Gaussian mixture
 ``x ~ pi N(mu_1, 1/lambda) + (1 - pi) N(mu_0, 1/lambda)``, with its component labels.

@@ -22,7 +22,7 @@ sqrt(2.05)) and says so in the response matrix attrs. Set it to False for the ra
 
 Everything is drawn with a seeded numpy Generator in float64, so a seed gives the same data on
 every machine. Returns ``(ResponseMatrix, truth)`` with truth a tidy table (see
-``parameters_table``).
+``bayesirt.tables.mgrm_table``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from bayesirt.data.grm_sampling import sample_grm
 from bayesirt.io import Item, ResponseMatrix
+from bayesirt.tables import mgrm_table
 
 MIXTURE_WEIGHTS = (0.4, 0.2, 0.4)
 MIXTURE_MEANS = (-1.5, 0.0, 1.5)
@@ -127,11 +129,7 @@ def simulate_mgrm(seed: int, n_persons: int, n_items: int, n_categories: int, n_
     lam_true = lam * scale  # loadings on the scale of the returned latent draws
 
     score = z @ lam_true.T  # (N, I)
-    u = rng.uniform(size=score.shape)
-    # inverse CDF: category = number of cuts k with u < P(Y >= k) = sigmoid(score - cut_k)
-    responses = np.zeros(score.shape, np.int8)
-    for k in range(n_categories - 1):
-        responses += (u < 1.0 / (1.0 + np.exp(-(score - cuts[None, :, k])))).astype(np.int8)
+    responses = sample_grm(rng, score, cuts, dtype=np.int8)
 
     def item_name(j):
         f = factor_names[main_factor[j]]
@@ -146,10 +144,9 @@ def simulate_mgrm(seed: int, n_persons: int, n_items: int, n_categories: int, n_
              "latent_scale_divisor": scale, "standardize_mixture": standardize_mixture,
              "q_matrix": (lam != 0).astype(int).tolist(), "factor_names": factor_names}
     rm = ResponseMatrix(responses, items, attrs)
-    truth = parameters_table({"loading": lam_true, "intercept": [-c for c in cuts],
-                              "factor_corr": sigma, **({"ability": z} if include_abilities else {})},
-                             item_names=[it.name for it in items], factor_names=factor_names,
-                             value_column="value")
+    truth = mgrm_table({"loading": lam_true, "intercept": -cuts, "factor_corr": sigma,
+                        **({"ability": z} if include_abilities else {})},
+                       item_names=[it.name for it in items], factor_names=factor_names)
     return rm, truth
 
 
@@ -167,51 +164,3 @@ def q_matrix(rm: ResponseMatrix) -> np.ndarray:
     q = np.zeros((rm.n_items, len(rm.scales)), np.float32)
     q[np.arange(rm.n_items), idx] = 1.0
     return q
-
-
-def parameters_table(params: dict, item_names=None, factor_names=None,
-                     value_column: str = "value") -> pd.DataFrame:
-    """Tidy long table of multidimensional-GRM parameters.
-
-    Columns: parameter (loading | intercept | factor_corr | ability), item (index, -1 if none),
-    item_name, person (-1 if none), factor (index, -1), factor2 (second factor of a
-    correlation, -1), category (k = 1..C-1 of an intercept, -1), and ``value_column``.
-    ``params["intercept"]`` may be a list of per-item arrays (items with different numbers of
-    categories). Only the lower triangle (factor > factor2) of the correlation is listed.
-    """
-    rows = []
-    lam = np.asarray(params["loading"])
-    n_items, n_factors = lam.shape
-    item_names = list(item_names) if item_names is not None else [f"item{j + 1}" for j in range(n_items)]
-    ii, pp = np.meshgrid(np.arange(n_items), np.arange(n_factors), indexing="ij")
-    rows.append(pd.DataFrame({"parameter": "loading", "item": ii.ravel(), "person": -1,
-                              "factor": pp.ravel(), "factor2": -1, "category": -1,
-                              value_column: lam.ravel()}))
-    if "intercept" in params:
-        ints = params["intercept"]
-        it, cat, val = [], [], []
-        for j, a in enumerate(ints):
-            a = np.asarray(a)
-            it += [j] * a.size
-            cat += list(range(1, a.size + 1))
-            val += list(a)
-        rows.append(pd.DataFrame({"parameter": "intercept", "item": it, "person": -1, "factor": -1,
-                                  "factor2": -1, "category": cat, value_column: val}))
-    if "factor_corr" in params and n_factors > 1:
-        c = np.asarray(params["factor_corr"])
-        a, b = np.tril_indices(n_factors, -1)
-        rows.append(pd.DataFrame({"parameter": "factor_corr", "item": -1, "person": -1, "factor": a,
-                                  "factor2": b, "category": -1, value_column: c[a, b]}))
-    if "ability" in params:
-        z = np.asarray(params["ability"])
-        nn, ff = np.meshgrid(np.arange(z.shape[0]), np.arange(z.shape[1]), indexing="ij")
-        rows.append(pd.DataFrame({"parameter": "ability", "item": -1, "person": nn.ravel(),
-                                  "factor": ff.ravel(), "factor2": -1, "category": -1,
-                                  value_column: z.ravel()}))
-    out = pd.concat(rows, ignore_index=True)
-    names = np.asarray(item_names + [""], dtype=object)
-    out.insert(2, "item_name", names[out["item"].to_numpy()])
-    fnames = factor_names or [f"F{p + 1}" for p in range(n_factors)]
-    fn = np.asarray(list(fnames) + [""], dtype=object)
-    out.insert(5, "factor_name", fn[out["factor"].to_numpy()])
-    return out

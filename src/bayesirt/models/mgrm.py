@@ -32,7 +32,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pandas as pd
 from tensorflow_probability.substrates import jax as tfp
 
 from bayesirt.models import grm
@@ -249,17 +248,12 @@ def sample_prior(key, params, st: Structure, shape=()):
 
 # ----------------------------------------------------------------------------- outputs
 
-def estimates_table(params, st: Structure, item_names=None, factor_names=None,
-                    value_column: str = "mean") -> pd.DataFrame:
-    """Tidy table of the item parameters and factor correlations, in the layout of
-    ``bayesirt.data.simulate_mgrm.parameters_table`` (so truth can be attached by merge)."""
-    from bayesirt.data.simulate_mgrm import parameters_table
-
-    lam = np.asarray(loadings(params, st))
+def natural_params(params, st: Structure) -> dict:
+    """numpy loadings (I, P), intercepts (a list: each item's C_i - 1 of them) and factor
+    correlations (P, P): the layout of ``bayesirt.tables.mgrm_table`` and of the truth of
+    ``bayesirt.data.simulate_mgrm`` (the inverse of ``params_from_natural``)."""
     ints = np.asarray(intercepts(params, st))
     ncat = np.asarray(st.n_categories)
-    ints = [ints[j, :ncat[j] - 1] for j in range(ints.shape[0])]
-    corr = np.asarray(factor_corr(params, st))
-    return parameters_table({"loading": lam, "intercept": ints, "factor_corr": corr},
-                            item_names=item_names, factor_names=factor_names,
-                            value_column=value_column)
+    return {"loading": np.asarray(loadings(params, st)),
+            "intercept": [ints[j, :ncat[j] - 1] for j in range(ints.shape[0])],
+            "factor_corr": np.asarray(factor_corr(params, st))}

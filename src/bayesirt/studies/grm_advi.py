@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import io, records
-from bayesirt.data.simulate import parameters_table
+from bayesirt.tables import factorized_grm_table, mixture_grm_table
 from bayesirt.inference import advi
 from bayesirt.inference.training import TrainSettings, keep_last_good
 from bayesirt.models import factorized_grm as fgrm
@@ -69,7 +69,7 @@ def fit(rm: io.ResponseMatrix, *, seed: int, settings: TrainSettings = TrainSett
 
     elbo = final_elbo(model, q, key_elbo, data, rm.n_persons)
     samples = advi.draws(model, q, key_draws, posterior_draws)
-    table = parameters_table if n_dimensions == 1 else mixture_grm.parameters_table
+    table = factorized_grm_table if n_dimensions == 1 else mixture_grm_table
     estimates = table({k: v.mean(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "mean")
     estimates["sd"] = table({k: v.std(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "sd")["sd"]
     truth_note = None

@@ -257,19 +257,40 @@ def _check_missing(missing):
         raise ValueError(f"missing='{missing}' is not known; expected one of {list(MISSING_MODES)}")
 
 
-def init(key, y, priors: Priors | None = None, missing: str = "augment", jitter: float = 0.5) -> State:
+class Data(NamedTuple):
+    """What a chain needs besides its state, passed to the driver as ``data`` (an argument of
+    the compiled programs, not constants folded into them)."""
+
+    y: jnp.ndarray  # (N, J) int8: 0, 1, -1 missing
+    theta0: jnp.ndarray  # (N,) data-driven starting values (before jitter)
+    a0: jnp.ndarray  # (J,)
+    d0: jnp.ndarray  # (J,)
+
+
+def make_data(y) -> Data:
+    """:class:`Data` from a (validated) numpy response matrix."""
+    y = np.asarray(y)
+    start = initial_values(y)
+    return Data(jnp.asarray(y, jnp.int8), jnp.asarray(start["ability"]),
+                jnp.asarray(start["discrimination"]), jnp.asarray(start["difficulty"]))
+
+
+def init_from(key, data: Data, jitter: float = 0.5) -> State:
     """A dispersed starting state for one chain: the data-driven start of
     :func:`bayesirt.models.twopno.initial_values` with noise (sd ``jitter`` on abilities and
     difficulties, discriminations times exp(N(0, jitter/2))), so that chains start apart and
     R-hat can see a chain that has not mixed. Z starts at 0; the first sweep draws it."""
-    _check_missing(missing)
-    y_np = np.asarray(y)
-    start = initial_values(y_np)
     k_t, k_a, k_d = jax.random.split(key, 3)
-    theta = jnp.asarray(start["ability"]) + jitter * jax.random.normal(k_t, (y_np.shape[0],))
-    a = jnp.asarray(start["discrimination"]) * jnp.exp(0.5 * jitter * jax.random.normal(k_a, (y_np.shape[1],)))
-    d = jnp.asarray(start["difficulty"]) + jitter * jax.random.normal(k_d, (y_np.shape[1],))
-    return State(jnp.zeros(y_np.shape, jnp.float32), theta, a, d)
+    theta = data.theta0 + jitter * jax.random.normal(k_t, data.theta0.shape)
+    a = data.a0 * jnp.exp(0.5 * jitter * jax.random.normal(k_a, data.a0.shape))
+    d = data.d0 + jitter * jax.random.normal(k_d, data.d0.shape)
+    return State(jnp.zeros(data.y.shape, jnp.float32), theta, a, d)
+
+
+def init(key, y, priors: Priors | None = None, missing: str = "augment", jitter: float = 0.5) -> State:
+    """:func:`init_from` on a numpy response matrix (convenience for one chain)."""
+    _check_missing(missing)
+    return init_from(key, make_data(y), jitter)
 
 
 def step(key, state: State, y, priors: Priors | None = None, missing: str = "augment") -> State:
@@ -290,20 +311,27 @@ def record(state: State, abilities: bool = False) -> dict:
     return out
 
 
-class Kernel(NamedTuple):
-    """The three closures the sampling driver takes, with ArviZ coordinates and dims."""
+def _step_on_data(key, state, data: Data, priors: Priors, missing: str):
+    return step(key, state, data.y, priors, missing)
 
-    init_fn: Callable
-    step_fn: Callable
-    record_fn: Callable
+
+class Kernel(NamedTuple):
+    """What the sampling driver takes: ``sample(key, k.init_fn, k.step_fn, k.record_fn,
+    settings, coords=k.coords, dims=k.dims, data=k.data)``."""
+
+    init_fn: Callable  # (key, data) -> State
+    step_fn: Callable  # (key, state, data) -> State
+    record_fn: Callable  # state -> dict
     coords: dict
     dims: dict
+    data: Data
 
 
 def kernel(y, priors: Priors | None = None, missing: str = "augment", abilities: bool | None = None,
-           item_names=None, where: str = "responses") -> Kernel:
-    """Validate the data (see :func:`bayesirt.models.twopno.check_binary_responses`) and close
-    init/step/record over it for :func:`bayesirt.inference.sampling.sample`.
+           item_names=None, jitter: float = 0.5, where: str = "responses") -> Kernel:
+    """Validate the data (see :func:`bayesirt.models.twopno.check_binary_responses`: stops on
+    non-binary codes; warns about constant or empty items and about persons with no response,
+    who are kept and get prior draws) and build the driver's functions.
 
     ``abilities=None`` records ability draws only up to ``ABILITY_DRAWS_MAX_PERSONS`` persons.
     """
@@ -313,7 +341,6 @@ def kernel(y, priors: Priors | None = None, missing: str = "augment", abilities:
     n, j = y_np.shape
     if abilities is None:
         abilities = n <= ABILITY_DRAWS_MAX_PERSONS
-    y_dev = jnp.asarray(y_np)
     names = list(item_names) if item_names is not None else [f"item{k}" for k in range(j)]
     coords = {"item": names}
     dims = {"discrimination": ["item"], "difficulty": ["item"]}
@@ -321,9 +348,21 @@ def kernel(y, priors: Priors | None = None, missing: str = "augment", abilities:
         coords["person"] = np.arange(n)
         dims["ability"] = ["person"]
     return Kernel(
-        init_fn=functools.partial(init, y=y_np, priors=priors, missing=missing),
-        step_fn=functools.partial(step, y=y_dev, priors=priors, missing=missing),
+        init_fn=functools.partial(init_from, jitter=jitter),
+        step_fn=functools.partial(_step_on_data, priors=priors, missing=missing),
         record_fn=functools.partial(record, abilities=bool(abilities)),
         coords=coords,
         dims=dims,
+        data=make_data(y_np),
     )
+
+
+def run(key, y, settings, priors: Priors | None = None, missing: str = "augment",
+        abilities: bool | None = None, item_names=None, label: str = "gibbs_2pno"):
+    """Validate, build the kernel and run it through the Markov-chain driver
+    (:func:`bayesirt.inference.sampling.sample`); returns its ``SampleResult``."""
+    from bayesirt.inference.sampling import sample
+
+    k = kernel(y, priors, missing, abilities, item_names)
+    return sample(key, k.init_fn, k.step_fn, k.record_fn, settings, coords=k.coords, dims=k.dims,
+                  label=label, data=k.data)

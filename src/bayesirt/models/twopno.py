@@ -210,7 +210,7 @@ def check_binary_responses(y, item_names=None, *, where: str = "responses", warn
     bad = ~np.isin(y, (-1, 0, 1))
     if bad.any():
         i, j = map(int, np.argwhere(bad)[0])
-        raise ValueError(f"{where}: code {y[i, j]!r} at person {i}, item '{names[j]}' is not binary; "
+        raise ValueError(f"{where}: code {y[i, j].item()!r} at person {i}, item '{names[j]}' is not binary; "
                          f"expected 0, 1 or -1 (missing) ({int(bad.sum())} such cells)")
     y = y.astype(np.int8)
     obs = y >= 0

@@ -1,6 +1,6 @@
 """IPIP-FFM raw file at full size (1,015,000 x 110, synthetic, exact format): parse + preprocess time and peak memory.
 
-The synthetic file is written by ``bayesirt.data.ipip.write_synthetic_raw`` into
+The synthetic file is written by ``bayesirt.data.ipip_synthetic.write_synthetic_raw`` into
 results/benchmarks/ipip_synthetic/ (git-ignored; reused when present with the same size and
 seed). Parsing and the full preprocessing (IPC filter, empty persons, the four careless-responder
 flags with the Guttman bootstrap cut-offs) run in a child process through ``ipip.load``, the
@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from bayesirt.data import ipip
+from bayesirt.data import ipip, ipip_synthetic
 from bayesirt.io import read_json, write_json
 
 N_ROWS = 1_015_000
@@ -41,7 +41,7 @@ def run() -> dict:
     stamp = OUT / "data-final.json"
     t0 = time.perf_counter()
     if not (path.exists() and stamp.exists() and read_json(stamp) == {"rows": N_ROWS, "seed": SEED}):
-        ipip.write_synthetic_raw(path, N_ROWS, seed=SEED, null_rows=1800)
+        ipip_synthetic.write_synthetic_raw(path, N_ROWS, seed=SEED, null_rows=1800)
         write_json({"rows": N_ROWS, "seed": SEED}, stamp)
     generate_seconds = time.perf_counter() - t0
     proc = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True,

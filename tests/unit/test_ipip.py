@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bayesirt.data import ipip
+from bayesirt.data import careless, holdout, ipip, ipip_synthetic
 from bayesirt.io import DataFormatError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ipip"
@@ -53,7 +53,7 @@ def test_switching_steps_off():
     rm, counts = ipip.load(FIXTURES / "clean.csv", keep_single_ip=False, drop_empty_persons=False,
                            **NO_SCREEN)
     assert counts.step.tolist() == ["read"] and rm.n_persons == 40
-    with pytest.raises(ValueError, match=r"unknown IPIP preprocessing option\(s\) \['keep_ipc'\]"):
+    with pytest.raises(TypeError, match="keep_ipc"):
         ipip.load(FIXTURES / "clean.csv", keep_ipc=True)
 
 
@@ -100,7 +100,7 @@ def test_unobserved_category_is_reported():
 
 def test_test_time_and_long_string_flags():
     t = np.array([100, 149.9, 150, 3600, 3601, np.nan])
-    assert ipip.test_time_flag(t).tolist() == [2, 2, 0, 0, 1, 0]
+    assert careless.test_time_flag(t).tolist() == [2, 2, 0, 0, 1, 0]
     codes = np.full((5, 50), 3, dtype=np.int16)
     codes[:, ::2] = 2  # alternate: no runs
     codes[1, 10:20] = 5  # run of 10 fives -> high
@@ -108,14 +108,14 @@ def test_test_time_and_long_string_flags():
     codes[3, 0:12] = 4  # run of 12 fours -> low
     codes[4, 20:40] = 3  # run of 20 threes -> nothing
     codes[0, 30:40] = -1  # missing never forms a run
-    assert ipip.long_string_flag(codes, 10).tolist() == [0, 2, 0, 1, 0]
+    assert careless.long_string_flag(codes, 10).tolist() == [0, 2, 0, 1, 0]
 
 
 def test_guttman_errors_small_example():
     # one factor of 2 items with 3 categories: steps (i1>=1, i1>=2, i2>=1, i2>=2)
     y = np.array([[2, 2], [2, 0], [0, 2], [1, 1], [0, 0], [1, 0]])
     # popularities: i1>=1: 4/6, i1>=2: 2/6, i2>=1: 3/6, i2>=2: 2/6 -> order i1>=1, i2>=1, then ties
-    g = ipip.guttman_errors(y, n_categories=3)
+    g = careless.guttman_errors(y, n_categories=3)
     # order (ties reversed as in R's rev(order())): i1>=1, i2>=1, i2>=2, i1>=2
     # person [0, 2] fails i1>=1 and passes the two steps after it: 1 + 1 = 2 errors;
     # person [2, 0] fails i2>=1 and i2>=2 and passes i1>=2 after both: 2 errors
@@ -127,7 +127,7 @@ def test_mahalanobis_pvalues_complete_and_partial():
     x = rng.normal(size=(4000, 5))
     x[0] = 6.0  # far out
     x[1, :2] = np.nan  # observed on 3 items: df = 3
-    p = ipip.mahalanobis_pvalues(x)
+    p = careless.mahalanobis_pvalues(x)
     assert p[0] < 1e-6
     # p-values of typical rows are uniform: about 5% below .05 (sd 0.0035)
     assert abs(np.mean(p[2:] < 0.05) - 0.05) < 0.015
@@ -141,14 +141,14 @@ def test_mahalanobis_pvalues_complete_and_partial():
 
 def test_drop_rule():
     flags = np.array([[2, 2, 0, 0], [2, 1, 0, 0], [1, 1, 1, 0], [2, 1, 1, 0], [1, 1, 0, 0], [0, 0, 0, 2]])
-    assert ipip.drop_rule(flags).tolist() == [True, False, True, True, False, False]
+    assert careless.drop_rule(flags).tolist() == [True, False, True, True, False, False]
 
 
 def test_screening_finds_planted_careless_responders(tmp_path):
     path = tmp_path / "data-final.csv"
-    truth = ipip.write_synthetic_raw(path, 3000, seed=5, careless_fraction=0.08, multi_ip_fraction=0.1)
+    truth = ipip_synthetic.write_synthetic_raw(path, 3000, seed=5, careless_fraction=0.08, multi_ip_fraction=0.1)
     raw, _ = ipip.read_raw(path)
-    rm, counts, rows = ipip.preprocess(raw, ipip.options(seed=1, **SMALL_GUTTMAN))
+    rm, counts, rows = ipip.preprocess(raw, ipip.Preprocess(seed=1, **SMALL_GUTTMAN))
     assert counts.step.tolist()[-1] == "careless-responder screen"
     kept = np.zeros(3000, bool)
     kept[rows] = True
@@ -160,19 +160,19 @@ def test_screening_finds_planted_careless_responders(tmp_path):
     g = rm.attrs["screening"]["guttman"]
     assert g["cutoff_high"] >= g["cutoff_low"] > 0
     # same seed, same result, bit for bit
-    rm2, _, rows2 = ipip.preprocess(raw, ipip.options(seed=1, **SMALL_GUTTMAN))
+    rm2, _, rows2 = ipip.preprocess(raw, ipip.Preprocess(seed=1, **SMALL_GUTTMAN))
     assert np.array_equal(rows, rows2) and np.array_equal(rm.responses, rm2.responses)
 
 
 def test_holdout_split():
     rm, _ = ipip.load(FIXTURES / "clean.csv", **NO_SCREEN)
-    train, hold = ipip.split_holdout(rm, fraction=0.1, seed=4)
+    train, hold = holdout.split_holdout(rm, fraction=0.1, seed=4)
     assert hold.n_persons == round(0.1 * rm.n_persons) and train.n_persons + hold.n_persons == rm.n_persons
-    mask = ipip.holdout_mask(rm.n_persons, 0.1, 4)
+    mask = holdout.holdout_mask(rm.n_persons, 0.1, 4)
     assert np.array_equal(hold.responses, rm.responses[mask])
     assert np.array_equal(train.responses, rm.responses[~mask])
     assert hold.attrs["split"]["part"] == "holdout" and train.attrs["split"]["n_holdout"] == hold.n_persons
-    assert np.array_equal(ipip.holdout_mask(1000, 0.025, 4), ipip.holdout_mask(1000, 0.025, 4))
-    assert ipip.holdout_mask(1000, 0.025, 4).sum() == 25
+    assert np.array_equal(holdout.holdout_mask(1000, 0.025, 4), holdout.holdout_mask(1000, 0.025, 4))
+    assert holdout.holdout_mask(1000, 0.025, 4).sum() == 25
     with pytest.raises(ValueError, match="holdout fraction 1.5"):
-        ipip.holdout_mask(10, 1.5)
+        holdout.holdout_mask(10, 1.5)

@@ -4,6 +4,7 @@ after every preprocessing step (rule prepare_ipip_ffm)."""
 from bayesirt import io, logs
 from bayesirt.seeds import derive
 from bayesirt.data import download, ipip
+from bayesirt.data.holdout import split_holdout
 
 log = logs.to_file(snakemake.log[0])
 spec = snakemake.params.spec
@@ -12,7 +13,7 @@ member = spec.get("member", "IPIP-FFM-data-8Nov2018/data-final.csv")
 with download.raw_csv(snakemake.input.download, member) as csv:
     rm, counts = ipip.load(csv, **options)
 split_seed = derive(snakemake.params.base_seed, "holdout", snakemake.wildcards.dataset)
-train, holdout = ipip.split_holdout(rm, spec.get("holdout_fraction", 0.025), split_seed)
+train, holdout = split_holdout(rm, spec.get("holdout_fraction", 0.025), split_seed)
 for part in (train, holdout):
     part.attrs.update({"dataset": snakemake.wildcards.dataset,
                        "download": io.read_json(snakemake.input.record)})

@@ -1,0 +1,247 @@
+"""Careless-responder screening (Urban & Bauer, 2021), as the IPIP-FFM preprocessing uses it.
+
+Four risk flags, each 0 (none), 1 (low) or 2 (high risk):
+    test time       testelapse < 150 s -> 2; > 3600 s -> 1 (NaN: no flag)
+    long string     a run of >= 10 identical consecutive answers (file order of the items, raw
+                    codes): of 1 or 5 -> 2; of 2 or 4 -> 1
+    Mahalanobis     p-value of the squared distance (chi-square, df = observed items)
+                    p < .05 -> 2; .05 < p < .10 -> 1. Mean and covariance from the complete
+                    rows; persons with missing items use the observed sub-vector.
+    Guttman errors  polytomous Guttman errors G_p summed over the factors, on the re-oriented
+                    responses (item steps X >= 1..K-1 ordered by popularity within each
+                    factor; missing steps count as 0). Cut-offs: medians over bootstrap
+                    resamples of the 95% and 90% quantiles of G_p in data simulated from a
+                    unidimensional GRM per factor: G_p > cut95 -> 2; > cut90 -> 1.
+A person is dropped when the flags sum to 4 or more, or when three or more flags are raised
+(two high; one high and two low; three low; ...).
+
+The GRM behind the Guttman cut-offs. Urban & Bauer fit each factor's GRM by marginal maximum
+likelihood (R ``ltm``), score EAP abilities, and simulate as many persons as the data hold by
+resampling those abilities. Here the GRMs are the library's factorized GRM
+(``bayesirt.models.factorized_grm``: its likelihood, priors, bijectors and starting values,
+one scale per factor, which makes the factors' GRMs independent), fitted to a random
+subsample of ``guttman_fit_persons`` persons at its joint posterior mode by scipy's L-BFGS.
+Why not the library's ADVI fit (``bayesirt.inference.advi``): it needs about a thousand
+full-data steps (minutes for 20,000 persons on a laptop CPU, against seconds here), and the
+data layer does not import ``inference``; why not marginal maximum likelihood as in ``ltm``:
+that needs a quadrature fitter of its own, the private code this module no longer carries.
+The posterior-mode abilities (N(0, 1) prior, like an EAP score shrunk towards 0) are
+resampled independently per factor for ``guttman_simulated_persons`` simulated persons, and
+responses drawn by ``grm_sampling.sample_grm``; ``info`` records the sizes and cut-offs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+import pandas as pd
+
+from bayesirt.data.grm_sampling import sample_grm
+from bayesirt.io import MISSING, Item, ResponseMatrix
+
+log = logging.getLogger("bayesirt")
+
+FLAGS = ("test_time", "long_string", "mahalanobis", "guttman")
+
+
+def careless_flags(codes: np.ndarray, oriented: np.ndarray, testelapse: np.ndarray, factor: np.ndarray,
+                   n_categories: int, opt) -> tuple[np.ndarray, dict]:
+    """(N, 4) risk levels 0/1/2 in the order of ``FLAGS`` (0 where a flag is switched off).
+
+    ``codes``: raw codes 1..K, missing -1, items in file order; ``oriented``: the same as
+    categories 0..K-1 with reverse-keyed items reversed; ``factor``: each item's factor
+    (0..F-1); ``n_categories``: K; ``opt``: the switches and sizes of ``bayesirt.data.ipip.Preprocess``.
+    """
+    n = codes.shape[0]
+    flags = np.zeros((n, len(FLAGS)), dtype=np.int8)
+    info: dict = {"enabled": True}
+    if opt.flag_test_time:
+        flags[:, 0] = test_time_flag(testelapse, opt.test_time_min, opt.test_time_max)
+    if opt.flag_long_string:
+        flags[:, 1] = long_string_flag(codes, opt.long_string_length)
+    if opt.flag_mahalanobis:
+        p = mahalanobis_pvalues(np.where(codes == MISSING, np.nan, codes.astype(np.float64)))
+        flags[:, 2] = np.where(p < opt.mahalanobis_p_high, 2,
+                               np.where((p > opt.mahalanobis_p_high) & (p < opt.mahalanobis_p_low), 1, 0))
+    if opt.flag_guttman:
+        gp = guttman_errors(oriented, n_categories, factor)
+        cut_high, cut_low, g_info = guttman_cutoffs(oriented, factor, n_categories, opt)
+        flags[:, 3] = np.where(gp > cut_high, 2, np.where(gp > cut_low, 1, 0))
+        info["guttman"] = g_info
+    for k, name in enumerate(FLAGS):
+        info[name] = {**info.get(name, {}), "switched_on": bool(getattr(opt, f"flag_{name}")),
+                      "low": int((flags[:, k] == 1).sum()), "high": int((flags[:, k] == 2).sum())}
+    info["dropped"] = int(drop_rule(flags).sum())
+    return flags, info
+
+
+def drop_rule(flags: np.ndarray) -> np.ndarray:
+    """Urban & Bauer's combination: risk levels sum to >= 4, or >= 3 flags raised."""
+    return (flags.sum(1) >= 4) | ((flags > 0).sum(1) >= 3)
+
+
+def test_time_flag(testelapse, t_min=150.0, t_max=3600.0) -> np.ndarray:
+    t = np.asarray(testelapse, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.where(t < t_min, 2, np.where(t > t_max, 1, 0)).astype(np.int8)  # NaN -> 0
+
+
+def long_string_flag(codes: np.ndarray, length: int = 10) -> np.ndarray:
+    """2 for a run of >= ``length`` identical answers 1 or 5, 1 for 2 or 4 (missing breaks runs)."""
+    n, m = codes.shape
+    run = np.ones(n, dtype=np.int16)
+    high = np.zeros(n, dtype=bool)
+    low = np.zeros(n, dtype=bool)
+    prev = codes[:, 0]
+    for j in range(m):
+        cur = codes[:, j]
+        if j > 0:
+            run = np.where((cur == prev) & (cur != MISSING), run + 1, 1).astype(np.int16)
+        long = run >= length
+        high |= long & ((cur == 1) | (cur == 5))
+        low |= long & ((cur == 2) | (cur == 4))
+        prev = cur
+    return np.where(high, 2, np.where(low, 1, 0)).astype(np.int8)
+
+
+def mahalanobis_pvalues(x: np.ndarray, chunk: int = 200_000) -> np.ndarray:
+    """Chi-square p-values of squared Mahalanobis distances; NaN = missing (df = observed items)."""
+    from scipy import linalg, stats
+
+    obs = ~np.isnan(x)
+    complete = obs.all(1)
+    n_items = x.shape[1]
+    if complete.sum() > 2 * n_items:
+        mu = x[complete].mean(0)
+        cov = np.cov(x[complete], rowvar=False)
+    else:  # too few complete rows: pairwise-complete estimates
+        mu = np.nanmean(x, 0)
+        cov = pd.DataFrame(x).cov().to_numpy()
+    cov = _positive_definite(cov)
+    chol = linalg.cholesky(cov, lower=True)
+    d2 = np.full(x.shape[0], np.nan)
+    rows = np.flatnonzero(complete)
+    for start in range(0, rows.size, chunk):
+        r = rows[start:start + chunk]
+        z = linalg.solve_triangular(chol, (x[r] - mu).T, lower=True)
+        d2[r] = np.einsum("ij,ij->j", z, z)
+    partial = np.flatnonzero(~complete & obs.any(1))
+    if partial.size:
+        patterns, inverse = np.unique(np.packbits(obs[partial], axis=1), axis=0, return_inverse=True)
+        inverse = inverse.ravel()
+        for k in range(patterns.shape[0]):
+            r = partial[inverse == k]
+            o = obs[r[0]]
+            sub = linalg.cholesky(cov[np.ix_(o, o)], lower=True)
+            z = linalg.solve_triangular(sub, (x[np.ix_(r, o)] - mu[o]).T, lower=True)
+            d2[r] = np.einsum("ij,ij->j", z, z)
+    return stats.chi2.sf(d2, df=obs.sum(1))
+
+
+def _positive_definite(cov: np.ndarray) -> np.ndarray:
+    """Add a small ridge when the covariance is (numerically) singular, e.g. tiny samples."""
+    w = np.linalg.eigvalsh(cov)
+    if w[0] > 1e-8 * max(w[-1], 1e-12):
+        return cov
+    ridge = 1e-3 * max(np.trace(cov) / cov.shape[0], 1e-6)
+    log.warning("Mahalanobis: covariance is singular; adding a ridge of %.3g", ridge)
+    return cov + ridge * np.eye(cov.shape[0])
+
+
+def guttman_errors(y: np.ndarray, n_categories: int, factor=None) -> np.ndarray:
+    """Polytomous Guttman errors summed over the factors (``factor``: each item's factor;
+    None: all items one factor).
+
+    ``y``: oriented categories 0..K-1, missing -1. Within a factor the item steps X >= 1..K-1
+    are ordered by popularity (proportion passing, missing = not passing), most popular first;
+    a person's count is the number of (passed, failed) pairs where the failed step is the more
+    popular one: sum_k x_k * (number of failed steps before k).
+    """
+    n = y.shape[0]
+    total = np.zeros(n, dtype=np.int32)
+    factor = np.zeros(y.shape[1], int) if factor is None else np.asarray(factor)
+    for f in np.unique(factor):
+        block = y[:, factor == f]
+        steps = (block[:, :, None] >= np.arange(1, n_categories)[None, None, :]).reshape(n, -1)
+        popularity = steps.mean(0)
+        # R's rev(order(p)): descending popularity, ties in reverse column order
+        order = np.argsort(popularity, kind="stable")[::-1]
+        x = steps[:, order]
+        failed_before = np.cumsum(~x, axis=1, dtype=np.int16)
+        total += (x * failed_before).sum(1, dtype=np.int32)
+    return total
+
+
+def guttman_cutoffs(y: np.ndarray, factor: np.ndarray, n_categories: int, opt) -> tuple[float, float, dict]:
+    """Bootstrap cut-offs of the Guttman statistic under a GRM fitted to ``y`` (oriented)."""
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(np.random.SeedSequence([int(opt.seed), 7]))
+    n = y.shape[0]
+    fit_rows = rng.choice(n, size=min(n, opt.guttman_fit_persons), replace=False)
+    fit_rows.sort()
+    fit = fit_grm_mode(y[fit_rows], factor, n_categories, iterations=opt.guttman_fit_iterations)
+    n_sim = opt.guttman_simulated_persons
+    theta = fit["ability"]
+    theta_sim = np.stack([rng.choice(theta[:, f], size=n_sim, replace=True)
+                          for f in range(theta.shape[1])], axis=1)
+    y_sim = sample_grm(rng, theta_sim[:, factor], fit["thresholds"], fit["discrimination"])
+    g_sim = guttman_errors(y_sim, n_categories, factor).astype(np.float64)
+    q_high, q_low = [], []
+    for _ in range(opt.guttman_bootstrap):
+        b = g_sim[rng.integers(0, n_sim, size=n_sim)]
+        hi, lo = np.quantile(b, [opt.guttman_quantile_high, opt.guttman_quantile_low])
+        q_high.append(hi)
+        q_low.append(lo)
+    cut_high, cut_low = float(np.median(q_high)), float(np.median(q_low))
+    info = {"cutoff_high": cut_high, "cutoff_low": cut_low, "fit_persons": int(fit_rows.size),
+            "fit": "joint posterior mode of bayesirt.models.factorized_grm (scipy L-BFGS)",
+            "fit_iterations": fit["iterations"], "fit_mean_neg_log_posterior": fit["objective"],
+            "simulated_persons": n_sim, "bootstrap": opt.guttman_bootstrap,
+            "discrimination_mean": float(fit["discrimination"].mean()), "seconds": time.perf_counter() - t0}
+    return cut_high, cut_low, info
+
+
+def fit_grm_mode(y: np.ndarray, factor: np.ndarray, n_categories: int, iterations: int = 50) -> dict:
+    """Joint posterior mode of ``models.factorized_grm`` with one scale per factor (see the
+    module notes): discrimination (I,), thresholds (I, K-1), ability (N, F), the number of
+    L-BFGS iterations and the final objective (minus the log posterior per person)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
+    from scipy.optimize import minimize
+
+    from bayesirt.models import factorized_grm as fgrm
+    from bayesirt.models import grm
+
+    items = [Item(f"item{j + 1}", n_categories, f"F{f}") for j, f in enumerate(factor)]
+    rm = ResponseMatrix(y, items)
+    st, priors, bij = fgrm.structure_of(rm), fgrm.Priors(), fgrm.bijectors()
+    start = {k: bij[k].inverse(jnp.asarray(v, jnp.float32)) for k, v in fgrm.initial_values(rm).items()}
+    flat0, unravel = ravel_pytree(start)
+    y_j = jnp.asarray(y, jnp.int32)
+
+    def constrained(flat):
+        return {k: bij[k].forward(u) for k, u in unravel(flat).items()}
+
+    def objective(flat):
+        p = constrained(flat)
+        log_post = (fgrm.log_likelihood(p, y_j, st).sum() + fgrm.log_prior(p, priors, st, local=True).sum()
+                    + fgrm.log_prior(p, priors, st, local=False))
+        return -log_post / y.shape[0]
+
+    value_and_grad = jax.jit(jax.value_and_grad(objective))
+
+    def fun(x):
+        value, grad = value_and_grad(jnp.asarray(x, jnp.float32))
+        return float(value), np.asarray(grad, np.float64)
+
+    res = minimize(fun, np.asarray(flat0, np.float64), jac=True, method="L-BFGS-B",
+                   options={"maxiter": int(iterations)})
+    mode = constrained(jnp.asarray(res.x, jnp.float32))
+    tau = np.asarray(grm.ordered_cuts(mode["base_difficulty"], mode["increments"]), np.float64)
+    p = {k: np.asarray(v, np.float64) for k, v in mode.items()}
+    by_factor = [rm.scales.index(f"F{f}") for f in range(int(np.max(factor)) + 1)]  # columns in factor order
+    return {"discrimination": p["discrimination"], "thresholds": tau, "ability": p["ability"][:, by_factor],
+            "iterations": int(res.nit), "objective": float(res.fun)}

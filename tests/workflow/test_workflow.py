@@ -217,3 +217,22 @@ def test_amortized_ifa_outputs_follow_the_schemas(two_runs):
     assert [p.name for p in sorted((base / "ipip/figures").glob("*.png"))] == ["loadings.png", "scree.png", "timings.png"]
     html = (run / "results/reports/amortized_ifa.html").read_text()
     assert "Which of the paper" in html and "image/png" in html and "Traceback" not in html
+
+
+def test_snakemake_report_shows_every_figure_with_its_caption(two_runs, tmp_path):
+    run = two_runs[0]
+    report = tmp_path / "report.html"
+    snakemake("--report", str(report), "--configfile", "config/test.yaml", cwd=run)
+    html = report.read_text()
+    results = json.loads(re.search(r"var results = (\{.*?\});\s*</script>", html, flags=re.S).group(1))
+    figures = sorted(str(p.relative_to(run)) for p in (run / "results").rglob("*.png"))
+    assert sorted(results) == figures
+    captions = {" ".join(p.read_text().split()[:6]) for p in (ROOT / "workflow" / "report").glob("*.rst")}
+    shown = set()
+    for path, entry in results.items():
+        assert entry["mime_type"] == "image/png" and entry["data_uri"].startswith("data:image/png"), path
+        text = " ".join(re.sub(r"<[^>]+>", " ", entry["caption"]).split())
+        assert any(c in text for c in captions), (path, text)
+        shown |= {c for c in captions if c in text}
+    # every figure of the test config is in the report: rb_imputation's six, amortized_ifa's 4 + 4 + 3
+    assert len(results) == 6 + 4 + 4 + 3 and len(shown) == len(captions)

@@ -15,8 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from bayesirt import io, records
-from bayesirt.tables import factorized_grm_table, mixture_grm_table
+from bayesirt import io, records, tables
 from bayesirt.inference import advi
 from bayesirt.inference.training import TrainSettings, keep_last_good
 from bayesirt.models import factorized_grm as fgrm
@@ -69,7 +68,7 @@ def fit(rm: io.ResponseMatrix, *, seed: int, settings: TrainSettings = TrainSett
 
     elbo = final_elbo(model, q, key_elbo, data, rm.n_persons)
     samples = advi.draws(model, q, key_draws, posterior_draws)
-    table = factorized_grm_table if n_dimensions == 1 else mixture_grm_table
+    table = tables.factorized_grm_table if n_dimensions == 1 else tables.mixture_grm_table
     estimates = table({k: v.mean(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "mean")
     estimates["sd"] = table({k: v.std(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "sd")["sd"]
     truth_note = None
@@ -79,7 +78,8 @@ def fit(rm: io.ResponseMatrix, *, seed: int, settings: TrainSettings = TrainSett
         truth_note = "not attached: the data were simulated from a model with other parameters"
         log.warning("true parameters %s", truth_note)
     elif truth is not None:
-        estimates = attach_truth(estimates, truth)
+        keys = ["parameter", "item", "person", "scale", "category"] + (["dimension"] if "dimension" in estimates else [])
+        estimates = tables.attach_truth(estimates, truth, keys)
 
     record = records.fit_record(result, {
         "model": "factorized_grm" if n_dimensions == 1 else "mixture_grm",
@@ -106,14 +106,6 @@ def final_elbo(model: advi.Model, q, key, data, n_persons: int, n_draws: int = 3
     loss = advi.negative_elbo(model, n_persons, n_draws)
     batch = dict(data, index=jnp.arange(n_persons))
     return float(-jax.jit(loss)(q, key, batch) * n_persons)
-
-
-def attach_truth(estimates: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
-    keys = ["parameter", "item", "person", "scale", "category"] + (["dimension"] if "dimension" in estimates else [])
-    merged = estimates.merge(truth.rename(columns={"value": "true"}), on=keys, how="left")
-    if len(merged) != len(estimates):
-        raise ValueError("truth table does not match the estimates one-to-one")
-    return merged
 
 
 def item_inference_data(samples: dict, rm: io.ResponseMatrix):

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from bayesirt import io, records
+from bayesirt import io, records, tables
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.evaluation import loglik, rotation
 from bayesirt.evaluation.recovery import metrics
@@ -140,8 +140,6 @@ def truth_matrix(truth, parameter, shape):
 def estimates_table(rm: io.ResponseMatrix, lam, ints, corr, abilities=None, truth=None) -> pd.DataFrame:
     """Tidy estimates (workflow/schemas/estimates.schema.yaml): parameter, item, item_name,
     person, factor, factor_name, factor2, category, scale, mean, sd[, true]."""
-    from bayesirt.tables import mgrm_table
-
     ncat = rm.n_categories
     p = lam.shape[1]
     names = rm.attrs.get("factor_names") if p == len(rm.attrs.get("factor_names") or []) else None
@@ -150,8 +148,8 @@ def estimates_table(rm: io.ResponseMatrix, lam, ints, corr, abilities=None, trut
               "factor_corr": corr}
     if abilities is not None:
         values["ability"] = abilities[0]
-    est = mgrm_table(values, item_names=[it.name for it in rm.items], factor_names=names,
-                     value_column="mean")
+    est = tables.mgrm_table(values, item_names=[it.name for it in rm.items], factor_names=names,
+                            value_column="mean")
     est["sd"] = np.nan
     if abilities is not None:
         est.loc[est.parameter == "ability", "sd"] = abilities[1].ravel()
@@ -160,8 +158,7 @@ def estimates_table(rm: io.ResponseMatrix, lam, ints, corr, abilities=None, trut
     est.insert(est.columns.get_loc("category") + 1, "scale", scale)
     est.loc[est.parameter == "factor_corr", "scale"] = "all"
     if truth is not None:
-        t = truth[KEYS + ["value"]].rename(columns={"value": "true"})
-        est = est.merge(t, on=KEYS, how="left")
+        est = tables.attach_truth(est, truth, KEYS)
         if est.loc[est.parameter == "intercept", "true"].isna().any():
             raise ValueError("truth table does not cover the intercepts of the fitted items")
     return est

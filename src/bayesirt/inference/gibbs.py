@@ -189,6 +189,8 @@ def draw_z(key, y, theta, a, d, missing: str = "augment"):
     s = s.astype(eta.dtype)
     c = jnp.where(obs, -s * eta, -jnp.inf)
     z = eta + s * normal_above(key, c)
+    # X >= c exactly, but eta + s X can round across 0 when |eta| is large: keep Z on its side
+    z = jnp.where(y == 1, jnp.maximum(z, 0.0), jnp.where(y == 0, jnp.minimum(z, 0.0), z))
     if missing == "omit":
         z = jnp.where(obs, z, 0.0)
     return z

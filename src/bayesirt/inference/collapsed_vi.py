@@ -1,0 +1,150 @@
+"""Collapsed variational inference for the LCDM, and NUTS on the same collapsed model.
+
+The profiles Z are summed out exactly (``models.lcdm.marginal_loglik``, log-sum-exp over the L
+profiles), so what remains is a smooth density in
+
+    beta (J, K)          item coefficients (padding ignored),
+    theta (L - 1,)       profile logits, pi = softmax([theta, 0]),
+    log_sigma2 ()        log of the prior variance of the coefficients,
+
+with the seed's priors (sigma^2 ~ IG(a0, b0), beta_j | sigma^2 ~ N(0, sigma^2 I), pi ~ Dir(d0)) and
+the log-Jacobians of both transforms (``log |d pi / d theta| = sum_l log pi_l``;
+``log sigma^2``). ``log_density`` is that density, used by both methods.
+
+Collapsed VI: q(beta_j) = N(mu_j, C_j C_j^T) (C_j lower triangular with log-diagonal, as in
+BBVI), q(theta) and q(log sigma^2) Gaussian with diagonal covariance; reparameterised gradients
+(no score-function noise), the Gaussian entropies in closed form, persons in minibatches through
+the project's training driver (person terms scaled by N / B). After the fit, q(Z_i) is the
+posterior of the profile at the mean of q (``profile_posterior``).
+
+NUTS (``run_collapsed_nuts``): the platform's numpyro runner on ``log_density``; the posterior
+reference for beta and pi on small designs.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bayesirt.inference import training
+from bayesirt.inference.bbvi import Problem, chol_factor, prepare  # noqa: F401  (one data preparation)
+from bayesirt.models import lcdm
+
+
+class CollapsedSettings(NamedTuple):
+    n_samples: int = 1  # draws of q per step
+    init_scale: float = 0.1
+    priors: lcdm.Priors = lcdm.Priors()
+
+
+def unpack(params_draw):
+    """(beta, log_pi, sigma2, log-Jacobian) from unconstrained values."""
+    theta = params_draw["theta"]
+    log_pi = jax.nn.log_softmax(jnp.concatenate([theta, jnp.zeros(theta.shape[:-1] + (1,))], -1))
+    log_s2 = params_draw["log_sigma2"]
+    return params_draw["beta"], log_pi, jnp.exp(log_s2), jnp.sum(log_pi, -1) + log_s2
+
+
+def log_density(params_draw, data, priors: lcdm.Priors = lcdm.Priors(), scale: float = 1.0):
+    """Collapsed log-density in unconstrained space (person terms times ``scale``)."""
+    sh = data[training.SHARED]
+    beta, log_pi, sigma2, log_jac = unpack(params_draw)
+    fm = sh["feature_mask"]
+    beta = beta * fm
+    ll = lcdm.marginal_loglik(beta, log_pi, sh["delta"], data["y_obs"], data["n_obs"]).sum()
+    return (scale * ll + lcdm.log_normal_beta(beta, sigma2, fm).sum()
+            + lcdm.log_dirichlet(log_pi, priors.d0) + lcdm.log_inv_gamma(sigma2, priors.a0, priors.b0) + log_jac)
+
+
+def init_params(design: lcdm.Design, settings: CollapsedSettings = CollapsedSettings()) -> dict:
+    j, n_prof, k = design.delta.shape
+    n_main = (design.order == 1).sum(1, keepdims=True)
+    mu = np.where(design.order == 0, -1.0, np.where(design.order == 1, 2.0 / np.maximum(n_main, 1), 0.0))
+    return {"mu": jnp.asarray(mu * design.feature_mask, jnp.float32),
+            "chol_off": jnp.zeros((j, k, k), jnp.float32),
+            "log_diag": jnp.full((j, k), np.log(settings.init_scale), jnp.float32),
+            "theta_mu": jnp.zeros(n_prof - 1, jnp.float32),
+            "theta_log_sd": jnp.full(n_prof - 1, np.log(settings.init_scale), jnp.float32),
+            "ls2_mu": jnp.zeros([], jnp.float32),
+            "ls2_log_sd": jnp.asarray(np.log(settings.init_scale), jnp.float32)}
+
+
+def make_loss(settings: CollapsedSettings, n_persons: int):
+    """Negative ELBO of a batch: -(E_q[log density] + entropy of q), reparameterised."""
+
+    def loss(params, key, batch):
+        fm = batch[training.SHARED]["feature_mask"]
+        scale = n_persons / batch["y_obs"].shape[0]
+        s = settings.n_samples
+        j, k = params["mu"].shape
+        n_theta = params["theta_mu"].shape[0]
+        eps = jax.random.normal(key, (s, j * k + n_theta + 1))
+        c = chol_factor(params["chol_off"], params["log_diag"], fm)
+        draws = {"beta": params["mu"] + jnp.einsum("jkl,sjl->sjk", c, eps[:, :j * k].reshape(s, j, k)) * fm,
+                 "theta": params["theta_mu"] + jnp.exp(params["theta_log_sd"]) * eps[:, j * k:j * k + n_theta],
+                 "log_sigma2": params["ls2_mu"] + jnp.exp(params["ls2_log_sd"]) * eps[:, -1]}
+        lp = jax.vmap(lambda d: log_density(d, batch, settings.priors, scale))(draws).mean()
+        entropy = (jnp.sum(fm * params["log_diag"]) + jnp.sum(params["theta_log_sd"]) + params["ls2_log_sd"])
+        return -(lp + entropy)
+
+    return loss
+
+
+def fit_collapsed(key, problem: Problem, settings: CollapsedSettings = CollapsedSettings(),
+                  train: training.TrainSettings = training.TrainSettings(), label: str = "collapsed_vi"):
+    """Fit through the training driver (a diverged fit keeps its last good state)."""
+    params = init_params(problem.design, settings)
+    return training.keep_last_good(training.train, make_loss(settings, problem.n_persons), params, key,
+                                   problem.data, problem.n_persons, train, label)
+
+
+class CollapsedSummary(NamedTuple):
+    profile_prob: np.ndarray  # (N, L) posterior of each person's profile at the mean of q
+    beta_mean: np.ndarray  # (J, K)
+    beta_sd: np.ndarray
+    pi_mean: np.ndarray  # (L,) E_q[pi], by Monte Carlo
+    pi_sd: np.ndarray
+    sigma2_mean: float
+
+
+def summarize(key, params, problem: Problem, n_draws: int = 2000) -> CollapsedSummary:
+    fm = jnp.asarray(problem.design.feature_mask)
+    c = chol_factor(params["chol_off"], params["log_diag"], fm)
+    sd = jnp.sqrt(jnp.einsum("jkl,jkl->jk", c, c)) * fm
+    theta = params["theta_mu"] + jnp.exp(params["theta_log_sd"]) * jax.random.normal(key, (n_draws,) + params["theta_mu"].shape)
+    pi = jax.nn.softmax(jnp.concatenate([theta, jnp.zeros((n_draws, 1))], -1))
+    log_pi_mean = jnp.log(pi.mean(0))
+    sh = problem.data[training.SHARED]
+    post = profile_posterior(params["mu"] * fm, log_pi_mean, sh["delta"], problem.data["y_obs"], problem.data["n_obs"])
+    s2 = jnp.exp(params["ls2_mu"] + 0.5 * jnp.exp(2 * params["ls2_log_sd"]))
+    return CollapsedSummary(np.asarray(post), np.asarray(params["mu"] * fm), np.asarray(sd),
+                            np.asarray(pi.mean(0)), np.asarray(pi.std(0)), float(s2))
+
+
+def profile_posterior(beta, log_pi, delta, y_obs, n_obs, chunk: int = 65536):
+    """(N, L) p(z_i = l | y_i) in chunks of persons (bounded memory for large N)."""
+    f = jax.jit(lambda yo, no: jnp.exp(lcdm.posterior_profiles(beta, log_pi, delta, yo, no)))
+    return jnp.concatenate([f(y_obs[s:s + chunk], n_obs[s:s + chunk]) for s in range(0, y_obs.shape[0], chunk)])
+
+
+def run_collapsed_nuts(key, problem: Problem, sampler_settings, priors: lcdm.Priors = lcdm.Priors(),
+                       init=None, label: str = "nuts_collapsed"):
+    """NUTS on ``log_density`` (numpyro, through ``inference.nuts.run_nuts``); draws of beta
+    (padded coefficients are given a standard normal so the density stays proper), theta and
+    log_sigma2. ``init``: starting values (defaults: the monotone start)."""
+    from bayesirt.inference.nuts import run_nuts
+
+    des = problem.design
+    fm = problem.data[training.SHARED]["feature_mask"]
+    if init is None:
+        p0 = init_params(des)
+        init = {"beta": p0["mu"], "theta": p0["theta_mu"], "log_sigma2": jnp.zeros([], jnp.float32)}
+
+    def density(p, data):
+        return log_density(p, data, priors) - 0.5 * jnp.sum((1 - fm) * p["beta"] ** 2)
+
+    return run_nuts(key, density, init, sampler_settings, data=problem.data, label=label,
+                    dims={"beta": ["item", "feature"], "theta": ["profile_logit"]})

@@ -1,0 +1,224 @@
+"""The log-linear cognitive diagnosis model (LCDM) with a Q-matrix: the one LCDM likelihood.
+
+Person i has an attribute profile ``z_i in {0,1}^A``; there are ``L = 2^A`` profiles. Item j
+measures the attributes with ``Q[j, a] = 1``; its feature vector ``delta_j(z)`` holds 1
+(intercept), the mastery indicator of every measured attribute (main effects) and the products
+of every subset of them (interactions of every order). The correct-response probability is
+``sigmoid(beta_j . delta_j(z))``.
+
+Profile bit order (one order everywhere in the project; ``tests/unit/test_lcdm.py`` fixes it,
+and it is the order of ``bayesirt.data.simulate_lcdm``): profile index ``c = sum_a z_a 2^a``,
+attribute 1 is the least significant bit ("little-endian"). The label of a profile lists the
+attributes in order, so label "10" (attribute 1 mastered, attribute 2 not) has index 1 and
+label "01" has index 2.
+
+Features of an item are ordered: intercept, then subsets of its measured attributes by size and
+then by attribute (e.g. "intercept", "a1", "a2", "a1:a2"). Items have different numbers of
+features ``K_j``; arrays are padded to ``K = max_j K_j`` with the item's features first and a
+``feature_mask`` (J, K) marking the real ones. Padded design columns are zero, so padded
+coefficients never reach a logit.
+
+Missing responses are masked: ``y`` is an integer (N, J) array with 0/1 observed and any other
+value (the project codes missing as -1) ignored. All probabilities are handled in log space;
+the per-profile log-likelihood of every person is two matrix products,
+``y_obs @ log sigmoid(eta).T + n_obs @ log sigmoid(-eta).T``.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import gammaln, logsumexp
+
+# 2^A profiles are held per person (N x 2^A log-likelihoods); beyond this many attributes the
+# design tensor (J x 2^A x K) alone outgrows memory for any realistic test, so it is refused.
+MAX_ATTRIBUTES = 16
+# N x 2^A float32 cells held at once (4 GiB); larger problems are refused with this limit named.
+MAX_PROFILE_CELLS = 2 ** 30
+
+
+def profiles(n_attributes: int) -> np.ndarray:
+    """(2^A, A) 0/1 matrix; row c is the profile with index c (attribute a = bit a of c)."""
+    c = np.arange(2 ** n_attributes)
+    return ((c[:, None] >> np.arange(n_attributes)[None, :]) & 1).astype(np.int8)
+
+
+def profile_index(mastery) -> np.ndarray:
+    """Profile index of 0/1 mastery rows (..., A): ``sum_a z_a 2^a``."""
+    mastery = np.asarray(mastery, dtype=np.int64)
+    return (mastery << np.arange(mastery.shape[-1])).sum(-1)
+
+
+def profile_label(index: int, n_attributes: int) -> str:
+    return "".join(str(b) for b in profiles(n_attributes)[index])
+
+
+def item_features(q_row) -> list[tuple[int, ...]]:
+    """() for the intercept, then subsets of the measured attributes by size, then attribute."""
+    measured = [a for a in range(len(q_row)) if q_row[a]]
+    feats: list[tuple[int, ...]] = [()]
+    for order in range(1, len(measured) + 1):
+        feats += list(combinations(measured, order))
+    return feats
+
+
+def feature_name(feature: tuple[int, ...]) -> str:
+    return "intercept" if not feature else ":".join(f"a{a + 1}" for a in feature)
+
+
+class Design(NamedTuple):
+    """Arrays derived once from a Q-matrix."""
+
+    delta: np.ndarray  # (J, L, K) float: delta_j(profile l), padded columns zero
+    feature_mask: np.ndarray  # (J, K) float: 1 for an item's real features
+    n_features: np.ndarray  # (J,) int: K_j
+    order: np.ndarray  # (J, K) int: feature order (number of attributes in it; -1 for padding)
+    names: list  # per item, the feature names
+
+
+def check_q_matrix(q, n_items: int | None = None, where: str = "Q-matrix",
+                   allow_zero_rows: bool = False) -> np.ndarray:
+    """A 0/1 (J, A) Q-matrix with no zero row or column, or a one-line ValueError naming the
+    item or attribute. A zero row (an item measuring nothing: intercept only, carrying no
+    information on profiles) is usually a coding error; the seed-002 design draws such rows on
+    purpose, so ``allow_zero_rows=True`` accepts them."""
+    q = np.asarray(q)
+    if q.ndim != 2:
+        raise ValueError(f"{where}: expected a 2-d items x attributes array, got shape {q.shape}")
+    if n_items is not None and q.shape[0] != n_items:
+        raise ValueError(f"{where}: has {q.shape[0]} rows but the responses have {n_items} items")
+    if not np.isin(q, (0, 1)).all():
+        raise ValueError(f"{where}: entries must be 0 or 1")
+    if q.shape[1] > MAX_ATTRIBUTES:
+        raise ValueError(f"{where}: {q.shape[1]} attributes give 2^{q.shape[1]} profiles; at most "
+                         f"{MAX_ATTRIBUTES} attributes are supported")
+    zero_rows = np.flatnonzero(q.sum(1) == 0)
+    if zero_rows.size and not allow_zero_rows:
+        raise ValueError(f"{where}: item {int(zero_rows[0]) + 1} (row {int(zero_rows[0])}) measures no attribute "
+                         f"(pass allow_zero_rows for intercept-only items)")
+    zero_cols = np.flatnonzero(q.sum(0) == 0)
+    if zero_cols.size:
+        raise ValueError(f"{where}: attribute {int(zero_cols[0]) + 1} (column {int(zero_cols[0])}) "
+                         f"is measured by no item")
+    return q.astype(np.int8)
+
+
+def check_responses(y, where: str = "responses") -> np.ndarray:
+    """Integer (N, J) responses coded 0/1 with -1 for missing, or a one-line ValueError naming
+    the first item holding anything else."""
+    y = np.asarray(y)
+    if y.ndim != 2:
+        raise ValueError(f"{where}: expected a persons x items array, got shape {y.shape}")
+    bad = ~np.isin(y, (-1, 0, 1))
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise ValueError(f"{where}: item {int(j) + 1} (column {int(j)}) holds {y[i, j]!r} at person {int(i)}; "
+                         f"the LCDM needs binary responses 0/1 (missing -1)")
+    return y.astype(np.int32)
+
+
+def check_size(n_persons: int, n_attributes: int, where: str = "LCDM") -> None:
+    cells = n_persons * 2 ** n_attributes
+    if cells > MAX_PROFILE_CELLS:
+        raise ValueError(f"{where}: {n_persons} persons x 2^{n_attributes} profiles = {cells} cells exceed "
+                         f"the limit of {MAX_PROFILE_CELLS} held at once; use fewer attributes or persons")
+
+
+def design(q) -> Design:
+    """Padded design tensor of a (checked) Q-matrix."""
+    q = np.asarray(q)
+    n_items, n_attr = q.shape
+    prof = profiles(n_attr)
+    feats = [item_features(q[j]) for j in range(n_items)]
+    k = max(len(f) for f in feats)
+    delta = np.zeros((n_items, 2 ** n_attr, k))
+    mask = np.zeros((n_items, k))
+    order = np.full((n_items, k), -1, dtype=np.int32)
+    for j, fj in enumerate(feats):
+        for f, feat in enumerate(fj):
+            delta[j, :, f] = prof[:, list(feat)].prod(1) if feat else 1.0
+            mask[j, f] = 1.0
+            order[j, f] = len(feat)
+    return Design(delta, mask, np.array([len(f) for f in feats]), order,
+                  [[feature_name(f) for f in fj] for fj in feats])
+
+
+def pack_beta(betas, k: int) -> np.ndarray:
+    """List of per-item coefficient vectors -> padded (J, K) array."""
+    out = np.zeros((len(betas), k))
+    for j, b in enumerate(betas):
+        out[j, :len(b)] = b
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# likelihood (pure jax functions of arrays)
+
+
+def observed_counts(y):
+    """(y_obs, n_obs): float (N, J) indicators of an observed 1 and an observed 0."""
+    y = jnp.asarray(y)
+    return (y == 1).astype(jnp.float32), (y == 0).astype(jnp.float32)
+
+
+def item_logits(beta, delta):
+    """(..., J, L) logits ``beta_j . delta_j(l)``; ``beta`` (..., J, K)."""
+    return jnp.einsum("jlk,...jk->...jl", delta, beta)
+
+
+def profile_loglik(beta, delta, y_obs, n_obs):
+    """(..., N, L): log p(y_i | profile l, beta), missing cells contributing nothing."""
+    eta = item_logits(beta, delta)
+    return (jnp.einsum("nj,...jl->...nl", y_obs, jax.nn.log_sigmoid(eta))
+            + jnp.einsum("nj,...jl->...nl", n_obs, jax.nn.log_sigmoid(-eta)))
+
+
+def marginal_loglik(beta, log_pi, delta, y_obs, n_obs):
+    """(N,): log sum_l pi_l p(y_i | l, beta), per person (Z summed out in log space)."""
+    return logsumexp(profile_loglik(beta, delta, y_obs, n_obs) + log_pi, axis=-1)
+
+
+def posterior_profiles(beta, log_pi, delta, y_obs, n_obs):
+    """(N, L): log p(z_i = l | y_i, beta, pi)."""
+    joint = profile_loglik(beta, delta, y_obs, n_obs) + log_pi
+    return joint - logsumexp(joint, axis=-1, keepdims=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# priors of the seed: sigma^2 ~ IG(a0, b0), beta_j | sigma^2 ~ N(0, sigma^2 I), pi ~ Dir(d0)
+
+
+class Priors(NamedTuple):
+    a0: float = 1e-2
+    b0: float = 1e-4
+    d0: float = 1.0  # symmetric Dirichlet concentration
+
+
+def log_normal_beta(beta, sigma2, feature_mask):
+    """(..., J): log N(beta_j; 0, sigma^2 I) over each item's real features. ``sigma2`` (...)."""
+    s2 = jnp.asarray(sigma2)[..., None]
+    k = feature_mask.sum(-1)
+    return (-0.5 * jnp.sum(feature_mask * beta ** 2, -1) / s2
+            - 0.5 * k * (jnp.log(2 * jnp.pi) + jnp.log(s2)))
+
+
+def log_inv_gamma(sigma2, a, b):
+    return a * jnp.log(b) - gammaln(a) - (a + 1) * jnp.log(sigma2) - b / sigma2
+
+
+def log_dirichlet(log_pi, d):
+    """log Dir(pi; d) from log pi (..., L) and concentrations d (L,) or scalar."""
+    d = jnp.broadcast_to(jnp.asarray(d, log_pi.dtype), log_pi.shape[-1:])
+    return gammaln(d.sum()) - gammaln(d).sum() + jnp.sum((d - 1) * log_pi, -1)
+
+
+def log_joint_collapsed(beta, log_pi, sigma2, delta, feature_mask, y_obs, n_obs, priors: Priors):
+    """log p(y, beta, pi, sigma^2) with Z summed out (constrained parameters, no Jacobians)."""
+    return (marginal_loglik(beta, log_pi, delta, y_obs, n_obs).sum()
+            + log_normal_beta(beta, sigma2, feature_mask).sum()
+            + log_dirichlet(log_pi, priors.d0)
+            + log_inv_gamma(sigma2, priors.a0, priors.b0))

@@ -1,0 +1,104 @@
+"""Non-amortized mean-field VI for the models of ``models.irt2pl``: the VIBO study's baseline.
+
+Same model, priors, item family q(d) and objective as ``inference.vibo``, but each person has
+free variational parameters, q(a_i) = N(m_i, diag(s_i^2)), instead of an encoder:
+
+    loss(B) = (1/|B|) sum_{i in B} [-E_q log p(r_i | a_i, d) + KL(q(a_i) || N(0, I))] + KL(q(d) || p(d)) / N,
+
+an unbiased per-person estimate of the negative ELBO (see ``vibo``), minimised with the
+project's training driver (reparameterized, ``n_samples`` draws). New persons need a refit
+(``score_new``: the items held at q(d), only the new persons' q(a) optimised).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bayesirt.inference import vibo
+from bayesirt.inference.training import FitResult, TrainSettings, keep_last_good, train
+from bayesirt.models import irt2pl
+
+
+@dataclass(frozen=True)
+class MFVISpec:
+    structure: irt2pl.Structure
+    priors: irt2pl.ItemPriors = irt2pl.ItemPriors()
+    n_samples: int = 1
+    init_item_scale: float = 0.05
+    init_ability_scale: float = 0.5
+
+
+def init(spec: MFVISpec, y) -> dict:
+    st = spec.structure
+    loc = irt2pl.initial_items(y, st)
+    n = np.asarray(y).shape[0]
+    return {"items": {"loc": loc,
+                      "log_scale": jax.tree.map(lambda v: jnp.full_like(v, math.log(spec.init_item_scale)), loc)},
+            "abilities": {"loc": jnp.zeros((n, st.n_factors)),
+                          "log_scale": jnp.full((n, st.n_factors), math.log(spec.init_ability_scale))}}
+
+
+def _person_terms(q_items, q_ab, key, y, index, spec: MFVISpec, fixed_items: bool = False):
+    st = spec.structure
+    mean, sd = q_ab["loc"][index], jnp.exp(q_ab["log_scale"][index])
+
+    def one(s):
+        k_item, k_ab = jax.random.split(jax.random.fold_in(key, s))
+        items = q_items["loc"] if fixed_items else vibo.sample_items(k_item, q_items)
+        eps = jax.vmap(lambda i: jax.random.normal(jax.random.fold_in(k_ab, i), (st.n_factors,)))(index)
+        theta = mean + sd * eps
+        return irt2pl.log_lik(y, theta, items, st)
+
+    recon = jax.vmap(one)(jnp.arange(spec.n_samples)).mean(0)
+    return recon - jnp.sum(0.5 * (sd ** 2 + mean ** 2 - 1.0) - jnp.log(sd), axis=-1)
+
+
+def loss_fn(spec: MFVISpec, n_persons: int):
+    def loss(params, key, batch):
+        values = _person_terms(params["items"], params["abilities"], key, batch["y"], batch["index"], spec)
+        return -jnp.mean(values) + vibo.item_kl(params["items"], spec.priors) / n_persons
+
+    return loss
+
+
+def fit(spec: MFVISpec, key, y, settings: TrainSettings, params: dict | None = None,
+        label: str = "mfvi") -> FitResult:
+    y = irt2pl.check_responses(y, spec.structure)
+    vibo.check_batch(settings.batch_size, y.shape[0])
+    params = init(spec, y) if params is None else params
+    return keep_last_good(train, loss_fn(spec, y.shape[0]), params, key, {"y": jnp.asarray(y)},
+                          y.shape[0], settings, label)
+
+
+def abilities(params: dict) -> tuple[np.ndarray, np.ndarray]:
+    q = params["abilities"]
+    return np.asarray(q["loc"]), np.asarray(jnp.exp(q["log_scale"]))
+
+
+def ability_draws(params: dict, spec: MFVISpec, key, n_draws: int):
+    """Joint draws (item values, abilities) from q(d) q(a): dict of (S, ...), (S, N, K)."""
+    def one(k):
+        k_item, k_ab = jax.random.split(k)
+        q = params["abilities"]
+        return vibo.sample_items(k_item, params["items"]), q["loc"] + jnp.exp(q["log_scale"]) * jax.random.normal(k_ab, q["loc"].shape)
+
+    return jax.jit(jax.vmap(one))(jax.random.split(key, n_draws))
+
+
+def score_new(params: dict, spec: MFVISpec, key, y, settings: TrainSettings) -> FitResult:
+    """Refit q(a) of new persons with the items fixed at the mean of q(d) (the non-amortized
+    way to score persons who were not in the training data)."""
+    y = irt2pl.check_responses(y, spec.structure)
+    items = params["items"]
+    n = y.shape[0]
+    q_ab = init(spec, y)["abilities"]
+
+    def loss(q, key, batch):
+        return -jnp.mean(_person_terms(items, q, key, batch["y"], batch["index"], spec, fixed_items=True))
+
+    return train(loss, q_ab, key, {"y": jnp.asarray(y)}, n, settings, "mfvi-score")

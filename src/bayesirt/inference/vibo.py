@@ -1,0 +1,279 @@
+"""VIBO (seed 004): amortized variational IRT with a product-of-experts ability encoder.
+
+Objective (the seed's theorem), per person i, with q(d) a mean-field Gaussian over the
+unconstrained item values (``models.irt2pl``) and q(a_i | d, r_i) the encoder below:
+
+    VIBO_i = E_q(d) q(a_i|d,r_i)[log p(r_i | a_i, d)] - E_q(d)[KL(q(a_i | d, r_i) || N(0, I))]
+    VIBO   = sum_i VIBO_i - KL(q(d) || p(d))
+
+The loss handed to the training driver for a batch B of persons is the per-person mean
+
+    loss(B) = (1/|B|) sum_{i in B} -VIBO_i(d) + KL(q(d) || p(d)) / N,
+
+so its expectation over batches (drawn without replacement, every person equally likely) is
+exactly -VIBO / N: the item KL enters each batch with weight |B|/N relative to the batch's sum,
+and over an epoch it is counted once. (Adding the full item KL to every batch would count it
+N/|B| times per epoch and shrink the items toward their prior.) Gradients are reparameterized
+with ``n_samples`` draws (default 1) of d, shared by the batch, and of a_i per person; both
+KL terms are closed-form Gaussian KLs. The draw of a_i uses a key folded with the person's row
+number, so a person's contribution does not depend on which batch it falls in.
+
+Encoder: one Gaussian expert per *observed* response, expert_j(r) = N(mu, diag(1/prec)) with
+(mu, log-ish prec) = MLP([d_j, onehot(r)]), an MLP of the item's (sampled) parameters and the
+response; the product of experts is Gaussian with precision the sum of the experts' precisions
+and mean their precision-weighted mean. Missing responses (``missing``):
+
+* ``"one_prior"`` (a): no expert for a missing response; exactly one N(0, I) prior expert, so
+  the pull toward the prior does not grow with the number of missing answers;
+* ``"prior_per_missing"`` (b, the seed's variant): each missing response's expert is replaced
+  by the prior N(0, I), i.e. a prior expert per missing response (none when nothing is missing).
+
+Because one draw of d serves a whole batch, an expert depends only on (item, response value):
+the MLP is evaluated on the J x C table of (item, category) pairs and each person's product is
+a contraction of the one-hot responses with that table (a (B, J*C) x (J*C, 2K) matrix product).
+This is the same function of (d_j, r_ij) as evaluating the MLP per cell, at 1/B of the cost, and
+there is no loop over persons: rows with missing cells are handled by the one-hot mask.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bayesirt.inference import networks
+from bayesirt.inference.training import FitResult, TrainSettings, keep_last_good, train
+from bayesirt.models import irt2pl
+
+MISSING_VARIANTS = ("one_prior", "prior_per_missing")
+MIN_PRECISION = 1e-4  # added to every product's precision, so a person with no expert stays proper
+
+
+@dataclass(frozen=True)
+class VIBOSpec:
+    structure: irt2pl.Structure
+    priors: irt2pl.ItemPriors = irt2pl.ItemPriors()
+    missing: str = "one_prior"
+    hidden: tuple = (16, 16)  # widths of the expert MLP's hidden layers
+    n_samples: int = 1  # reparameterized draws per step
+    init_item_scale: float = 0.05  # initial sd of q(d)
+
+    def __post_init__(self):
+        if self.missing not in MISSING_VARIANTS:
+            raise ValueError(f"vibo missing '{self.missing}' is not known; expected one of {list(MISSING_VARIANTS)}")
+        if self.n_samples < 1:
+            raise ValueError(f"vibo n_samples must be at least 1, got {self.n_samples}")
+        if any(int(h) < 1 for h in self.hidden):
+            raise ValueError(f"vibo hidden widths must be positive, got {list(self.hidden)}")
+
+
+def _item_features(items: dict, st: irt2pl.Structure):
+    """(J, F): each item's unconstrained values side by side (the experts' item input)."""
+    cols = [items[name].reshape(st.n_items, -1) for name in st.item_shapes()]
+    return jnp.concatenate(cols, axis=1)
+
+
+def n_item_features(st: irt2pl.Structure) -> int:
+    return sum(int(np.prod(s[1:])) if len(s) > 1 else 1 for s in st.item_shapes().values())
+
+
+def init(key, spec: VIBOSpec, y) -> dict:
+    """Initial variational parameters: q(d) at data-based starting values with sd
+    ``init_item_scale``, and the expert MLP."""
+    st = spec.structure
+    loc = irt2pl.initial_items(y, st)
+    log_scale = jax.tree.map(lambda v: jnp.full_like(v, math.log(spec.init_item_scale)), loc)
+    sizes = [n_item_features(st) + st.n_categories_max, *map(int, spec.hidden), 2 * st.n_factors]
+    return {"items": {"loc": loc, "log_scale": log_scale},
+            "encoder": networks.init_mlp(key, sizes, scale_last=0.1)}
+
+
+def sample_items(key, q_items: dict):
+    """One reparameterized draw of the unconstrained item values from q(d)."""
+    names = sorted(q_items["loc"])
+    keys = dict(zip(names, jax.random.split(key, len(names))))
+    return {n: q_items["loc"][n] + jnp.exp(q_items["log_scale"][n]) * jax.random.normal(keys[n], q_items["loc"][n].shape)
+            for n in names}
+
+
+def item_kl(q_items: dict, priors: irt2pl.ItemPriors):
+    """KL(q(d) || p(d)), both diagonal Gaussians, summed."""
+    total = 0.0
+    for name, loc in q_items["loc"].items():
+        mean, sd = priors.of(name)
+        log_s = q_items["log_scale"][name]
+        total = total + jnp.sum(math.log(sd) - log_s + (jnp.exp(2 * log_s) + (loc - mean) ** 2) / (2 * sd ** 2) - 0.5)
+    return total
+
+
+def expert_table(encoder, items: dict, spec: VIBOSpec):
+    """Experts of every (item, category): precision and precision x mean, each (J, C, K)."""
+    st = spec.structure
+    feats = _item_features(items, st)  # (J, F)
+    cmax = st.n_categories_max
+    onehot = jnp.eye(cmax, dtype=feats.dtype)
+    x = jnp.concatenate([jnp.broadcast_to(feats[:, None, :], (st.n_items, cmax, feats.shape[1])),
+                         jnp.broadcast_to(onehot[None], (st.n_items, cmax, cmax))], axis=-1)
+    out = networks.apply_mlp(encoder, x)
+    k = st.n_factors
+    mu, prec = out[..., :k], jax.nn.softplus(out[..., k:] + 1.0)
+    return prec, prec * mu
+
+
+def response_onehot(y, n_categories_max: int, dtype=jnp.float32):
+    """(B, J*C) one-hot of each observed response (a missing cell is all zeros)."""
+    observed = y >= 0
+    oh = jax.nn.one_hot(jnp.where(observed, y, 0), n_categories_max, dtype=dtype) * observed[..., None]
+    return oh.reshape(y.shape[0], -1)
+
+
+def product_of_experts(encoder, items: dict, y, spec: VIBOSpec):
+    """q(a | d, r) for a batch: mean (B, K) and standard deviation (B, K)."""
+    st = spec.structure
+    prec_t, pm_t = expert_table(encoder, items, spec)
+    oh = response_onehot(y, st.n_categories_max, prec_t.dtype)
+    k = st.n_factors
+    prec = oh @ prec_t.reshape(-1, k)
+    pm = oh @ pm_t.reshape(-1, k)
+    if spec.missing == "one_prior":
+        n_prior = jnp.ones((y.shape[0], 1), prec.dtype)
+    else:
+        n_prior = jnp.sum(y < 0, axis=1, keepdims=True).astype(prec.dtype)
+    prec = prec + n_prior + MIN_PRECISION  # prior experts N(0, I): precision 1, mean 0 each
+    return pm / prec, jax.lax.rsqrt(prec)
+
+
+def _ability_kl(mean, sd):
+    return jnp.sum(0.5 * (sd ** 2 + mean ** 2 - 1.0) - jnp.log(sd), axis=-1)
+
+
+def person_terms(params, key, y, index, spec: VIBOSpec):
+    """Per-person VIBO_i (without the item KL) for ``y`` (B, J) at rows ``index``, averaged
+    over ``spec.n_samples`` draws, and the item KL (which the draws do not touch)."""
+    st = spec.structure
+
+    def one(s):
+        k_item, k_ab = jax.random.split(jax.random.fold_in(key, s))
+        items = sample_items(k_item, params["items"])
+        mean, sd = product_of_experts(params["encoder"], items, y, spec)
+        eps = jax.vmap(lambda i: jax.random.normal(jax.random.fold_in(k_ab, i), (st.n_factors,)))(index)
+        theta = mean + sd * eps.astype(mean.dtype)
+        return irt2pl.log_lik(y, theta, items, st) - _ability_kl(mean, sd)
+
+    values = jax.vmap(one)(jnp.arange(spec.n_samples)).mean(0)
+    return values, item_kl(params["items"], spec.priors)
+
+
+def loss_fn(spec: VIBOSpec, n_persons: int):
+    """The driver's loss: -mean_batch VIBO_i + KL(q(d) || p(d)) / N (see the module docstring)."""
+
+    def loss(params, key, batch):
+        values, kl_items = person_terms(params, key, batch["y"], batch["index"], spec)
+        return -jnp.mean(values) + kl_items / n_persons
+
+    return loss
+
+
+def check_batch(batch_size, n_persons: int):
+    if batch_size is not None and batch_size > n_persons:
+        raise ValueError(f"batch_size {batch_size} is larger than the {n_persons} persons")
+
+
+def fit(spec: VIBOSpec, key, y, settings: TrainSettings, params: dict | None = None,
+        label: str = "vibo") -> FitResult:
+    """Fit VIBO to responses ``y`` (N, J) with the project's training driver. Bad responses,
+    an all-missing person or item, or a batch larger than N raise a one-line ``ValueError``;
+    a fit whose loss becomes non-finite returns its last good state, unconverged."""
+    y = irt2pl.check_responses(y, spec.structure)
+    check_batch(settings.batch_size, y.shape[0])
+    init_key, train_key = jax.random.split(key)
+    params = init(init_key, spec, y) if params is None else params
+    return keep_last_good(train, loss_fn(spec, y.shape[0]), params, train_key, {"y": jnp.asarray(y)},
+                          y.shape[0], settings, label)
+
+
+# ---------------------------------------------------------------------------------------------
+# using a fit
+
+
+def item_posterior(params: dict, spec: VIBOSpec) -> dict:
+    """Posterior means and sds of the constrained item parameters under q(d) (closed forms:
+    discrimination is log-normal; GRM cuts by Monte Carlo is not needed for the first cut,
+    later cuts are reported at their q-mean plug-in)."""
+    st = spec.structure
+    loc, log_scale = params["items"]["loc"], params["items"]["log_scale"]
+    out = {}
+    if "log_discrimination" in loc:
+        m, s2 = loc["log_discrimination"], jnp.exp(2 * log_scale["log_discrimination"])
+        out["discrimination"] = (jnp.exp(m + s2 / 2), jnp.sqrt(jnp.expm1(s2)) * jnp.exp(m + s2 / 2))
+    if "difficulty" in loc:
+        out["difficulty"] = (loc["difficulty"], jnp.exp(log_scale["difficulty"]))
+    if st.model == "grm":
+        cuts = irt2pl.constrain(loc, st)["cuts"]
+        out["cuts"] = (cuts, jnp.full_like(cuts, jnp.nan))
+    return {k: (np.asarray(m), np.asarray(s)) for k, (m, s) in out.items()}
+
+
+@functools.lru_cache(maxsize=32)
+def make_encoder(spec: VIBOSpec, n_item_draws: int = 16):
+    """Jitted amortized scoring ``score(params, key, y) -> (mean, sd)`` of the marginal
+    q(a | r) = E_q(d) q(a | d, r), by moment matching over ``n_item_draws`` draws of d (with
+    ``n_item_draws = 0``, q(a | d = E_q[d], r)). New persons need no refit: only the encoder."""
+
+    @jax.jit
+    def score(params, key, y):
+        if n_item_draws == 0:
+            return product_of_experts(params["encoder"], params["items"]["loc"], y, spec)
+        keys = jax.random.split(key, n_item_draws)
+        means, sds = jax.vmap(lambda k: product_of_experts(params["encoder"], sample_items(k, params["items"]),
+                                                           y, spec))(keys)
+        mean = means.mean(0)
+        var = (sds ** 2 + means ** 2).mean(0) - mean ** 2
+        return mean, jnp.sqrt(jnp.maximum(var, 0.0))
+
+    return score
+
+
+def encode(params: dict, spec: VIBOSpec, key, y, n_item_draws: int = 16, chunk: int = 100_000):
+    """Abilities' posterior mean and sd (N, K) for responses ``y`` (checked), in chunks."""
+    st = spec.structure
+    y = np.asarray(y)
+    if y.ndim != 2 or y.shape[1] != st.n_items:
+        raise ValueError(f"responses must be persons x {st.n_items} items, got shape {y.shape}")
+    top = st.categories[None, :] - 1
+    if np.any((y < -1) | (y > top)):
+        i, j = map(int, np.argwhere((y < -1) | (y > top))[0])
+        raise ValueError(f"response {int(y[i, j])} of person {i} to item {j} is outside the model's categories")
+    score = make_encoder(spec, n_item_draws)
+    parts = [score(params, key, jnp.asarray(y[a:a + chunk])) for a in range(0, y.shape[0], chunk)]
+    return np.concatenate([np.asarray(p[0]) for p in parts]), np.concatenate([np.asarray(p[1]) for p in parts])
+
+
+def ability_draws(params: dict, spec: VIBOSpec, key, y, n_draws: int):
+    """Joint draws (item values, abilities) from q(d) q(a | d, r): dict of (S, ...) arrays."""
+    def one(k):
+        k_item, k_ab = jax.random.split(k)
+        items = sample_items(k_item, params["items"])
+        mean, sd = product_of_experts(params["encoder"], items, y, spec)
+        return items, mean + sd * jax.random.normal(k_ab, mean.shape)
+
+    return jax.jit(jax.vmap(one))(jax.random.split(key, n_draws))
+
+
+def predictive_probs(params: dict, spec: VIBOSpec, key, y, rows, cols, n_draws: int = 200):
+    """Posterior predictive P(y_ij = c) at cells (rows, cols) that are hidden in ``y``:
+    averaged over joint draws of q(d) q(a | d, r). Returns (n_cells, C)."""
+    items, theta = ability_draws(params, spec, key, jnp.asarray(y), n_draws)
+    return predictive_from_draws(items, theta, spec.structure, rows, cols)
+
+
+def predictive_from_draws(items: dict, theta, st: irt2pl.Structure, rows, cols):
+    """Mean over draws of P(y_ij = c): ``items`` dict of (S, ...) unconstrained item draws,
+    ``theta`` (S, N, K). Shared by every method that has draws. Returns (n_cells, C)."""
+    rows, cols = jnp.asarray(rows), jnp.asarray(cols)
+    probs = jax.lax.map(lambda a: irt2pl.cell_category_probs(a[1][rows], a[0], st, cols), (items, theta))
+    return np.asarray(probs.mean(0))

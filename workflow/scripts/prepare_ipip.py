@@ -5,13 +5,14 @@ from bayesirt import io, logs
 from bayesirt.seeds import derive
 from bayesirt.data import download, ipip
 from bayesirt.data.holdout import split_holdout
+from bayesirt.inference import mml
 
 log = logs.to_file(snakemake.log[0])
 spec = snakemake.params.spec
 options = {**spec.get("preprocess", {}), "seed": snakemake.params.seed}
 member = spec.get("member", "IPIP-FFM-data-8Nov2018/data-final.csv")
 with download.raw_csv(snakemake.input.download, member) as csv:
-    rm, counts = ipip.load(csv, **options)
+    rm, counts = ipip.load(csv, fit_grm=mml.fit, **options)  # marginal ML GRMs for the Guttman cut-offs
 split_seed = derive(snakemake.params.base_seed, "holdout", snakemake.wildcards.dataset)
 train, holdout = split_holdout(rm, spec.get("holdout_fraction", 0.025), split_seed)
 for part in (train, holdout):

@@ -15,19 +15,21 @@ Four risk flags, each 0 (none), 1 (low) or 2 (high risk):
 A person is dropped when the flags sum to 4 or more, or when three or more flags are raised
 (two high; one high and two low; three low; ...).
 
-The GRM behind the Guttman cut-offs. Urban & Bauer fit each factor's GRM by marginal maximum
-likelihood (R ``ltm``), score EAP abilities, and simulate as many persons as the data hold by
-resampling those abilities. Here the GRMs are the library's factorized GRM
-(``bayesirt.models.factorized_grm``: its likelihood, priors, bijectors and starting values,
-one scale per factor, which makes the factors' GRMs independent), fitted to a random
-subsample of ``guttman_fit_persons`` persons at its joint posterior mode by scipy's L-BFGS.
-Why not the library's ADVI fit (``bayesirt.inference.advi``): it needs about a thousand
-full-data steps (minutes for 20,000 persons on a laptop CPU, against seconds here), and the
-data layer does not import ``inference``; why not marginal maximum likelihood as in ``ltm``:
-that needs a quadrature fitter of its own, the private code this module no longer carries.
-The posterior-mode abilities (N(0, 1) prior, like an EAP score shrunk towards 0) are
-resampled independently per factor for ``guttman_simulated_persons`` simulated persons, and
-responses drawn by ``grm_sampling.sample_grm``; ``info`` records the sizes and cut-offs.
+The GRM behind the Guttman cut-offs. As Urban & Bauer (R ``ltm``): one unidimensional GRM per
+factor fitted by marginal maximum likelihood (abilities N(0, 1) integrated out by quadrature)
+to a random subsample of ``guttman_fit_persons`` persons, EAP abilities, and
+``guttman_simulated_persons`` simulated persons, each factor's ability resampled independently
+from the EAPs and responses drawn by ``grm_sampling.sample_grm``; ``info`` records the sizes, the
+fit and the cut-offs. The data layer does not import ``inference``, so the fitter is passed in
+(``fit_grm``; the workflow passes ``bayesirt.inference.mml.fit``). It is called as
+
+    fit_grm(y, n_categories, factor, max_iter=...)
+
+with ``y`` (N, I) categories 0..K-1 (missing -1), ``n_categories`` (I,), ``factor`` (I,) in
+0..F-1, and returns an object with ``discrimination`` (I,), ``cuts`` (I, K-1) such that
+P(Y >= k | theta) = sigmoid(discrimination * theta - cuts_k), ``ability`` (N, F) EAP abilities,
+``mean_nll`` (the marginal negative log-likelihood per person), ``iterations``, ``grad_norm``,
+``converged`` and ``reason``.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from bayesirt.data.grm_sampling import sample_grm
-from bayesirt.io import MISSING, Item, ResponseMatrix
+from bayesirt.io import MISSING
 
 log = logging.getLogger("bayesirt")
 
@@ -47,13 +49,16 @@ FLAGS = ("test_time", "long_string", "mahalanobis", "guttman")
 
 
 def careless_flags(codes: np.ndarray, oriented: np.ndarray, testelapse: np.ndarray, factor: np.ndarray,
-                   n_categories: int, opt) -> tuple[np.ndarray, dict]:
+                   n_categories: int, opt, fit_grm=None) -> tuple[np.ndarray, dict]:
     """(N, 4) risk levels 0/1/2 in the order of ``FLAGS`` (0 where a flag is switched off).
 
     ``codes``: raw codes 1..K, missing -1, items in file order; ``oriented``: the same as
     categories 0..K-1 with reverse-keyed items reversed; ``factor``: each item's factor
-    (0..F-1); ``n_categories``: K; ``opt``: the switches and sizes of ``bayesirt.data.ipip.Preprocess``.
+    (0..F-1); ``n_categories``: K; ``opt``: the switches and sizes of ``bayesirt.data.ipip.Preprocess``;
+    ``fit_grm``: the GRM fitter of the Guttman cut-offs (see the module notes), needed when
+    ``opt.flag_guttman`` is on.
     """
+    require_fitter(opt, fit_grm)
     n = codes.shape[0]
     flags = np.zeros((n, len(FLAGS)), dtype=np.int8)
     info: dict = {"enabled": True}
@@ -67,7 +72,7 @@ def careless_flags(codes: np.ndarray, oriented: np.ndarray, testelapse: np.ndarr
                                np.where((p > opt.mahalanobis_p_high) & (p < opt.mahalanobis_p_low), 1, 0))
     if opt.flag_guttman:
         gp = guttman_errors(oriented, n_categories, factor)
-        cut_high, cut_low, g_info = guttman_cutoffs(oriented, factor, n_categories, opt)
+        cut_high, cut_low, g_info = guttman_cutoffs(oriented, factor, n_categories, opt, fit_grm)
         flags[:, 3] = np.where(gp > cut_high, 2, np.where(gp > cut_low, 1, 0))
         info["guttman"] = g_info
     for k, name in enumerate(FLAGS):
@@ -75,6 +80,13 @@ def careless_flags(codes: np.ndarray, oriented: np.ndarray, testelapse: np.ndarr
                       "low": int((flags[:, k] == 1).sum()), "high": int((flags[:, k] == 2).sum())}
     info["dropped"] = int(drop_rule(flags).sum())
     return flags, info
+
+
+def require_fitter(opt, fit_grm) -> None:
+    """Stop early, with what to do, when the Guttman flag is on and no GRM fitter was given."""
+    if getattr(opt, "screen_careless", True) and opt.flag_guttman and fit_grm is None:
+        raise ValueError("the Guttman flag of the careless-responder screen needs a GRM fitter: pass "
+                         "fit_grm=bayesirt.inference.mml.fit (or set flag_guttman: false)")
 
 
 def drop_rule(flags: np.ndarray) -> np.ndarray:
@@ -141,11 +153,13 @@ def mahalanobis_pvalues(x: np.ndarray, chunk: int = 200_000) -> np.ndarray:
 
 
 def _positive_definite(cov: np.ndarray) -> np.ndarray:
-    """Add a small ridge when the covariance is (numerically) singular, e.g. tiny samples."""
+    """Add a ridge when the covariance is (numerically) singular or, estimated from pairwise-complete
+    rows, indefinite (e.g. tiny samples)."""
     w = np.linalg.eigvalsh(cov)
     if w[0] > 1e-8 * max(w[-1], 1e-12):
         return cov
-    ridge = 1e-3 * max(np.trace(cov) / cov.shape[0], 1e-6)
+    # a pairwise-complete covariance can be indefinite: lift its lowest eigenvalue above zero
+    ridge = max(-w[0], 0.0) + 1e-3 * max(np.trace(cov) / cov.shape[0], 1e-6)
     log.warning("Mahalanobis: covariance is singular; adding a ridge of %.3g", ridge)
     return cov + ridge * np.eye(cov.shape[0])
 
@@ -174,19 +188,23 @@ def guttman_errors(y: np.ndarray, n_categories: int, factor=None) -> np.ndarray:
     return total
 
 
-def guttman_cutoffs(y: np.ndarray, factor: np.ndarray, n_categories: int, opt) -> tuple[float, float, dict]:
-    """Bootstrap cut-offs of the Guttman statistic under a GRM fitted to ``y`` (oriented)."""
+def guttman_cutoffs(y: np.ndarray, factor: np.ndarray, n_categories: int, opt, fit_grm) -> tuple[float, float, dict]:
+    """Bootstrap cut-offs of the Guttman statistic under GRMs fitted to ``y`` (oriented) by
+    ``fit_grm`` (see the module notes)."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(np.random.SeedSequence([int(opt.seed), 7]))
-    n = y.shape[0]
+    n, n_items = y.shape
     fit_rows = rng.choice(n, size=min(n, opt.guttman_fit_persons), replace=False)
     fit_rows.sort()
-    fit = fit_grm_mode(y[fit_rows], factor, n_categories, iterations=opt.guttman_fit_iterations)
+    fit = fit_grm(y[fit_rows], np.full(n_items, n_categories), factor, max_iter=opt.guttman_fit_iterations)
+    if not fit.converged:
+        log.warning("Guttman cut-offs: the GRM fit did not converge (%s)", fit.reason)
     n_sim = opt.guttman_simulated_persons
-    theta = fit["ability"]
+    theta = np.asarray(fit.ability)
+    a = np.asarray(fit.discrimination, np.float64)
     theta_sim = np.stack([rng.choice(theta[:, f], size=n_sim, replace=True)
                           for f in range(theta.shape[1])], axis=1)
-    y_sim = sample_grm(rng, theta_sim[:, factor], fit["thresholds"], fit["discrimination"])
+    y_sim = sample_grm(rng, theta_sim[:, factor] * a[None, :], np.asarray(fit.cuts, np.float64))
     g_sim = guttman_errors(y_sim, n_categories, factor).astype(np.float64)
     q_high, q_low = [], []
     for _ in range(opt.guttman_bootstrap):
@@ -195,53 +213,12 @@ def guttman_cutoffs(y: np.ndarray, factor: np.ndarray, n_categories: int, opt) -
         q_high.append(hi)
         q_low.append(lo)
     cut_high, cut_low = float(np.median(q_high)), float(np.median(q_low))
+    fitter = f"{getattr(fit_grm, '__module__', '?')}.{getattr(fit_grm, '__qualname__', repr(fit_grm))}"
     info = {"cutoff_high": cut_high, "cutoff_low": cut_low, "fit_persons": int(fit_rows.size),
-            "fit": "joint posterior mode of bayesirt.models.factorized_grm (scipy L-BFGS)",
-            "fit_iterations": fit["iterations"], "fit_mean_neg_log_posterior": fit["objective"],
+            "fit": f"marginal ML of one unidimensional GRM per factor, EAP abilities ({fitter})",
+            "fit_max_iterations": int(opt.guttman_fit_iterations), "fit_iterations": int(fit.iterations),
+            "fit_converged": bool(fit.converged), "fit_grad_norm": float(fit.grad_norm),
+            "fit_reason": str(fit.reason), "fit_mean_nll": float(fit.mean_nll),
             "simulated_persons": n_sim, "bootstrap": opt.guttman_bootstrap,
-            "discrimination_mean": float(fit["discrimination"].mean()), "seconds": time.perf_counter() - t0}
+            "discrimination_mean": float(a.mean()), "seconds": time.perf_counter() - t0}
     return cut_high, cut_low, info
-
-
-def fit_grm_mode(y: np.ndarray, factor: np.ndarray, n_categories: int, iterations: int = 50) -> dict:
-    """Joint posterior mode of ``models.factorized_grm`` with one scale per factor (see the
-    module notes): discrimination (I,), thresholds (I, K-1), ability (N, F), the number of
-    L-BFGS iterations and the final objective (minus the log posterior per person)."""
-    import jax
-    import jax.numpy as jnp
-    from jax.flatten_util import ravel_pytree
-    from scipy.optimize import minimize
-
-    from bayesirt.models import factorized_grm as fgrm
-    from bayesirt.models import grm
-
-    items = [Item(f"item{j + 1}", n_categories, f"F{f}") for j, f in enumerate(factor)]
-    rm = ResponseMatrix(y, items)
-    st, priors, bij = fgrm.structure_of(rm), fgrm.Priors(), fgrm.bijectors()
-    start = {k: bij[k].inverse(jnp.asarray(v, jnp.float32)) for k, v in fgrm.initial_values(rm).items()}
-    flat0, unravel = ravel_pytree(start)
-    y_j = jnp.asarray(y, jnp.int32)
-
-    def constrained(flat):
-        return {k: bij[k].forward(u) for k, u in unravel(flat).items()}
-
-    def objective(flat):
-        p = constrained(flat)
-        log_post = (fgrm.log_likelihood(p, y_j, st).sum() + fgrm.log_prior(p, priors, st, local=True).sum()
-                    + fgrm.log_prior(p, priors, st, local=False))
-        return -log_post / y.shape[0]
-
-    value_and_grad = jax.jit(jax.value_and_grad(objective))
-
-    def fun(x):
-        value, grad = value_and_grad(jnp.asarray(x, jnp.float32))
-        return float(value), np.asarray(grad, np.float64)
-
-    res = minimize(fun, np.asarray(flat0, np.float64), jac=True, method="L-BFGS-B",
-                   options={"maxiter": int(iterations)})
-    mode = constrained(jnp.asarray(res.x, jnp.float32))
-    tau = np.asarray(grm.ordered_cuts(mode["base_difficulty"], mode["increments"]), np.float64)
-    p = {k: np.asarray(v, np.float64) for k, v in mode.items()}
-    by_factor = [rm.scales.index(f"F{f}") for f in range(int(np.max(factor)) + 1)]  # columns in factor order
-    return {"discrimination": p["discrimination"], "thresholds": tau, "ability": p["ability"][:, by_factor],
-            "iterations": int(res.nit), "objective": float(res.fun)}

@@ -165,25 +165,29 @@ def _first_bad_line(path, n_fields) -> tuple[int, int, int]:
 
 # --------------------------------------------------------------------------------- preprocessing
 
-def load(path, **preprocess_options) -> tuple[ResponseMatrix, pd.DataFrame]:
+def load(path, fit_grm=None, **preprocess_options) -> tuple[ResponseMatrix, pd.DataFrame]:
     """Read and preprocess the raw file; return the response matrix and the row-count table.
 
     The table has one row per step: ``step``, ``persons`` (after the step), ``removed``.
+    ``fit_grm``: the GRM fitter behind the Guttman cut-offs (``bayesirt.inference.mml.fit``; its
+    expected signature is in ``bayesirt.data.careless``), needed unless the Guttman flag or the
+    whole careless screen is switched off.
     """
     opt = Preprocess(**preprocess_options)  # the config schema names unknown keys first
     t0 = time.perf_counter()
     raw, n_skipped = read_raw(path, opt.bad_lines)
     log.info("%s: read %d rows in %.1f s", Path(path).name, raw["items"].shape[0], time.perf_counter() - t0)
-    rm, counts, _ = preprocess(raw, opt, where=path, n_skipped=n_skipped)
+    rm, counts, _ = preprocess(raw, opt, where=path, n_skipped=n_skipped, fit_grm=fit_grm)
     rm.attrs["file"] = Path(path).name
     log.info("%s: %d persons after preprocessing (%.1f s)", Path(path).name, rm.n_persons,
              time.perf_counter() - t0)
     return rm, counts
 
 
-def preprocess(raw: dict, opt: Preprocess, where="IPIP-FFM data", n_skipped: int = 0):
+def preprocess(raw: dict, opt: Preprocess, where="IPIP-FFM data", n_skipped: int = 0, fit_grm=None):
     """Steps 2-4 on parsed columns (see ``read_raw``); returns the matrix, the row-count table
-    and the indices of the kept rows among the parsed ones."""
+    and the indices of the kept rows among the parsed ones. ``fit_grm`` as in ``load``."""
+    careless.require_fitter(opt, fit_grm)
     codes, testelapse = raw["items"].copy(), np.asarray(raw["testelapse"], np.float64)
     rows = np.arange(codes.shape[0])
     steps = [("read", codes.shape[0], n_skipped)]
@@ -204,7 +208,8 @@ def preprocess(raw: dict, opt: Preprocess, where="IPIP-FFM data", n_skipped: int
             raise DataFormatError(f"{where}: no persons left to screen")
         oriented = reorient(np.where(codes == MISSING, MISSING, codes - 1))
         factor = np.repeat(np.arange(len(FACTORS)), len(ITEMS) // len(FACTORS))
-        flags, screening = careless.careless_flags(codes, oriented, testelapse, factor, N_CATEGORIES, opt)
+        flags, screening = careless.careless_flags(codes, oriented, testelapse, factor, N_CATEGORIES, opt,
+                                                     fit_grm)
         keep(~careless.drop_rule(flags), "careless-responder screen")
 
     y = np.where(codes == MISSING, MISSING, codes - 1).astype(np.int16)

@@ -116,7 +116,7 @@ def check_responses(y, where: str = "responses") -> np.ndarray:
     bad = ~np.isin(y, (-1, 0, 1))
     if bad.any():
         i, j = np.argwhere(bad)[0]
-        raise ValueError(f"{where}: item {int(j) + 1} (column {int(j)}) holds {y[i, j]!r} at person {int(i)}; "
+        raise ValueError(f"{where}: item {int(j) + 1} (column {int(j)}) holds {y[i, j].item()!r} at person {int(i)}; "
                          f"the LCDM needs binary responses 0/1 (missing -1)")
     return y.astype(np.int32)
 

@@ -254,3 +254,76 @@ def test_mixture_bad_input():
         gibbs_mixture.kernel(np.array([1.0, np.nan, 2.0]))
     with pytest.warns(UserWarning, match="symmetrized Beta prior"):
         gibbs_mixture.kernel(np.array([1.0, 2.0, 3.0]), gibbs_mixture.MixturePriors(alpha=2.0, beta=1.0))
+
+
+# ---------------------------------------------------------------- moves along the symmetries
+
+
+def _moved_state(seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(-1, 2, size=(30, 5)).astype(np.int8)
+    data = gibbs.make_data(y)
+    state = gibbs.init_from(jax.random.key(seed), data)
+    state = gibbs.step(jax.random.key(seed + 1), state, data.y, Priors(), "augment", expand=False)
+    return y, data, state
+
+
+@pytest.mark.parametrize("missing", ["augment", "omit"])
+def test_symmetry_moves_keep_the_likelihood_and_constraints(missing):
+    y, data, s = _moved_state()
+    s = s._replace(z=gibbs.draw_z(jax.random.key(9), data.y, s.theta, s.a, s.d, missing))
+    eta = s.theta[:, None] * s.a - s.d
+    th, d = gibbs.shift_location(jax.random.key(1), s.theta, s.a, s.d, Priors())
+    np.testing.assert_allclose(np.asarray(th[:, None] * s.a - d), np.asarray(eta), atol=1e-4)
+    th2, a2 = gibbs.rescale(jax.random.key(2), s.theta, s.a, Priors(), step_size=0.3)
+    np.testing.assert_allclose(np.asarray(th2[:, None] * a2 - s.d), np.asarray(eta), atol=1e-4)
+    z3, a3, d3 = gibbs.expand_items(jax.random.key(3), s.z, data.y, s.theta, s.a, s.d, Priors(), missing)
+    g = np.asarray(a3 / s.a)
+    np.testing.assert_allclose(np.asarray(d3), np.asarray(s.d) * g, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(z3), np.asarray(s.z) * g, rtol=1e-5)
+    assert np.all(np.sign(np.asarray(z3)) == np.sign(np.asarray(s.z))) and np.all(g > 0)
+
+
+def test_location_move_draws_its_gaussian():
+    _, _, s = _moved_state(1)
+    pri = Priors(ability_mean=0.2, difficulty_var=2.0, difficulty_mean=-0.1)
+    th = jax.vmap(lambda k: gibbs.shift_location(k, s.theta, s.a, s.d, pri)[0][0])(
+        jax.random.split(jax.random.key(0), 50_000))
+    h = np.asarray(th, np.float64) - float(s.theta[0])
+    theta, a, d = (np.asarray(v, np.float64) for v in (s.theta, s.a, s.d))
+    prec = len(theta) / 1.0 + (a * a).sum() / 2.0
+    mean = -((theta - 0.2).sum() + (a * (d + 0.1)).sum() / 2.0) / prec
+    _check_moments(h, mean, 1 / prec)
+
+
+def test_item_scale_move_draws_its_gamma():
+    y, data, s = _moved_state(2)
+    z = gibbs.draw_z(jax.random.key(9), data.y, s.theta, s.a, s.d, "augment")
+    a3 = jax.vmap(lambda k: gibbs.expand_items(k, z, data.y, s.theta, s.a, s.d, Priors(), "augment")[1])(
+        jax.random.split(jax.random.key(0), 50_000))
+    g2 = (np.asarray(a3, np.float64) / np.asarray(s.a, np.float64)) ** 2
+    theta, a, d = (np.asarray(v, np.float64) for v in (s.theta, s.a, s.d))
+    r = ((np.asarray(z) - (theta[:, None] * a - d)) ** 2).sum(0) + a**2 + d**2
+    shape, rate = (len(theta) + 2) / 2, r / 2
+    _check_moments(g2, shape / rate, shape / rate**2)
+
+
+def test_scale_move_is_reversible_on_the_prior():
+    """With no data the posterior is the prior; the scale move alone (which never looks at
+    Z) must leave the prior of theta invariant: start from prior draws, apply it many times."""
+    n, j, copies = 20, 3, 4000
+    pri = Priors()
+    keys = jax.random.split(jax.random.key(0), copies)
+    theta0 = jax.vmap(lambda k: jax.random.normal(k, (n,)))(keys)
+    a0 = jnp.abs(jax.vmap(lambda k: jax.random.normal(jax.random.fold_in(k, 1), (j,)))(keys))
+
+    def run(k, th, a):
+        def body(c, kk):
+            return gibbs.rescale(kk, c[0], c[1], pri), None
+        return jax.lax.scan(body, (th, a), jax.random.split(k, 30))[0]
+
+    th, a = jax.vmap(run)(jax.random.split(jax.random.key(1), copies), theta0, a0)
+    th, a = np.asarray(th), np.asarray(a)
+    _check_moments(th.reshape(-1, 1)[:, 0], 0.0, 1.0, n_se=6)
+    hn_var = 1 - 2 / np.pi
+    _check_moments(a.ravel(), np.sqrt(2 / np.pi), hn_var, n_se=6)

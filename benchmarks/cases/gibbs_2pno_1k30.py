@@ -1,0 +1,53 @@
+"""2PNO Gibbs sampler, 1,000 x 30, 10,000 sweeps: one chain, then four chains (vmap).
+
+Targets (issue 10): one chain at most 5 s after compilation on 2 CPU cores; four chains at most
+2x one chain's time. For comparison, the issue measured MCMCpack's C++ MCMCirt1d at 18 s for
+the same work (plus 4-6 s of start values), about 57 ns per response per sweep.
+"""
+
+import sys
+from pathlib import Path
+
+import jax
+
+from bayesirt.inference import gibbs
+from bayesirt.inference.sampling import SamplerSettings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _gibbs_bench import item_stats, load_average, simulate  # noqa: E402
+
+N, J, SWEEPS = 1000, 30, 10_000
+DATA_SEED, FIT_SEED = 20261010, 1
+
+
+def _run(y, chains):
+    settings = SamplerSettings(n_chains=chains, n_warmup=SWEEPS // 2, n_samples=SWEEPS // 2, chunk=2500,
+                               progress_every=0)
+    return gibbs.run(jax.random.key(FIT_SEED), y, settings, abilities=False)
+
+
+def run() -> dict:
+    y, *_ = simulate(DATA_SEED, N, J)
+    load_before = load_average()
+    one = _run(y, 1)
+    four = _run(y, 4)
+    ns_per_cell = one.wall_seconds / (SWEEPS * N * J) * 1e9
+    ratio = four.wall_seconds / one.wall_seconds
+    return {
+        "sizes": {"persons": N, "items": J, "sweeps": SWEEPS},
+        "wall_seconds": one.wall_seconds,
+        "four_chain_wall_seconds": four.wall_seconds,
+        "four_over_one_ratio": ratio,
+        "ns_per_response_per_sweep": ns_per_cell,
+        "compile_seconds": one.compile_seconds,
+        "four_chain_compile_seconds": four.compile_seconds,
+        "steps": SWEEPS,
+        "one_chain": item_stats(one.summary),
+        "four_chains": item_stats(four.summary),
+        "diverged": bool(one.diverged or four.diverged),
+        "load_average_before": load_before,
+        "load_average_after": load_average(),
+        "targets": {"wall_seconds_max": 5.0, "four_over_one_ratio_max": 2.0},
+        "targets_met": bool(one.wall_seconds <= 5.0 and ratio <= 2.0),
+        "note": "the machine's 2 cores may be shared with other jobs; see the load averages",
+    }

@@ -4,7 +4,7 @@
 # (REPORT_PARAMETERS); see common.smk, which also holds the input and params functions.
 
 
-rule report:
+rule report_notebook:
     input:
         notebook="notebooks/{study}.py",
         results=report_results,

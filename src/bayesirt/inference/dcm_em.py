@@ -102,6 +102,7 @@ def _em_loop(beta, log_pi, delta, mask, y_obs, n_obs, max_iter, tol, ridge, newt
 _em_jit = jax.jit(_em_loop, static_argnames=("max_iter", "newton_steps"))
 
 
+@jax.jit
 def standard_errors(beta, log_pi, delta, mask, y_obs, n_obs, ridge=0.0):
     """(beta_se (J, K), pi_se (L,)) from the observed information of the (penalised) marginal
     log-likelihood; padded coefficients get NaN."""
@@ -124,7 +125,7 @@ def standard_errors(beta, log_pi, delta, mask, y_obs, n_obs, ridge=0.0):
     jac = jnp.diag(pi) - jnp.outer(pi, pi)  # d pi / d logits
     cov_l = cov[j * k:, j * k:]
     pi_se = jnp.sqrt(jnp.maximum(jnp.diag(jac @ cov_l @ jac.T), 0))
-    return np.asarray(beta_se), np.asarray(pi_se)
+    return beta_se, pi_se
 
 
 def fit_em(y, q, settings: EMSettings = EMSettings(), beta_init=None, log_pi_init=None,
@@ -154,6 +155,6 @@ def fit_em(y, q, settings: EMSettings = EMSettings(), beta_init=None, log_pi_ini
     log_post = lcdm.posterior_profiles(beta, log_pi, delta, y_obs, n_obs)
     beta_se = pi_se = None
     if settings.standard_errors:
-        beta_se, pi_se = standard_errors(beta, log_pi, delta, mask, y_obs, n_obs, settings.ridge)
+        beta_se, pi_se = (np.asarray(a) for a in standard_errors(beta, log_pi, delta, mask, y_obs, n_obs, settings.ridge))
     return EMResult(np.asarray(beta), np.asarray(log_pi), np.asarray(log_post), float(ll), int(it), converged,
                     reason, wall, compile_seconds, beta_se, pi_se)

@@ -27,13 +27,13 @@ from __future__ import annotations
 import logging
 import time
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import jax
 import numpy as np
 import pandas as pd
 
-from bayesirt import records
+from bayesirt import io, records
 from bayesirt.data import missingness
 from bayesirt.data.simulate_lcdm import simulate_lcdm
 from bayesirt.evaluation.recovery import metrics
@@ -178,6 +178,7 @@ def run_fit(method: str, rm, truth, q, seed: int, config: StudyConfig = StudyCon
                               fit.pi_se if fit.pi_se is not None else np.full(len(fit.log_pi), np.nan), post, truth)
         record = records.fit_record(res, fields, window=1)
         record["loglik"] = fit.loglik
+        losses = records.loss_table([-fit.loglik])
     elif method in ("bbvi", "bbvi_cv"):
         settings = bbvi.BBVISettings(n_samples=config.n_samples, control_variates=method == "bbvi_cv",
                                      priors=config.priors)
@@ -237,3 +238,143 @@ def oracle_accuracy(rm, truth, q) -> dict:
                                           np.asarray(des.delta, np.float32), y_obs, n_obs)
     true_profile = truth[truth.parameter == "profile"].value.to_numpy().astype(int)
     return accuracy(np.asarray(post), true_profile, q.shape[1])
+
+
+# ---------------------------------------------------------------------------------------------
+# the workflow's side: conditions from a config, fits from files, tables and figures
+
+
+@dataclass(frozen=True)
+class FitSpec:
+    design: str
+    missing: str  # "mcar0", "mcar20": percent of cells hidden completely at random
+    method: str
+    rep: int
+
+    @property
+    def folder(self) -> str:
+        return f"results/{STUDY}/{self.design}/{self.missing}/{self.method}/rep{self.rep}"
+
+
+def missing_label(rate: float) -> str:
+    return f"mcar{round(100 * float(rate)):d}"
+
+
+def missing_rate(label: str) -> float:
+    if not label.startswith("mcar"):
+        raise ValueError(f"dcm_bbvi: missingness {label!r} is not of the form mcar<percent>")
+    return float(label[4:]) / 100
+
+
+def conditions(study_config: dict) -> list[FitSpec]:
+    """Every fit a config asks for (cheap: called when the workflow is parsed). NUTS runs only
+    on the designs listed under ``nuts_designs``."""
+    if not study_config or not study_config.get("enabled", True):
+        return []
+    fits = []
+    for name, design in study_config.get("designs", {}).items():
+        for rate in design.get("missing", [0.0, 0.2]):
+            for rep in range(design.get("replications", 1)):
+                for method in study_config.get("methods", METHODS[:4]):
+                    if method == "nuts" and name not in study_config.get("nuts_designs", ["seed"]):
+                        continue
+                    fits.append(FitSpec(name, missing_label(rate), method, rep))
+    return fits
+
+
+def design_spec(name: str, design: dict) -> dict:
+    """The generator of a named design (``DESIGNS``) with the config's sizes."""
+    generator = design.get("generator", name)
+    if generator not in DESIGNS:
+        raise ValueError(f"dcm_bbvi: design {name!r} has generator {generator!r}; expected one of {', '.join(DESIGNS)}")
+    spec = dict(DESIGNS[generator])
+    for key in ("n_persons", "n_items"):
+        if key in design:
+            spec[key] = design[key]
+    return spec
+
+
+def study_settings(study_config: dict) -> StudyConfig:
+    """StudyConfig from the config block (the schema has filled in the defaults)."""
+    sc = study_config or {}
+    return StudyConfig(
+        n_samples=sc.get("n_samples", 50),
+        bbvi_train=replace(BBVI_TRAIN, **sc.get("bbvi_training", {})),
+        collapsed_train=replace(COLLAPSED_TRAIN, **sc.get("collapsed_training", {})),
+        nuts=SamplerSettings(**{"progress_every": 0, **sc.get("nuts", {})}) if sc.get("nuts") else StudyConfig().nuts,
+        priors=lcdm.Priors(**sc.get("priors", {})),
+        variance_repeats=sc.get("variance_repeats", 32))
+
+
+def fit_spec_fields(spec: FitSpec) -> dict:
+    return {"design": spec.design, "condition": f"{spec.missing}/{spec.method}", "replication": spec.rep,
+            "dataset": f"{STUDY}_{spec.design}_{spec.missing}"}
+
+
+def fit_records(paths) -> pd.DataFrame:
+    """One row per fit record."""
+    rows = []
+    for path in paths:
+        rec = io.read_json(path)
+        design, missing, method = rec["design"], *rec["condition"].split("/")
+        acc = rec.get("accuracy", {})
+        rows.append({"design": design, "missing": missing, "method": method, "rep": rec.get("replication"),
+                     "n_persons": rec["n_persons"], "converged": rec["converged"], "steps": rec["steps"],
+                     "wall_seconds": rec["timing"]["wall_seconds"], "compile_seconds": rec["timing"]["compile_seconds"],
+                     "pattern_accuracy": acc.get("pattern_accuracy"), "attribute_accuracy": acc.get("attribute_accuracy"),
+                     "beta_rmse": rec.get("recovery", {}).get("beta", {}).get("rmse"),
+                     "beta_coverage_95": rec.get("recovery", {}).get("beta_coverage_95"),
+                     "final_loss": rec.get("final_loss"), "path": str(path)})
+    return pd.DataFrame(rows)
+
+
+def aggregate(paths) -> dict[str, pd.DataFrame]:
+    """Tidy tables from fit records (``paths`` of fit.json; the estimates and losses beside them)."""
+    from pathlib import Path
+
+    fits = fit_records(paths)
+    keys = ["design", "missing", "method"]
+    summary = (fits.groupby(keys, sort=False)
+               .agg(fits=("rep", "size"), converged=("converged", "mean"),
+                    pattern_accuracy=("pattern_accuracy", "mean"), pattern_accuracy_sd=("pattern_accuracy", "std"),
+                    attribute_accuracy=("attribute_accuracy", "mean"), beta_rmse=("beta_rmse", "mean"),
+                    beta_coverage_95=("beta_coverage_95", "mean"), wall_seconds=("wall_seconds", "mean"),
+                    compile_seconds=("compile_seconds", "mean"))
+               .reset_index())
+    profile_rows, variance_rows, beta_rows, loss_rows = [], [], [], []
+    for f in fits.itertuples():
+        rec = io.read_json(f.path)
+        base = {"design": f.design, "missing": f.missing, "method": f.method, "rep": f.rep}
+        for label, acc in rec.get("accuracy", {}).get("profile_accuracy", {}).items():
+            profile_rows.append({**base, "profile": label, "accuracy": acc})
+        for block, v in rec.get("gradient_variance", {}).items():
+            variance_rows.append({**base, "block": block, "variance_plain": v["plain"],
+                                  "variance_control_variates": v["control_variates"], "reduction": v["reduction"]})
+        folder = Path(f.path).parent
+        if f.rep == 0:
+            est = pd.read_csv(folder / "estimates.csv")
+            b = est[est.parameter.isin(["beta", "profile_probability"])].copy()
+            b["lower"], b["upper"] = b["mean"] - 1.96 * b["sd"], b["mean"] + 1.96 * b["sd"]
+            beta_rows.append(b.assign(**base))
+            if (folder / "loss.csv").exists() and f.method != "em":
+                loss_rows.append(pd.read_csv(folder / "loss.csv").assign(**base))
+    tables = {"fits": fits.drop(columns="path"), "summary": summary,
+              "profile_accuracy": pd.DataFrame(profile_rows),
+              "gradient_variance": pd.DataFrame(variance_rows, columns=["design", "missing", "method", "rep", "block",
+                                                                        "variance_plain", "variance_control_variates",
+                                                                        "reduction"]),
+              "estimates": pd.concat(beta_rows, ignore_index=True) if beta_rows else pd.DataFrame(),
+              "elbo": pd.concat(loss_rows, ignore_index=True) if loss_rows else pd.DataFrame(
+                  columns=["step", "loss", "design", "missing", "method", "rep"])}
+    tables["timings"] = summary[keys + ["wall_seconds", "compile_seconds"]]
+    return tables
+
+
+def figures(tables: dict, outputs: dict) -> None:
+    """The study's figures (PNG) from its tables; ``outputs`` maps figure names to paths."""
+    from bayesirt import plotting
+
+    plotting.save(plotting.dcm_beta_intervals(tables["estimates"]), outputs["figure_beta"])
+    plotting.save(plotting.dcm_elbo_traces(tables["elbo"]), outputs["figure_elbo"])
+    plotting.save(plotting.dcm_gradient_variance(tables["gradient_variance"]), outputs["figure_variance"])
+    plotting.save(plotting.dcm_accuracy(tables["summary"], SEED_ACCURACY), outputs["figure_accuracy"])

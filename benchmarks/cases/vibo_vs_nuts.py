@@ -19,7 +19,7 @@ from bayesirt.inference.training import TrainSettings
 from bayesirt.models import irt2pl
 
 N, J, RATE = 1000, 50, 0.2
-VIBO_SETTINGS = TrainSettings(learning_rate=0.05, batch_size=200, max_steps=3000, min_steps=200, check_every=50,
+VIBO_SETTINGS = TrainSettings(learning_rate=0.03, batch_size=250, max_steps=3000, min_steps=200, check_every=50,
                               window=100, rel_tol=1e-4, patience=3, lr_decay_steps=500, progress_every=0)
 
 

@@ -15,9 +15,9 @@ import numpy as np
 
 from bayesirt.data.missingness import inject
 from bayesirt.data.simulate_binary import simulate_binary
-from bayesirt.evaluation import mml, person_loglik
+from bayesirt.evaluation import person_loglik
 from bayesirt.evaluation.recovery import metrics
-from bayesirt.inference import mfvi, vibo
+from bayesirt.inference import mfvi, mml, vibo
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import irt2pl
 
@@ -48,8 +48,8 @@ def run() -> dict:
     cov50 = float(np.mean(np.abs(mean[:, 0] - theta[:N]) < 0.6745 * sd[:, 0]))
     items = vibo.item_posterior(fit.params, spec)
 
-    ml = mml.fit(y)
-    eap, psd = mml.eap(y, ml.discrimination, ml.difficulty)
+    ml = mml.fit(y, 2)
+    eap, psd = ml.ability[:, 0], ml.ability_sd[:, 0]
     mml_ab = metrics(eap, theta[:N])
 
     # amortized scoring of new persons: compile once, then time
@@ -61,13 +61,13 @@ def run() -> dict:
     score_seconds = time.perf_counter() - t0
     refit = mfvi.score_new(fit.params, mfvi.MFVISpec(st), jax.random.key(3), y_new,
                            TrainSettings(learning_rate=0.05, max_steps=2000, progress_every=0))
-    new_eap, _ = mml.eap(y_new, ml.discrimination, ml.difficulty)
+    new_eap = mml.posterior(y_new, ml.discrimination, ml.cuts, 2)[1][:, 0]
 
     # missing-response prediction on the hidden cells of the training persons
     rows, cols = np.nonzero(hidden[:N])
     truth_cells = full[:N][rows, cols].astype(int)
     vibo_pred = scores(vibo.predictive_probs(fit.params, spec, jax.random.key(4), y, rows, cols, n_draws=100), truth_cells)
-    mml_pred = scores(mml.predictive_probs(y, ml.discrimination, ml.difficulty, rows, cols), truth_cells)
+    mml_pred = scores(mml.predictive_probs(y, ml.discrimination, ml.cuts, rows, cols, 2), truth_cells)
 
     # held-out log-likelihood per new person, one evaluator for every set of item estimates
     def heldout(disc, diff):
@@ -77,7 +77,7 @@ def run() -> dict:
 
     return {
         "sizes": {"persons": N, "items": J, "missing_rate": RATE, "new_persons": N},
-        "reference": "MML-EAP (Bock-Aitkin EM, 41 nodes; EAP on 61 nodes); NUTS not run at this size",
+        "reference": "MML-EAP (inference.mml: L-BFGS on 21 Gauss-Hermite nodes, EAP on the same nodes); NUTS not run at this size",
         "wall_seconds": fit.wall_seconds, "compile_seconds": fit.compile_seconds, "steps": fit.steps,
         "epochs": fit.steps * SETTINGS.batch_size / N, "converged": fit.converged,
         "vibo_ability_corr": vibo_ab["corr"], "mml_eap_ability_corr": mml_ab["corr"],
@@ -88,7 +88,7 @@ def run() -> dict:
         "vibo_discrimination_rmse": metrics(items["discrimination"][0][:, 0], a)["rmse"],
         "mml_discrimination_rmse": metrics(ml.discrimination, a)["rmse"],
         "vibo_difficulty_rmse": metrics(items["difficulty"][0], d)["rmse"],
-        "mml_difficulty_rmse": metrics(ml.difficulty, d)["rmse"],
+        "mml_difficulty_rmse": metrics(ml.cuts[:, 0], d)["rmse"],
         "mml_seconds": ml.wall_seconds,
         "score_new_seconds": score_seconds, "score_new_compile_seconds": score_compile,
         "score_new_ability_corr": metrics(new_mean[:, 0], theta[N:])["corr"],
@@ -98,6 +98,6 @@ def run() -> dict:
         "vibo_hidden_accuracy": vibo_pred["accuracy"], "vibo_hidden_log_score": vibo_pred["log_score"],
         "mml_hidden_accuracy": mml_pred["accuracy"], "mml_hidden_log_score": mml_pred["log_score"],
         "heldout_loglik_per_person_vibo_items": heldout(*[items[k][0].reshape(-1) for k in ("discrimination", "difficulty")]),
-        "heldout_loglik_per_person_mml_items": heldout(ml.discrimination, ml.difficulty),
+        "heldout_loglik_per_person_mml_items": heldout(ml.discrimination, ml.cuts[:, 0]),
         "heldout_loglik_per_person_true_items": heldout(a, d),
     }

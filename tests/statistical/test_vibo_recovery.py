@@ -6,9 +6,8 @@ import pytest
 
 from bayesirt.data.missingness import inject
 from bayesirt.data.simulate_binary import simulate_binary
-from bayesirt.evaluation import mml
 from bayesirt.evaluation.recovery import metrics
-from bayesirt.inference import vibo
+from bayesirt.inference import mml, vibo
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import irt2pl
 
@@ -24,8 +23,7 @@ def fit_and_compare(missing, n=3000, j=40, rate=0.15, kind="mcar"):
     spec = vibo.VIBOSpec(irt2pl.Structure("2pl", j, 1), missing=missing)
     fit = vibo.fit(spec, jax.random.key(0), y, SETTINGS)
     mean, sd = vibo.encode(fit.params, spec, jax.random.key(1), y)
-    ml = mml.fit(y)
-    eap, _ = mml.eap(y, ml.discrimination, ml.difficulty)
+    eap = mml.fit(y, 2).ability[:, 0]
     return {"fit": fit, "vibo": metrics(mean[:, 0], theta), "eap": metrics(eap, theta),
             "cov90": float(np.mean(np.abs(mean[:, 0] - theta) < 1.6449 * sd[:, 0])),
             "disc": metrics(vibo.item_posterior(fit.params, spec)["discrimination"][0][:, 0], a)}

@@ -293,3 +293,23 @@ def mean_nll(params: Params, y, n_categories=None, factor=None, n_nodes: int = 2
     ``jax.grad`` through a closure over this function's data arguments)."""
     y, n_categories, factor = _check(y, n_categories, factor)
     return _mean_nll(params, _data(y, n_categories, factor, n_nodes, _dtype()))
+
+
+def predictive_probs(y, discrimination, cuts, rows, cols, n_categories=None, factor=None,
+                     n_nodes: int = 21) -> np.ndarray:
+    """Posterior predictive P(y_ij = k | person i's observed responses) at the cells (rows, cols),
+    (n_cells, Kmax): the GRM category probabilities at the nodes averaged over the person's
+    posterior on the nodes of the item's factor, item parameters plugged in. The cells are
+    meant to be missing in ``y`` (a hidden response must not inform its own prediction)."""
+    y, n_categories, factor = _check(y, n_categories, factor)
+    rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+    persons, which = np.unique(rows, return_inverse=True)
+    dtype = _dtype()
+    data = _data(y[persons], n_categories, factor, n_nodes, dtype)
+    a = jnp.asarray(discrimination, dtype)
+    c = jnp.asarray(cuts, dtype)[:, : int(n_categories.max()) - 1]
+    lj = _node_loglik(a, c, data) + data.log_w  # (P, F, Q)
+    post = np.asarray(jax.nn.softmax(lj, axis=-1), np.float64)
+    probs = np.exp(np.asarray(grm.category_log_probs(data.nodes[:, None] * a[None, :], c, data.n_categories),
+                              np.float64))  # (Q, I, Kmax)
+    return np.einsum("nq,qnk->nk", post[which, factor[cols]], probs[:, cols])

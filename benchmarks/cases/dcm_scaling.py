@@ -27,7 +27,7 @@ def run() -> dict:
         n_samples=10, variance_repeats=0,
         collapsed_train=replace(dcm_bbvi.COLLAPSED_TRAIN, batch_size=5000, max_steps=6000),
         bbvi_train=replace(dcm_bbvi.BBVI_TRAIN, max_steps=640, progress_every=1),
-        em=replace(dcm_bbvi.StudyConfig().em, standard_errors=False))
+        em=dcm_bbvi.StudyConfig().em._replace(standard_errors=False))
     out = {"sizes": {"persons": N_PERSONS, "items": N_ITEMS, "attributes": 4, "profiles": 16,
                      "missing_rate": float((rm.responses < 0).mean()), "collapsed_batch": 5000, "bbvi_samples": 10},
            "simulate_seconds": simulate_seconds}

@@ -1,0 +1,103 @@
+# dcm_bbvi (seed 002): black-box VI for the LCDM against EM, collapsed VI and NUTS.
+#   data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/          simulated LCDM data (Q in the sidecar)
+#   results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/         one fit
+#   results/dcm_bbvi/                                             tables and figures
+
+
+include: "functions/dcm_bbvi.smk"
+
+
+rule dcm_simulate:
+    # LCDM responses of a design (seed 002's generator, or the larger 4-attribute one) with
+    # MCAR missingness at the condition's rate, and the truth.
+    output:
+        responses="data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/responses.parquet",
+        sidecar="data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/responses.json",
+        truth="data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/truth.csv",
+    params:
+        spec=dcm_design_spec,
+        seed=dcm_data_seed,
+    wildcard_constraints:
+        design=dcm_design_pattern(),
+        missing=r"mcar\d+",
+    log:
+        "logs/data/dcm_bbvi/{design}/{missing}/rep{rep}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/dcm_simulate.py"
+
+
+rule fit_dcm_bbvi:
+    # One optimisation method (em | bbvi | bbvi_cv | collapsed_vi) on one data set.
+    input:
+        responses="data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/responses.parquet",
+        truth="data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/truth.csv",
+    output:
+        record="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/fit.json",
+        estimates="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/estimates.csv",
+        loss="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/loss.csv",
+    params:
+        study=dcm_config(),
+        seed=dcm_fit_seed,
+    wildcard_constraints:
+        design=dcm_design_pattern(),
+        missing=r"mcar\d+",
+        method="em|bbvi|bbvi_cv|collapsed_vi",
+    log:
+        "logs/dcm_bbvi/{design}/{missing}/{method}/rep{rep}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/dcm_fit.py"
+
+
+rule fit_dcm_bbvi_nuts:
+    # NUTS on the collapsed LCDM (numpyro): the posterior reference for beta and pi.
+    input:
+        responses="data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/responses.parquet",
+        truth="data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/truth.csv",
+    output:
+        record="results/dcm_bbvi/{design}/{missing}/nuts/rep{rep}/fit.json",
+        estimates="results/dcm_bbvi/{design}/{missing}/nuts/rep{rep}/estimates.csv",
+        posterior="results/dcm_bbvi/{design}/{missing}/nuts/rep{rep}/posterior.nc",
+    params:
+        study=dcm_config(),
+        seed=dcm_fit_seed,
+    wildcard_constraints:
+        design=dcm_design_pattern(),
+        missing=r"mcar\d+",
+    log:
+        "logs/dcm_bbvi/{design}/{missing}/nuts/rep{rep}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/dcm_fit.py"
+
+
+rule dcm_bbvi_tables:
+    # Every fit of the study: accuracy, recovery, ELBO traces, gradient variance, timings.
+    input:
+        fits=dcm_fit_records,
+    output:
+        summary="results/dcm_bbvi/summary.csv",
+        fits="results/dcm_bbvi/fits.csv",
+        profile_accuracy="results/dcm_bbvi/profile_accuracy.csv",
+        gradient_variance="results/dcm_bbvi/gradient_variance.csv",
+        estimates="results/dcm_bbvi/estimates.csv",
+        elbo="results/dcm_bbvi/elbo.csv",
+        timings="results/dcm_bbvi/timings.csv",
+        figure_beta=report("results/dcm_bbvi/figures/beta.png", caption="../report/dcm_beta.rst",
+                           category="dcm_bbvi"),
+        figure_elbo=report("results/dcm_bbvi/figures/elbo.png", caption="../report/dcm_elbo.rst",
+                           category="dcm_bbvi"),
+        figure_variance=report("results/dcm_bbvi/figures/gradient_variance.png",
+                               caption="../report/dcm_variance.rst", category="dcm_bbvi"),
+        figure_accuracy=report("results/dcm_bbvi/figures/accuracy.png", caption="../report/dcm_accuracy.rst",
+                               category="dcm_bbvi"),
+    log:
+        "logs/dcm_bbvi/tables.log",
+    conda:
+        ENV
+    script:
+        "../scripts/dcm_tables.py"

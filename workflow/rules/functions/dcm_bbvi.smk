@@ -1,0 +1,48 @@
+# Input, params and target functions of the dcm_bbvi rules (workflow/rules/dcm_bbvi.smk);
+# kept apart from the rules so that `snakemake --lint` stays clean.
+from bayesirt.studies import dcm_bbvi
+
+
+def dcm_config():
+    return config["studies"].get("dcm_bbvi") or {"enabled": False, "designs": {}}
+
+
+def dcm_fits():
+    return dcm_bbvi.conditions(dcm_config())
+
+
+def dcm_design_pattern():
+    """A regex alternation of design names (one that never matches if none)."""
+    return "|".join(dcm_config().get("designs", {})) if dcm_fits() else "(?!x)x"
+
+
+def dcm_design_spec(wildcards):
+    return dcm_bbvi.design_spec(wildcards.design, dcm_config()["designs"][wildcards.design])
+
+
+def dcm_data_seed(wildcards):
+    return job_seed("data", "dcm_bbvi", wildcards.design, wildcards.missing, wildcards.rep)
+
+
+def dcm_fit_seed(wildcards):
+    """Every method on one data set shares this seed (common random numbers)."""
+    return job_seed("fit", "dcm_bbvi", wildcards.design, wildcards.missing, wildcards.rep)
+
+
+def dcm_fit_records(wildcards):
+    return [f"{f.folder}/fit.json" for f in dcm_fits()]
+
+
+def dcm_targets():
+    if not dcm_fits():
+        return []
+    return [f"results/dcm_bbvi/{name}.csv" for name in ("summary", "fits", "profile_accuracy", "gradient_variance",
+                                                          "estimates", "elbo", "timings")]
+
+
+def dcm_report_parameters():
+    return {"results_dir": "results/dcm_bbvi", "seed_accuracy": dcm_bbvi.SEED_ACCURACY}
+
+
+STUDY_TARGETS["dcm_bbvi"] = dcm_targets
+REPORT_PARAMETERS["dcm_bbvi"] = dcm_report_parameters

@@ -327,3 +327,12 @@ def test_scale_move_is_reversible_on_the_prior():
     _check_moments(th.reshape(-1, 1)[:, 0], 0.0, 1.0, n_se=6)
     hn_var = 1 - 2 / np.pi
     _check_moments(a.ravel(), np.sqrt(2 / np.pi), hn_var, n_se=6)
+
+
+def test_uniform_open_is_uniform_on_the_open_interval():
+    u = np.asarray(gibbs.uniform_open(jax.random.key(0), (1001, 7)), np.float64)  # odd count
+    assert u.shape == (1001, 7) and u.min() > 0 and u.max() < 1
+    _check_moments(u.ravel(), 0.5, 1 / 12)
+    u2 = np.asarray(gibbs.uniform_open(jax.random.key(1), (1001, 7)))
+    assert not np.allclose(u, u2)
+    np.testing.assert_array_equal(u, np.asarray(gibbs.uniform_open(jax.random.key(0), (1001, 7))))

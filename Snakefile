@@ -23,6 +23,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/missingness.smk"
 include: "workflow/rules/rb_imputation.smk"
 include: "workflow/rules/amortized_ifa.smk"
+include: "workflow/rules/vibo.smk"
 include: "workflow/rules/dcm_bbvi.smk"
 include: "workflow/rules/report.smk"
 

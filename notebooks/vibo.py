@@ -1,0 +1,131 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # VIBO: amortized variational IRT robust to missing responses
+#
+# The `vibo` study (seed 004, Wu et al. 2020) fits a 2PL to simulated data by amortized
+# variational inference: q(d) a mean-field Gaussian over item parameters and q(a | d, r) a
+# product of Gaussian experts, one per observed response. Two treatments of missing
+# responses are compared: one prior expert whatever is missing (`vibo_one_prior`), and the
+# seed's prior expert per missing response (`vibo_prior_per_missing`). Baselines on the same
+# data: non-amortized mean-field VI (`mfvi`), marginal ML by quadrature with EAP abilities
+# (`mml`) and, on small designs, NUTS (`nuts`, the reference posterior).
+#
+# Each condition hides cells by the design's missingness (MCAR or MNAR, percent of all
+# cells) and, on top, a share of the still-observed cells that are scored as missing-response
+# predictions. New persons from the same population give the held-out log-likelihood (one
+# Laplace importance-sampling evaluator for every method's item estimates).
+#
+# Everything below is read from the workflow's result tables; rerun the workflow to rebuild it.
+
+# %% tags=["parameters"]
+designs = "n1k"
+results_dir = "results/vibo"
+
+# %%
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from IPython.display import Markdown, display
+
+from bayesirt import plotting
+
+names = [d for d in designs.split(",") if d]
+summary = pd.concat([pd.read_csv(Path(results_dir) / d / "summary.csv") for d in names], ignore_index=True)
+fits = pd.concat([pd.read_csv(Path(results_dir) / d / "fits.csv") for d in names], ignore_index=True)
+variants = pd.concat([pd.read_csv(Path(results_dir) / d / "variants.csv") for d in names], ignore_index=True)
+n_reps = int(summary["replications"].min())
+print(f"{len(fits)} fits; {n_reps} to {int(summary['replications'].max())} replications per condition")
+
+# %% [markdown]
+# ## Accuracy against time
+#
+# Ability RMSE against the truth versus fit time (compilation excluded), mean over replications.
+
+# %%
+for d in names:
+    display(Markdown(f"**{d}**"))
+    display(plotting.vibo_accuracy_time(summary[summary.design == d]))
+
+# %% [markdown]
+# ## Calibration of the ability posteriors
+#
+# Coverage of the true abilities by the 50% and 90% intervals (nominal levels dashed).
+
+# %%
+for d in names:
+    display(Markdown(f"**{d}**"))
+    display(plotting.vibo_calibration(summary[summary.design == d]))
+
+# %% [markdown]
+# ## Missing-response prediction
+#
+# Accuracy and mean log score of the posterior predictive of the hidden (scored) cells, and
+# the held-out log-likelihood per new person, mean over replications.
+
+# %%
+cols = ["design", "missing", "method", "replications", "hidden_accuracy_mean", "hidden_log_score_mean",
+        "heldout_loglik_mean", "ability_rmse_mean", "coverage_90_mean", "wall_seconds_mean"]
+summary[cols].round(4)
+
+# %% [markdown]
+# ## The two missing-data variants side by side
+
+# %%
+for d in names:
+    display(Markdown(f"**{d}**"))
+    display(plotting.vibo_variants(summary[summary.design == d]))
+variants.round(4)
+
+# %% [markdown]
+# ## Which of the seed's claims do these numbers support?
+
+# %%
+def mean_of(method, column, missing=None):
+    s = summary[summary.method == method]
+    if missing is not None:
+        s = s[s.missing == missing]
+    return float(s[f"{column}_mean"].mean()) if len(s) else float("nan")
+
+
+def verdict(ok):
+    return "supported" if ok else "not supported"
+
+
+vib, lines = "vibo_one_prior", []
+ref = "nuts" if (summary.method == "nuts").any() else "mml"
+t_vibo, t_nuts, t_mfvi = mean_of(vib, "wall_seconds"), mean_of("nuts", "wall_seconds"), mean_of("mfvi", "wall_seconds")
+if np.isfinite(t_nuts):
+    lines.append(f"* **Fast**: VIBO fits in {t_vibo:.2f} s on average against {t_nuts:.1f} s for NUTS "
+                 f"({t_nuts / t_vibo:.0f}x) and {t_mfvi:.2f} s for mean-field VI; against the issue's 50x target "
+                 f"this is {verdict(t_nuts / t_vibo >= 50)}.")
+else:
+    lines.append(f"* **Fast**: VIBO fits in {t_vibo:.2f} s on average, mean-field VI in {t_mfvi:.2f} s (no NUTS here).")
+r_vibo, r_ref = mean_of(vib, "ability_rmse"), mean_of(ref, "ability_rmse")
+c90 = mean_of(vib, "coverage_90")
+lines.append(f"* **Accurate**: VIBO's ability RMSE is {r_vibo:.3f} against {r_ref:.3f} for {ref} "
+             f"(ratio {r_vibo / r_ref:.3f}; within 5%: {verdict(r_vibo <= 1.05 * r_ref)}); its 90% intervals "
+             f"cover {c90:.3f} of the true abilities (in [0.85, 0.95]: {verdict(0.85 <= c90 <= 0.95)}).")
+missing = sorted(summary.missing.unique(), key=lambda m: float("".join(c for c in m if c.isdigit() or c == ".")))
+lo, hi = missing[0], missing[-1]
+d_vibo = mean_of(vib, "ability_rmse", hi) - mean_of(vib, "ability_rmse", lo)
+d_mml = mean_of("mml", "ability_rmse", hi) - mean_of("mml", "ability_rmse", lo)
+b_cov = mean_of("vibo_prior_per_missing", "coverage_90", hi)
+lines.append(f"* **Robust to missing data**: from {lo} to {hi} VIBO's ability RMSE grows by {d_vibo:+.3f}, MML-EAP's by "
+             f"{d_mml:+.3f} (the information lost is the same for both; VIBO no worse: "
+             f"{verdict(d_vibo <= d_mml + 0.01)}). The seed's prior-per-missing variant covers {b_cov:.3f} at {hi} "
+             f"against {mean_of(vib, 'coverage_90', hi):.3f} with one prior expert.")
+display(Markdown(f"From {len(fits)} fits, {n_reps} replication(s) per condition (designs: {', '.join(names)}):\n\n"
+                 + "\n".join(lines)
+                 + "\n\nWith few replications these are point comparisons, not tests; the paper config runs 100."))

@@ -1,0 +1,344 @@
+"""Study ``vibo`` (seed 004): amortized VI with a product-of-experts ability encoder (VIBO)
+against non-amortized mean-field VI, MML-EAP and NUTS on simulated binary IRT data with
+missing responses.
+
+A condition is (design, missingness, method, replication). Every replication of a design draws
+one complete data set (``simulate_condition``): training persons, new persons from the same
+population (held-out log-likelihood, amortized scoring) and the truth. The design's
+missingness (``mcar0``, ``mcar20``, ``mnar20``, ...: kind and percent of all cells, through
+``data.missingness.inject``) then hides cells of both, and a further ``score_fraction`` of the
+training persons' still-observed cells is hidden MCAR and scored (missing-response
+prediction). All missingness conditions of a replication share the complete data, and all
+methods of a condition share the data and the fit seed.
+
+Methods (``METHODS``): ``vibo_one_prior`` (no expert for a missing response, one prior
+expert), ``vibo_prior_per_missing`` (the seed's variant: a prior expert per missing
+response), ``mfvi`` (per-person mean-field VI), ``mml`` (marginal ML by quadrature with EAP
+abilities: the point-estimate anchor) and ``nuts`` (the reference posterior; only where a
+design sets ``nuts: true``).
+
+The shape of every study:
+
+    conditions(config)                               -> [Condition]   (parse time, plain Python)
+    simulate_condition(design, missing, seed, ...)   -> (train, hidden, holdout, truth)
+    run_fit(train, hidden, holdout, truth, cond, ...) -> records.FitOutput
+    aggregate(records, estimates)                    -> dict of tidy tables
+    figures(tables, outputs)                         -> PNG figures
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+STUDY = "vibo"
+METHOD_NAMES = ("vibo_one_prior", "vibo_prior_per_missing", "mfvi", "mml", "nuts")
+VIBO_VARIANTS = {"vibo_one_prior": "one_prior", "vibo_prior_per_missing": "prior_per_missing"}
+KEYS = ["parameter", "item", "person"]
+Z50, Z90 = 0.6744897501960817, 1.6448536269514722
+
+
+# ----------------------------------------------------------------------------- conditions
+
+@dataclass(frozen=True)
+class Condition:
+    """One fit of the study."""
+
+    design: str
+    missing: str  # kind and percent of all cells hidden by the design, e.g. mcar20
+    method: str
+    rep: int
+
+    @property
+    def path(self) -> str:
+        return f"results/{STUDY}/{self.design}/{self.missing}/{self.method}/rep{self.rep}"
+
+
+def parse_missing(missing: str) -> tuple[str, float]:
+    """``mcar20`` -> ("mcar", 0.2)."""
+    m = re.fullmatch(r"(mcar|mar|mnar)(\d+(?:\.\d+)?)", missing)
+    if not m:
+        raise ValueError(f"vibo missingness '{missing}' is not <mcar|mar|mnar><percent>, e.g. mcar20")
+    return m.group(1), float(m.group(2)) / 100.0
+
+
+def design_methods(design: dict, methods) -> list[str]:
+    """The study's methods for a design; NUTS only where the design asks for it."""
+    return [m for m in methods if m != "nuts" or design.get("nuts", False)]
+
+
+def conditions(config: dict) -> list[Condition]:
+    """Every fit the ``vibo`` block of a config asks for: designs x missingness x methods x
+    replications (plain Python, cheap: Snakemake calls it at parse time)."""
+    if not config or not config.get("enabled", True):
+        return []
+    out = []
+    for name, design in config["designs"].items():
+        for missing in design["missing"]:
+            parse_missing(missing)
+            for method in design_methods(design, config["methods"]):
+                out += [Condition(name, missing, method, rep) for rep in range(design["replications"])]
+    return out
+
+
+# ----------------------------------------------------------------------------------- data
+
+def simulate_condition(design: dict, missing: str, seed: int, *, score_fraction: float,
+                       heldout_fraction: float, missing_seed: int):
+    """Complete data from ``seed`` (shared by a replication's missingness conditions), then the
+    condition's missingness from ``missing_seed``. Returns (train, hidden, holdout, truth):
+    the training matrix with the design's missing cells and the scored cells set to -1, the
+    mask of the scored cells with their true responses (a table person, item, response), the
+    new persons with the design's missingness, and the truth of the training persons."""
+    from bayesirt import io
+    from bayesirt.data.missingness import inject
+    from bayesirt.data.simulate_binary import simulate_binary
+
+    n, j = int(design["n_persons"]), int(design["n_items"])
+    n_hold = max(int(round(heldout_fraction * n)), 1)
+    rm, truth = simulate_binary(seed, n + n_hold, j, model=design.get("model", "2pl"))
+    kind, rate = parse_missing(missing)
+    attrs = {**rm.attrs, "design_missing": missing}
+    train = io.ResponseMatrix(rm.responses[:n], rm.items, {**attrs, "part": "train"})
+    hold = io.ResponseMatrix(rm.responses[n:], rm.items, {**attrs, "part": "holdout"})
+    if rate > 0:
+        train = inject(train, kind, rate, seed=missing_seed)[0]
+        hold = inject(hold, kind, rate, seed=missing_seed + 1)[0]
+    observed_share = float(np.mean(train.responses != -1))
+    train, scored = inject(train, "mcar", score_fraction * observed_share, seed=missing_seed + 2)
+    rows, cols = np.nonzero(scored)
+    hidden = pd.DataFrame({"person": rows, "item": cols, "response": rm.responses[rows, cols]})
+    truth = truth[(truth.parameter != "ability") | (truth.person < n)].reset_index(drop=True)
+    return train, hidden, hold, truth
+
+
+# ------------------------------------------------------------------------------------ fits
+
+def _settings(training: dict, method_cfg: dict, n_persons: int):
+    from bayesirt.inference.training import TrainSettings
+
+    t = {**training, "learning_rate": method_cfg.get("learning_rate", training.get("learning_rate", 0.03))}
+    if t.get("batch_size") is not None:
+        t["batch_size"] = min(int(t["batch_size"]), n_persons)
+    return TrainSettings(**t)
+
+
+def _scores(probs, truth) -> dict:
+    """Accuracy and mean log score of predicted category probabilities (cells, C)."""
+    truth = np.asarray(truth, int)
+    if truth.size == 0:
+        return {"accuracy": float("nan"), "log_score": float("nan"), "n_cells": 0}
+    p = np.clip(probs[np.arange(truth.size), truth], 1e-12, 1.0)
+    return {"accuracy": float(np.mean(probs.argmax(1) == truth)), "log_score": float(np.mean(np.log(p))),
+            "n_cells": int(truth.size)}
+
+
+def _heldout(key, st, disc, diff, y_hold, n_samples: int) -> float:
+    """Mean log p(r_i) per new person at the method's item point estimates: one Laplace
+    importance-sampling evaluator for every method."""
+    import jax.numpy as jnp
+
+    from bayesirt.evaluation import person_loglik
+    from bayesirt.models import irt2pl
+
+    items = {"log_discrimination": jnp.log(jnp.asarray(disc, jnp.float32)).reshape(st.n_items, 1),
+             "difficulty": jnp.asarray(diff, jnp.float32)}
+    ll = lambda yb, t: irt2pl.log_lik(yb, t, items, st)  # noqa: E731
+    return float(person_loglik.laplace_importance_loglik(key, ll, y_hold, 1, n_samples=n_samples).mean())
+
+
+def estimates_table(disc, diff, ability, truth) -> pd.DataFrame:
+    """Tidy estimates: parameter, item, person, mean, sd, true. ``disc``, ``diff`` and
+    ``ability`` are (mean, sd) pairs of (J,), (J,), (N,) arrays (sd NaN for point estimates)."""
+    from bayesirt import tables
+
+    pairs = {"discrimination": disc, "difficulty": diff, "ability": ability}
+    axes = {"discrimination": ("item",), "difficulty": ("item",), "ability": ("person",)}
+    mean = tables.long_table({k: np.asarray(v[0], float) for k, v in pairs.items()}, axes, ["item", "person"], "mean")
+    sd = tables.long_table({k: np.asarray(v[1], float) for k, v in pairs.items()}, axes, ["item", "person"], "sd")
+    mean["sd"] = sd["sd"].to_numpy()
+    return tables.attach_truth(mean, truth, KEYS) if truth is not None else mean
+
+
+def evaluation(est: pd.DataFrame) -> dict:
+    """Recovery against the truth and calibration of the ability intervals."""
+    from bayesirt.evaluation.recovery import metrics
+
+    out = {}
+    for par in ("discrimination", "difficulty", "ability"):
+        d = est[est.parameter == par]
+        m = metrics(d["mean"], d["true"])
+        out[f"{par}_rmse"], out[f"{par}_corr"] = m["rmse"], m["corr"]
+    ab = est[est.parameter == "ability"]
+    err, sd = np.abs(ab["mean"] - ab["true"]).to_numpy(), ab["sd"].to_numpy()
+    out["coverage_50"] = float(np.mean(err < Z50 * sd))
+    out["coverage_90"] = float(np.mean(err < Z90 * sd))
+    return out
+
+
+def run_fit(train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Condition, *, study: dict,
+            seed: int):
+    """One fit, evaluated: recovery, calibration, missing-response prediction on the scored
+    cells, held-out log-likelihood of the new persons and the time to score them.
+    Returns ``records.FitOutput`` (``records.write_fit`` writes it)."""
+    import jax
+    import jax.numpy as jnp
+
+    from bayesirt import io, records
+    from bayesirt.inference import mfvi, mml, nuts, vibo
+    from bayesirt.inference.sampling import SamplerSettings
+    from bayesirt.inference.training import TrainSettings
+    from bayesirt.models import irt2pl
+
+    design = study["designs"][cond.design]
+    y, y_hold = np.asarray(train.responses), np.asarray(holdout.responses)
+    n, j = y.shape
+    model = design.get("model", "2pl")
+    st = irt2pl.Structure(model, j, 1)
+    priors = irt2pl.priors_from_config(study.get("priors"))
+    rows, cols, cell_truth = (hidden[c].to_numpy() for c in ("person", "item", "response"))
+    k_fit, k_enc, k_pred, k_ll, k_new = jax.random.split(jax.random.key(seed), 5)
+    eval_samples = int(study["eval_samples"])
+    fields = {"model": model, "method": cond.method, "study": STUDY, "dataset": cond.design,
+              "design": cond.design, "missing": cond.missing, "condition": f"{cond.missing}_{cond.method}",
+              "replication": cond.rep, "seed": seed, "n_persons": n, "n_items": j,
+              "n_heldout": int(y_hold.shape[0]), "missing_rate": float(np.mean(y == -1))}
+    timing, losses, idata = {}, None, None
+
+    if cond.method in VIBO_VARIANTS or cond.method == "mfvi":
+        cfg = study.get("vibo" if cond.method != "mfvi" else "mfvi", {})
+        settings = _settings(study["training"], cfg, n)
+        if cond.method == "mfvi":
+            spec = mfvi.MFVISpec(st, priors)
+            res = mfvi.fit(spec, k_fit, y, settings, label=cond.path)
+            ab_mean, ab_sd = mfvi.abilities(res.params)
+            items, theta = mfvi.ability_draws(res.params, spec, k_pred, int(study["posterior_draws"]))
+            probs = vibo.predictive_from_draws(items, theta, st, rows, cols)
+            t0 = time.perf_counter()
+            mfvi.score_new(res.params, spec, k_new, y_hold,
+                           TrainSettings(learning_rate=settings.learning_rate, max_steps=settings.max_steps,
+                                         progress_every=0))
+            timing["score_new_seconds"] = time.perf_counter() - t0  # a refit of the new persons' q(a)
+        else:
+            spec = vibo.VIBOSpec(st, priors, missing=VIBO_VARIANTS[cond.method], hidden=tuple(cfg.get("hidden", (16, 16))))
+            res = vibo.fit(spec, k_fit, y, settings, label=cond.path)
+            ab_mean, ab_sd = vibo.encode(res.params, spec, k_enc, y)
+            probs = vibo.predictive_probs(res.params, spec, k_pred, y, rows, cols, n_draws=int(study["posterior_draws"]))
+            vibo.encode(res.params, spec, k_new, y_hold)  # compile the encoder for this shape before timing it
+            t0 = time.perf_counter()
+            vibo.encode(res.params, spec, k_new, y_hold)
+            timing["score_new_seconds"] = time.perf_counter() - t0  # the encoder alone, no refit
+        post = vibo.item_posterior(res.params, spec)
+        disc = (post["discrimination"][0][:, 0], post["discrimination"][1][:, 0]) if "discrimination" in post \
+            else (np.ones(j), np.zeros(j))
+        diff = post["difficulty"]
+        losses = records.loss_table(res.losses)
+        make_record = lambda f: records.fit_record(res, f, window=settings.window, timing=timing)  # noqa: E731
+        fields["settings"] = {"training": asdict(settings), "method": cfg}
+    elif cond.method == "mml":
+        res = mml.fit(y, 2)
+        disc, diff = (res.discrimination, np.full(j, np.nan)), (res.cuts[:, 0], np.full(j, np.nan))
+        ab_mean, ab_sd = res.ability, res.ability_sd
+        probs = mml.predictive_probs(y, res.discrimination, res.cuts, rows, cols, 2)
+        t0 = time.perf_counter()
+        mml.posterior(y_hold, res.discrimination, res.cuts, 2)
+        timing["score_new_seconds"] = time.perf_counter() - t0  # EAP of the new persons
+
+        def make_record(f):
+            return {**f, "steps": res.iterations, "converged": res.converged, "convergence_reason": res.reason,
+                    "diverged_at_step": None, "final_loss": res.mean_nll,
+                    "versions": io.library_versions(), "device": io.device_info(),
+                    "timing": {"wall_seconds": res.wall_seconds, "compile_seconds": 0.0, **timing}}
+        losses = records.loss_table(res.loss_history)
+    elif cond.method == "nuts":
+        ns = study.get("nuts", {})
+        settings = SamplerSettings(n_chains=int(ns.get("n_chains", 4)), n_warmup=int(ns.get("n_warmup", 500)),
+                                   n_samples=int(ns.get("n_samples", 500)), progress_every=0)
+        init = dict(irt2pl.initial_items(y, st), ability=jnp.zeros((n, 1)))
+        res = nuts.run_nuts(k_fit, lambda p, data: irt2pl.log_joint(p, data["y"], st, priors), init, settings,
+                            data={"y": jnp.asarray(y)}, label=cond.path)
+        post = res.idata.posterior
+        theta = post["ability"].values  # chain, draw, person, 1
+        ab_mean, ab_sd = theta.mean((0, 1)), theta.std((0, 1))
+        a_draws = np.exp(post["log_discrimination"].values[..., 0]) if "log_discrimination" in post else np.ones(theta.shape[:2] + (j,))
+        d_draws = post["difficulty"].values
+        disc = (a_draws.mean((0, 1)), a_draws.std((0, 1)))
+        diff = (d_draws.mean((0, 1)), d_draws.std((0, 1)))
+        flat = lambda v: jnp.asarray(v.reshape((-1,) + v.shape[2:]))  # noqa: E731
+        draw_items = {k: flat(post[k].values) for k in irt2pl.initial_items(y, st)}
+        probs = vibo.predictive_from_draws(draw_items, flat(theta), st, rows, cols)
+        idata = res.idata
+        make_record = lambda f: records.sample_record(res, f)  # noqa: E731
+        fields["settings"] = {"sampler": asdict(settings)}
+    else:
+        raise ValueError(f"vibo method '{cond.method}' is not known; expected one of {list(METHOD_NAMES)}")
+
+    est = estimates_table(disc, diff, (np.asarray(ab_mean)[:, 0], np.asarray(ab_sd)[:, 0]), truth)
+    t0 = time.perf_counter()
+    fields["evaluation"] = {**evaluation(est),
+                            **{f"hidden_{k}": v for k, v in _scores(np.asarray(probs), cell_truth).items()},
+                            "heldout_loglik": _heldout(k_ll, st, disc[0], diff[0], y_hold, eval_samples)}
+    timing["eval_seconds"] = time.perf_counter() - t0
+    return records.FitOutput(make_record(fields), est, losses, idata)
+
+
+# ------------------------------------------------------------------------------- tables
+
+def fit_row(record: dict) -> dict:
+    """One row of fits.csv from a fit record."""
+    t = record["timing"]
+    return {"design": record["design"], "missing": record["missing"], "method": record["method"],
+            "rep": record["replication"], "n_persons": record["n_persons"], "n_items": record["n_items"],
+            "missing_rate": record["missing_rate"], "converged": record["converged"], "steps": record["steps"],
+            **record["evaluation"], "wall_seconds": t["wall_seconds"], "compile_seconds": t.get("compile_seconds", 0.0),
+            "score_new_seconds": t.get("score_new_seconds", np.nan)}
+
+
+METRICS = ["ability_rmse", "ability_corr", "discrimination_rmse", "difficulty_rmse", "coverage_50", "coverage_90",
+           "hidden_accuracy", "hidden_log_score", "heldout_loglik", "ability_rmse_to_nuts", "wall_seconds",
+           "score_new_seconds"]
+
+
+def aggregate(fit_records: list[dict], estimates: list[pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Tidy tables of one design from its fits: ``fits`` (one row per fit), ``summary`` (mean
+    and sd over replications per missingness x method, with the number of replications),
+    ``variants`` (the two VIBO missing-data variants side by side), ``timings`` (the only
+    run-dependent table)."""
+    fits = pd.DataFrame([fit_row(r) for r in fit_records])
+    # recovery against the NUTS posterior means of the same data, where NUTS ran
+    nuts_means = {(r["missing"], r["replication"]): e[e.parameter == "ability"]["mean"].to_numpy()
+                  for r, e in zip(fit_records, estimates) if r["method"] == "nuts"}
+    to_nuts = []
+    for r, e in zip(fit_records, estimates):
+        ref = nuts_means.get((r["missing"], r["replication"]))
+        m = e[e.parameter == "ability"]["mean"].to_numpy()
+        to_nuts.append(float(np.sqrt(np.mean((m - ref) ** 2))) if ref is not None else np.nan)
+    fits["ability_rmse_to_nuts"] = to_nuts
+    fits = fits.sort_values(["missing", "method", "rep"], kind="stable").reset_index(drop=True)
+    group = fits.groupby(["design", "missing", "method"], sort=True)
+    summary = group[METRICS].mean().add_suffix("_mean").join(group[METRICS].std().add_suffix("_sd"))
+    summary.insert(0, "replications", group.size())
+    summary.insert(1, "converged", group["converged"].mean())
+    summary = summary.reset_index()
+    cols = ["ability_rmse", "ability_corr", "coverage_90", "hidden_accuracy", "hidden_log_score", "heldout_loglik",
+            "missing_rate"]
+    v = fits[fits.method.isin(list(VIBO_VARIANTS))]
+    variants = v.pivot_table(index=["design", "missing", "rep"], columns="method", values=cols).reset_index()
+    variants.columns = ["_".join(c for c in col if c) if isinstance(col, tuple) else col for col in variants.columns]
+    timings = fits[["design", "missing", "method", "rep", "steps", "wall_seconds", "compile_seconds",
+                    "score_new_seconds"]]
+    stable = fits.drop(columns=["wall_seconds", "compile_seconds", "score_new_seconds"])
+    return {"fits": stable, "summary": summary, "variants": variants, "timings": timings}
+
+
+def figures(tables: dict, outputs: dict) -> None:
+    """accuracy versus time, calibration and the two missing-data variants (PNG)."""
+    from bayesirt import plotting
+
+    plotting.save(plotting.vibo_accuracy_time(tables["summary"]), outputs["figure_accuracy_time"])
+    plotting.save(plotting.vibo_calibration(tables["summary"]), outputs["figure_calibration"])
+    plotting.save(plotting.vibo_variants(tables["summary"]), outputs["figure_variants"])

@@ -1,0 +1,55 @@
+# Input, params and target functions of the vibo rules (workflow/rules/vibo.smk); kept apart
+# from the rules so that `snakemake --lint` stays clean.
+from bayesirt.studies import vibo
+
+
+def vibo_config():
+    return config["studies"].get("vibo") or {"enabled": False, "designs": {}}
+
+
+def vibo_designs():
+    s = vibo_config()
+    return s["designs"] if s.get("enabled", True) else {}
+
+
+def vibo_design_pattern():
+    """A regex alternation of design names (one that never matches if none)."""
+    return "|".join(vibo_designs()) or "(?!x)x"
+
+
+def vibo_design_config(wildcards):
+    return vibo_config()["designs"][wildcards.design]
+
+
+def vibo_data_seed(wildcards):
+    """Complete data of one replication, shared by its missingness conditions."""
+    return job_seed("data", "vibo", wildcards.design, wildcards.rep)
+
+
+def vibo_missing_seed(wildcards):
+    return job_seed("missing", "vibo", wildcards.design, wildcards.missing, wildcards.rep)
+
+
+def vibo_fit_seed(wildcards):
+    """Every method of one condition and replication shares this seed (common random numbers)."""
+    return job_seed("fit", "vibo", wildcards.design, wildcards.missing, wildcards.rep)
+
+
+def vibo_fit_records(wildcards):
+    return [f"{c.path}/fit.json" for c in vibo.conditions(vibo_config()) if c.design == wildcards.design]
+
+
+def vibo_fit_estimates(wildcards):
+    return [f"{c.path}/estimates.csv" for c in vibo.conditions(vibo_config()) if c.design == wildcards.design]
+
+
+def vibo_targets():
+    return [f"results/vibo/{name}/summary.csv" for name in vibo_designs()]
+
+
+def vibo_report_parameters():
+    return {"designs": ",".join(vibo_designs()), "results_dir": "results/vibo"}
+
+
+STUDY_TARGETS["vibo"] = vibo_targets
+REPORT_PARAMETERS["vibo"] = vibo_report_parameters

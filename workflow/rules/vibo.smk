@@ -1,0 +1,87 @@
+# vibo (seed 004): amortized VI with a product-of-experts ability encoder against
+# non-amortized VI, MML-EAP and NUTS, on simulated 2PL data with missing responses.
+#   data/processed/vibo/{design}/{missing}/rep{rep}/               data of one condition
+#   results/vibo/{design}/{missing}/{method}/rep{rep}/             one fit
+#   results/vibo/{design}/                                         tables and figures
+
+
+include: "functions/vibo.smk"
+
+
+rule vibo_simulate:
+    # Simulated 2PL data of a design (complete data shared by a replication's missingness
+    # conditions), the design's missingness, and the extra cells hidden and scored.
+    output:
+        responses="data/processed/vibo/{design}/{missing}/rep{rep}/responses.parquet",
+        sidecar="data/processed/vibo/{design}/{missing}/rep{rep}/responses.json",
+        hidden="data/processed/vibo/{design}/{missing}/rep{rep}/hidden.csv",
+        holdout="data/processed/vibo/{design}/{missing}/rep{rep}/holdout.parquet",
+        holdout_sidecar="data/processed/vibo/{design}/{missing}/rep{rep}/holdout.json",
+        truth="data/processed/vibo/{design}/{missing}/rep{rep}/truth.csv",
+    params:
+        design=vibo_design_config,
+        score_fraction=vibo_config().get("score_fraction", 0.15),
+        heldout_fraction=vibo_config().get("heldout_fraction", 0.2),
+        seed=vibo_data_seed,
+        missing_seed=vibo_missing_seed,
+    wildcard_constraints:
+        design=vibo_design_pattern(),
+    log:
+        "logs/data/vibo/{design}/{missing}/rep{rep}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/vibo_simulate.py"
+
+
+rule fit_vibo:
+    # One method (vibo_one_prior | vibo_prior_per_missing | mfvi | mml | nuts) on one condition;
+    # recovery, calibration, missing-response prediction and held-out log-likelihood in the job.
+    input:
+        responses="data/processed/vibo/{design}/{missing}/rep{rep}/responses.parquet",
+        hidden="data/processed/vibo/{design}/{missing}/rep{rep}/hidden.csv",
+        holdout="data/processed/vibo/{design}/{missing}/rep{rep}/holdout.parquet",
+        truth="data/processed/vibo/{design}/{missing}/rep{rep}/truth.csv",
+    output:
+        record="results/vibo/{design}/{missing}/{method}/rep{rep}/fit.json",
+        estimates="results/vibo/{design}/{missing}/{method}/rep{rep}/estimates.csv",
+    params:
+        study=vibo_config(),
+        seed=vibo_fit_seed,
+    wildcard_constraints:
+        design=vibo_design_pattern(),
+        method="vibo_one_prior|vibo_prior_per_missing|mfvi|mml|nuts",
+    log:
+        "logs/vibo/{design}/{missing}/{method}/rep{rep}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/vibo_fit.py"
+
+
+rule vibo_tables:
+    # Every fit of a design: recovery, calibration, missing-response prediction, held-out
+    # log-likelihood and timings, the two missing-data variants side by side, and figures.
+    input:
+        fits=vibo_fit_records,
+        estimates=vibo_fit_estimates,
+    output:
+        fits="results/vibo/{design}/fits.csv",
+        summary="results/vibo/{design}/summary.csv",
+        variants="results/vibo/{design}/variants.csv",
+        timings="results/vibo/{design}/timings.csv",
+        figure_accuracy_time=report("results/vibo/{design}/figures/accuracy_time.png",
+                                    caption="../report/vibo_accuracy_time.rst", category="vibo",
+                                    subcategory="{design}"),
+        figure_calibration=report("results/vibo/{design}/figures/calibration.png",
+                                  caption="../report/vibo_calibration.rst", category="vibo", subcategory="{design}"),
+        figure_variants=report("results/vibo/{design}/figures/variants.png",
+                               caption="../report/vibo_variants.rst", category="vibo", subcategory="{design}"),
+    wildcard_constraints:
+        design=vibo_design_pattern(),
+    log:
+        "logs/vibo/{design}/tables.log",
+    conda:
+        ENV
+    script:
+        "../scripts/vibo_tables.py"

@@ -1,0 +1,19 @@
+"""One method on one condition of a vibo design, evaluated (rule fit_vibo)."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from bayesirt import io, logs, records
+from bayesirt.studies import vibo
+
+log = logs.to_file(snakemake.log[0])
+w = snakemake.wildcards
+train, holdout = io.read_responses(snakemake.input.responses), io.read_responses(snakemake.input.holdout)
+hidden, truth = pd.read_csv(snakemake.input.hidden), pd.read_csv(snakemake.input.truth)
+cond = vibo.Condition(w.design, w.missing, w.method, int(w.rep))
+out = vibo.run_fit(train, hidden, holdout, truth, cond, study=snakemake.params.study, seed=snakemake.params.seed)
+if not out.record["converged"]:
+    log.warning("fit did not converge: %s", out.record["convergence_reason"])
+log.info("%s: %s", cond.path, out.record["evaluation"])
+records.write_fit(out, Path(snakemake.output.record).parent)

@@ -240,12 +240,13 @@ def run_fit(train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Con
         make_record = lambda f: records.fit_record(res, f, window=settings.window, timing=timing)  # noqa: E731
         fields["settings"] = {"training": asdict(settings), "method": cfg}
     elif cond.method == "mml":
-        res = mml.fit(y, 2)
+        # 41 nodes for the fit, 61 for the person posteriors (with many items a posterior is narrow)
+        res = mml.fit(y, 2, n_nodes=41)
         disc, diff = (res.discrimination, np.full(j, np.nan)), (res.cuts[:, 0], np.full(j, np.nan))
-        ab_mean, ab_sd = res.ability, res.ability_sd
-        probs = mml.predictive_probs(y, res.discrimination, res.cuts, rows, cols, 2)
+        _, ab_mean, ab_sd = mml.posterior(y, res.discrimination, res.cuts, 2, n_nodes=61)
+        probs = mml.predictive_probs(y, res.discrimination, res.cuts, rows, cols, 2, n_nodes=61)
         t0 = time.perf_counter()
-        mml.posterior(y_hold, res.discrimination, res.cuts, 2)
+        mml.posterior(y_hold, res.discrimination, res.cuts, 2, n_nodes=61)
         timing["score_new_seconds"] = time.perf_counter() - t0  # EAP of the new persons
 
         def make_record(f):

@@ -263,8 +263,9 @@ def draw(params, key, n_samples: int, rho, feature_mask):
     return z, beta, log_pi, sigma2
 
 
-def gradients(params, key, batch, settings: BBVISettings, n_persons: int, control_variates: bool):
-    """(ELBO estimate, gradient estimates of every parameter) for one batch of persons."""
+def gradients(params, key, batch, settings: BBVISettings, n_persons: int, control_variates):
+    """(ELBO estimate, gradient estimates of every parameter) for one batch of persons;
+    ``control_variates="both"`` gives the pair (plain, with control variates) of estimates."""
     pr = settings.priors
     delta, fmask = batch[training.SHARED]["delta"], batch[training.SHARED]["feature_mask"]
     y_obs, n_obs, index = batch["y_obs"], batch["n_obs"], batch["index"]
@@ -303,16 +304,18 @@ def gradients(params, key, batch, settings: BBVISettings, n_persons: int, contro
     a, b = jnp.exp(params["log_ab"][0]), jnp.exp(params["log_ab"][1])
     h_ab = jnp.stack([a * (jnp.log(b) - digamma(a) - jnp.log(sigma2)), a - b / sigma2], -1)  # (M, 2)
 
-    cv = control_variates
-    g_rho = _estimate(h_z, w_z[..., None], cv)
-    grads = {
-        "rho": jnp.zeros_like(params["rho"]).at[index].set(g_rho),
-        "mu": _estimate(h_mu, w_beta[..., None], cv),
-        "chol_off": _estimate(h_off, w_beta[..., None, None], cv),
-        "log_diag": _estimate(h_ld, w_beta[..., None], cv),
-        "log_d": _estimate(h_d, w_pi[:, None], cv),
-        "log_ab": _estimate(h_ab, w_s2[:, None], cv),
-    }
+    def estimates(cv):
+        return {
+            "rho": jnp.zeros_like(params["rho"]).at[index].set(_estimate(h_z, w_z[..., None], cv)),
+            "mu": _estimate(h_mu, w_beta[..., None], cv),
+            "chol_off": _estimate(h_off, w_beta[..., None, None], cv),
+            "log_diag": _estimate(h_ld, w_beta[..., None], cv),
+            "log_d": _estimate(h_d, w_pi[:, None], cv),
+            "log_ab": _estimate(h_ab, w_s2[:, None], cv),
+        }
+
+    # "both": (plain, with control variates) from the same samples, for gradient_variance
+    grads = (estimates(False), estimates(True)) if control_variates == "both" else estimates(bool(control_variates))
     # ELBO: the Z part exactly over profiles (given each sample of beta and pi), the rest sampled
     qz = jnp.exp(log_qz)
     elbo_z = scale * jnp.sum(qz * (ll + log_pi[:, None, :] - log_qz), (-2, -1))  # (M,)
@@ -368,10 +371,13 @@ def gradient_variance(key, params, problem: Problem, settings: BBVISettings, n_r
     batch = dict(problem.data, index=jnp.arange(problem.n_persons))
 
     def both(k):
-        return (gradients(params, k, batch, settings, problem.n_persons, False)[1],
-                gradients(params, k, batch, settings, problem.n_persons, True)[1])
+        return gradients(params, k, batch, settings, problem.n_persons, "both")[1]
 
-    plain, cv = jax.jit(jax.vmap(both))(jax.random.split(key, n_repeats))
+    # one program over the repeats, run in chunks of 8 (bounded memory on large data)
+    keys = jax.random.split(key, n_repeats).reshape(-1, 1, 2) if n_repeats < 8 else \
+        jax.random.split(key, (n_repeats // 8) * 8).reshape(-1, 8, 2)
+    plain, cv = jax.jit(lambda ks: jax.lax.map(jax.vmap(both), ks))(keys)
+    plain, cv = (jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), t) for t in (plain, cv))
     out = {}
     for b, name in enumerate(BLOCKS):
         names = [p for p, blk in PARAM_BLOCK.items() if blk == b]

@@ -34,12 +34,23 @@ results_dir = "results/dcm_bbvi"
 seed_accuracy = 0.967
 
 # %%
+import io
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pandas as pd
-from IPython.display import Markdown, display
+from IPython.display import Image, Markdown, display
 
 from bayesirt import plotting
+
+
+def show(fig):
+    """A figure as an embedded PNG (the plotting module draws off screen)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    display(Image(data=buf.getvalue()))
+
 
 results = Path(results_dir)
 summary = pd.read_csv(results / "summary.csv")
@@ -63,7 +74,7 @@ display(summary[["design", "missing", "method", "fits", "converged", "pattern_ac
 display(profile.pivot_table(index=["design", "missing", "method"], columns="profile", values="accuracy").round(3))
 
 # %%
-plotting.dcm_accuracy(summary, seed_accuracy);
+show(plotting.dcm_accuracy(summary, seed_accuracy))
 
 # %% [markdown]
 # ## Coefficients against the truth
@@ -73,19 +84,19 @@ plotting.dcm_accuracy(summary, seed_accuracy);
 
 # %%
 for (design, missing), _ in estimates.groupby(["design", "missing"], sort=False):
-    plotting.dcm_beta_intervals(estimates, design, missing);
+    show(plotting.dcm_beta_intervals(estimates, design, missing))
 
 # %% [markdown]
 # ## ELBO traces and gradient variance
 
 # %%
-plotting.dcm_elbo_traces(elbo);
+show(plotting.dcm_elbo_traces(elbo))
 
 # %%
 if len(variance):
     display(variance.groupby("block", sort=False)[["variance_plain", "variance_control_variates", "reduction"]]
             .median().style.format("{:.3g}"))
-    plotting.dcm_gradient_variance(variance);
+    show(plotting.dcm_gradient_variance(variance))
 
 # %% [markdown]
 # ## Time per method
@@ -99,7 +110,6 @@ display(summary[["design", "missing", "method", "wall_seconds", "compile_seconds
 # ## Against the seed's 0.967
 
 # %%
-bb = summary[summary.method.isin(["bbvi", "bbvi_cv", "em"])].set_index(["design", "missing", "method"])
 lines = []
 for (design, missing), df in summary.groupby(["design", "missing"], sort=False):
     acc = df.set_index("method")["pattern_accuracy"]

@@ -87,7 +87,10 @@ def make_loss(settings: CollapsedSettings, n_persons: int):
                  "theta": params["theta_mu"] + jnp.exp(params["theta_log_sd"]) * eps[:, j * k:j * k + n_theta],
                  "log_sigma2": params["ls2_mu"] + jnp.exp(params["ls2_log_sd"]) * eps[:, -1]}
         lp = jax.vmap(lambda d: log_density(d, batch, settings.priors, scale))(draws).mean()
-        entropy = (jnp.sum(fm * params["log_diag"]) + jnp.sum(params["theta_log_sd"]) + params["ls2_log_sd"])
+        # Gaussian entropies in full (constants included, so the ELBO is comparable with BBVI's)
+        n_dims = jnp.sum(fm) + n_theta + 1
+        entropy = (jnp.sum(fm * params["log_diag"]) + jnp.sum(params["theta_log_sd"]) + params["ls2_log_sd"]
+                   + 0.5 * n_dims * (1.0 + jnp.log(2 * jnp.pi)))
         return -(lp + entropy)
 
     return loss

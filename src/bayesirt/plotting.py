@@ -318,7 +318,10 @@ def dcm_elbo_traces(elbo: pd.DataFrame, smooth: int = 20):
         for m, d in df.groupby("method", sort=False):
             loss = d["loss"].rolling(smooth, min_periods=1).mean()
             ax.plot(d["step"], loss, label=m, lw=1)
-        ax.set_yscale("symlog")
+        late = df[df["step"] > df["step"].max() * 0.05]["loss"]
+        if len(late):  # the first steps fall by orders of magnitude: show the rest
+            lo, hi = late.min(), late.quantile(0.99)
+            ax.set_ylim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
         ax.set_title(f"{design}, {missing}")
         ax.set_xlabel("step")
         ax.set_ylabel("-ELBO (running mean)")

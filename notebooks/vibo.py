@@ -40,11 +40,14 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from bayesirt import plotting
+from bayesirt.studies import vibo as study
 
 names = [d for d in designs.split(",") if d]
 summary = pd.concat([pd.read_csv(Path(results_dir) / d / "summary.csv") for d in names], ignore_index=True)
 fits = pd.concat([pd.read_csv(Path(results_dir) / d / "fits.csv") for d in names], ignore_index=True)
 variants = pd.concat([pd.read_csv(Path(results_dir) / d / "variants.csv") for d in names], ignore_index=True)
+timings = pd.concat([pd.read_csv(Path(results_dir) / d / "timings.csv") for d in names], ignore_index=True)
+summary = study.with_times(summary, timings)  # mean fit times come from timings.csv
 n_reps = int(summary["replications"].min())
 print(f"{len(fits)} fits; {n_reps} to {int(summary['replications'].max())} replications per condition")
 

@@ -70,7 +70,7 @@ rule vibo_tables:
         summary="results/vibo/{design}/summary.csv",
         variants="results/vibo/{design}/variants.csv",
         timings="results/vibo/{design}/timings.csv",
-        figure_accuracy_time=report("results/vibo/{design}/figures/accuracy_time.png",
+        figure_accuracy_time=report("results/vibo/{design}/figures/timings_accuracy.png",
                                     caption="../report/vibo_accuracy_time.rst", category="vibo",
                                     subcategory="{design}"),
         figure_calibration=report("results/vibo/{design}/figures/calibration.png",

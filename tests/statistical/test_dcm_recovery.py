@@ -79,3 +79,15 @@ def test_nuts_reference_agrees_with_collapsed_vi():
     mu = np.asarray(vi.params["mu"])[real["item"].astype(int), real["feature"].astype(int)]
     # posterior means agree to a fraction of a posterior sd
     assert np.mean(np.abs(mu - real["mean"]) / real["sd"]) < 0.5
+
+
+@pytest.mark.slow
+def test_monotone_collapsed_vi_matches_em(seed_data, em_fit):
+    rm, truth, q, _ = seed_data
+    out = dcm_bbvi.run_fit("collapsed_vi", rm, truth, q, seed=0, config=dcm_bbvi.StudyConfig(monotone=True))
+    rec = out.record
+    assert rec["converged"] and rec["monotone"]
+    assert rec["accuracy"]["pattern_accuracy"] >= em_fit.record["accuracy"]["pattern_accuracy"] - 0.01
+    assert rec["recovery"]["beta"]["rmse"] < 0.25
+    est = out.estimates[out.estimates.parameter == "beta"]
+    assert (est[est.category.isin([1, 2])]["mean"] >= 0).all()  # main effects

@@ -167,3 +167,30 @@ def test_bad_responses_and_size():
     with pytest.raises(ValueError, match="exceed the limit"):
         lcdm.check_size(10 ** 6, 16)
     lcdm.check_size(10 ** 5, 4)
+
+
+def test_monotone_beta_is_monotone_with_the_right_jacobian():
+    q = np.array([[1, 0], [0, 1], [1, 1], [1, 1]])
+    des = lcdm.design(q)
+    lcdm.check_monotone_design(des)
+    order = jnp.asarray(des.order)
+    u = jax.random.normal(jax.random.PRNGKey(0), (50,) + des.order.shape) * 3
+    beta, _ = lcdm.monotone_beta(u, order)
+    eta = np.asarray(lcdm.item_logits(beta * des.feature_mask, jnp.asarray(des.delta)))  # (50, J, L)
+    prof = lcdm.profiles(2)
+    for lo, hi in [(0, 1), (0, 2), (1, 3), (2, 3)]:  # profile hi masters one attribute more than lo
+        assert set(np.flatnonzero(prof[hi] - prof[lo])) and np.all(eta[..., hi] >= eta[..., lo] - 1e-5)
+    # log|det| of the map restricted to each item's real features, against autodiff
+    with enable_x64():
+        u1 = jnp.asarray(np.asarray(u[0]), jnp.float64)
+        for j in range(4):
+            k = des.n_features[j]
+            f = lambda x: lcdm.monotone_beta(u1.at[j, :k].set(x), order)[0][j, :k]
+            _, det = np.linalg.slogdet(np.asarray(jax.jacfwd(f)(u1[j, :k])))
+            lj = float(jnp.sum(jnp.where(order[j] >= 1, jax.nn.log_sigmoid(u1[j]), 0.0)))
+            np.testing.assert_allclose(det, lj, rtol=1e-8)
+
+
+def test_monotone_refuses_items_with_three_attributes():
+    with pytest.raises(ValueError, match="item 1 measures 3 attributes"):
+        lcdm.check_monotone_design(lcdm.design(np.array([[1, 1, 1], [1, 0, 0]])))

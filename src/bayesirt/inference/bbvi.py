@@ -349,7 +349,8 @@ def prepare(y, q, allow_zero_rows: bool = False) -> Problem:
     y_obs, n_obs = lcdm.observed_counts(y)
     data = {"y_obs": y_obs, "n_obs": n_obs,
             training.SHARED: {"delta": jnp.asarray(des.delta, jnp.float32),
-                              "feature_mask": jnp.asarray(des.feature_mask, jnp.float32)}}
+                              "feature_mask": jnp.asarray(des.feature_mask, jnp.float32),
+                              "order": jnp.asarray(des.order, jnp.int32)}}
     return Problem(data, des, y.shape[0])
 
 

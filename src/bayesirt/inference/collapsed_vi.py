@@ -38,6 +38,7 @@ class CollapsedSettings(NamedTuple):
     n_samples: int = 1  # draws of q per step
     init_scale: float = 0.1
     priors: lcdm.Priors = lcdm.Priors()
+    monotone: bool = False  # q on the unconstrained u of models.lcdm.monotone_beta
 
 
 def unpack(params_draw):
@@ -48,11 +49,16 @@ def unpack(params_draw):
     return params_draw["beta"], log_pi, jnp.exp(log_s2), jnp.sum(log_pi, -1) + log_s2
 
 
-def log_density(params_draw, data, priors: lcdm.Priors = lcdm.Priors(), scale: float = 1.0):
-    """Collapsed log-density in unconstrained space (person terms times ``scale``)."""
+def log_density(params_draw, data, priors: lcdm.Priors = lcdm.Priors(), scale: float = 1.0,
+                monotone: bool = False):
+    """Collapsed log-density in unconstrained space (person terms times ``scale``); with
+    ``monotone`` the coefficients are ``models.lcdm.monotone_beta`` of the ``beta`` entry."""
     sh = data[training.SHARED]
     beta, log_pi, sigma2, log_jac = unpack(params_draw)
     fm = sh["feature_mask"]
+    if monotone:
+        beta, beta_jac = lcdm.monotone_beta(beta, sh["order"])
+        log_jac = log_jac + beta_jac
     beta = beta * fm
     ll = lcdm.marginal_loglik(beta, log_pi, sh["delta"], data["y_obs"], data["n_obs"]).sum()
     return (scale * ll + lcdm.log_normal_beta(beta, sigma2, fm).sum()
@@ -63,6 +69,10 @@ def init_params(design: lcdm.Design, settings: CollapsedSettings = CollapsedSett
     j, n_prof, k = design.delta.shape
     n_main = (design.order == 1).sum(1, keepdims=True)
     mu = np.where(design.order == 0, -1.0, np.where(design.order == 1, 2.0 / np.maximum(n_main, 1), 0.0))
+    if settings.monotone:
+        # the same start in u: softplus^-1 of the main effects; interactions 0 = -min + softplus(u)
+        main = 2.0 / np.maximum(n_main, 1)
+        mu = np.where(design.order == 1, np.log(np.expm1(main)), np.where(design.order == 2, np.log(np.expm1(main)), mu))
     return {"mu": jnp.asarray(mu * design.feature_mask, jnp.float32),
             "chol_off": jnp.zeros((j, k, k), jnp.float32),
             "log_diag": jnp.full((j, k), np.log(settings.init_scale), jnp.float32),
@@ -86,7 +96,7 @@ def make_loss(settings: CollapsedSettings, n_persons: int):
         draws = {"beta": params["mu"] + jnp.einsum("jkl,sjl->sjk", c, eps[:, :j * k].reshape(s, j, k)) * fm,
                  "theta": params["theta_mu"] + jnp.exp(params["theta_log_sd"]) * eps[:, j * k:j * k + n_theta],
                  "log_sigma2": params["ls2_mu"] + jnp.exp(params["ls2_log_sd"]) * eps[:, -1]}
-        lp = jax.vmap(lambda d: log_density(d, batch, settings.priors, scale))(draws).mean()
+        lp = jax.vmap(lambda d: log_density(d, batch, settings.priors, scale, settings.monotone))(draws).mean()
         # Gaussian entropies in full (constants included, so the ELBO is comparable with BBVI's)
         n_dims = jnp.sum(fm) + n_theta + 1
         entropy = (jnp.sum(fm * params["log_diag"]) + jnp.sum(params["theta_log_sd"]) + params["ls2_log_sd"]
@@ -99,6 +109,8 @@ def make_loss(settings: CollapsedSettings, n_persons: int):
 def fit_collapsed(key, problem: Problem, settings: CollapsedSettings = CollapsedSettings(),
                   train: training.TrainSettings = training.TrainSettings(), label: str = "collapsed_vi"):
     """Fit through the training driver (a diverged fit keeps its last good state)."""
+    if settings.monotone:
+        lcdm.check_monotone_design(problem.design)
     params = init_params(problem.design, settings)
     return training.keep_last_good(training.train, make_loss(settings, problem.n_persons), params, key,
                                    problem.data, problem.n_persons, train, label)
@@ -113,17 +125,25 @@ class CollapsedSummary(NamedTuple):
     sigma2_mean: float
 
 
-def summarize(key, params, problem: Problem, n_draws: int = 2000) -> CollapsedSummary:
+def summarize(key, params, problem: Problem, n_draws: int = 2000, monotone: bool = False) -> CollapsedSummary:
+    """Means and sds of q; with ``monotone``, of the coefficients transformed from draws of q(u)."""
     fm = jnp.asarray(problem.design.feature_mask)
     c = chol_factor(params["chol_off"], params["log_diag"], fm)
     sd = jnp.sqrt(jnp.einsum("jkl,jkl->jk", c, c)) * fm
+    beta_mean = params["mu"] * fm
+    if monotone:
+        key, bkey = jax.random.split(key)
+        eps = jax.random.normal(bkey, (n_draws,) + params["mu"].shape)
+        u = params["mu"] + jnp.einsum("jkl,sjl->sjk", c, eps)
+        draws = lcdm.monotone_beta(u, problem.data[training.SHARED]["order"])[0] * fm
+        beta_mean, sd = draws.mean(0), draws.std(0)
     theta = params["theta_mu"] + jnp.exp(params["theta_log_sd"]) * jax.random.normal(key, (n_draws,) + params["theta_mu"].shape)
     pi = jax.nn.softmax(jnp.concatenate([theta, jnp.zeros((n_draws, 1))], -1))
     log_pi_mean = jnp.log(pi.mean(0))
     sh = problem.data[training.SHARED]
-    post = profile_posterior(params["mu"] * fm, log_pi_mean, sh["delta"], problem.data["y_obs"], problem.data["n_obs"])
+    post = profile_posterior(beta_mean, log_pi_mean, sh["delta"], problem.data["y_obs"], problem.data["n_obs"])
     s2 = jnp.exp(params["ls2_mu"] + 0.5 * jnp.exp(2 * params["ls2_log_sd"]))
-    return CollapsedSummary(np.asarray(post), np.asarray(params["mu"] * fm), np.asarray(sd),
+    return CollapsedSummary(np.asarray(post), np.asarray(beta_mean), np.asarray(sd),
                             np.asarray(pi.mean(0)), np.asarray(pi.std(0)), float(s2))
 
 

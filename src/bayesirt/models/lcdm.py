@@ -222,3 +222,36 @@ def log_joint_collapsed(beta, log_pi, sigma2, delta, feature_mask, y_obs, n_obs,
             + log_normal_beta(beta, sigma2, feature_mask).sum()
             + log_dirichlet(log_pi, priors.d0)
             + log_inv_gamma(sigma2, priors.a0, priors.b0))
+
+
+# ---------------------------------------------------------------------------------------------
+# monotonicity (an option): mastering one more measured attribute never lowers the logit
+
+
+def check_monotone_design(design: Design, where: str = "Q-matrix") -> None:
+    """Monotone coefficients are parameterised for items measuring one or two attributes."""
+    wide = np.flatnonzero(design.order.max(1) > 2)
+    if wide.size:
+        raise ValueError(f"{where}: item {int(wide[0]) + 1} measures {int(design.order[wide[0]].max())} attributes; "
+                         f"monotonicity constraints support items measuring at most 2")
+
+
+def monotone_beta(u, order):
+    """(beta, log|d beta / d u|) from unconstrained ``u`` (..., J, K) such that every item is
+    monotone: main effects ``softplus(u)`` >= 0 and, for an item measuring two attributes, the
+    interaction ``-min(main effects) + softplus(u)``, so the both-mastered profile is at least
+    as likely to answer correctly as either one-attribute profile. ``order`` (J, K) is
+    ``Design.order`` (0 intercept, 1 main effect, 2 interaction, -1 padding; a two-attribute
+    item's features are intercept, a, b, a:b). The map is triangular, so the log-Jacobian is
+    the sum of log sigmoid(u) over the constrained coefficients.
+
+    The prior N(0, sigma^2 I) restricted to this cone has a normalising constant that does not
+    depend on sigma^2 (the cone's Gaussian mass is scale-free), so densities may omit it."""
+    sp = jax.nn.softplus(u)
+    beta = jnp.where(order == 0, u, jnp.where(order == 1, sp, 0.0))
+    if u.shape[-1] > 3:
+        two = order[..., 3] == 2
+        inter = -jnp.minimum(sp[..., 1], sp[..., 2]) + sp[..., 3]
+        beta = beta.at[..., 3].set(jnp.where(two, inter, beta[..., 3]))
+    log_jac = jnp.sum(jnp.where(order >= 1, jax.nn.log_sigmoid(u), 0.0), (-2, -1))
+    return beta, log_jac

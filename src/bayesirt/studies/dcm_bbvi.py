@@ -5,7 +5,8 @@ Methods (``METHODS``):
                   observed information
     bbvi          the seed's BBVI: Rao-Blackwellized score-function gradients, block coordinate ascent
     bbvi_cv       the same with (leave-one-out) control variates
-    collapsed_vi  Z summed out, reparameterised gradients, minibatches (``inference.collapsed_vi``)
+    collapsed_vi  Z summed out, reparameterised gradients, minibatches (``inference.collapsed_vi``);
+                  optionally with monotone coefficients (``monotone: true``)
     nuts          NUTS on the collapsed model (numpyro), the posterior reference
 
 Designs (``DESIGNS``): ``seed`` (1,000 persons, 30 items, 2 attributes, the generator of the
@@ -75,6 +76,7 @@ class StudyConfig:
                                                                           progress_every=0))
     priors: lcdm.Priors = lcdm.Priors()
     variance_repeats: int = 32  # draws of the gradient estimator for its variance (BBVI fits)
+    monotone: bool = False  # collapsed VI: monotone coefficients (models.lcdm.monotone_beta)
 
 
 def job_seed(base: int, *parts) -> int:
@@ -197,9 +199,11 @@ def run_fit(method: str, rm, truth, q, seed: int, config: StudyConfig = StudyCon
         losses = records.loss_table(res.losses)
     elif method == "collapsed_vi":
         fit_key, sum_key = jax.random.split(key)
-        res = collapsed_vi.fit_collapsed(fit_key, prob, collapsed_vi.CollapsedSettings(priors=config.priors),
+        res = collapsed_vi.fit_collapsed(fit_key, prob, collapsed_vi.CollapsedSettings(priors=config.priors,
+                                                                                      monotone=config.monotone),
                                          config.collapsed_train)
-        s = collapsed_vi.summarize(sum_key, res.params, prob)
+        s = collapsed_vi.summarize(sum_key, res.params, prob, monotone=config.monotone)
+        fields = dict(fields, monotone=config.monotone)
         post = s.profile_prob
         est = estimates_table(des, s.beta_mean, s.beta_sd, s.pi_mean, s.pi_sd, post, truth)
         record = records.fit_record(res, fields, window=config.collapsed_train.window)
@@ -303,7 +307,8 @@ def study_settings(study_config: dict) -> StudyConfig:
         collapsed_train=replace(COLLAPSED_TRAIN, **sc.get("collapsed_training", {})),
         nuts=SamplerSettings(**{"progress_every": 0, **sc.get("nuts", {})}) if sc.get("nuts") else StudyConfig().nuts,
         priors=lcdm.Priors(**sc.get("priors", {})),
-        variance_repeats=sc.get("variance_repeats", 32))
+        variance_repeats=sc.get("variance_repeats", 32),
+        monotone=sc.get("monotone", False))
 
 
 def fit_spec_fields(spec: FitSpec) -> dict:

@@ -25,6 +25,7 @@ include: "workflow/rules/rb_imputation.smk"
 include: "workflow/rules/amortized_ifa.smk"
 include: "workflow/rules/vibo.smk"
 include: "workflow/rules/dcm_bbvi.smk"
+include: "workflow/rules/gibbs_2pno.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -430,3 +430,127 @@ def vibo_variants(summary: pd.DataFrame):
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+# ---- gibbs_2pno (seed 001; bayesirt.studies.gibbs_2pno) ----
+
+GIBBS_METHODS = {"gibbs": "Gibbs (augmented)", "gibbs_omit": "Gibbs (omitted)", "nuts": "NUTS"}
+GIBBS_SHOWN_ITEMS = 3
+
+
+def _first_items(idata, n: int = GIBBS_SHOWN_ITEMS) -> dict:
+    return {"item": list(idata.posterior["item"].values[:n])}
+
+
+def gibbs_trace(idata):
+    """ArviZ trace plot of the first items' discrimination and difficulty, every chain."""
+    import arviz as az
+
+    axes = az.plot_trace(idata, var_names=["discrimination", "difficulty"], coords=_first_items(idata),
+                         compact=False, figsize=(10, 7))
+    fig = np.ravel(axes)[0].figure
+    fig.tight_layout()
+    return fig
+
+
+def gibbs_rank(idata):
+    """ArviZ rank plots (rank histograms per chain) of the first items' parameters; flat
+    histograms mean chains that sample the same distribution."""
+    import arviz as az
+
+    axes = az.plot_rank(idata, var_names=["discrimination", "difficulty"], coords=_first_items(idata),
+                        figsize=(10, 5))
+    fig = np.ravel(axes)[0].figure
+    fig.tight_layout()
+    return fig
+
+
+def gibbs_autocorrelation(idata: dict, max_lag: int = 50):
+    """Autocorrelation of every item parameter's draws (first chain; thin lines) and their
+    mean (thick), per method: how fast each sampler forgets."""
+    import arviz as az
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.3), sharey=True)
+    for ax, par in zip(axes, ("discrimination", "difficulty")):
+        for k, (method, data) in enumerate(idata.items()):
+            draws = data.posterior[par].values[0]  # draw x item
+            lags = min(max_lag, draws.shape[0] - 1)
+            acf = np.array([az.autocorr(draws[:, j])[: lags + 1] for j in range(draws.shape[1])])
+            color = f"C{k}"
+            ax.plot(acf.T, color=color, alpha=0.15, lw=0.7)
+            ax.plot(acf.mean(0), color=color, lw=2, label=GIBBS_METHODS.get(method, method))
+        ax.axhline(0, color="k", lw=0.5)
+        ax.set_title(par)
+        ax.set_xlabel("lag (draws)")
+    axes[0].set_ylabel("autocorrelation")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def gibbs_recovery(estimates: pd.DataFrame):
+    """Posterior means against the true values (items with their 90% intervals; abilities as
+    EAPs), with the identity line."""
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.5))
+    for ax, par in zip(axes, ("discrimination", "difficulty", "ability")):
+        e = estimates[estimates.parameter == par]
+        if par == "ability":
+            ax.scatter(e["true"], e["mean"], s=4, alpha=0.4)
+        else:
+            ax.errorbar(e["true"], e["mean"], yerr=[e["mean"] - e["q5"], e["q95"] - e["mean"]], fmt="o", ms=3,
+                        lw=0.8, capsize=0)
+        lo, hi = np.nanmin([e["true"].min(), e["mean"].min()]), np.nanmax([e["true"].max(), e["mean"].max()])
+        ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+        ax.set_title(par)
+        ax.set_xlabel("true")
+    axes[0].set_ylabel("posterior mean (90% interval)")
+    fig.tight_layout()
+    return fig
+
+
+def gibbs_intervals(estimates: dict):
+    """Every method's posterior mean and 90% interval of each item parameter, side by side per
+    item, with the true value (x)."""
+    fig, axes = plt.subplots(2, 1, figsize=(10, 6))
+    methods = list(estimates)
+    width = 0.8 / max(len(methods), 1)
+    for ax, par in zip(axes, ("discrimination", "difficulty")):
+        for k, method in enumerate(methods):
+            e = estimates[method]
+            e = e[e.parameter == par].sort_values("item")
+            x = e["item"].to_numpy() + (k - (len(methods) - 1) / 2) * width
+            ax.errorbar(x, e["mean"], yerr=[e["mean"] - e["q5"], e["q95"] - e["mean"]], fmt="o", ms=3, lw=1,
+                        color=f"C{k}", label=GIBBS_METHODS.get(method, method))
+        e = estimates[methods[0]]
+        e = e[e.parameter == par]
+        if "true" in e:
+            ax.scatter(e["item"], e["true"], marker="x", color="k", s=20, zorder=3, label="true")
+        ax.set_ylabel(par)
+    axes[1].set_xlabel("item")
+    axes[0].legend(fontsize=8, ncol=4)
+    fig.tight_layout()
+    return fig
+
+
+def gibbs_mixture_posterior(data: pd.DataFrame, idata, sd: float):
+    """The mixture example: the heights with the posterior-mean mixture density (known
+    component sd ``sd``), and the posterior draws of the component means and of pi (all chains)."""
+    from scipy.stats import norm
+
+    post = idata.posterior
+    mu, pi = post["mu"].values.reshape(-1, 2), post["pi"].values.ravel()
+    x = data["height"].to_numpy()
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.3))
+    grid = np.linspace(x.min() - 3, x.max() + 3, 300)
+    m0, m1, p = mu[:, 0].mean(), mu[:, 1].mean(), pi.mean()
+    axes[0].hist(x, bins=40, density=True, color="0.8")
+    axes[0].plot(grid, (1 - p) * norm.pdf(grid, m0, sd) + p * norm.pdf(grid, m1, sd), "k", lw=1.5)
+    axes[0].set_title("heights and the posterior-mean mixture")
+    for k in (0, 1):
+        axes[1].hist(mu[:, k], bins=50, density=True, alpha=0.7, label=f"μ{k}")
+    axes[1].set_title("component means")
+    axes[1].legend(fontsize=8)
+    axes[2].hist(pi, bins=50, density=True, color="C2")
+    axes[2].set_title("π (weight of component 1)")
+    fig.tight_layout()
+    return fig

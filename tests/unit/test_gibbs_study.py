@@ -1,0 +1,70 @@
+"""The gibbs_2pno study: conditions from a config, config errors naming the key, and one tiny
+fit whose record and estimates follow the result schemas."""
+
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+import yaml
+
+from bayesirt.config import ConfigError, check
+from bayesirt.studies import gibbs_2pno
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMAS = ROOT / "workflow" / "schemas"
+
+
+def study(**design):
+    return {"methods": list(gibbs_2pno.METHOD_NAMES),
+            "designs": {"a": {"n_persons": 100, "n_items": 10, "missing": ["mcar0", "mcar20"], "replications": 2},
+                        "b": {"n_persons": 50, "n_items": 5, "missing": ["mcar10"], "replications": 1, **design}}}
+
+
+def test_conditions_are_designs_x_missing_x_methods_x_replications():
+    conds = gibbs_2pno.conditions(study(nuts=True))
+    # a: mcar0 -> gibbs only (omit is the same sampler without missing cells), mcar20 -> gibbs, gibbs_omit
+    assert len(conds) == 2 * (1 + 2) + 3
+    assert gibbs_2pno.Condition("b", "mcar10", "nuts", 0) in conds
+    assert not any(c.design == "a" and c.method == "nuts" for c in conds)
+    assert not any(c.missing == "mcar0" and c.method == "gibbs_omit" for c in conds)
+    assert conds[0].path == "results/gibbs_2pno/a/mcar0/gibbs/rep0"
+    assert gibbs_2pno.conditions({**study(), "enabled": False}) == []
+    with pytest.raises(ValueError, match="'random20' is not"):
+        gibbs_2pno.parse_missing("random20")
+
+
+def test_config_errors_name_the_key():
+    base = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    cfg["studies"]["gibbs_2pno"]["priors"] = {"discrimination_var": 0.0}
+    with pytest.raises(ConfigError, match="discrimination_var"):
+        check(cfg, SCHEMAS / "config.schema.yaml")
+    cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    cfg["studies"]["gibbs_2pno"]["designs"]["tiny"]["n_itemz"] = 3
+    with pytest.raises(ConfigError, match="n_itemz"):
+        check(cfg, SCHEMAS / "config.schema.yaml")
+    cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    cfg["studies"]["gibbs_2pno"]["methods"] = ["gibbs", "metropolis"]
+    with pytest.raises(ConfigError, match="methods"):
+        check(cfg, SCHEMAS / "config.schema.yaml")
+    check(base, SCHEMAS / "config.schema.yaml")
+
+
+def test_tiny_fit_follows_the_result_schemas():
+    design = {"n_persons": 40, "n_items": 4}
+    rm, truth = gibbs_2pno.simulate_condition(design, "mcar20", 3, missing_seed=4)
+    assert 0.15 < np.mean(rm.responses == -1) < 0.25
+    cond = gibbs_2pno.Condition("t", "mcar20", "gibbs_omit", 0)
+    cfg = {"gibbs": {"n_chains": 2, "n_warmup": 20, "n_samples": 30, "chunk": 25}}
+    out = gibbs_2pno.run_fit(rm, truth, cond, study=cfg, seed=5)
+    rec = out.record
+    jsonschema.validate(rec, yaml.safe_load((SCHEMAS / "fit_record.schema.yaml").read_text()))
+    assert rec["steps"] == 50 and rec["n_chains"] == 2 and rec["timing"]["item_min_ess_per_second"] > 0
+    row_schema = yaml.safe_load((SCHEMAS / "estimates.schema.yaml").read_text())
+    for row in out.estimates.to_dict("records"):
+        jsonschema.validate(row, row_schema)
+    est = out.estimates
+    assert len(est) == 4 + 4 + 40 and est["true"].notna().all()
+    assert (est["q5"] <= est["mean"]).all() and (est["mean"] <= est["q95"]).all()
+    assert set(out.idata.posterior.data_vars) == {"discrimination", "difficulty", "ability"}

@@ -1,0 +1,128 @@
+# gibbs_2pno (seed 001): the vectorized data-augmentation Gibbs sampler for the 2PNO model
+# (missing cells augmented or omitted) against NUTS, and the seed's Gaussian mixture example.
+#   data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/        data of one condition
+#   results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/      one fit
+#   results/gibbs_2pno/{design}/                                  tables and figures
+#   results/gibbs_2pno/mixture/                                   the mixture example
+
+
+include: "functions/gibbs_2pno.smk"
+
+
+rule gibbs_simulate:
+    # Simulated 2PNO data of a design (complete data shared by a replication's missingness
+    # conditions) with the design's missingness, and the truth.
+    output:
+        responses="data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/responses.parquet",
+        sidecar="data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/responses.json",
+        truth="data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/truth.csv",
+    params:
+        design=gibbs_design_config,
+        seed=gibbs_data_seed,
+        missing_seed=gibbs_missing_seed,
+    wildcard_constraints:
+        design=gibbs_design_pattern(),
+    log:
+        "logs/data/gibbs_2pno/{design}/{missing}/rep{rep}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/gibbs_simulate.py"
+
+
+rule fit_gibbs_2pno:
+    # One method (gibbs | gibbs_omit | nuts) on one condition: draws, diagnostics, estimates.
+    input:
+        responses="data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/responses.parquet",
+        truth="data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/truth.csv",
+    output:
+        record="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/fit.json",
+        estimates="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/estimates.csv",
+        posterior="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/posterior.nc",
+    params:
+        study=gibbs_config(),
+        seed=gibbs_fit_seed,
+    wildcard_constraints:
+        design=gibbs_design_pattern(),
+        method="gibbs|gibbs_omit|nuts",
+    log:
+        "logs/gibbs_2pno/{design}/{missing}/{method}/rep{rep}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/gibbs_fit.py"
+
+
+rule gibbs_tables:
+    # Every fit of a design: recovery, R-hat/ESS, Gibbs against NUTS, augmented against
+    # omitted missing cells, timings with ESS per second, and the figures.
+    input:
+        fits=gibbs_fit_records,
+        estimates=gibbs_fit_estimates,
+        posteriors=gibbs_fit_posteriors,
+    output:
+        fits="results/gibbs_2pno/{design}/fits.csv",
+        recovery="results/gibbs_2pno/{design}/recovery.csv",
+        diagnostics="results/gibbs_2pno/{design}/diagnostics.csv",
+        nuts="results/gibbs_2pno/{design}/gibbs_vs_nuts.csv",
+        missing="results/gibbs_2pno/{design}/augment_vs_omit.csv",
+        timings="results/gibbs_2pno/{design}/timings.csv",
+        figure_trace=report("results/gibbs_2pno/{design}/figures/trace.png", caption="../report/gibbs_trace.rst",
+                            category="gibbs_2pno", subcategory="{design}"),
+        figure_rank=report("results/gibbs_2pno/{design}/figures/rank.png", caption="../report/gibbs_rank.rst",
+                           category="gibbs_2pno", subcategory="{design}"),
+        figure_autocorrelation=report("results/gibbs_2pno/{design}/figures/autocorrelation.png",
+                                      caption="../report/gibbs_autocorrelation.rst", category="gibbs_2pno",
+                                      subcategory="{design}"),
+        figure_recovery=report("results/gibbs_2pno/{design}/figures/recovery.png",
+                               caption="../report/gibbs_recovery.rst", category="gibbs_2pno",
+                               subcategory="{design}"),
+        figure_intervals=report("results/gibbs_2pno/{design}/figures/intervals.png",
+                                caption="../report/gibbs_intervals.rst", category="gibbs_2pno",
+                                subcategory="{design}"),
+    wildcard_constraints:
+        design=gibbs_design_pattern(),
+    log:
+        "logs/gibbs_2pno/{design}/tables.log",
+    conda:
+        ENV
+    script:
+        "../scripts/gibbs_tables.py"
+
+
+rule gibbs_mixture_simulate:
+    # Heights-like data of seed 001's mixture example (women and men, one known sd).
+    output:
+        data="data/processed/gibbs_2pno/mixture/heights.csv",
+    params:
+        mixture=gibbs_config().get("mixture", {}),
+        seed=job_seed("data", "gibbs_2pno", "mixture"),
+    log:
+        "logs/data/gibbs_2pno/mixture.log",
+    conda:
+        ENV
+    script:
+        "../scripts/gibbs_mixture_simulate.py"
+
+
+rule fit_gibbs_mixture:
+    # The two-component mixture by its Gibbs sampler (ordering mu_0 < mu_1), its posterior
+    # table and figure.
+    input:
+        data="data/processed/gibbs_2pno/mixture/heights.csv",
+    output:
+        record="results/gibbs_2pno/mixture/fit/fit.json",
+        estimates="results/gibbs_2pno/mixture/fit/estimates.csv",
+        posterior="results/gibbs_2pno/mixture/fit/posterior.nc",
+        table="results/gibbs_2pno/mixture/posterior.csv",
+        figure=report("results/gibbs_2pno/mixture/figures/mixture.png", caption="../report/gibbs_mixture.rst",
+                      category="gibbs_2pno", subcategory="mixture"),
+    params:
+        mixture=gibbs_config().get("mixture", {}),
+        seed=job_seed("fit", "gibbs_2pno", "mixture"),
+    log:
+        "logs/gibbs_2pno/mixture.log",
+    conda:
+        ENV
+    script:
+        "../scripts/gibbs_mixture_fit.py"

@@ -1,0 +1,14 @@
+"""Simulate one condition of a gibbs_2pno design: 2PNO responses with the design's
+missingness, and the truth (rule gibbs_simulate)."""
+
+from bayesirt import io, logs
+from bayesirt.studies import gibbs_2pno
+
+log = logs.to_file(snakemake.log[0])
+w, p = snakemake.wildcards, snakemake.params
+rm, truth = gibbs_2pno.simulate_condition(p.design, w.missing, p.seed, missing_seed=p.missing_seed)
+rm.attrs.update({"design": w.design, "replication": int(w.rep)})
+io.write_table(truth, snakemake.output.truth)
+io.write_responses(rm, snakemake.output.responses)
+log.info("%s %s rep %s: %d persons x %d items, %.3f missing, seed %d", w.design, w.missing, w.rep, rm.n_persons,
+         rm.n_items, (rm.responses == -1).mean(), p.seed)

@@ -5,20 +5,12 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
-from scipy.special import ndtr
+from bayesirt.data.simulate_binary import simulate_2pno_arrays
 
 
-def simulate(seed: int, n: int, j: int, missing: float = 0.0):
-    """The issue's design: a_j ~ U(0.5, 2), d_j ~ N(0, 1), theta_i ~ N(0, 1), 2PNO responses."""
-    rng = np.random.default_rng(seed)
-    a = rng.uniform(0.5, 2.0, j)
-    d = rng.normal(0.0, 1.0, j)
-    theta = rng.normal(0.0, 1.0, n)
-    y = (rng.uniform(size=(n, j)) < ndtr(theta[:, None] * a - d)).astype(np.int8)
-    if missing:
-        y[rng.uniform(size=y.shape) < missing] = -1
-    return y, a, d, theta
+def simulate(seed, n, j, missing=0.0):
+    """The issue's design (a ~ U(0.5, 2), d ~ N(0, 1), theta ~ N(0, 1))."""
+    return simulate_2pno_arrays(seed, n, j, missing)
 
 
 def load_average() -> list[float]:

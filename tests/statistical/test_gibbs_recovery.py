@@ -7,8 +7,8 @@ import arviz as az
 import jax
 import numpy as np
 import pytest
-from scipy.special import ndtr
 
+from bayesirt.data.simulate_binary import simulate_2pno_arrays
 from bayesirt.inference import gibbs, gibbs_mixture
 from bayesirt.inference.nuts import run_nuts
 from bayesirt.inference.sampling import SamplerSettings, sample
@@ -18,14 +18,8 @@ pytestmark = pytest.mark.slow
 
 
 def simulate(seed, n, j, missing=0.0):
-    rng = np.random.default_rng(seed)
-    a = rng.uniform(0.5, 2.0, j)
-    d = rng.normal(0.0, 1.0, j)
-    theta = rng.normal(0.0, 1.0, n)
-    y = (rng.uniform(size=(n, j)) < ndtr(theta[:, None] * a - d)).astype(np.int8)
-    if missing:
-        y[rng.uniform(size=y.shape) < missing] = -1
-    return y, a, d, theta
+    """The issue's design (a ~ U(0.5, 2), d ~ N(0, 1), theta ~ N(0, 1))."""
+    return simulate_2pno_arrays(seed, n, j, missing)
 
 
 def item_table(idata, name):

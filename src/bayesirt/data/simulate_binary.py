@@ -101,3 +101,18 @@ def simulate_gaussian_mixture(seed: int, n: int, pi: float = 0.3, mu0: float = -
     z = (rng.uniform(size=n) < pi).astype(np.int8)
     x = rng.normal(np.where(z == 1, mu1, mu0), 1.0 / np.sqrt(precision))
     return x, z, {"pi": pi, "mu0": mu0, "mu1": mu1, "precision": precision, "seed": int(seed)}
+
+
+def simulate_2pno_arrays(seed: int, n_persons: int, n_items: int, missing: float = 0.0,
+                         discrimination_range=(0.5, 2.0)):
+    """Seed 001's recovery design as plain arrays: a_j ~ U(0.5, 2), d_j ~ N(0, 1),
+    theta_i ~ N(0, 1), 2PNO responses (int8), a ``missing`` fraction of cells set to -1 (MCAR).
+    Returns (y, a, d, theta)."""
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(*discrimination_range, n_items)
+    d = rng.normal(0.0, 1.0, n_items)
+    theta = rng.normal(0.0, 1.0, n_persons)
+    y = (rng.uniform(size=(n_persons, n_items)) < ndtr(theta[:, None] * a - d)).astype(np.int8)
+    if missing:
+        y[rng.uniform(size=y.shape) < missing] = -1
+    return y, a, d, theta

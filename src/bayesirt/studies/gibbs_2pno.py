@@ -30,11 +30,12 @@ and, for the mixture example, ``simulate_mixture``, ``run_mixture`` and ``mixtur
 
 from __future__ import annotations
 
-import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
+
+from bayesirt.studies.design_conditions import DesignCondition, parse_missing
 
 STUDY = "gibbs_2pno"
 METHOD_NAMES = ("gibbs", "gibbs_omit", "nuts")
@@ -47,26 +48,10 @@ STATS = ["mean", "sd", "q5", "q95", "mcse_mean", "ess_bulk", "ess_tail", "r_hat"
 
 # ----------------------------------------------------------------------------- conditions
 
-@dataclass(frozen=True)
-class Condition:
+class Condition(DesignCondition):
     """One fit of the study."""
 
-    design: str
-    missing: str  # kind and percent of all cells hidden, e.g. mcar20
-    method: str
-    rep: int
-
-    @property
-    def path(self) -> str:
-        return f"results/{STUDY}/{self.design}/{self.missing}/{self.method}/rep{self.rep}"
-
-
-def parse_missing(missing: str) -> tuple[str, float]:
-    """``mcar20`` -> ("mcar", 0.2)."""
-    m = re.fullmatch(r"(mcar|mar|mnar)(\d+(?:\.\d+)?)", missing)
-    if not m:
-        raise ValueError(f"gibbs_2pno missingness '{missing}' is not <mcar|mar|mnar><percent>, e.g. mcar20")
-    return m.group(1), float(m.group(2)) / 100.0
+    study = STUDY
 
 
 def condition_methods(design: dict, missing: str, methods) -> list[str]:

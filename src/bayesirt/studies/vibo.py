@@ -28,12 +28,13 @@ The shape of every study:
 
 from __future__ import annotations
 
-import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
+
+from bayesirt.studies.design_conditions import DesignCondition, parse_missing
 
 STUDY = "vibo"
 METHOD_NAMES = ("vibo_one_prior", "vibo_prior_per_missing", "mfvi", "mml", "nuts")
@@ -44,26 +45,10 @@ Z50, Z90 = 0.6744897501960817, 1.6448536269514722
 
 # ----------------------------------------------------------------------------- conditions
 
-@dataclass(frozen=True)
-class Condition:
+class Condition(DesignCondition):
     """One fit of the study."""
 
-    design: str
-    missing: str  # kind and percent of all cells hidden by the design, e.g. mcar20
-    method: str
-    rep: int
-
-    @property
-    def path(self) -> str:
-        return f"results/{STUDY}/{self.design}/{self.missing}/{self.method}/rep{self.rep}"
-
-
-def parse_missing(missing: str) -> tuple[str, float]:
-    """``mcar20`` -> ("mcar", 0.2)."""
-    m = re.fullmatch(r"(mcar|mar|mnar)(\d+(?:\.\d+)?)", missing)
-    if not m:
-        raise ValueError(f"vibo missingness '{missing}' is not <mcar|mar|mnar><percent>, e.g. mcar20")
-    return m.group(1), float(m.group(2)) / 100.0
+    study = STUDY
 
 
 def design_methods(design: dict, methods) -> list[str]:

@@ -41,6 +41,10 @@ def test_config_errors_name_the_key():
     with pytest.raises(ConfigError, match="discrimination_var"):
         check(cfg, SCHEMAS / "config.schema.yaml")
     cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    cfg["studies"]["gibbs_2pno"]["priors"] = {"theta_sd": 1.0}
+    with pytest.raises(ConfigError, match="config key 'studies.gibbs_2pno.priors.theta_sd': unknown key"):
+        check(cfg, SCHEMAS / "config.schema.yaml")
+    cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     cfg["studies"]["gibbs_2pno"]["designs"]["tiny"]["n_itemz"] = 3
     with pytest.raises(ConfigError, match="n_itemz"):
         check(cfg, SCHEMAS / "config.schema.yaml")

@@ -102,12 +102,11 @@ def test_non_positive_prior_variance_names_the_key(key):
         twopno.Priors(**{key: 0.0})
 
 
-def test_priors_from_config_rejects_unknown_keys():
-    assert twopno.priors_from_config({"ability_var": 2}).ability_var == 2.0
-    with pytest.raises(ValueError, match="unknown 2PNO prior key.*'theta_sd'"):
-        twopno.priors_from_config({"theta_sd": 1.0})
+def test_priors_reject_non_finite_values():
+    # unknown keys are the config schema's to catch (tests/unit/test_gibbs_study.py, test_vibo_study.py)
+    assert twopno.Priors(ability_var=2).ability_var == 2
     with pytest.raises(ValueError, match="prior 'difficulty_mean' must be a finite number"):
-        twopno.priors_from_config({"difficulty_mean": float("nan")})
+        twopno.Priors(difficulty_mean=float("nan"))
 
 
 def test_check_binary_responses_rejects_codes_naming_item_and_person():

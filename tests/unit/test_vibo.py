@@ -154,8 +154,6 @@ def test_bad_input_is_a_one_line_error():
         irt2pl.Structure("2pl", 8, 5)
     with pytest.raises(ValueError, match="vibo missing 'zero'"):
         vibo.VIBOSpec(irt2pl.Structure("2pl", 8), missing="zero")
-    with pytest.raises(ValueError, match="unknown item prior key"):
-        irt2pl.priors_from_config({"difficulty_sigma": 1.0})
 
 
 def test_diverging_fit_keeps_the_last_good_state():

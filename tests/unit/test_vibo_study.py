@@ -40,6 +40,10 @@ def test_config_errors_name_the_key():
     with pytest.raises(ConfigError, match="n_itemz"):
         check(cfg, SCHEMA)
     cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    cfg["studies"]["vibo"]["priors"] = {"difficulty_sigma": 1.0}
+    with pytest.raises(ConfigError, match="config key 'studies.vibo.priors.difficulty_sigma': unknown key"):
+        check(cfg, SCHEMA)
+    cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     cfg["studies"]["vibo"]["methods"] = ["vibo", "mml"]
     with pytest.raises(ConfigError, match="methods"):
         check(cfg, SCHEMA)

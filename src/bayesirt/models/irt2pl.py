@@ -57,15 +57,6 @@ class ItemPriors:
         return getattr(self, f"{base}_mean"), getattr(self, f"{base}_sd")
 
 
-def priors_from_config(mapping: dict | None) -> ItemPriors:
-    mapping = dict(mapping or {})
-    known = set(ItemPriors.__dataclass_fields__)
-    unknown = sorted(set(mapping) - known)
-    if unknown:
-        raise ValueError(f"unknown item prior key(s) {unknown}; expected some of {sorted(known)}")
-    return ItemPriors(**mapping)
-
-
 @dataclass(frozen=True)
 class Structure:
     """Shape of the model: kind, number of items, ability dimensions, categories per item."""

@@ -64,16 +64,6 @@ class Priors:
                 raise ValueError(f"prior '{key}' must be a positive variance, got {value!r}")
 
 
-def priors_from_config(mapping: dict | None) -> Priors:
-    """:class:`Priors` from a config mapping; an unknown key is a one-line error naming it."""
-    mapping = dict(mapping or {})
-    known = set(Priors.__dataclass_fields__)
-    unknown = sorted(set(mapping) - known)
-    if unknown:
-        raise ValueError(f"unknown 2PNO prior key(s) {unknown}; expected some of {sorted(known)}")
-    return Priors(**{k: float(v) if isinstance(v, (int, float)) else v for k, v in mapping.items()})
-
-
 def linear_predictor(theta, a, d):
     """eta_ij = a_j * theta_i - d_j, shape (..., N, J)."""
     return theta[..., :, None] * a[..., None, :] - d[..., None, :]

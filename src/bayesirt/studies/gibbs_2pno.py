@@ -191,7 +191,7 @@ def run_fit(responses, truth: pd.DataFrame | None, cond: Condition, *, study: di
 
     y = np.asarray(responses.responses)
     n, j = y.shape
-    priors = twopno.priors_from_config(study.get("priors"))
+    priors = twopno.Priors(**study.get("priors", {}))  # keys checked by the config schema
     key = jax.random.key(seed)
     fields = {"model": "2pno", "method": cond.method, "study": STUDY, "dataset": cond.design,
               "design": cond.design, "missing": cond.missing, "condition": f"{cond.missing}_{cond.method}",

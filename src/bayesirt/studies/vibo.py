@@ -184,7 +184,7 @@ def run_fit(train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Con
     n, j = y.shape
     model = design.get("model", "2pl")
     st = irt2pl.Structure(model, j, 1)
-    priors = irt2pl.priors_from_config(study.get("priors"))
+    priors = irt2pl.ItemPriors(**study.get("priors", {}))  # keys checked by the config schema
     rows, cols, cell_truth = (hidden[c].to_numpy() for c in ("person", "item", "response"))
     k_fit, k_enc, k_pred, k_ll, k_new = jax.random.split(jax.random.key(seed), 5)
     eval_samples = int(study["eval_samples"])

@@ -57,3 +57,12 @@ def test_gaussian_mixture():
     assert abs(z.mean() - 0.3) < 0.02
     assert abs(x[z == 1].mean() - 2) < 0.03 and abs(x[z == 0].std() - 0.5) < 0.02
     assert truth["pi"] == 0.3
+
+
+def test_uniform_discrimination_range():
+    # seed 001's recovery design: a_j ~ U(0.5, 2); with 2,000 items the mean's sd is 0.0097
+    _, truth = simulate_binary(seed=4, n_persons=10, n_items=2000, model="2pno", discrimination_range=(0.5, 2.0))
+    a = truth[truth.parameter == "discrimination"].value.to_numpy()
+    assert a.min() >= 0.5 and a.max() <= 2.0 and abs(a.mean() - 1.25) < 0.04
+    with pytest.raises(ValueError, match="discrimination_range"):
+        simulate_binary(0, 10, 2, discrimination_range=(0.0, 2.0))

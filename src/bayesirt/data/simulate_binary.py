@@ -7,7 +7,8 @@ All three use the slope-intercept form of seed 001, ``eta_pj = a_j * theta_p - d
     2pno  P(y = 1) = Phi(eta)   (Albert 1992; y = 1 exactly when Z = eta + N(0, 1) > 0)
 
 True values (defaults): discrimination ``a_j ~ LogNormal(0, discrimination_sd = 0.3)`` (positive,
-as seed 001's truncated-normal prior requires), difficulty ``d_j ~ N(0, difficulty_sd = 1)``,
+as seed 001's truncated-normal prior requires), or ``a_j ~ Uniform(discrimination_range)`` when a
+range is given (seed 001's recovery design uses (0.5, 2)), difficulty ``d_j ~ N(0, difficulty_sd = 1)``,
 ability ``theta_p ~ N(0, 1)``, or, with ``ability="mixture"``, a two-component Gaussian mixture
 (weights ``mixture_weights``, means ``mixture_means``, common sd ``mixture_sd``) rescaled to mean
 0 and variance 1 in the population so that the N(0, 1) prior of the fitted model keeps the scale.
@@ -36,7 +37,8 @@ ABILITIES = ("normal", "mixture")
 def simulate_binary(seed: int, n_persons: int, n_items: int, model: str = "2pl",
                     discrimination_sd: float = 0.3, difficulty_sd: float = 1.0,
                     ability: str = "normal", mixture_weights=(0.5, 0.5), mixture_means=(-1.0, 1.0),
-                    mixture_sd: float = 0.5, item_prefix: str = "B") -> tuple[ResponseMatrix, pd.DataFrame]:
+                    mixture_sd: float = 0.5, item_prefix: str = "B",
+                    discrimination_range: tuple[float, float] | None = None) -> tuple[ResponseMatrix, pd.DataFrame]:
     """Binary responses from the 1PL, 2PL or 2PNO model, and the true parameters."""
     if model not in MODELS:
         raise ValueError(f"binary model '{model}' is not known; expected one of {list(MODELS)}")
@@ -45,8 +47,12 @@ def simulate_binary(seed: int, n_persons: int, n_items: int, model: str = "2pl",
     if n_persons < 1 or n_items < 1:
         raise ValueError(f"n_persons and n_items must be positive, got {n_persons} and {n_items}")
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), MODELS.index(model)]))
+    if discrimination_range is not None and not 0 < discrimination_range[0] <= discrimination_range[1]:
+        raise ValueError(f"discrimination_range {list(discrimination_range)} must be (low, high) with 0 < low <= high")
     if model == "1pl":
         a = np.ones(n_items)
+    elif discrimination_range is not None:
+        a = rng.uniform(*discrimination_range, size=n_items)
     else:
         a = np.exp(rng.normal(0.0, discrimination_sd, size=n_items))
     d = rng.normal(0.0, difficulty_sd, size=n_items)

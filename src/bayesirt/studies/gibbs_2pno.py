@@ -81,6 +81,10 @@ def conditions(config: dict) -> list[Condition]:
 
 # ----------------------------------------------------------------------------------- data
 
+# seed 001's recovery design: a_j ~ U(0.5, 2), d_j ~ N(0, 1), theta_i ~ N(0, 1)
+SEED_DISCRIMINATION_RANGE = (0.5, 2.0)
+
+
 def simulate_condition(design: dict, missing: str, seed: int, *, missing_seed: int):
     """2PNO data (``data.simulate_binary``, model ``2pno``) from ``seed``, shared by the
     replication's missingness conditions, then the condition's missingness from
@@ -88,8 +92,9 @@ def simulate_condition(design: dict, missing: str, seed: int, *, missing_seed: i
     from bayesirt.data.missingness import inject
     from bayesirt.data.simulate_binary import simulate_binary
 
+    low, high = design.get("discrimination_range", SEED_DISCRIMINATION_RANGE)
     rm, truth = simulate_binary(seed, int(design["n_persons"]), int(design["n_items"]), model="2pno",
-                                discrimination_sd=float(design.get("discrimination_sd", 0.3)))
+                                discrimination_range=(float(low), float(high)))
     kind, rate = parse_missing(missing)
     rm.attrs["design_missing"] = missing
     if rate > 0:

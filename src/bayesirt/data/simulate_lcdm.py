@@ -11,6 +11,9 @@ Default design (seed 002): 1,000 persons, A = 2 attributes with uniform profile 
 intercept-only item); intercepts U(-1.15, -1.05); an item measuring one attribute has main
 effect U(2.9, 3.1); an item measuring several has main effects U(1.45, 1.55) and interactions
 U(0.45, 0.55). (For A > 2 the same ranges are used for every main effect / interaction order.)
+An interaction range whose lower end is ``None`` starts at minus the smallest main effect of the
+attributes it joins, U(-min main effect, high): the rule that keeps every item monotone in each
+attribute (a master of more attributes never has a lower success probability).
 
 Profile labelling. Profile index ``c = sum_a z_a * 2**a`` (attribute 1 is the least significant
 bit, "little-endian"); the label string lists attributes in order, so label "10" means attribute
@@ -110,6 +113,9 @@ def simulate_lcdm(seed: int, n_persons: int = 1000, n_attributes: int = 2, n_ite
         for f, feat in enumerate(feats):
             lo, hi = (intercept if len(feat) == 0 else
                       (main_single if n_measured == 1 else main_multi) if len(feat) == 1 else interaction)
+            if lo is None:
+                # features are ordered by size, so the main effects of feat are already drawn
+                lo = -min(beta[feats.index((a,))] for a in feat)
             beta[f] = rng.uniform(lo, hi)
         betas.append(beta)
 

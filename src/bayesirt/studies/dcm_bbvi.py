@@ -11,9 +11,8 @@ Methods (``METHODS``):
 
 Designs (``DESIGNS``): ``seed`` (1,000 persons, 30 items, 2 attributes, the generator of the
 seeds README) and ``larger`` (2,000 persons, 20 items measuring 1-2 of 4 attributes; intercepts
-U(-3, -0.1), main effects U(1, 5); interactions U(-1, 2): the simulator draws interactions from
-one fixed range, and -1 is the largest lower bound -min(main effects) can take, so every item
-stays monotone as in the issue's rule). Missingness: MCAR at the condition's rate.
+U(-3, -0.1), main effects U(1, 5); interactions U(-min main effect, 2), so every item stays
+monotone in each attribute). Missingness: MCAR at the condition's rate.
 
 The shape of every study:
     conditions(config)                    -> the fits a config asks for (cheap: parse time)
@@ -55,7 +54,7 @@ DESIGNS = {
              "interaction": (0.45, 0.55)},
     "larger": {"n_persons": 2000, "n_items": 20, "n_attributes": 4, "q_rows": "one_or_two",
                "intercept": (-3.0, -0.1), "main_single": (1.0, 5.0), "main_multi": (1.0, 5.0),
-               "interaction": (-1.0, 2.0)},
+               "interaction": (None, 2.0)},
 }
 
 # BBVI on the seed design: the seed's block schedule (10, 20, 20, 30 steps per sweep), a sweep

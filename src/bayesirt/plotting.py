@@ -488,22 +488,34 @@ def gibbs_autocorrelation(idata: dict, max_lag: int = 50):
     return fig
 
 
-def gibbs_recovery(estimates: pd.DataFrame):
+def gibbs_recovery(estimates: pd.DataFrame, reference: pd.DataFrame | None = None, reference_name: str = ""):
     """Posterior means against the true values (items with their 90% intervals; abilities as
-    EAPs), with the identity line."""
+    EAPs), with the identity line. Real data have no true values: then the x axis is the
+    posterior mean of ``reference`` (another method's fit of the same data), and the figure
+    says so."""
+    has_truth = "true" in estimates and estimates["true"].notna().any()
+    if not has_truth and reference is None:
+        raise ValueError("gibbs_recovery: no true values and no reference fit to compare with")
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.5))
     for ax, par in zip(axes, ("discrimination", "difficulty", "ability")):
         e = estimates[estimates.parameter == par]
-        if par == "ability":
-            ax.scatter(e["true"], e["mean"], s=4, alpha=0.4)
+        if has_truth:
+            x = e["true"]
         else:
-            ax.errorbar(e["true"], e["mean"], yerr=[e["mean"] - e["q5"], e["q95"] - e["mean"]], fmt="o", ms=3,
+            r = reference[reference.parameter == par].set_index(["item", "person"])["mean"]
+            x = r.reindex(pd.MultiIndex.from_frame(e[["item", "person"]])).to_numpy()
+        if par == "ability":
+            ax.scatter(x, e["mean"], s=4, alpha=0.4)
+        else:
+            ax.errorbar(x, e["mean"], yerr=[e["mean"] - e["q5"], e["q95"] - e["mean"]], fmt="o", ms=3,
                         lw=0.8, capsize=0)
-        lo, hi = np.nanmin([e["true"].min(), e["mean"].min()]), np.nanmax([e["true"].max(), e["mean"].max()])
+        lo, hi = np.nanmin([np.nanmin(x), e["mean"].min()]), np.nanmax([np.nanmax(x), e["mean"].max()])
         ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
         ax.set_title(par)
-        ax.set_xlabel("true")
+        ax.set_xlabel("true" if has_truth else f"posterior mean, {reference_name}")
     axes[0].set_ylabel("posterior mean (90% interval)")
+    if not has_truth:
+        fig.suptitle(f"real data, no true values: Gibbs (augmented) against {reference_name}", fontsize=10)
     fig.tight_layout()
     return fig
 

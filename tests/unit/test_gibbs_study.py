@@ -5,6 +5,7 @@ from pathlib import Path
 
 import jsonschema
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -72,3 +73,49 @@ def test_tiny_fit_follows_the_result_schemas():
     assert len(est) == 4 + 4 + 40 and est["true"].notna().all()
     assert (est["q5"] <= est["mean"]).all() and (est["mean"] <= est["q95"]).all()
     assert set(out.idata.posterior.data_vars) == {"discrimination", "difficulty", "ability"}
+
+
+def test_real_data_design_fits_a_prepared_binary_data_set():
+    from bayesirt.io import Item, ResponseMatrix
+
+    rng = np.random.default_rng(0)
+    y = (rng.uniform(size=(60, 5)) < 0.6).astype(np.int16)
+    y[rng.uniform(size=y.shape) < 0.2] = -1  # natural missing cells
+    rm = ResponseMatrix(y, [Item(f"q{j}", 2) for j in range(5)], {"source": "table"})
+    out, truth = gibbs_2pno.observed_condition(rm, "mcar10", missing_seed=1, where="survey.csv")
+    assert truth.empty and list(truth.columns)[:2] == ["parameter", "item"]
+    assert out.attrs["natural_missing_rate"] == pytest.approx(np.mean(y == -1))
+    # the extra 10% of all cells is hidden among the observed ones
+    assert np.mean(out.responses == -1) == pytest.approx(np.mean(y == -1) + 0.1, abs=0.01)
+    # both treatments of missing cells are fitted on real data, even with no extra missingness
+    conds = gibbs_2pno.conditions({"designs": {"gss": {"dataset": "gss", "missing": ["mcar0"]}}})
+    assert [c.method for c in conds] == ["gibbs", "gibbs_omit"]
+    bad = ResponseMatrix(np.where(y == 1, 2, y), [Item(f"q{j}", 3) for j in range(5)], {})  # 3-category items
+    with pytest.raises(ValueError, match=r"survey.csv: code 2 at person \d+, item 'q\d' is not binary"):
+        gibbs_2pno.observed_condition(bad, "mcar0", missing_seed=1, where="survey.csv")
+
+
+def test_real_data_design_must_name_a_known_dataset():
+    cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    cfg["studies"]["gibbs_2pno"]["designs"]["survey"] = {"dataset": "nope"}
+    with pytest.raises(ConfigError, match="studies.gibbs_2pno.designs.survey.dataset': 'nope' is not one of"):
+        check(cfg, SCHEMAS / "config.schema.yaml")
+    cfg["studies"]["gibbs_2pno"]["designs"]["survey"] = {"dataset": "x", "n_persons": 10, "n_items": 3}
+    with pytest.raises(ConfigError, match="survey"):
+        check(cfg, SCHEMAS / "config.schema.yaml")
+
+
+def test_recovery_figure_of_real_data_sets_one_fit_against_another():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from bayesirt import plotting
+
+    rows = [{"parameter": p, "item": j if p != "ability" else -1, "person": j if p == "ability" else -1,
+             "mean": 0.1 * j, "q5": 0.1 * j - 0.2, "q95": 0.1 * j + 0.2}
+            for p in ("discrimination", "difficulty", "ability") for j in range(4)]
+    est = pd.DataFrame(rows)
+    fig = plotting.gibbs_recovery(est, est.assign(mean=est["mean"] + 0.01), "gibbs_omit")
+    assert fig.axes[0].get_xlabel() == "posterior mean, gibbs_omit" and "no true values" in fig._suptitle.get_text()
+    with pytest.raises(ValueError, match="no true values and no reference"):
+        plotting.gibbs_recovery(est)

@@ -11,7 +11,10 @@ include: "functions/gibbs_2pno.smk"
 
 rule gibbs_simulate:
     # Simulated 2PNO data of a design (complete data shared by a replication's missingness
-    # conditions) with the design's missingness, and the truth.
+    # conditions) with the design's missingness, and the truth; for a design that names a
+    # dataset, that prepared binary data set with the design's extra missingness (no truth).
+    input:
+        unpack(gibbs_design_dataset),
     output:
         responses="data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/responses.parquet",
         sidecar="data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/responses.json",

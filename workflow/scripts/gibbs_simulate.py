@@ -1,12 +1,17 @@
-"""Simulate one condition of a gibbs_2pno design: 2PNO responses with the design's
-missingness, and the truth (rule gibbs_simulate)."""
+"""Data of one condition of a gibbs_2pno design: simulated 2PNO responses with the design's
+missingness and the truth, or a prepared real data set with the design's extra missingness
+(rule gibbs_simulate)."""
 
 from bayesirt import io, logs
 from bayesirt.studies import gibbs_2pno
 
 log = logs.to_file(snakemake.log[0])
 w, p = snakemake.wildcards, snakemake.params
-rm, truth = gibbs_2pno.simulate_condition(p.design, w.missing, p.seed, missing_seed=p.missing_seed)
+if "dataset" in p.design:
+    rm, truth = gibbs_2pno.observed_condition(io.read_responses(snakemake.input.dataset), w.missing,
+                                              missing_seed=p.missing_seed, where=snakemake.input.dataset)
+else:
+    rm, truth = gibbs_2pno.simulate_condition(p.design, w.missing, p.seed, missing_seed=p.missing_seed)
 rm.attrs.update({"design": w.design, "replication": int(w.rep)})
 io.write_table(truth, snakemake.output.truth)
 io.write_responses(rm, snakemake.output.responses)

@@ -2,8 +2,11 @@
 for the two-parameter normal ogive (2PNO) model, against NUTS on the same posterior; and the
 seed's two-component Gaussian mixture fitted by its own Gibbs sampler.
 
-A condition is (design, missingness, method, replication). Every replication of a design draws
-one complete 2PNO data set with its truth (``simulate_condition``); the design's missingness
+A condition is (design, missingness, method, replication). Every replication of a simulated
+design draws one complete 2PNO data set with its truth (``simulate_condition``). A design that
+names a ``dataset`` instead (a prepared binary data set of the config, e.g. a questionnaire read
+by the ``table`` source) fits those real responses, natural missing cells included
+(``observed_condition``); it has no truth, so its recovery columns stay empty. The design's missingness
 (``mcar0``, ``mcar20``, ...: kind and percent of all cells, through
 ``data.missingness.inject``) then hides cells. All methods of a condition share the data and
 the fit seed.
@@ -58,8 +61,10 @@ def condition_methods(design: dict, missing: str, methods) -> list[str]:
     """The methods fitted to one condition: NUTS only where the design asks for it, the
     omitted-cells Gibbs sampler only where cells are missing (otherwise it is ``gibbs``)."""
     rate = parse_missing(missing)[1]
+    # real data carry their own missing cells, so both treatments of them are fitted
+    has_missing = rate > 0 or "dataset" in design
     return [m for m in methods
-            if (m != "nuts" or design.get("nuts", False)) and (m != "gibbs_omit" or rate > 0)]
+            if (m != "nuts" or design.get("nuts", False)) and (m != "gibbs_omit" or has_missing)]
 
 
 def conditions(config: dict) -> list[Condition]:
@@ -102,6 +107,27 @@ def simulate_condition(design: dict, missing: str, seed: int, *, missing_seed: i
     return rm, truth
 
 
+def observed_condition(responses, missing: str, *, missing_seed: int, where: str):
+    """A real binary data set as one condition of a ``dataset`` design: the responses checked
+    as binary (0, 1, -1 for missing; ``models.twopno.check_binary_responses`` names the first
+    offending item and person), the condition's extra missingness injected on top of the
+    natural one, and an empty truth table (real data have no true values). Persons with no
+    observed response are kept: their ability draws come from the prior (the check warns with
+    their count). Returns (ResponseMatrix, truth)."""
+    from bayesirt.data.missingness import inject
+    from bayesirt.data.simulate_binary import truth_table
+    from bayesirt.io import ResponseMatrix
+    from bayesirt.models.twopno import check_binary_responses
+
+    y = check_binary_responses(responses.responses, [it.name for it in responses.items], where=where)
+    rm = ResponseMatrix(y.astype(np.int16), list(responses.items),
+                        {**responses.attrs, "design_missing": missing, "natural_missing_rate": float(np.mean(y == -1))})
+    kind, rate = parse_missing(missing)
+    if rate > 0:
+        rm = inject(rm, kind, rate, seed=missing_seed)[0]
+    return rm, truth_table([], [], [])
+
+
 # ------------------------------------------------------------------------------------ fits
 
 def sampler_settings(cfg: dict | None, defaults: dict):
@@ -132,7 +158,8 @@ def estimates_table(summary: pd.DataFrame, truth: pd.DataFrame | None) -> pd.Dat
     order = {p: k for k, p in enumerate(PARAMETERS)}
     est = est.sort_values(["parameter", "item", "person"], key=lambda c: c.map(order) if c.name == "parameter" else c,
                           kind="stable").reset_index(drop=True)
-    return tables.attach_truth(est, truth, KEYS) if truth is not None else est
+    # real data sets come with an empty truth table: no true column then
+    return tables.attach_truth(est, truth, KEYS) if truth is not None and len(truth) else est
 
 
 def evaluation(est: pd.DataFrame) -> dict:
@@ -335,7 +362,9 @@ def figures(shown: dict, posteriors: dict, outputs: dict) -> None:
     plotting.save(plotting.gibbs_trace(idata["gibbs"]), outputs["figure_trace"])
     plotting.save(plotting.gibbs_rank(idata["gibbs"]), outputs["figure_rank"])
     plotting.save(plotting.gibbs_autocorrelation(idata), outputs["figure_autocorrelation"])
-    plotting.save(plotting.gibbs_recovery(shown["gibbs"]), outputs["figure_recovery"])
+    # real data: no truth, so the augmented fit is set against the other fit of the same data
+    other = next((m for m in ("nuts", "gibbs_omit") if m in shown), None)
+    plotting.save(plotting.gibbs_recovery(shown["gibbs"], shown.get(other), other or ""), outputs["figure_recovery"])
     plotting.save(plotting.gibbs_intervals(shown), outputs["figure_intervals"])
 
 

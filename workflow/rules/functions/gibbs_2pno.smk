@@ -26,6 +26,12 @@ def gibbs_design_config(wildcards):
     return gibbs_config()["designs"][wildcards.design]
 
 
+def gibbs_design_dataset(wildcards):
+    """The prepared data set a real-data design fits (none for a simulated design)."""
+    name = gibbs_design_config(wildcards).get("dataset")
+    return {"dataset": f"data/processed/{name}/responses.parquet"} if name else {}
+
+
 def gibbs_data_seed(wildcards):
     """Complete data of one replication, shared by its missingness conditions."""
     return job_seed("data", "gibbs_2pno", wildcards.design, wildcards.rep)

@@ -271,3 +271,17 @@ def config_record(config: StudyConfig) -> dict:
             "missing_kind": config.missing_kind, "missing_rate": config.missing_rate,
             "settings": asdict(config.settings), "priors": asdict(config.priors),
             "stacking": asdict(config.stacking)}
+
+
+def jensen_verdict(summary: pd.DataFrame, rao_blackwell: str, naive: str):
+    """Seed 000's claim that averaging likelihoods over the imputed copies (``rao_blackwell``
+    condition) brings the fit closer to the complete-data one than averaging log-likelihoods
+    (``naive``), judged on the discrimination RMSE against the complete-data fit, paired by
+    replication (both fitted to the same mask and imputations; ``evaluation.verdicts``)."""
+    from bayesirt.evaluation import verdicts
+
+    per_rep = summary.pivot_table(index="rep", columns="condition", values="discrimination_rmse_vs_complete_data")
+    if rao_blackwell not in per_rep or naive not in per_rep:
+        raise ValueError(f"summary has no conditions {rao_blackwell!r} and {naive!r} to compare")
+    return verdicts.paired_verdict(per_rep[rao_blackwell] - per_rep[naive], direction="lower",
+                                   subject=f"the discrimination RMSE of {rao_blackwell} (against {naive})")

@@ -228,7 +228,12 @@ def figures(errors: pd.DataFrame, estimates: dict, losses: dict, outputs: dict) 
     plotting.save(plotting.loss_curves(losses), outputs["loss_figure"])
     plotting.save(plotting.estimates_by_condition(estimates, "discrimination"), outputs["discrimination_figure"])
     plotting.save(plotting.abilities_against_reference(estimates), outputs["ability_figure"])
-    plotting.save(plotting.errors_by_condition(errors[errors.condition != REFERENCE]), outputs["error_figure"])
+    fits = errors[errors.condition != REFERENCE]
+    fig = plotting.errors_by_condition(fits)
+    n = int(fits["rep"].nunique()) if "rep" in fits and len(fits) else 0
+    fig.suptitle(f"{n} replication{'s' if n != 1 else ''}: one dot each, bars their mean", fontsize=10)
+    fig.tight_layout()
+    plotting.save(fig, outputs["error_figure"])
 
 
 # ----------------------------------------------------------------------------- one process

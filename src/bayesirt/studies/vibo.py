@@ -334,9 +334,15 @@ def figures(tables: dict, outputs: dict) -> None:
     from bayesirt import plotting
 
     timed = with_times(tables["summary"], tables["timings"])
-    plotting.save(plotting.vibo_accuracy_time(timed), outputs["figure_accuracy_time"])
-    plotting.save(plotting.vibo_calibration(tables["summary"]), outputs["figure_calibration"])
-    plotting.save(plotting.vibo_variants(tables["summary"]), outputs["figure_variants"])
+    reps = tables["summary"]["replications"]
+    n = f"{int(reps.min())}" if reps.min() == reps.max() else f"{int(reps.min())} to {int(reps.max())}"
+    title = f"Means over {n} replication{'s' if reps.max() != 1 else ''} per condition and method"
+    for fig, name in ((plotting.vibo_accuracy_time(timed), "figure_accuracy_time"),
+                      (plotting.vibo_calibration(tables["summary"]), "figure_calibration"),
+                      (plotting.vibo_variants(tables["summary"]), "figure_variants")):
+        fig.suptitle(title, fontsize=10)
+        fig.tight_layout()
+        plotting.save(fig, outputs[name])
 
 
 def claim_verdicts(fits: pd.DataFrame, timings: pd.DataFrame, vibo_method: str = "vibo_one_prior") -> list[dict]:

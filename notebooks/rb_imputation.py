@@ -44,6 +44,7 @@ import pandas as pd
 from IPython.display import Image, Markdown, display
 
 from bayesirt import plotting
+from bayesirt.studies import rb_imputation as study
 
 results = Path(results_dir)
 names = [d for d in datasets.split(",") if d]
@@ -149,21 +150,24 @@ for d in comparisons:
     ab = agg[(agg.parameter == "ability") & (agg.scale == "all") & (agg.against == "complete_data")
              & (agg.condition != "reference")].set_index("condition")["rmse_mean"]
     best, worst = disc.index[0], disc.index[-1]
+    n_reps = pd.read_csv(results / d / missing / "summary.csv")["rep"].nunique()
     text = [f"On `{d}` with `{missing}`, the objective closest to the complete-data fit in "
-            f"discrimination is **{best}** (RMSE {disc.iloc[0]:.3f}, mean over replications), "
+            f"discrimination is **{best}** (RMSE {disc.iloc[0]:.3f}, mean over {n_reps} replication"
+            f"{'s' if n_reps != 1 else ''}), "
             f"the farthest **{worst}** (RMSE {disc.iloc[-1]:.3f}, {disc.iloc[-1] / disc.iloc[0]:.1f}× larger)."]
     order = ", ".join(f"{c} {v:.3f}" for c, v in disc.items())
     text.append(f"All objectives, discrimination RMSE against the complete-data fit: {order}. "
                 f"Ability RMSE against it: " + ", ".join(f"{c} {ab[c]:.3f}" for c in disc.index) + ".")
-    rb = [c for c in disc.index if c.startswith("rao_blackwell")]
+    rb = [c for c in disc.index if c.startswith("rao_blackwell") and not c.startswith("rao_blackwell_batch")]
     nv = [c for c in disc.index if c.startswith("naive_average")]
     if rb and nv:
-        text.append(f"Averaging likelihoods (Rao-Blackwellized, {rb[0]}: {disc[rb[0]]:.3f}) instead of "
-                    f"log-likelihoods ({nv[0]}: {disc[nv[0]]:.3f}) "
-                    + ("reduces" if disc[rb[0]] < disc[nv[0]] else "does not reduce")
-                    + " the error, as the Jensen argument of seed 000 predicts.")
+        v = study.jensen_verdict(pd.read_csv(results / d / missing / "summary.csv"), rb[0], nv[0])
+        text.append("Claim: averaging likelihoods instead of log-likelihoods over the imputed copies reduces "
+                    "the error (seed 000's Jensen argument). "
+                    + v.text[0].upper() + v.text[1:])
     if "zero_fill" in disc and best == "zero_fill":
-        text.append("Ignoring the missing cells is best here. A likely reason: under MCAR the missingness is ignorable, so "
+        text.append("Ignoring the missing cells has the lowest mean error here. A likely reason: under MCAR the "
+                    "missingness is ignorable, so "
                     "the observed-cell likelihood is already the right one, and any imputation model less "
                     "accurate than the GRM itself adds error rather than information.")
     display(Markdown(" ".join(text)))

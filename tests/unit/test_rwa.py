@@ -105,3 +105,30 @@ def test_item_with_unobserved_category(tmp_path):
         rwa.load(write(tmp_path, rows))
     rm = rwa.load(write(tmp_path, rows), require_all_categories=False)
     assert rm.responses[:, 5].max() == 7
+
+
+def test_bad_code_in_the_users_file_is_reported_there(tmp_path):
+    # the workflow copies the user's file to its cache (download.fetch) and reads the copy: the
+    # message must still name the user's file, with the line and column of the bad cell
+    import zipfile
+
+    from bayesirt.data import download
+
+    rows = full_rows()
+    rows[4][3] = "12"
+    mine = write(tmp_path, rows, name="my_rwa.csv")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    record = download.fetch(str(mine), cache / "download")
+    with pytest.raises(DataFormatError) as err:
+        with download.raw_csv(cache / "download", "RWAS/data.csv", source=download.source_of(record)) as csv:
+            rwa.load(csv)
+    assert str(err.value).startswith(f"{mine}: line 6, column 'Q4': code 12 out of range")
+    # a zip archive: the archive as configured (here a file:// URL) and the member inside it
+    archive = tmp_path / "my_rwa.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.write(mine, "RWAS/data.csv")
+    record = download.fetch(archive.as_uri(), cache / "zipped")
+    with pytest.raises(DataFormatError, match=rf"^{archive.as_uri()} \(member RWAS/data.csv\): line 6, column 'Q4'"):
+        with download.raw_csv(cache / "zipped", "RWAS/data.csv", source=download.source_of(record)) as csv:
+            rwa.load(csv)

@@ -90,6 +90,8 @@ def test_failed_job_writes_its_traceback_to_the_log(tmp_path):
     log = (run / "logs/data/rwa_bad.prepare.log").read_text()
     assert "Traceback (most recent call last)" in log
     assert re.search(r"^\S*DataFormatError: .*out of range", log, flags=re.M), log
+    # the message names the user's file, with the line and column of the bad cell, not our cached copy
+    assert f"{tmp_path / 'bad.csv'}: line 5, column 'Q5': code 12 out of range" in log, log
     assert not (run / "data/processed/rwa_bad/responses.parquet").exists()
 
 
@@ -104,6 +106,15 @@ def test_failed_job_writes_its_traceback_to_the_log(tmp_path):
      "config key 'studies.amortized_ifa.designs.x.replicas': unknown key"),
     ("studies: {amortized_ifa: {designs: {x: {dataset: rwa_sim, analysis: exploratory}}}}\n",
      "config key 'studies.amortized_ifa.designs.x.dataset'"),
+    # values only the studies' parsers can judge (bayesirt.studies.config_checks), and ranges
+    ("studies: {rb_imputation: {dataset: rwa_sim, missing: mcar150}}\n",
+     "config key 'studies.rb_imputation.missing': 'mcar150' — the rate 150% is outside [0, 100)"),
+    ("studies: {gibbs_2pno: {designs: {x: {n_persons: 50, n_items: 5, missing: [mcar0, mar0]}}}}\n",
+     "config key 'studies.gibbs_2pno.designs.x.missing.1': 'mar0' — a rate of 0% hides nothing"),
+    ("studies: {rb_imputation: {dataset: rwa_sim, replications: -1}}\n",
+     "config key 'studies.rb_imputation.replications': -1 is less than the minimum of 0"),
+    ("priors: {discrimination_scale: 0}\n",
+     "config key 'priors.discrimination_scale': 0 is less than or equal to the minimum of 0"),
 ])
 def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, text, message):
     base = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())

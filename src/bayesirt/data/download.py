@@ -225,19 +225,50 @@ def copy_local(src, dest) -> None:
         shutil.copyfile(src, tmp)
 
 
+def source_of(record: dict) -> str:
+    """The user's file behind a download record (``fetch``'s result): the copy placed by hand,
+    or the configured URL or path."""
+    return str(record.get("manual_copy") or record["url"])
+
+
 @contextmanager
-def raw_csv(download, member: str):
+def raw_csv(download, member: str, source=None):
     """Yield the path of the CSV behind a download: ``member`` extracted from a zip archive into
-    a temporary file (removed afterwards), or the download itself when it is not a zip."""
+    a temporary file (removed afterwards), or the download itself when it is not a zip.
+
+    ``source``: the user's file (configured URL or path, see ``source_of``). A DataFormatError
+    raised in the block, or by the extraction, that names our cached copy or the extracted
+    temporary file is re-raised naming ``source`` (with the member of a zip archive) instead,
+    so that the message points at the file the user can open and fix; its line and column
+    are those of that CSV.
+    """
     download = Path(download)
     if not zipfile.is_zipfile(download):
         with open(download, "rb") as fh:
             magic = fh.read(2)
         if download.suffix.lower() == ".zip" or magic == b"PK":
-            raise DataFormatError(f"{download}: truncated or corrupt zip archive; delete it and fetch it again")
-        yield download
+            raise DataFormatError(f"{source or download}: truncated or corrupt zip archive; "
+                                  f"delete {download} and fetch it again")
+        with _naming(source, {download: source}):
+            yield download
         return
     with tempfile.TemporaryDirectory(dir=download.parent, prefix=".extract-") as tmp:
         target = Path(tmp) / Path(member).name
-        extract(download, member, target)
-        yield target
+        inside = f"{source} (member {member})" if source is not None else None
+        with _naming(source, {target: inside, download: source}):
+            extract(download, member, target)
+            yield target
+
+
+@contextmanager
+def _naming(source, names: dict):
+    """Re-raise a DataFormatError whose message starts with one of ``names``' paths with that
+    path replaced by its name (nothing changes when ``source`` is None)."""
+    try:
+        yield
+    except DataFormatError as err:
+        message = str(err)
+        for path, name in names.items():
+            if source is not None and message.startswith(f"{path}:"):
+                raise DataFormatError(f"{name}{message[len(str(path)):]}") from err
+        raise

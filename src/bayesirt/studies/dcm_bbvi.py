@@ -382,4 +382,11 @@ def figures(tables: dict, outputs: dict) -> None:
     plotting.save(plotting.dcm_beta_intervals(tables["estimates"]), outputs["figure_beta"])
     plotting.save(plotting.dcm_elbo_traces(tables["elbo"]), outputs["figure_elbo"])
     plotting.save(plotting.dcm_gradient_variance(tables["gradient_variance"]), outputs["figure_variance"])
-    plotting.save(plotting.dcm_accuracy(tables["summary"], SEED_ACCURACY), outputs["figure_accuracy"])
+    fig = plotting.dcm_accuracy(tables["summary"], SEED_ACCURACY)
+    reps = tables["fits"].groupby(["design", "missing", "method"])["rep"].nunique() if len(tables["fits"]) else None
+    if reps is not None:
+        n = f"{reps.min()}" if reps.min() == reps.max() else f"{reps.min()} to {reps.max()}"
+        fig.suptitle(f"Means over {n} replication{'s' if reps.max() != 1 else ''} per condition and method",
+                     fontsize=10)
+        fig.tight_layout()
+    plotting.save(fig, outputs["figure_accuracy"])

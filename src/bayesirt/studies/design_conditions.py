@@ -24,8 +24,23 @@ class DesignCondition:
 
 
 def parse_missing(missing: str) -> tuple[str, float]:
-    """``mcar20`` -> ("mcar", 0.2)."""
-    m = re.fullmatch(r"(mcar|mar|mnar)(\d+(?:\.\d+)?)", missing)
+    """``mcar20`` -> ("mcar", 0.2). The rate must be in [0, 100) percent, and 0 only with
+    ``mcar``: ``mar0`` or ``mnar0`` would name a mechanism that hides nothing, a second name
+    for the complete-data condition ``mcar0``."""
+    m = re.fullmatch(r"(mcar|mar|mnar)(\d+(?:\.\d+)?)", str(missing))
     if not m:
-        raise ValueError(f"missingness '{missing}' is not <mcar|mar|mnar><percent>, e.g. mcar20")
-    return m.group(1), float(m.group(2)) / 100.0
+        raise ValueError(f"'{missing}' is not <mcar|mar|mnar><percent>, e.g. mcar20")
+    kind, percent = m.group(1), float(m.group(2))
+    if percent >= 100:
+        raise ValueError(f"'{missing}' — the rate {m.group(2)}% is outside [0, 100)")
+    if percent == 0 and kind != "mcar":
+        raise ValueError(f"'{missing}' — a rate of 0% hides nothing, so the kind '{kind}' has no effect; "
+                         "write mcar0 for the condition without hidden responses")
+    return kind, percent / 100.0
+
+
+def max_hidden_cells(n_persons: int, n_items: int) -> int:
+    """An upper bound on the cells injection can hide in a complete persons x items matrix:
+    it keeps one response of every person and of every item (``data.missingness.inject``), at
+    least max(persons, items) cells."""
+    return n_persons * n_items - max(n_persons, n_items)

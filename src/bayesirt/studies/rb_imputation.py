@@ -228,7 +228,12 @@ def figures(errors: pd.DataFrame, estimates: dict, losses: dict, outputs: dict) 
     plotting.save(plotting.loss_curves(losses), outputs["loss_figure"])
     plotting.save(plotting.estimates_by_condition(estimates, "discrimination"), outputs["discrimination_figure"])
     plotting.save(plotting.abilities_against_reference(estimates), outputs["ability_figure"])
-    plotting.save(plotting.errors_by_condition(errors[errors.condition != REFERENCE]), outputs["error_figure"])
+    fits = errors[errors.condition != REFERENCE]
+    fig = plotting.errors_by_condition(fits)
+    n = int(fits["rep"].nunique()) if "rep" in fits and len(fits) else 0
+    fig.suptitle(f"{n} replication{'s' if n != 1 else ''}: one dot each, bars their mean", fontsize=10)
+    fig.tight_layout()
+    plotting.save(fig, outputs["error_figure"])
 
 
 # ----------------------------------------------------------------------------- one process
@@ -271,3 +276,17 @@ def config_record(config: StudyConfig) -> dict:
             "missing_kind": config.missing_kind, "missing_rate": config.missing_rate,
             "settings": asdict(config.settings), "priors": asdict(config.priors),
             "stacking": asdict(config.stacking)}
+
+
+def jensen_verdict(summary: pd.DataFrame, rao_blackwell: str, naive: str):
+    """Seed 000's claim that averaging likelihoods over the imputed copies (``rao_blackwell``
+    condition) brings the fit closer to the complete-data one than averaging log-likelihoods
+    (``naive``), judged on the discrimination RMSE against the complete-data fit, paired by
+    replication (both fitted to the same mask and imputations; ``evaluation.verdicts``)."""
+    from bayesirt.evaluation import verdicts
+
+    per_rep = summary.pivot_table(index="rep", columns="condition", values="discrimination_rmse_vs_complete_data")
+    if rao_blackwell not in per_rep or naive not in per_rep:
+        raise ValueError(f"summary has no conditions {rao_blackwell!r} and {naive!r} to compare")
+    return verdicts.paired_verdict(per_rep[rao_blackwell] - per_rep[naive], direction="lower",
+                                   subject=f"the discrimination RMSE of {rao_blackwell} (against {naive})")

@@ -334,6 +334,51 @@ def figures(tables: dict, outputs: dict) -> None:
     from bayesirt import plotting
 
     timed = with_times(tables["summary"], tables["timings"])
-    plotting.save(plotting.vibo_accuracy_time(timed), outputs["figure_accuracy_time"])
-    plotting.save(plotting.vibo_calibration(tables["summary"]), outputs["figure_calibration"])
-    plotting.save(plotting.vibo_variants(tables["summary"]), outputs["figure_variants"])
+    reps = tables["summary"]["replications"]
+    n = f"{int(reps.min())}" if reps.min() == reps.max() else f"{int(reps.min())} to {int(reps.max())}"
+    title = f"Means over {n} replication{'s' if reps.max() != 1 else ''} per condition and method"
+    for fig, name in ((plotting.vibo_accuracy_time(timed), "figure_accuracy_time"),
+                      (plotting.vibo_calibration(tables["summary"]), "figure_calibration"),
+                      (plotting.vibo_variants(tables["summary"]), "figure_variants")):
+        fig.suptitle(title, fontsize=10)
+        fig.tight_layout()
+        plotting.save(fig, outputs[name])
+
+
+def claim_verdicts(fits: pd.DataFrame, timings: pd.DataFrame, vibo_method: str = "vibo_one_prior") -> list[dict]:
+    """The report's claims on VIBO, each judged on paired replications (``evaluation.verdicts``;
+    a pair is one design, missingness condition and replication: every method fitted to the
+    same data). One {"claim", "verdict"} per claim that the fits can judge:
+
+    * fast: NUTS takes at least 50 times VIBO's time (log time ratio above log 50), where NUTS ran;
+    * accurate: VIBO's ability RMSE at most 5% above the reference's (NUTS where it ran, else MML-EAP);
+    * robust: from the least to the most missingness, VIBO's ability RMSE grows at most 0.01 more
+      than MML-EAP's (a pair is one design and replication here).
+    """
+    from bayesirt.evaluation import verdicts
+
+    units = ["design", "missing", "rep"]
+    out = []
+    if (timings["method"] == "nuts").any():
+        t = timings.assign(log_seconds=np.log(timings["wall_seconds"]))
+        d = verdicts.paired_differences(t, "log_seconds", claimed="nuts", baseline=vibo_method, units=units)
+        out.append({"claim": "VIBO at least 50 times faster than NUTS", "verdict": verdicts.paired_verdict(
+            d - np.log(50.0), direction="higher", subject="log(NUTS time / VIBO time) − log 50")})
+    ref = "nuts" if (fits["method"] == "nuts").any() else "mml"
+    piv = fits.pivot_table(index=units, columns="method", values="ability_rmse")
+    if {vibo_method, ref} <= set(piv.columns):
+        rel = (piv[vibo_method] / piv[ref] - 1.0).dropna()
+        out.append({"claim": f"VIBO's ability RMSE within 5% of {ref.upper()}'s", "verdict": verdicts.paired_verdict(
+            rel, direction="lower", margin=0.05, subject=f"VIBO's ability RMSE relative to {ref.upper()}'s (ratio − 1)")})
+    rates = sorted(fits["missing"].unique(), key=lambda m: parse_missing(m)[1])
+    if len(rates) > 1 and {vibo_method, "mml"} <= set(fits["method"]):
+        lo, hi = rates[0], rates[-1]
+        p = fits[fits["missing"].isin([lo, hi])].pivot_table(index=["design", "rep"], columns=["method", "missing"],
+                                                               values="ability_rmse")
+        growth = {m: p[(m, hi)] - p[(m, lo)] for m in (vibo_method, "mml") if (m, hi) in p and (m, lo) in p}
+        if len(growth) == 2:
+            out.append({"claim": f"VIBO no less robust to missing data than MML-EAP ({lo} to {hi})",
+                        "verdict": verdicts.paired_verdict(
+                            (growth[vibo_method] - growth["mml"]).dropna(), direction="lower", margin=0.01,
+                            subject=f"the growth of VIBO's ability RMSE from {lo} to {hi} beyond MML-EAP's")})
+    return out

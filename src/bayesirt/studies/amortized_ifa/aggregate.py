@@ -10,7 +10,7 @@ import pandas as pd
 
 from bayesirt import io, plotting
 from bayesirt.data import simulate_mgrm as sm
-from bayesirt.evaluation import rotation
+from bayesirt.evaluation import rotation, verdicts
 from bayesirt.studies.amortized_ifa.fit import ITEM_PARAMETERS, KEYS
 
 
@@ -63,8 +63,109 @@ def parameter_mse(estimates: dict) -> pd.DataFrame:
     df["err"] = df["mean"] - df["true"]
     df["sq"] = df["err"] ** 2
     keys = ["method", "n_factors", "importance_samples", *KEYS]
-    out = df.groupby(keys, sort=True).agg(mse=("sq", "mean"), bias=("err", "mean"), n_reps=("sq", "size"))
+    # the true value is kept so that an outlying MSE can be told apart from an extreme true value
+    # (a design draws one set of item parameters, shared by its replications)
+    out = df.groupby(keys, sort=True).agg(mse=("sq", "mean"), bias=("err", "mean"), n_reps=("sq", "size"),
+                                          true=("true", "mean"))
     return out.reset_index()
+
+
+OUTLIER_FACTOR = 10.0  # an MSE this many times the median of its panel is called outlying
+
+
+def mse_outliers(parameter_mse: pd.DataFrame, factor: float = OUTLIER_FACTOR) -> pd.DataFrame:
+    """Parameters whose MSE exceeds ``factor`` times the median MSE of their parameter type
+    (per method and R), with their true value and its rank by size among the design's true
+    values of that type (1 = largest)."""
+    cols = ["parameter", "item", "factor", "method", "importance_samples", "mse", "true", "rank_of_true", "n_true"]
+    if parameter_mse.empty or "true" not in parameter_mse:
+        return pd.DataFrame(columns=cols)
+    d = parameter_mse.copy()
+    panel = ["parameter", "method", "importance_samples"]
+    d["median_mse"] = d.groupby(panel)["mse"].transform("median")
+    ident = ["parameter", "item", "factor", "factor2", "category"]
+    truths = d.drop_duplicates(ident).copy()
+    truths["rank_of_true"] = truths.groupby("parameter")["true"].rank(ascending=False, method="min")
+    d = d.merge(truths[ident + ["rank_of_true"]], on=ident)
+    d["n_true"] = d["parameter"].map(truths.groupby("parameter").size())
+    out = d[d["mse"] > factor * d["median_mse"]]
+    return out[cols].sort_values("mse", ascending=False, ignore_index=True)
+
+
+def mse_note(parameter_mse: pd.DataFrame, factor: float = OUTLIER_FACTOR, show: int = 3) -> str:
+    """One sentence on the outlying MSEs of a design: which parameters, and their true values."""
+    out = mse_outliers(parameter_mse, factor)
+    if out.empty:
+        return f"No MSE exceeds {factor:g} times the median of its panel."
+    parts = []
+    for (par, item), g in out.groupby(["parameter", "item"], sort=False):
+        r = g.iloc[0]
+        size = (f"the largest of {int(r['n_true'])}" if r["rank_of_true"] == 1
+                else f"rank {int(r['rank_of_true'])} of {int(r['n_true'])} by size")
+        parts.append(f"{par.replace('_', ' ')} of item {int(item)} (true value {r['true']:.2f}, {size}; "
+                     f"MSE up to {g['mse'].max():.3g})")
+    more = f" and {len(parts) - show} more" if len(parts) > show else ""
+    return (f"Outlying MSEs (above {factor:g} times the median of their panel): " + "; ".join(parts[:show]) + more
+            + ". The design draws one set of item parameters, shared by its replications, so an extreme draw "
+              "shows in every replication.")
+
+
+def n_replications(fits_df: pd.DataFrame) -> int:
+    """Replications per method, P and R (the most any condition has)."""
+    if fits_df.empty:
+        return 0
+    return int(fits_df.groupby(["method", "n_factors", "importance_samples"])["rep"].nunique().max())
+
+
+def replications_label(n: int) -> str:
+    return f"{n} replication{'s' if n != 1 else ''}"
+
+
+# "lower or comparable" MSE: IWAVB's MSE may exceed IWAE's by up to this share of IWAE's mean
+COMPARABLE_MSE = 0.10
+MSE_LABELS = {"loading": "loading", "intercept": "intercept", "factor_corr": "factor correlation"}
+
+
+def claim_verdicts(fits: pd.DataFrame, timings: pd.DataFrame) -> list[dict]:
+    """The seed's claims on IWAVB against IWAE, each judged on paired replications
+    (``evaluation.verdicts``): one {"claim", "latent", "verdict"} per claim and parameter.
+
+    ``fits``: fits.csv rows of the confirmatory designs with ``design`` and ``latent`` (normal or
+    mixture) added; ``timings``: timings.csv rows of every design with ``design`` added. A pair
+    is one design and replication (IWAE and IWAVB fitted to the same data); the fits at several
+    R of one replication share those data, so they are averaged into its pair, not counted apart.
+    """
+    units = ["design", "rep"]
+    out, gains = [], {}
+    for latent in ("normal", "mixture"):
+        f = fits[fits["latent"] == latent] if len(fits) else fits
+        if f.empty:
+            continue
+        for par, label in MSE_LABELS.items():
+            col = f"{par}_mse"
+            if col not in f or not f[col].notna().any():
+                continue
+            d = verdicts.paired_differences(f, col, claimed="iwavb", baseline="iwae", units=units)
+            margin = COMPARABLE_MSE * float(f.loc[f["method"] == "iwae", col].mean())
+            out.append({"claim": "lower or comparable MSE", "latent": latent,
+                        "verdict": verdicts.paired_verdict(d, subject=f"IWAVB's {label} MSE", direction="lower",
+                                                           margin=margin if np.isfinite(margin) else 0.0)})
+        gains[latent] = verdicts.paired_differences(f, "loglik_independent", claimed="iwavb", baseline="iwae",
+                                                    units=units)
+        out.append({"claim": "higher held-out log-likelihood", "latent": latent,
+                    "verdict": verdicts.paired_verdict(
+                        gains[latent], subject="IWAVB's held-out log-likelihood (method-independent)",
+                        direction="higher")})
+    if "normal" in gains and "mixture" in gains:
+        out.append({"claim": "larger gain with a multimodal latent", "latent": "both",
+                    "verdict": verdicts.two_group_verdict(
+                        gains["mixture"], gains["normal"], direction="higher", labels=("mixture", "normal latents"),
+                        subject="IWAVB's log-likelihood gain over IWAE per replication")})
+    if len(timings):
+        d = verdicts.paired_differences(timings, "wall_seconds", claimed="iwavb", baseline="iwae", units=units)
+        out.append({"claim": "higher time cost", "latent": "all",
+                    "verdict": verdicts.paired_verdict(d, subject="IWAVB's training time", direction="higher")})
+    return out
 
 
 def latent_tables(estimates: dict, design: dict, truth_attrs: dict):
@@ -187,19 +288,44 @@ def aggregate_design(record_paths, design: dict, truth_attrs: dict | None = None
 
 
 def figures(tables: dict, outputs: dict) -> None:
-    """The design's figures, each to ``outputs["figure_<name>"]`` where the rule asks for it."""
+    """The design's figures, each to ``outputs["figure_<name>"]`` where the rule asks for it;
+    each says how many fits it rests on, and the MSE figure names its outlying parameters."""
     fits_df = tables["fits"]
+    reps = replications_label(n_replications(fits_df))
     if "figure_mse" in outputs:
-        plotting.save(plotting.mse_boxes(tables["parameter_mse"]), outputs["figure_mse"])
-        plotting.save(plotting.latent_density(tables["latent"], tables["latent_density"]), outputs["figure_latent"])
+        fig = plotting.mse_boxes(tables["parameter_mse"])
+        _title(fig, f"Per-parameter MSE over {reps} (boxes by method and R)", mse_note(tables["parameter_mse"]))
+        plotting.save(fig, outputs["figure_mse"])
+        fig = plotting.latent_density(tables["latent"], tables["latent_density"])
+        _title(fig, "Posterior means of replication 0")
+        plotting.save(fig, outputs["figure_latent"])
     if "figure_loglik" in outputs:
-        plotting.save(plotting.method_boxes(fits_df, ["loglik_independent", "loglik_own_proposal"],
-                                            ["held-out log-lik. per person\n(method-independent)",
-                                             "held-out log-lik. per person\n(own proposal, eq. 27)"]),
-                      outputs["figure_loglik"])
+        fig = plotting.method_boxes(fits_df, ["loglik_independent", "loglik_own_proposal"],
+                                    ["held-out log-lik. per person\n(method-independent)",
+                                     "held-out log-lik. per person\n(own proposal, eq. 27)"])
+        _title(fig, f"One point per fit: {reps} per method and R")
+        plotting.save(fig, outputs["figure_loglik"])
     if "figure_timings" in outputs:
-        plotting.save(plotting.method_boxes(tables["timings"], ["wall_seconds"], ["fit time (s)"]),
-                      outputs["figure_timings"])
+        fig = plotting.method_boxes(tables["timings"], ["wall_seconds"], ["fit time (s)"])
+        _title(fig, f"One point per fit: {reps} per method and R" if "figure_scree" not in outputs
+               else f"One point per fit: every P of the scree and the repeated fits ({reps} at the repeated P)")
+        plotting.save(fig, outputs["figure_timings"])
     if "figure_scree" in outputs:
-        plotting.save(plotting.scree(tables["scree"]), outputs["figure_scree"])
+        fig = plotting.scree(tables["scree"])
+        _title(fig, "One fit per point (replication 0 at each P)")
+        plotting.save(fig, outputs["figure_scree"])
         plotting.save(plotting.loadings_heatmap(tables["reference_loadings"]), outputs["figure_loadings"])
+
+
+def _title(fig, title: str, note: str | None = None) -> None:
+    """A title above the panels (what the figure rests on) and an optional note below them."""
+    import textwrap
+
+    fig.suptitle(title, fontsize=10)
+    if not note:
+        fig.tight_layout()
+        return
+    width = max(int(fig.get_figwidth() * 17), 40)  # characters per line at 7 points
+    lines = textwrap.wrap(note, width)
+    fig.text(0.01, 0.005, "\n".join(lines), fontsize=7, va="bottom", ha="left")
+    fig.tight_layout(rect=(0, min(0.045 * len(lines) + 0.02, 0.5), 1, 1))

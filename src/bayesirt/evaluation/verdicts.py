@@ -1,0 +1,158 @@
+"""Verdicts on a report's claims from replicated comparisons: supported, contradicted, or
+inconclusive at the number of replications run, stated with the evidence.
+
+A claim such as "method A gives a lower MSE than method B" is judged on the paired differences
+A − B, one per replication (both methods fitted to the same data). The verdict follows a
+confidence interval for the mean difference (Student t, from scipy):
+
+* supported     the whole interval lies on the claimed side of the threshold;
+* contradicted  the whole interval lies on the other side (or on the threshold itself);
+* inconclusive  the interval straddles the threshold, or there are fewer than two pairs.
+
+The threshold is 0 for a strict claim ("lower"); a ``margin`` > 0 turns it into "lower or
+comparable": differences up to ``margin`` in the wrong direction still count as comparable.
+The sentence reports what was found (how many pairs favour the claim, the mean difference and
+its interval), never the rule, so that a reader can weigh it.
+
+``two_group_verdict`` judges a claim about two unpaired groups (e.g. a gain that is larger
+with one kind of data than another) by Welch's interval for the difference of their means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+OUTCOMES = ("supported", "contradicted", "inconclusive")
+DIRECTIONS = ("lower", "higher")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: str  # one of OUTCOMES
+    n: int  # pairs (or observations) the verdict rests on
+    mean_difference: float
+    low: float  # interval for the mean difference (nan with fewer than two pairs)
+    high: float
+    level: float
+    text: str  # the evidence and the outcome in one sentence
+
+
+def number(x: float) -> str:
+    """Three significant digits with a true minus sign, as a report prints a difference."""
+    if not np.isfinite(x):
+        return "n/a"
+    return f"{x:.3g}".replace("-", "−")
+
+
+def _check(direction: str, margin: float, level: float) -> None:
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction '{direction}' is not one of {DIRECTIONS}")
+    if not np.isfinite(margin) or margin < 0:
+        raise ValueError(f"margin {margin} must be finite and >= 0")
+    if not 0 < level < 1:
+        raise ValueError(f"level {level} is outside (0, 1)")
+
+
+def _outcome(low: float, high: float, direction: str, margin: float) -> str:
+    """Where the interval lies against the threshold (0, or the margin tolerated in the wrong direction)."""
+    if direction == "lower":
+        threshold = margin
+        return "supported" if high < threshold else "contradicted" if low >= threshold else "inconclusive"
+    threshold = -margin
+    return "supported" if low > threshold else "contradicted" if high <= threshold else "inconclusive"
+
+
+def _mean_interval(d: np.ndarray, level: float) -> tuple[float, float]:
+    if d.size < 2:
+        return np.nan, np.nan
+    if np.all(d == d[0]):
+        # every pair differs by the same amount (e.g. all ties): no spread, the interval is that
+        # value; scipy would divide by a zero standard error
+        return float(d[0]), float(d[0])
+    ci = stats.ttest_1samp(d, 0.0).confidence_interval(confidence_level=level)
+    return float(ci.low), float(ci.high)
+
+
+def paired_verdict(differences, *, subject: str, direction: str, margin: float = 0.0, level: float = 0.95,
+                   unit: str = "paired replications") -> Verdict:
+    """Verdict on the claim that ``differences`` (claimed method − baseline, one per pair) are
+    ``direction`` ("lower" or "higher") than 0, tolerating ``margin`` in the wrong direction.
+
+    ``subject`` starts the sentence, e.g. "IWAVB's loading MSE"; pairs with a missing value
+    (nan) are left out.
+    """
+    _check(direction, margin, level)
+    d = np.asarray(differences, dtype=np.float64).ravel()
+    d = d[np.isfinite(d)]
+    n = int(d.size)
+    if n == 0:
+        return Verdict("inconclusive", 0, np.nan, np.nan, np.nan, level,
+                       f"{subject}: no paired replications to compare: inconclusive.")
+    favour = int(np.sum(d < 0) if direction == "lower" else np.sum(d > 0))
+    ties = int(np.sum(d == 0))
+    mean = float(d.mean())
+    low, high = _mean_interval(d, level)
+    evidence = f"{subject} is {direction} in {favour} of {n} {unit}"
+    if ties:
+        evidence += f" ({ties} tied)"
+    evidence += f"; mean difference {number(mean)}"
+    if n < 2:
+        outcome = "inconclusive"
+        evidence += " (one pair gives no interval)"
+    else:
+        outcome = _outcome(low, high, direction, margin)
+        evidence += f", {level:.0%} interval [{number(low)}, {number(high)}]"
+    if margin > 0:
+        evidence += f" (a difference within {number(margin)} counts as comparable)"
+    tail = f"inconclusive at {n} replication{'s' if n != 1 else ''}" if outcome == "inconclusive" else outcome
+    return Verdict(outcome, n, mean, low, high, level, f"{evidence}: **{tail}**.")
+
+
+def two_group_verdict(first, second, *, subject: str, direction: str, labels=("first", "second"),
+                      level: float = 0.95) -> Verdict:
+    """Verdict on the claim that the mean of ``first`` is ``direction`` than the mean of ``second``
+    (two unpaired groups; Welch's interval for the difference of means)."""
+    _check(direction, 0.0, level)
+    a = np.asarray(first, dtype=np.float64).ravel()
+    b = np.asarray(second, dtype=np.float64).ravel()
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    evidence = (f"{subject}: mean {number(a.mean()) if a.size else 'n/a'} with {labels[0]} ({a.size}) against "
+                f"{number(b.mean()) if b.size else 'n/a'} with {labels[1]} ({b.size})")
+    if a.size < 2 or b.size < 2:
+        return Verdict("inconclusive", int(a.size + b.size), float(a.mean() - b.mean()) if a.size and b.size else np.nan,
+                       np.nan, np.nan, level,
+                       f"{evidence}; too few values for an interval: **inconclusive at "
+                       f"{min(a.size, b.size)} replication{'s' if min(a.size, b.size) != 1 else ''}**.")
+    mean = float(a.mean() - b.mean())
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
+        low = high = mean  # no spread in either group
+    else:
+        ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(confidence_level=level)
+        low, high = float(ci.low), float(ci.high)
+    outcome = _outcome(low, high, direction, 0.0)
+    n = int(min(a.size, b.size))
+    tail = f"inconclusive at {n} replications" if outcome == "inconclusive" else outcome
+    return Verdict(outcome, int(a.size + b.size), mean, low, high, level,
+                   f"{evidence}; difference {number(mean)}, {level:.0%} interval [{number(low)}, {number(high)}]: "
+                   f"**{tail}**.")
+
+
+def paired_differences(frame: pd.DataFrame, value: str, *, claimed: str, baseline: str, units,
+                       method_column: str = "method") -> pd.Series:
+    """``claimed`` − ``baseline`` of ``value`` per unit (the columns ``units``, e.g. design and
+    replication), each method's values first averaged within the unit; units where either
+    method has no value are left out.
+
+    The unit is what is replicated independently: fits that share data (several numbers of
+    importance samples on one simulated data set) are averaged into one pair, not counted as
+    several.
+    """
+    units = list(units)
+    piv = frame.pivot_table(index=units, columns=method_column, values=value, aggfunc="mean")
+    if claimed not in piv.columns or baseline not in piv.columns:
+        return pd.Series(dtype=np.float64)
+    return (piv[claimed] - piv[baseline]).dropna()

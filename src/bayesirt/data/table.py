@@ -355,3 +355,28 @@ def person_table(ids: Sequence[str], part: str) -> pd.DataFrame:
     """The person ids of one part of a prepared data set (``persons.csv``): row (0-based, the
     row of the response matrix), person_id, part (train | holdout)."""
     return pd.DataFrame({"row": np.arange(len(ids)), "person_id": list(ids), "part": part})
+
+
+class Split(NamedTuple):
+    train: ResponseMatrix
+    holdout: ResponseMatrix
+    persons: pd.DataFrame        # row, person_id, part: every kept person, in matrix order per part
+    row_counts: pd.DataFrame
+
+
+def split(prepared: Prepared, fraction: float, seed: int) -> Split:
+    """Hold out ``fraction`` of the persons (seeded, ``data.holdout``) for a held-out
+    log-likelihood; the person ids and the row counts follow the split."""
+    from bayesirt.data.holdout import holdout_mask, split_holdout
+
+    rm = prepared.responses
+    mask = holdout_mask(rm.n_persons, fraction, seed)
+    train, hold = split_holdout(rm, fraction, seed)  # the same seeded mask
+    ids = np.asarray(prepared.person_ids, dtype=object)
+    persons = pd.concat([person_table(ids[~mask], "train"), person_table(ids[mask], "holdout")], ignore_index=True)
+    counts = prepared.row_counts
+    if mask.any():
+        counts = pd.concat([counts, pd.DataFrame([("training persons", train.n_persons, hold.n_persons,
+                                                   "held out for the held-out log-likelihood")],
+                                                 columns=counts.columns)], ignore_index=True)
+    return Split(train, hold, persons, counts)

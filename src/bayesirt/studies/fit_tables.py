@@ -1,0 +1,104 @@
+"""Item and person tables beside a fit (``items.csv``, ``persons.csv``), from what the fit wrote.
+
+``tables(folder, rm, person_ids)`` reads the fit's record, estimates and (where the method
+has draws) ``posterior.nc``, and returns the two tables of ``evaluation.irt_tables``:
+
+* ``factorized_grm`` (rb_imputation, mean-field ADVI): item values from the posterior draws of
+  discriminations and thresholds (so b and d have posterior means and sds); person scores are
+  the variational posterior means and sds of the abilities, one factor per scale.
+* ``mgrm`` (amortized_ifa, IWAE / IWAVB): item values are point estimates (empty sd); person
+  scores are the means and sds of the encoder's q(z | x) for confirmatory fits. Exploratory fits
+  have no person scores (their factors are rotated after fitting; the encoder's are not), so
+  their person table has the columns and no rows.
+
+Other models (the mixture GRM of ``n_dimensions`` > 1) are not in these forms: ``tables``
+raises for them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bayesirt import io
+from bayesirt.evaluation import irt_tables
+
+MODELS = ("factorized_grm", "mgrm")
+
+
+def tables(folder, rm: io.ResponseMatrix, person_ids=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(items, persons) of the fit in ``folder``; ``rm`` is the response matrix it was fitted
+    to, ``person_ids`` its persons' ids (default: the row numbers)."""
+    folder = Path(folder)
+    record = io.read_json(folder / "fit.json")
+    estimates = pd.read_csv(folder / "estimates.csv")
+    ids = list(person_ids) if person_ids is not None else [str(i) for i in range(rm.n_persons)]
+    if len(ids) != rm.n_persons:
+        raise ValueError(f"{folder}: {len(ids)} person ids for {rm.n_persons} persons of the fitted data")
+    names, scales = [it.name for it in rm.items], [it.scale for it in rm.items]
+    model = record.get("model")
+    if model == "factorized_grm":
+        return _factorized(folder, estimates, rm, names, scales, ids)
+    if model == "mgrm":
+        return _mgrm(estimates, record, rm, names, scales, ids)
+    raise ValueError(f"{folder}: item and person tables exist for the models {list(MODELS)}, not '{model}'")
+
+
+def _factorized(folder, estimates, rm, names, scales, ids):
+    import arviz as az
+
+    post = az.from_netcdf(folder / "posterior.nc").posterior
+    a = post["discrimination"].values.reshape(-1, rm.n_items)                    # (S, I)
+    base = post["base_difficulty"].values.reshape(-1, rm.n_items)
+    inc = post["increments"].values.reshape(a.shape[0], rm.n_items, -1)
+    # the model's ordered thresholds: first threshold plus the cumulative increments
+    tau = base[..., None] + np.concatenate([np.zeros_like(base)[..., None], np.cumsum(inc, -1)], -1)
+    slopes = np.zeros((a.shape[0], rm.n_items, len(rm.scales)))
+    slopes[:, np.arange(rm.n_items), rm.scale_index] = a
+    items = irt_tables.item_table(slopes, irt_tables.thresholds_to_slope_intercept(a, tau), rm.n_categories,
+                                  names, scales, rm.scales)
+    ab = estimates[estimates.parameter == "ability"]
+    mean = _grid(ab, "scale", rm.scales, rm.n_persons, "mean")
+    sd = _grid(ab, "scale", rm.scales, rm.n_persons, "sd")
+    loads = np.eye(len(rm.scales), dtype=bool)[rm.scale_index]
+    persons = irt_tables.person_table(mean, sd, rm.scales, ids, irt_tables.answered_per_factor(rm.observed, loads),
+                                      "posterior mean and sd (mean-field ADVI)")
+    return items, persons
+
+
+def _mgrm(estimates, record, rm, names, scales, ids):
+    lam = estimates[estimates.parameter == "loading"]
+    factors = (lam.drop_duplicates("factor").sort_values("factor")["factor_name"].astype(str).tolist())
+    slopes = np.zeros((1, rm.n_items, len(factors)))
+    slopes[0, lam["item"].to_numpy(), lam["factor"].to_numpy()] = lam["mean"].to_numpy()
+    ints = estimates[estimates.parameter == "intercept"]
+    d = np.zeros((1, rm.n_items, int(rm.n_categories.max()) - 1))
+    d[0, ints["item"].to_numpy(), ints["category"].to_numpy() - 1] = ints["mean"].to_numpy()
+    items = irt_tables.item_table(slopes, d, rm.n_categories, names, scales, factors)
+    ab = estimates[estimates.parameter == "ability"]
+    if ab.empty:
+        return items, pd.DataFrame(columns=irt_tables.PERSON_COLUMNS)
+    mean = _grid(ab, "factor_name", factors, rm.n_persons, "mean")
+    sd = _grid(ab, "factor_name", factors, rm.n_persons, "sd")
+    loads = slopes[0] != 0
+    persons = irt_tables.person_table(mean, sd, factors, ids, irt_tables.answered_per_factor(rm.observed, loads),
+                                      f"encoder q(z|x) mean and sd ({record.get('method')})")
+    return items, persons
+
+
+def _grid(rows: pd.DataFrame, column: str, names, n_persons: int, value: str) -> np.ndarray:
+    """(N, P) of ``value`` from tidy ability rows keyed by person and ``column`` (a factor name)."""
+    out = np.full((n_persons, len(names)), np.nan)
+    col = {str(n): p for p, n in enumerate(names)}
+    out[rows["person"].to_numpy(), rows[column].astype(str).map(col).to_numpy()] = rows[value].to_numpy()
+    if np.isnan(out).any():
+        raise ValueError(f"ability estimates do not cover {int(np.isnan(out).sum())} person x factor cells")
+    return out
+
+
+def read_person_ids(persons_csv, part: str = "train") -> list[str]:
+    """Ids of one part of a prepared table data set (``persons.csv`` of ``data.table``), in matrix order."""
+    p = pd.read_csv(persons_csv, dtype={"person_id": str}, keep_default_na=False)
+    return p[p.part == part].sort_values("row")["person_id"].tolist()

@@ -99,20 +99,7 @@ rule prepare_ipip_ffm:
 # =============================================================================================
 
 
-from pathlib import Path
-
-
-def table_file(wildcards):
-    return config["datasets"][wildcards.dataset]["file"]
-
-
-EXAMPLE_TABLES = "data/raw/examples/"
-
-# A missing file is reported now, before any job runs (the examples are written by a rule).
-for _name, _spec in config["datasets"].items():
-    if _spec["source"] == "table" and not _spec["file"].startswith(EXAMPLE_TABLES):
-        if not Path(_spec["file"]).is_file():
-            raise FileNotFoundError(f"{_spec['file']}: file not found (config key 'datasets.{_name}.file')")
+include: "functions/table_data.smk"
 
 
 rule example_table:

@@ -1,0 +1,17 @@
+# Input functions and parse-time checks of the table data source (rules example_table and
+# prepare_table in workflow/rules/data.smk); kept apart from the rules so that `snakemake --lint`
+# stays clean.
+from pathlib import Path
+
+
+def table_file(wildcards):
+    return config["datasets"][wildcards.dataset]["file"]
+
+
+EXAMPLE_TABLES = "data/raw/examples/"
+
+# A missing file is reported now, before any job runs (the examples are written by a rule).
+for _name, _spec in config["datasets"].items():
+    if _spec["source"] == "table" and not _spec["file"].startswith(EXAMPLE_TABLES):
+        if not Path(_spec["file"]).is_file():
+            raise FileNotFoundError(f"{_spec['file']}: file not found (config key 'datasets.{_name}.file')")

@@ -104,3 +104,33 @@ def test_unknown_model_is_refused(tmp_path):
     pd.DataFrame({"parameter": []}).to_csv(tmp_path / "estimates.csv", index=False)
     with pytest.raises(ValueError, match="not 'lcdm'"):
         fit_tables.tables(tmp_path, small_matrix())
+
+
+def binary_fit(tmp_path, model, idata=None):
+    rm = ResponseMatrix(np.array([[0, 1, -1], [1, 1, 0]]), [Item(f"b{j}", 2) for j in range(3)])
+    est = pd.DataFrame({"parameter": ["discrimination"] * 3 + ["difficulty"] * 3 + ["ability"] * 2,
+                        "item": [0, 1, 2, 0, 1, 2, -1, -1], "person": [-1] * 6 + [0, 1],
+                        "mean": [1.0, 2.0, 0.5, -1.0, 0.5, 1.0, 0.3, -0.4], "sd": [0.1, 0.2, 0.05, 0.3, 0.2, 0.1, 0.9, 0.8]})
+    records.write_fit(records.FitOutput({"model": model, "method": "m"}, est, None, idata), tmp_path)
+    return rm
+
+
+def test_binary_models_intercept_is_minus_difficulty(tmp_path):
+    """2PL/2PNO: eta = a theta - difficulty, so d = -difficulty and b = difficulty / a."""
+    rm = binary_fit(tmp_path, "2pl")
+    items, persons = fit_tables.tables(tmp_path, rm)
+    t = items.set_index(["item", "form", "parameter"])
+    assert t.loc[(1, "slope_intercept", "d"), "mean"] == -0.5 and t.loc[(1, "slope_intercept", "d"), "sd"] == 0.2
+    assert t.loc[(1, "irt", "b"), "mean"] == pytest.approx(0.25) and np.isnan(t.loc[(1, "irt", "b"), "sd"])
+    assert persons["n_answered"].tolist() == [2, 3] and persons["score"].tolist() == [0.3, -0.4]
+
+
+def test_binary_draws_are_used_where_the_fit_kept_them(tmp_path):
+    rng = np.random.default_rng(3)
+    a, diff = rng.lognormal(0, 0.2, (2, 100, 3)), rng.normal(0, 1, (2, 100, 3))
+    idata = az.from_dict(posterior={"discrimination": a, "difficulty": diff}, dims={"discrimination": ["item"],
+                                                                                   "difficulty": ["item"]})
+    rm = binary_fit(tmp_path, "2pno", idata)
+    t = fit_tables.tables(tmp_path, rm)[0].set_index(["item", "form", "parameter"])
+    assert t.loc[(2, "irt", "b"), "mean"] == pytest.approx((diff[..., 2] / a[..., 2]).mean())
+    assert t.loc[(2, "irt", "b"), "sd"] == pytest.approx((diff[..., 2] / a[..., 2]).std(ddof=1))

@@ -4,7 +4,8 @@ Every graded response model here can be written in slope-intercept form,
 
     logit P(Y_ij >= k | theta_i) = sum_p a_jp theta_ip + d_jk,      k = 1..K_j-1,
 
-(categories 0..K_j-1). ``item_table`` reports that form and the conventional IRT form:
+(categories 0..K_j-1; for binary items K = 2 and the link is the logistic, or the normal ogive
+Phi for the 2PNO). ``item_table`` reports that form and the conventional IRT form:
 
 * an item that loads on one factor (every item of the factorized GRM, every item of a
   simple-structure confirmatory model): discrimination a and thresholds b_k = -d_k / a, so that
@@ -42,7 +43,7 @@ def thresholds_to_slope_intercept(discrimination, thresholds):
 
 
 def item_table(slopes, intercepts, n_categories: Sequence[int], item_names: Sequence[str],
-               scales: Sequence[str], factor_names: Sequence[str]) -> pd.DataFrame:
+               scales: Sequence[str], factor_names: Sequence[str], slope_sd=None, intercept_sd=None) -> pd.DataFrame:
     """Both forms of every item, one row per value (columns ``ITEM_COLUMNS``).
 
     slopes      (S, I, P) draws of a (S = 1 for point estimates); a slope that is exactly 0 in
@@ -51,6 +52,9 @@ def item_table(slopes, intercepts, n_categories: Sequence[int], item_names: Sequ
     Rows: form "slope_intercept" (parameter a per loaded factor, d per k) then form "irt" (a and
     b per k for one-factor items; mdisc and mdiff per k otherwise). ``factor`` names the
     factor of a slope ("" otherwise), ``category`` is k (-1 for a slope or mdisc).
+    slope_sd, intercept_sd  (I, P) and (I, Kmax-1): posterior sds of a method that reports
+                sds but no draws (S = 1); they fill the slope-intercept rows' ``sd``. The IRT
+                form is then a plug-in of the means and its ``sd`` stays empty.
     """
     a = np.asarray(slopes, np.float64)
     d = np.asarray(intercepts, np.float64)
@@ -61,18 +65,20 @@ def item_table(slopes, intercepts, n_categories: Sequence[int], item_names: Sequ
         raise ValueError(f"{len(factor_names)} factor names for {n_factors} factors")
     rows = []
 
-    def add(j, form, parameter, factor, k, values):
+    def add(j, form, parameter, factor, k, values, sd=np.nan):
         values = np.asarray(values)
-        sd = float(values.std(ddof=1)) if n_draws > 1 else np.nan
+        sd = float(values.std(ddof=1)) if n_draws > 1 else float(sd)
         rows.append((j, item_names[j], scales[j], form, parameter, factor, k, float(values.mean()), sd))
 
+    a_sd = np.full(a.shape[1:], np.nan) if slope_sd is None else np.asarray(slope_sd, np.float64)
+    d_sd = np.full(d.shape[1:], np.nan) if intercept_sd is None else np.asarray(intercept_sd, np.float64)
     for j in range(n_items):
         n_k = int(n_categories[j]) - 1
         loaded = np.flatnonzero((a[:, j, :] != 0).any(0))
         for p in loaded:
-            add(j, "slope_intercept", "a", factor_names[p], -1, a[:, j, p])
+            add(j, "slope_intercept", "a", factor_names[p], -1, a[:, j, p], a_sd[j, p])
         for k in range(n_k):
-            add(j, "slope_intercept", "d", "", k + 1, d[:, j, k])
+            add(j, "slope_intercept", "d", "", k + 1, d[:, j, k], d_sd[j, k])
         if loaded.size == 1:
             p = loaded[0]
             add(j, "irt", "a", factor_names[p], -1, a[:, j, p])

@@ -11,8 +11,13 @@ has draws) ``posterior.nc``, and returns the two tables of ``evaluation.irt_tabl
   have no person scores (their factors are rotated after fitting; the encoder's are not), so
   their person table has the columns and no rows.
 
-Other models (the mixture GRM of ``n_dimensions`` > 1) are not in these forms: ``tables``
-raises for them.
+* ``2pl`` (vibo) and ``2pno`` (gibbs_2pno, probit link): from the posterior draws where the fit
+  wrote them (Gibbs samplers, NUTS), else from the means and sds in the estimates (VIBO,
+  mean-field VI, MML: the IRT form is then a plug-in of the means, ``sd`` empty); person scores
+  are the method's posterior (or encoder's) means and sds on the one factor ``theta``.
+
+Other models (the mixture GRM of ``n_dimensions`` > 1, the LCDM of dcm_bbvi, whose persons
+have attribute profiles rather than abilities) are not in these forms: ``tables`` raises.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import pandas as pd
 from bayesirt import io
 from bayesirt.evaluation import irt_tables
 
-MODELS = ("factorized_grm", "mgrm")
+MODELS = ("factorized_grm", "mgrm", "2pl", "2pno")
 
 
 def tables(folder, rm: io.ResponseMatrix, person_ids=None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -43,10 +48,12 @@ def tables(folder, rm: io.ResponseMatrix, person_ids=None) -> tuple[pd.DataFrame
         return _factorized(folder, estimates, rm, names, scales, ids)
     if model == "mgrm":
         return _mgrm(estimates, record, rm, names, scales, ids)
+    if model in ("2pl", "2pno"):
+        return _binary(folder, estimates, record, rm, names, scales, ids)
     raise ValueError(f"{folder}: item and person tables exist for the models {list(MODELS)}, not '{model}'")
 
 
-def _posterior_draws(path, names) -> dict:
+def _posterior_draws(path, names, missing_ok: bool = False) -> dict | None:
     """Arrays of the posterior group of an ArviZ netCDF file, read with h5netcdf (the engine
     the records are written with): the same values as ``arviz.from_netcdf``, without the
     seconds its import costs in a job that only reads three arrays."""
@@ -54,6 +61,8 @@ def _posterior_draws(path, names) -> dict:
 
     with h5netcdf.File(path, "r") as f:
         group = f["posterior"]
+        if missing_ok and not all(n in group.variables for n in names):
+            return None
         return {n: np.asarray(group[n][...]) for n in names}
 
 
@@ -94,6 +103,31 @@ def _mgrm(estimates, record, rm, names, scales, ids):
     loads = slopes[0] != 0
     persons = irt_tables.person_table(mean, sd, factors, ids, irt_tables.answered_per_factor(rm.observed, loads),
                                       f"encoder q(z|x) mean and sd ({record.get('method')})")
+    return items, persons
+
+
+def _binary(folder, estimates, record, rm, names, scales, ids):
+    """2PL (vibo) and 2PNO (gibbs_2pno): eta = a theta - difficulty, so the slope-intercept
+    intercept is d = -difficulty and b = difficulty / a. Draws where the fit kept them in
+    posterior.nc (Gibbs samplers, NUTS), else the means with the method's sds."""
+    path = folder / "posterior.nc"
+    draws = _posterior_draws(path, ("discrimination", "difficulty"), missing_ok=True) if path.exists() else None
+    if draws is not None and draws["discrimination"].shape[-1] == rm.n_items:
+        a = draws["discrimination"].reshape(-1, rm.n_items, 1)
+        d = -draws["difficulty"].reshape(-1, rm.n_items, 1)
+        a_sd = d_sd = None
+    else:
+        item_rows = {p: estimates[estimates.parameter == p].sort_values("item") for p in ("discrimination", "difficulty")}
+        a = item_rows["discrimination"]["mean"].to_numpy().reshape(1, rm.n_items, 1)
+        d = -item_rows["difficulty"]["mean"].to_numpy().reshape(1, rm.n_items, 1)
+        a_sd = item_rows["discrimination"]["sd"].to_numpy().reshape(rm.n_items, 1)
+        d_sd = item_rows["difficulty"]["sd"].to_numpy().reshape(rm.n_items, 1)
+    items = irt_tables.item_table(a, d, rm.n_categories, names, scales, ["theta"], a_sd, d_sd)
+    ab = estimates[estimates.parameter == "ability"].assign(factor_name="theta")
+    mean = _grid(ab, "factor_name", ["theta"], rm.n_persons, "mean")
+    sd = _grid(ab, "factor_name", ["theta"], rm.n_persons, "sd")
+    persons = irt_tables.person_table(mean, sd, ["theta"], ids, rm.observed.sum(1, keepdims=True),
+                                      f"posterior mean and sd ({record.get('method')})")
     return items, persons
 
 

@@ -40,4 +40,8 @@ def irt_table_targets(wildcards):
             folders += [fit_folder(f) for f in rb_fits(rb_wildcards)]
     for name in ifa_designs():
         folders += [fit_folder(f) for f in ifa_fit_records(SimpleNamespace(design=name))]
+    for name in vibo_designs():
+        folders += [fit_folder(f) for f in vibo_fit_records(SimpleNamespace(design=name))]
+    for name in gibbs_designs():
+        folders += [fit_folder(f) for f in gibbs_fit_records(SimpleNamespace(design=name))]
     return [f"{f}/{table}.csv" for f in folders for table in ("items", "persons")]

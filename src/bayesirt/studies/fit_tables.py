@@ -141,6 +141,16 @@ def _grid(rows: pd.DataFrame, column: str, names, n_persons: int, value: str) ->
     return out
 
 
+def write(folder, rm: io.ResponseMatrix, person_ids_csv=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Write ``items.csv`` and ``persons.csv`` beside the fit in ``folder`` (after
+    ``records.write_fit``); ``person_ids_csv`` is a table data set's ``persons.csv``."""
+    folder = Path(folder)
+    items, persons = tables(folder, rm, read_person_ids(person_ids_csv) if person_ids_csv else None)
+    io.write_table(items, folder / "items.csv")
+    io.write_table(persons, folder / "persons.csv")
+    return items, persons
+
+
 def read_person_ids(persons_csv, part: str = "train") -> list[str]:
     """Ids of one part of a prepared table data set (``persons.csv`` of ``data.table``), in matrix order."""
     p = pd.read_csv(persons_csv, dtype={"person_id": str}, keep_default_na=False)

@@ -3,12 +3,6 @@
 from types import SimpleNamespace
 
 
-def person_ids_of(dataset):
-    """The prepared person ids of a table data set (none for simulated or downloaded data)."""
-    spec = config["datasets"].get(dataset, {})
-    return f"data/processed/{dataset}/persons.csv" if spec.get("source") == "table" else []
-
-
 def rb_fit_responses(wildcards):
     if wildcards.fit == "reference":
         return f"data/processed/{wildcards.dataset}/responses.parquet"
@@ -20,17 +14,14 @@ def rb_fit_person_ids(wildcards):
     return person_ids_of(wildcards.dataset)
 
 
-def ifa_fit_person_ids(wildcards):
-    return person_ids_of(ifa_design_config(wildcards).get("dataset", ""))
-
-
 def fit_folder(record):
     """The folder of a fit record path."""
     return record.rsplit("/", 1)[0]
 
 
 def irt_table_targets(wildcards):
-    """items.csv and persons.csv of every fit the config's studies make."""
+    """items.csv and persons.csv of every rb_imputation fit (the fits of amortized_ifa, vibo and
+    gibbs_2pno write theirs in the fitting job)."""
     folders = []
     # the mixture GRM (n_dimensions > 1) is not a model with a slope-intercept form: no tables
     for ds in rb_datasets() if rb_config()["n_dimensions"] == 1 else []:
@@ -38,10 +29,4 @@ def irt_table_targets(wildcards):
         if rb_config()["replications"] > 0:
             rb_wildcards = SimpleNamespace(dataset=ds, missing=rb_config()["missing"])
             folders += [fit_folder(f) for f in rb_fits(rb_wildcards)]
-    for name in ifa_designs():
-        folders += [fit_folder(f) for f in ifa_fit_records(SimpleNamespace(design=name))]
-    for name in vibo_designs():
-        folders += [fit_folder(f) for f in vibo_fit_records(SimpleNamespace(design=name))]
-    for name in gibbs_designs():
-        folders += [fit_folder(f) for f in gibbs_fit_records(SimpleNamespace(design=name))]
     return [f"{f}/{table}.csv" for f in folders for table in ("items", "persons")]

@@ -150,3 +150,28 @@ def test_prepared_matrix_round_trips_through_the_shared_format(tmp_path):
     back = io.read_responses(tmp_path / "responses.parquet")
     np.testing.assert_array_equal(back.responses, out.responses.responses)
     assert back.items == out.responses.items
+
+
+def test_config_schema_and_checks_of_a_table_data_set():
+    from pathlib import Path
+
+    import yaml
+
+    from bayesirt.config import ConfigError, check
+
+    root = Path(__file__).resolve().parents[2]
+    schema = root / "workflow/schemas/config.schema.yaml"
+    example = yaml.safe_load((root / "config/examples/own_data.yaml").read_text())
+    check(example, schema)
+    # amortized_ifa needs held-out persons: a table data set without them is refused by name
+    example["datasets"]["bfi"]["holdout_fraction"] = 0
+    with pytest.raises(ConfigError, match=r"studies.amortized_ifa.designs.bfi_cfa.dataset': 'bfi' is not a data set "
+                                          r"with held-out persons"):
+        check(example, schema)
+    example["datasets"]["bfi"].update(holdout_fraction=0.1, items=["A1", "A2"])  # items and item_pattern
+    with pytest.raises(ConfigError, match=r"config key 'datasets.bfi'"):
+        check(example, schema)
+    del example["datasets"]["bfi"]["items"]
+    example["datasets"]["bfi"]["coding"] = {"labels": ["lo", "hi"], "n_categories": 2}
+    with pytest.raises(ConfigError, match=r"config key 'datasets.bfi.coding'"):
+        check(example, schema)

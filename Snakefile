@@ -26,10 +26,12 @@ include: "workflow/rules/amortized_ifa.smk"
 include: "workflow/rules/vibo.smk"
 include: "workflow/rules/dcm_bbvi.smk"
 include: "workflow/rules/gibbs_2pno.smk"
+include: "workflow/rules/irt_tables.smk"
 include: "workflow/rules/report.smk"
 
 
 rule all:
     input:
         all_targets,
+        irt_table_targets,
     default_target: True

@@ -36,9 +36,12 @@ def check(config: dict, schema_path) -> None:
         ds = design.get("dataset")
         if ds is not None and "preset" in design:
             raise ConfigError(f"{where}': give either preset (simulated data) or dataset (real data), not both")
-        if ds is not None and config["datasets"].get(ds, {}).get("source") != "ipip_ffm":
+        spec = config["datasets"].get(ds, {})
+        held_out = spec.get("source") == "ipip_ffm" or (spec.get("source") == "table"
+                                                        and spec.get("holdout_fraction", 0) > 0)
+        if ds is not None and not held_out:
             raise ConfigError(f"{where}.dataset': '{ds}' is not a data set with held-out persons "
-                              f"(source ipip_ffm) among {sorted(config['datasets'])}")
+                              f"(source ipip_ffm, or table with holdout_fraction > 0) among {sorted(config['datasets'])}")
         if ds is not None and design.get("analysis", "confirmatory") == "confirmatory" and "n_factors" not in design:
             raise ConfigError(f"{where}.n_factors': a confirmatory fit of a real data set needs n_factors")
     for name, design in (config.get("studies", {}).get("gibbs_2pno") or {}).get("designs", {}).items():

@@ -38,10 +38,13 @@ rule fit_amortized_ifa:
         responses=ifa_responses,
         holdout=ifa_holdout,
         truth=ifa_truth,
+        person_ids=ifa_fit_person_ids,
     output:
         record="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/fit.json",
         estimates="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/estimates.csv",
         loss="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/loss.csv",
+        item_table="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/items.csv",
+        person_table="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/persons.csv",
     params:
         design=ifa_design_config,
         dataset=ifa_dataset_name,

@@ -89,3 +89,52 @@ rule prepare_ipip_ffm:
         ENV
     script:
         "../scripts/prepare_ipip.py"
+
+
+# =============================================================================================
+# Your own questionnaire (`source: table`): a CSV, TSV or parquet file named in the config,
+# checked and prepared like the real data above (bayesirt.data.table). Bad input stops here,
+# before any fit, with one line naming the file, line and column. The example of
+# config/examples/own_data.yaml is written from an installed package (bayesirt.data.examples).
+# =============================================================================================
+
+
+include: "functions/table_data.smk"
+
+
+rule example_table:
+    output:
+        "data/raw/examples/{example}.csv",
+    wildcard_constraints:
+        example="bfi",
+    log:
+        "logs/data/examples/{example}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/example_table.py"
+
+
+rule prepare_table:
+    # responses.* = training persons (all persons unless holdout_fraction > 0); holdout.* = the
+    # persons held out; persons.csv = their ids; row_counts.csv = persons left after each step
+    input:
+        table=table_file,
+    output:
+        responses="data/processed/{dataset}/responses.parquet",
+        sidecar="data/processed/{dataset}/responses.json",
+        holdout="data/processed/{dataset}/holdout.parquet",
+        holdout_sidecar="data/processed/{dataset}/holdout.json",
+        persons="data/processed/{dataset}/persons.csv",
+        row_counts="data/processed/{dataset}/row_counts.csv",
+    params:
+        spec=dataset_config,
+        base_seed=config["seed"],  # the split's seed: derive(base_seed, "holdout", dataset)
+    wildcard_constraints:
+        dataset=datasets_from("table"),
+    log:
+        "logs/data/{dataset}.prepare.log",
+    conda:
+        ENV
+    script:
+        "../scripts/prepare_table.py"

@@ -42,6 +42,8 @@ rule fit_gibbs_2pno:
         record="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/fit.json",
         estimates="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/estimates.csv",
         posterior="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/posterior.nc",
+        item_table="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/items.csv",
+        person_table="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/persons.csv",
     params:
         study=gibbs_config(),
         seed=gibbs_fit_seed,

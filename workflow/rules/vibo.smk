@@ -45,6 +45,8 @@ rule fit_vibo:
     output:
         record="results/vibo/{design}/{missing}/{method}/rep{rep}/fit.json",
         estimates="results/vibo/{design}/{missing}/{method}/rep{rep}/estimates.csv",
+        item_table="results/vibo/{design}/{missing}/{method}/rep{rep}/items.csv",
+        person_table="results/vibo/{design}/{missing}/{method}/rep{rep}/persons.csv",
     params:
         study=vibo_config(),
         seed=vibo_fit_seed,

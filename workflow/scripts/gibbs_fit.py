@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 
 from bayesirt import io, logs, records
-from bayesirt.studies import gibbs_2pno
+from bayesirt.studies import fit_tables, gibbs_2pno
 
 log = logs.to_file(snakemake.log[0])
 w = snakemake.wildcards
@@ -16,3 +16,4 @@ if not out.record["converged"]:
     log.warning("chains not converged by the record's rule: %s", out.record["convergence_reason"])
 log.info("%s: %s; timing %s", cond.path, out.record["evaluation"], out.record["timing"])
 records.write_fit(out, Path(snakemake.output.record).parent)
+fit_tables.write(Path(snakemake.output.record).parent, responses)

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from bayesirt import logs, records
+from bayesirt.studies import fit_tables
 from bayesirt.studies.amortized_ifa import FitSpec, data, fit
 
 log = logs.to_file(snakemake.log[0])
@@ -17,3 +18,4 @@ if not out.record["converged"]:
     log.warning("fit did not converge: %s", out.record["convergence_reason"])
 log.info("held-out log-likelihood per person: %s", out.record["heldout_loglik"])
 records.write_fit(out, Path(snakemake.output.record).parent)
+fit_tables.write(Path(snakemake.output.record).parent, train, snakemake.input.person_ids or None)

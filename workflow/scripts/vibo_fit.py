@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 
 from bayesirt import io, logs, records
-from bayesirt.studies import vibo
+from bayesirt.studies import fit_tables, vibo
 
 log = logs.to_file(snakemake.log[0])
 w = snakemake.wildcards
@@ -17,3 +17,4 @@ if not out.record["converged"]:
     log.warning("fit did not converge: %s", out.record["convergence_reason"])
 log.info("%s: %s", cond.path, out.record["evaluation"])
 records.write_fit(out, Path(snakemake.output.record).parent)
+fit_tables.write(Path(snakemake.output.record).parent, train)

@@ -1,0 +1,119 @@
+"""Item and person tables in the forms psychometricians read (as mirt or lavaan print them).
+
+Every graded response model here can be written in slope-intercept form,
+
+    logit P(Y_ij >= k | theta_i) = sum_p a_jp theta_ip + d_jk,      k = 1..K_j-1,
+
+(categories 0..K_j-1; for binary items K = 2 and the link is the logistic, or the normal ogive
+Phi for the 2PNO). ``item_table`` reports that form and the conventional IRT form:
+
+* an item that loads on one factor (every item of the factorized GRM, every item of a
+  simple-structure confirmatory model): discrimination a and thresholds b_k = -d_k / a, so that
+  P(Y >= k) = sigmoid(a (theta - b_k)) and b_k is the ability at which P(Y >= k) = 1/2;
+* an item that loads on several factors (exploratory and complex-structure fits): Reckase's
+  multidimensional discrimination MDISC = sqrt(sum_p a_p^2) and multidimensional difficulties
+  MDIFF_k = -d_k / MDISC (the signed distance from the origin, along the item's direction of
+  steepest slope, to the point where P(Y >= k) = 1/2). As in mirt, MDISC ignores factor
+  correlations.
+
+Given posterior draws, each IRT-form value is computed per draw and then summarised, so its
+mean is the posterior mean of b (not -mean(d) / mean(a)) and its sd the posterior sd. Given
+point estimates (one "draw"), ``sd`` is empty.
+
+``person_table`` lists each person's score per factor: the posterior mean (EAP under the
+fitted approximation) and posterior sd, or the encoder's mean and sd for amortized methods.
+Only numpy and pandas: arrays and tables in, tables out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+ITEM_COLUMNS = ["item", "item_name", "scale", "form", "parameter", "factor", "category", "mean", "sd"]
+PERSON_COLUMNS = ["person", "person_id", "factor", "score", "sd", "n_answered", "score_type"]
+
+
+def thresholds_to_slope_intercept(discrimination, thresholds):
+    """IRT form -> slope-intercept: d_k = -a b_k. Arrays (..., I) and (..., I, K-1)."""
+    a = np.asarray(discrimination)
+    return -a[..., None] * np.asarray(thresholds)
+
+
+def item_table(slopes, intercepts, n_categories: Sequence[int], item_names: Sequence[str],
+               scales: Sequence[str], factor_names: Sequence[str], slope_sd=None, intercept_sd=None) -> pd.DataFrame:
+    """Both forms of every item, one row per value (columns ``ITEM_COLUMNS``).
+
+    slopes      (S, I, P) draws of a (S = 1 for point estimates); a slope that is exactly 0 in
+                every draw is a fixed zero (not a loading of the item) and is not listed.
+    intercepts  (S, I, Kmax-1) draws of d; entries k >= K_j - 1 of an item are ignored.
+    Rows: form "slope_intercept" (parameter a per loaded factor, d per k) then form "irt" (a and
+    b per k for one-factor items; mdisc and mdiff per k otherwise). ``factor`` names the
+    factor of a slope ("" otherwise), ``category`` is k (-1 for a slope or mdisc).
+    slope_sd, intercept_sd  (I, P) and (I, Kmax-1): posterior sds of a method that reports
+                sds but no draws (S = 1); they fill the slope-intercept rows' ``sd``. The IRT
+                form is then a plug-in of the means and its ``sd`` stays empty.
+    """
+    a = np.asarray(slopes, np.float64)
+    d = np.asarray(intercepts, np.float64)
+    if a.ndim != 3 or d.ndim != 3 or a.shape[:2] != d.shape[:2]:
+        raise ValueError(f"slopes (S, I, P) and intercepts (S, I, K-1) must share S and I, got {a.shape} and {d.shape}")
+    n_draws, n_items, n_factors = a.shape
+    if len(factor_names) != n_factors:
+        raise ValueError(f"{len(factor_names)} factor names for {n_factors} factors")
+    rows = []
+
+    def add(j, form, parameter, factor, k, values, sd=np.nan):
+        values = np.asarray(values)
+        sd = float(values.std(ddof=1)) if n_draws > 1 else float(sd)
+        rows.append((j, item_names[j], scales[j], form, parameter, factor, k, float(values.mean()), sd))
+
+    a_sd = np.full(a.shape[1:], np.nan) if slope_sd is None else np.asarray(slope_sd, np.float64)
+    d_sd = np.full(d.shape[1:], np.nan) if intercept_sd is None else np.asarray(intercept_sd, np.float64)
+    for j in range(n_items):
+        n_k = int(n_categories[j]) - 1
+        loaded = np.flatnonzero((a[:, j, :] != 0).any(0))
+        for p in loaded:
+            add(j, "slope_intercept", "a", factor_names[p], -1, a[:, j, p], a_sd[j, p])
+        for k in range(n_k):
+            add(j, "slope_intercept", "d", "", k + 1, d[:, j, k], d_sd[j, k])
+        if loaded.size == 1:
+            p = loaded[0]
+            add(j, "irt", "a", factor_names[p], -1, a[:, j, p])
+            for k in range(n_k):
+                add(j, "irt", "b", factor_names[p], k + 1, -d[:, j, k] / a[:, j, p])
+        elif loaded.size > 1:
+            mdisc = np.sqrt((a[:, j, :] ** 2).sum(-1))
+            add(j, "irt", "mdisc", "", -1, mdisc)
+            for k in range(n_k):
+                add(j, "irt", "mdiff", "", k + 1, -d[:, j, k] / mdisc)
+    return pd.DataFrame(rows, columns=ITEM_COLUMNS)
+
+
+def person_table(mean, sd, factor_names: Sequence[str], person_ids: Sequence, answered,
+                 score_type: str) -> pd.DataFrame:
+    """One row per person and factor (columns ``PERSON_COLUMNS``), person by person.
+
+    mean, sd   (N, P) posterior means and sds of the abilities (or the encoder's).
+    answered   (N, P) number of items of the factor the person answered.
+    """
+    mean, sd, answered = (np.asarray(x) for x in (mean, sd, answered))
+    n, p = mean.shape
+    if sd.shape != (n, p) or answered.shape != (n, p) or len(person_ids) != n or len(factor_names) != p:
+        raise ValueError(f"person table: means {mean.shape}, sds {sd.shape}, answered {answered.shape}, "
+                         f"{len(person_ids)} ids, {len(factor_names)} factors do not agree")
+    return pd.DataFrame({
+        "person": np.repeat(np.arange(n), p),
+        "person_id": np.repeat(np.asarray(person_ids, dtype=object), p),
+        "factor": np.tile(np.asarray(factor_names, dtype=object), n),
+        "score": mean.ravel(), "sd": sd.ravel(), "n_answered": answered.ravel().astype(np.int64),
+        "score_type": score_type,
+    })[PERSON_COLUMNS]
+
+
+def answered_per_factor(observed, loads) -> np.ndarray:
+    """(N, P): how many items loading on each factor a person answered (observed (N, I),
+    loads (I, P) boolean)."""
+    return np.asarray(observed, np.int64) @ np.asarray(loads, np.int64)

@@ -1,0 +1,80 @@
+"""Your own questionnaire in the workflow (source: table): prepared with person ids and row
+counts; bad input stops before any fit with one line naming file, line and column, and leaves
+no output behind; a missing file stops the run before any job."""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pandas as pd
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.workflow
+
+OUTPUTS = ("responses.parquet", "responses.json", "holdout.parquet", "holdout.json", "persons.csv", "row_counts.csv")
+
+
+def snakemake(cwd, *args):
+    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def setup_run(tmp_path, table_text, **spec):
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("Snakefile", "workflow", "environment.yml"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, run / name)
+    if table_text is not None:
+        (run / "survey.csv").write_text(table_text)
+    cfg = {"seed": 3, "studies": {"rb_imputation": {"dataset": "mine", "enabled": False}},
+           "datasets": {"mine": {"source": "table", "file": "survey.csv", "id_column": "id",
+                                 "items": ["Q1", "Q2", "Q3"], "missing_codes": ["", "NA", 9], **spec}}}
+    (run / "own.yaml").write_text(yaml.safe_dump(cfg))
+    return run
+
+
+GOOD = "id,Q1,Q2,Q3,age\n" + "".join(f"p{i},{1 + i % 4},{1 + (i * 3) % 4},{9 if i % 5 == 0 else 1 + i % 3},{20 + i}\n"
+                                      for i in range(40)) + "p40,NA,,9,61\n"
+
+
+def test_table_is_prepared_with_ids_and_row_counts(tmp_path):
+    run = setup_run(tmp_path, GOOD, holdout_fraction=0.1, reverse_keyed=["Q2"])
+    proc = snakemake(run, "data/processed/mine/responses.parquet", "--cores", "1", "--configfile", "own.yaml")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = run / "data/processed/mine"
+    schema = yaml.safe_load((ROOT / "workflow/schemas/responses.schema.yaml").read_text())
+    for part in ("responses", "holdout"):
+        jsonschema.validate(json.loads((out / f"{part}.json").read_text()), schema)
+    counts = pd.read_csv(out / "row_counts.csv", keep_default_na=False)
+    assert counts["persons"].tolist() == [41, 40, 36] and counts["removed"].tolist() == [0, 1, 4]
+    persons = pd.read_csv(out / "persons.csv")
+    assert persons.groupby("part").size().to_dict() == {"holdout": 4, "train": 36}
+    assert "p40" not in set(persons.person_id)  # answered nothing: dropped and counted
+    train = pd.read_parquet(out / "responses.parquet")
+    first = persons[(persons.part == "train") & (persons.row == 0)].person_id.item()
+    i = int(first[1:])
+    assert train.iloc[0].tolist() == [i % 4, 3 - (i * 3) % 4, -1 if i % 5 == 0 else i % 3]  # Q2 re-scored
+
+
+def test_bad_values_stop_the_prepare_step_and_leave_nothing(tmp_path):
+    run = setup_run(tmp_path, GOOD.replace("p7,4,", "p7,6,"), coding={"integers_from": 1, "n_categories": 4})
+    proc = snakemake(run, "data/processed/mine/responses.parquet", "--cores", "1", "--configfile", "own.yaml")
+    assert proc.returncode != 0
+    log = (run / "logs/data/mine.prepare.log").read_text()
+    assert re.search(r"^\S*DataFormatError: survey.csv: 1 cell\(s\) neither a declared category .* "
+                     r"first: line 9, column 'Q1': '6'$", log, flags=re.M), log
+    assert not any((run / "data/processed/mine" / name).exists() for name in OUTPUTS)
+
+
+def test_missing_file_stops_before_any_job(tmp_path):
+    run = setup_run(tmp_path, None)
+    proc = snakemake(run, "-n", "data/processed/mine/responses.parquet", "--configfile", "own.yaml")
+    assert proc.returncode != 0
+    assert "survey.csv: file not found (config key 'datasets.mine.file')" in proc.stdout + proc.stderr
+    assert not (run / "data").exists()

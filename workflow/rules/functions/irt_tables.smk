@@ -1,0 +1,32 @@
+# Input and target functions of the item and person table rules (workflow/rules/irt_tables.smk);
+# kept apart from the rules so that `snakemake --lint` stays clean.
+from types import SimpleNamespace
+
+
+def rb_fit_responses(wildcards):
+    if wildcards.fit == "reference":
+        return f"data/processed/{wildcards.dataset}/responses.parquet"
+    missing, rep = wildcards.fit.split("/")[:2]
+    return f"data/processed/{wildcards.dataset}/missing/{missing}/{rep}/responses.parquet"
+
+
+def rb_fit_person_ids(wildcards):
+    return person_ids_of(wildcards.dataset)
+
+
+def fit_folder(record):
+    """The folder of a fit record path."""
+    return record.rsplit("/", 1)[0]
+
+
+def irt_table_targets(wildcards):
+    """items.csv and persons.csv of every rb_imputation fit (the fits of amortized_ifa, vibo and
+    gibbs_2pno write theirs in the fitting job)."""
+    folders = []
+    # the mixture GRM (n_dimensions > 1) is not a model with a slope-intercept form: no tables
+    for ds in rb_datasets() if rb_config()["n_dimensions"] == 1 else []:
+        folders.append(f"results/rb_imputation/{ds}/reference")
+        if rb_config()["replications"] > 0:
+            rb_wildcards = SimpleNamespace(dataset=ds, missing=rb_config()["missing"])
+            folders += [fit_folder(f) for f in rb_fits(rb_wildcards)]
+    return [f"{f}/{table}.csv" for f in folders for table in ("items", "persons")]

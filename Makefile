@@ -18,7 +18,9 @@ export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES ?= 0
 # reruns the outputs of jobs that were cut off (rerun-incomplete), and a lock left by a run that
 # was killed is cleared first, but only when no Snakemake process of this project is alive
 # (workflow/unlock_if_stale.py says so when it clears one).
+# ARGS: more Snakemake options or targets, e.g. make run ARGS="--configfile config/paper.yaml".
 PROFILE := --workflow-profile workflow/profiles/local
+ARGS ?=
 
 .PHONY: run test test-all setup lock clean
 
@@ -33,8 +35,8 @@ $(STAMP): requirements.lock pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	@$(VENV)/bin/python workflow/unlock_if_stale.py $(PROFILE)
-	$(VENV)/bin/snakemake --cores all $(PROFILE)
+	@$(VENV)/bin/python workflow/unlock_if_stale.py $(PROFILE) $(ARGS)
+	$(VENV)/bin/snakemake --cores all $(PROFILE) $(ARGS)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -m "not slow"

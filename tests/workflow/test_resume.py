@@ -3,9 +3,9 @@ group, as a lost terminal or kill -9 leaves it), and the same command run again 
 workflow with no extra flags, rebuilds what the killed jobs left half-written, and gives the
 same files, bit for bit, as a run that was never interrupted.
 
-The part of the test config run here is rb_imputation's chain of jobs up to its tables (data,
-missingness, reference fit, imputation model, one fit per objective, comparison), so that the
-kill lands between fits and the test stays short."""
+The part of the test config run here is a chain of rb_imputation's jobs (data, reference fit and
+its table, missingness, imputation model, two objectives' fits: seven jobs), so that the kill
+lands between fits and the test stays short."""
 
 import base64
 import json
@@ -22,7 +22,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.workflow
 
-TARGETS = ["results/rb_imputation/rwa_sim/recovery.csv", "results/rb_imputation/rwa_sim/mcar15/summary.csv"]
+FITS = "results/rb_imputation/rwa_sim/mcar15/rep0"
+TARGETS = ["results/rb_imputation/rwa_sim/recovery.csv", f"{FITS}/zero_fill/fit.json", f"{FITS}/naive_average_M2/fit.json"]
 # the workflow's files, and the Makefile whose `run` target is the command under test
 FILES = ("Snakefile", "config", "workflow", "notebooks", "environment.yml", "Makefile")
 
@@ -95,7 +96,7 @@ def test_make_run_resumes_after_kill_9(tmp_path):
     assert proc.poll() is None, "the run ended before it could be interrupted"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    interrupted = [p for p in incomplete_outputs(run) if p.parts[0] == "results"]
+    interrupted = incomplete_outputs(run)
     assert interrupted and locked(run)
     # what a job killed while writing leaves behind: a truncated file where its output goes
     for rel in interrupted:

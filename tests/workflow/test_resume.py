@@ -114,3 +114,19 @@ def test_make_run_resumes_after_kill_9(tmp_path):
     assert result_files(run) == files and set(interrupted) <= set(files) and done_before < set(files)
     different = [str(rel) for rel in files if not same_content(clean / rel, run / rel)]
     assert not different
+
+
+def test_lock_of_a_live_run_is_left_alone(tmp_path):
+    # a lock, and a process of this folder that is a Snakemake run (a stand-in that sleeps):
+    # the lock must stay, the run be named, and the exit status say so
+    (tmp_path / ".snakemake" / "locks").mkdir(parents=True)
+    (tmp_path / ".snakemake" / "locks" / "0.output.lock").write_text("results/x\n")
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "snakemake"], cwd=tmp_path)
+    try:
+        proc = subprocess.run([sys.executable, str(ROOT / "workflow" / "unlock_if_stale.py")], cwd=tmp_path,
+                              capture_output=True, text=True)
+    finally:
+        live.kill()
+        live.wait()
+    assert proc.returncode == 1 and f"pid {live.pid}" in proc.stderr
+    assert locked(tmp_path)

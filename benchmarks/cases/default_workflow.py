@@ -77,10 +77,11 @@ def run() -> dict:
         done = re.findall(r"(\d+) of (\d+) steps \(100%\) done", proc.stderr)
         jobs = job_times(folder)
         slowest = sorted(jobs, key=lambda r: -r["seconds"])[:5]
-        by_rule: dict[str, dict] = {}
+        # jobs grouped by the first folder of their log: a study, "data" or "reports"
+        by_group: dict[str, dict] = {}
         for r in jobs:
-            rule = r["job"].split("/")[0]
-            agg = by_rule.setdefault(rule, {"jobs": 0, "seconds": 0.0, "cpu_seconds": 0.0})
+            group = r["job"].split("/")[0]
+            agg = by_group.setdefault(group, {"jobs": 0, "seconds": 0.0, "cpu_seconds": 0.0})
             agg["jobs"] += 1
             agg["seconds"] += r["seconds"]
             agg["cpu_seconds"] += r["cpu_seconds"]
@@ -96,8 +97,8 @@ def run() -> dict:
             "slowest_jobs": [{"job": r["job"], "seconds": r["seconds"], "cpu_seconds": r["cpu_seconds"]}
                              for r in slowest],
             "jobs_seconds_sum": round(sum(r["seconds"] for r in jobs), 1),
-            "by_study": {k: {**v, "seconds": round(v["seconds"], 1), "cpu_seconds": round(v["cpu_seconds"], 1)}
-                         for k, v in sorted(by_rule.items())},
+            "by_group": {k: {**v, "seconds": round(v["seconds"], 1), "cpu_seconds": round(v["cpu_seconds"], 1)}
+                         for k, v in sorted(by_group.items())},
             "fit_compile_seconds": compile_seconds(folder),
             "jobs": jobs,
             "sizes": {"config": config},

@@ -41,4 +41,5 @@ rule all:
 for _rule in workflow.rules:
     if _rule.benchmark is None and _rule.log:
         _rule.benchmark_modifier = _rule.output_modifier
-        _rule.benchmark = "logs/benchmarks/" + str(_rule.log[0]).removeprefix("logs/").removesuffix(".log") + ".tsv"
+        _log = str(_rule.log[0]).removeprefix("logs/").removesuffix(".log")
+        _rule.benchmark = f"logs/benchmarks/{_log}.tsv"

@@ -7,7 +7,20 @@ STAMP := $(VENV)/.installed
 
 # Machine setting: JAX's persistent compilation cache, so that jobs (and reruns) compiling the
 # same program reuse it. Results do not depend on it; set the variable to move or share it.
+# JAX writes an entry only for programs that took at least a second to compile; most of the
+# workflow's programs compile faster than that but are compiled again by every job of the same
+# shape, so every entry is kept.
 export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/.jax_cache
+export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0
+export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES ?= 0
+
+# The README's main command. After an interruption the same command resumes: the local profile
+# reruns the outputs of jobs that were cut off (rerun-incomplete), and a lock left by a run that
+# was killed is cleared first, but only when no Snakemake process of this project is alive
+# (workflow/unlock_if_stale.py says so when it clears one).
+# ARGS: more Snakemake options or targets, e.g. make run ARGS="--configfile config/paper.yaml".
+PROFILE := --workflow-profile workflow/profiles/local
+ARGS ?=
 
 .PHONY: run test test-all setup lock clean
 
@@ -22,7 +35,8 @@ $(STAMP): requirements.lock pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(VENV)/bin/snakemake --cores all --workflow-profile workflow/profiles/local
+	@$(VENV)/bin/python workflow/unlock_if_stale.py $(PROFILE) $(ARGS)
+	$(VENV)/bin/snakemake --cores all $(PROFILE) $(ARGS)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -m "not slow"

@@ -35,3 +35,13 @@ rule all:
         all_targets,
         irt_table_targets,
     default_target: True
+
+
+# Every job's wall time, CPU time and peak memory (Snakemake's benchmark files), beside its log:
+# logs/benchmarks/<the log's path>.tsv (the default_workflow benchmark case reads them). Set here
+# for all rules at once, with the path handling Snakemake gives the rule's outputs.
+for _rule in workflow.rules:
+    if _rule.benchmark is None and _rule.log:
+        _rule.benchmark_modifier = _rule.output_modifier
+        _log = str(_rule.log[0]).removeprefix("logs/").removesuffix(".log")
+        _rule.benchmark = f"logs/benchmarks/{_log}.tsv"

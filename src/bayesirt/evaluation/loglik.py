@@ -24,6 +24,8 @@ so that memory stays bounded at R = 5000.
 from __future__ import annotations
 
 import math
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -46,12 +48,12 @@ def importance_sampled_loglik(key, model_params, st: mgrm.Structure, responses, 
     y_all = np.asarray(responses)
 
     @jax.jit
-    def chunk_stats(key, y):
+    def chunk_stats(params, key, y):
         z, log_q = draw(key, y, sample_chunk)
-        log_w = mgrm.log_joint(model_params, y, z, st) - log_q
+        log_w = mgrm.log_joint(params, y, z, st) - log_q
         return jax.scipy.special.logsumexp(log_w, axis=0)
 
-    return _accumulate(key, y_all, chunk_stats, n_samples, person_chunk, sample_chunk)
+    return _accumulate(key, y_all, partial(chunk_stats, model_params), n_samples, person_chunk, sample_chunk)
 
 
 def _accumulate(key, y_all, chunk_stats, n_samples, person_chunk, sample_chunk):
@@ -104,28 +106,31 @@ def laplace_is_loglik(key, model_params, st: mgrm.Structure, responses, n_sample
     y_all = np.asarray(responses)
     p = st.n_factors
 
+    # The item parameters are arguments of the compiled programs, not constants baked into
+    # them: every fit of the same model shape then runs the same programs, which JAX's
+    # persistent compilation cache shares across the workflow's jobs.
     @jax.jit
-    def proposal_of(y):
-        mode, h = posterior_modes(model_params, st, y, n_newton)
+    def proposal_of(params, y):
+        mode, h = posterior_modes(params, st, y, n_newton)
         cov = jnp.linalg.inv(-h) * inflation ** 2
         cov = 0.5 * (cov + jnp.swapaxes(cov, -1, -2)) + 1e-6 * jnp.eye(p)
         return mode, jnp.linalg.cholesky(cov)
 
     @jax.jit
-    def chunk_stats(key, y, mode, chol):
+    def chunk_stats(params, key, y, mode, chol):
         eps = jax.random.normal(key, (sample_chunk,) + mode.shape)
         z = mode + jnp.einsum("bij,rbj->rbi", chol, eps)
         log_q = (-0.5 * jnp.sum(eps * eps, -1) - jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), -1)
                  - 0.5 * p * math.log(2 * math.pi))
-        log_w = mgrm.log_joint(model_params, y, z, st) - log_q
+        log_w = mgrm.log_joint(params, y, z, st) - log_q
         return jax.scipy.special.logsumexp(log_w, axis=0)
 
     n_rounds = -(-n_samples // sample_chunk)
     out = np.empty(y_all.shape[0])
     for c, (a, b) in enumerate(_chunks(y_all.shape[0], person_chunk)):
         y = jnp.asarray(_pad(y_all[a:b], person_chunk), jnp.int8)
-        mode, chol = proposal_of(y)
-        parts = [chunk_stats(jax.random.fold_in(jax.random.fold_in(key, c), r), y, mode, chol)
+        mode, chol = proposal_of(model_params, y)
+        parts = [chunk_stats(model_params, jax.random.fold_in(jax.random.fold_in(key, c), r), y, mode, chol)
                  for r in range(n_rounds)]
         total = jax.scipy.special.logsumexp(jnp.stack(parts), axis=0) - math.log(n_rounds * sample_chunk)
         out[a:b] = np.asarray(total, np.float64)[: b - a]
@@ -148,14 +153,15 @@ def quadrature_loglik(model_params, st: mgrm.Structure, responses, n_nodes: int 
     z = jnp.asarray(math.sqrt(2.0) * nodes, jnp.float32) @ chol.T  # (G, P)
     log_w = jnp.asarray(log_w, jnp.float32)
 
-    @jax.jit
-    def chunk(y):
+    @jax.jit  # parameters and nodes as arguments: one program per model shape (see laplace_is_loglik)
+    def chunk(params, z, log_w, y):
         zz = jnp.broadcast_to(z[:, None, :], (z.shape[0], y.shape[0], p))
-        ll = mgrm.log_likelihood(model_params, y, zz, st)  # (G, B)
+        ll = mgrm.log_likelihood(params, y, zz, st)  # (G, B)
         return jax.scipy.special.logsumexp(ll + log_w[:, None], axis=0)
 
     y_all = np.asarray(responses)
     out = np.empty(y_all.shape[0])
     for a, b in _chunks(y_all.shape[0], person_chunk):
-        out[a:b] = np.asarray(chunk(jnp.asarray(_pad(y_all[a:b], person_chunk), jnp.int8)), np.float64)[: b - a]
+        y = jnp.asarray(_pad(y_all[a:b], person_chunk), jnp.int8)
+        out[a:b] = np.asarray(chunk(model_params, z, log_w, y), np.float64)[: b - a]
     return out

@@ -51,7 +51,6 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
-import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -277,6 +276,8 @@ def _stack_draws(draws: list, state_shape, recorder, settings: SamplerSettings, 
 def to_inference_data(posterior: dict, sample_stats: dict | None = None, *, coords=None, dims=None
                       ) -> az.InferenceData:
     """``az.from_dict`` of chain x draw arrays, without the ``created_at`` stamp."""
+    import arviz as az  # here, not at the top: importing ArviZ costs seconds in every workflow job
+
     with warnings.catch_warnings():
         # ArviZ guesses the axes are swapped when there are more chains than draws (e.g. a run
         # that diverged early); ours are always chain x draw
@@ -334,6 +335,8 @@ def summary_table(idata: az.InferenceData, var_names: list[str] | None = None) -
 
 
 def _stats(var: xr.DataArray, single: xr.Dataset, name: str) -> dict:
+    import arviz as az
+
     return {
         "mean": var.mean(_SAMPLE_DIMS),
         "sd": var.std(_SAMPLE_DIMS, ddof=1),

@@ -1,0 +1,110 @@
+"""The default workflow (config/config.yaml, `make run`'s command) from a clean folder with a cold JAX compilation cache: wall time, jobs, the five slowest.
+
+The workflow's files (Snakefile, config/, workflow/, notebooks/, environment.yml) are copied
+into a fresh temporary folder and run there, with a fresh, empty compilation cache, so the
+repository's own results/, logs/ and .jax_cache/ are neither used nor touched. The folder is
+deleted afterwards (set BENCH_KEEP=1 to keep it; its path is printed).
+
+Per job: wall and CPU seconds from the benchmark file Snakemake writes beside each job's log
+(logs/benchmarks/...); CPU seconds (user + system of the job's processes) are the figure to
+compare on a busy machine, wall seconds the one a user waits for. Per fit: JAX compilation
+seconds from the fit records, where a method records them.
+
+BENCH_CONFIG=config/test.yaml runs another config the same way (e.g. to check this case quickly).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOW_FILES = ("Snakefile", "config", "workflow", "notebooks", "environment.yml")
+
+
+def job_times(folder: Path) -> list[dict]:
+    """One row per job from Snakemake's benchmark files: name (the log path), wall and CPU seconds."""
+    rows = []
+    bench = folder / "logs" / "benchmarks"
+    for path in sorted(bench.rglob("*.tsv")):
+        with path.open() as f:
+            rec = next(csv.DictReader(f, delimiter="\t"))
+        rows.append({"job": str(path.relative_to(bench).with_suffix("")), "seconds": float(rec["s"]),
+                     "cpu_seconds": float(rec["cpu_time"]), "max_rss_mb": float(rec["max_rss"])})
+    return rows
+
+
+def compile_seconds(folder: Path) -> dict:
+    """Sum of the JAX compilation seconds the fit records report, by study."""
+    out: dict[str, float] = {}
+    for path in (folder / "results").rglob("fit.json"):
+        timing = json.loads(path.read_text()).get("timing") or {}
+        seconds = sum(v for k, v in timing.items() if "compile" in k and isinstance(v, (int, float)))
+        study = path.relative_to(folder / "results").parts[0]
+        out[study] = out.get(study, 0.0) + seconds
+    return {k: round(v, 1) for k, v in sorted(out.items())}
+
+
+def run() -> dict:
+    config = os.environ.get("BENCH_CONFIG", "config/config.yaml")
+    folder = Path(tempfile.mkdtemp(prefix="bayesirt_default_workflow_"))
+    print(f"running {config} in {folder}", flush=True)
+    try:
+        for name in WORKFLOW_FILES:
+            src = ROOT / name
+            (shutil.copytree if src.is_dir() else shutil.copy)(src, folder / name)
+        # the same machine settings as `make run`, with a cache of its own that starts empty
+        env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(folder / ".jax_cache"),
+               "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+        cmd = [sys.executable, "-m", "snakemake", "--cores", "all", "--workflow-profile", "workflow/profiles/local",
+               "--configfile", config]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the workflow failed:\n{proc.stderr[-4000:]}")
+        done = re.findall(r"(\d+) of (\d+) steps \(100%\) done", proc.stderr)
+        jobs = job_times(folder)
+        slowest = sorted(jobs, key=lambda r: -r["seconds"])[:5]
+        # jobs grouped by the first folder of their log: a study, "data" or "reports"
+        by_group: dict[str, dict] = {}
+        for r in jobs:
+            group = r["job"].split("/")[0]
+            agg = by_group.setdefault(group, {"jobs": 0, "seconds": 0.0, "cpu_seconds": 0.0})
+            agg["jobs"] += 1
+            agg["seconds"] += r["seconds"]
+            agg["cpu_seconds"] += r["cpu_seconds"]
+        return {
+            "config": config,
+            "command": " ".join(["snakemake", *cmd[3:]]),
+            "wall_seconds": round(wall, 1),
+            # user + system seconds of Snakemake and every job it ran (less sensitive to other
+            # load on the machine than wall time)
+            "cpu_seconds": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 1),
+            "n_jobs": int(done[-1][1]) if done else len(jobs),
+            "cpu_count": os.cpu_count(),
+            "slowest_jobs": [{"job": r["job"], "seconds": r["seconds"], "cpu_seconds": r["cpu_seconds"]}
+                             for r in slowest],
+            "jobs_seconds_sum": round(sum(r["seconds"] for r in jobs), 1),
+            "by_group": {k: {**v, "seconds": round(v["seconds"], 1), "cpu_seconds": round(v["cpu_seconds"], 1)}
+                         for k, v in sorted(by_group.items())},
+            "fit_compile_seconds": compile_seconds(folder),
+            "jobs": jobs,
+            "sizes": {"config": config},
+        }
+    finally:
+        if os.environ.get("BENCH_KEEP"):
+            print(f"kept {folder}", flush=True)
+        else:
+            shutil.rmtree(folder, ignore_errors=True)

@@ -106,7 +106,7 @@ rule example_table:
     output:
         "data/raw/examples/{example}.csv",
     wildcard_constraints:
-        example="bfi",
+        example="bfi|gss_abortion",
     log:
         "logs/data/examples/{example}.log",
     conda:

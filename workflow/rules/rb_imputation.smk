@@ -24,7 +24,7 @@ rule fit_reference:
         training=config["training"],
         priors=config["priors"],
         posterior_draws=config["posterior_draws"],
-        n_dimensions=config["studies"]["rb_imputation"]["n_dimensions"],
+        n_dimensions=rb_setting("n_dimensions"),
         seed=reference_seed,
     log:
         "logs/rb_imputation/{dataset}/reference.log",
@@ -46,7 +46,7 @@ rule fit_imputation_model:
         record="results/rb_imputation/{dataset}/{missing}/rep{rep}/imputation/imputation.json",
         submodels="results/rb_imputation/{dataset}/{missing}/rep{rep}/imputation/submodels.csv",
     params:
-        settings=config["studies"]["rb_imputation"]["stacking"],
+        settings=rb_setting("stacking"),
         seed=imputation_seed,
     log:
         "logs/rb_imputation/{dataset}/{missing}/rep{rep}/imputation.log",
@@ -71,7 +71,7 @@ rule fit_objective:
         training=config["training"],
         priors=config["priors"],
         posterior_draws=config["posterior_draws"],
-        n_dimensions=config["studies"]["rb_imputation"]["n_dimensions"],
+        n_dimensions=rb_setting("n_dimensions"),
         seed=replication_seed,
     log:
         "logs/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}.log",

@@ -78,7 +78,8 @@ def _check_gibbs_2pno(study: dict) -> None:
         for i, missing in enumerate(design.get("missing", [])):
             key = f"studies.gibbs_2pno.designs.{name}.missing.{i}"
             _, rate = _missing(key, missing)
-            _fits(key, missing, rate, int(design["n_persons"]), int(design["n_items"]), "the design")
+            if "dataset" not in design:  # a real data set's size is known only once it is read
+                _fits(key, missing, rate, int(design["n_persons"]), int(design["n_items"]), "the design")
 
 
 def _check_dcm_bbvi(study: dict) -> None:

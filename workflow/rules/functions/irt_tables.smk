@@ -24,7 +24,7 @@ def irt_table_targets(wildcards):
     gibbs_2pno write theirs in the fitting job)."""
     folders = []
     # the mixture GRM (n_dimensions > 1) is not a model with a slope-intercept form: no tables
-    for ds in rb_datasets() if rb_config()["n_dimensions"] == 1 else []:
+    for ds in rb_datasets() if rb_config().get("n_dimensions") == 1 else []:
         folders.append(f"results/rb_imputation/{ds}/reference")
         if rb_config()["replications"] > 0:
             rb_wildcards = SimpleNamespace(dataset=ds, missing=rb_config()["missing"])

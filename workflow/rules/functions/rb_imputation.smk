@@ -4,7 +4,13 @@ from bayesirt.studies import rb_imputation
 
 
 def rb_config():
-    return config["studies"]["rb_imputation"]
+    # a config may leave the study out (e.g. an example that runs another study only)
+    return config["studies"].get("rb_imputation") or {"enabled": False}
+
+
+def rb_setting(name):
+    """A setting of the study, looked up when a job of it is built (only when the study is on)."""
+    return lambda wildcards: rb_config()[name]
 
 
 def rb_datasets():

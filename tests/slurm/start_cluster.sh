@@ -8,11 +8,13 @@
 #   tests/slurm/start_cluster.sh stop     cancel the jobs, stop the daemons, delete the folder
 #   tests/slurm/start_cluster.sh status   sinfo of the running cluster
 #
-# Everything is written under one folder (BAYESIRT_SLURM_DIR, default /tmp/bayesirt-slurm):
-# configuration, munge key and socket, state, logs. Nothing goes to /etc/slurm, so clients find
-# the cluster only through SLURM_CONF (export it; sbatch --export=ALL passes it on to the jobs).
-# The script refuses to start where SLURM is configured already (/etc/slurm/slurm.conf, a
-# SLURM_CONF that is not its own, or a slurmctld/slurmd it did not start).
+# The configuration goes where every SLURM client looks for it, /etc/slurm (slurm.conf, gres.conf,
+# fake_gpus.conf, each marked as written here): the SLURM plugin's job step runs srun inside
+# the job with SLURM_CONF removed from its environment, so a configuration elsewhere would not
+# be found on the node. Everything else (munge key and socket, state, logs) is under one folder,
+# BAYESIRT_SLURM_DIR (default /tmp/bayesirt-slurm); stop deletes it and the three files. The
+# script refuses to start where SLURM is configured already (a slurm.conf it did not write, a
+# SLURM_CONF elsewhere, or a slurmctld/slurmd it did not start).
 #
 # Settings (environment variables):
 #   BAYESIRT_SLURM_PARTITION  partition name (default: standard, the profile's default partition)
@@ -30,10 +32,14 @@ PARTITION=${BAYESIRT_SLURM_PARTITION:-standard}
 GPUS=${BAYESIRT_SLURM_GPUS:-1}
 CTLD_PORT=${BAYESIRT_SLURM_CTLD_PORT:-6817}
 SLURMD_PORT=${BAYESIRT_SLURM_SLURMD_PORT:-6818}
-CONF=$DIR/etc/slurm.conf
+ETC=/etc/slurm
+CONF=$ETC/slurm.conf
+SIGNATURE="# written by tests/slurm/start_cluster.sh"   # first line of the files it writes
 MARKER=$DIR/.bayesirt-test-cluster   # says the folder is this script's, so stop may delete it
 
 die() { echo "start_cluster.sh: $*" >&2; exit "${2:-1}"; }
+
+ours() { [[ -f $1 ]] && [[ $(head -n 1 "$1") == "$SIGNATURE"* ]]; }
 
 pid_alive() { [[ -s $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -60,9 +66,10 @@ install_packages() {
 
 refuse_foreign_slurm() {
     local f
-    for f in /etc/slurm/slurm.conf /etc/slurm-llnl/slurm.conf; do
-        [[ -e $f ]] && die "a SLURM configuration exists ($f): not touching this machine's SLURM" 3
+    for f in "$ETC/slurm.conf" "$ETC/gres.conf" /etc/slurm-llnl/slurm.conf; do
+        [[ -e $f ]] && ! ours "$f" && die "a SLURM configuration exists ($f): not touching this machine's SLURM" 3
     done
+    [[ -e $ETC/fake_gpus.conf && ! -e $MARKER ]] && die "$ETC/fake_gpus.conf exists: not touching it" 3
     if [[ -n ${SLURM_CONF:-} && $SLURM_CONF != "$CONF" ]]; then
         die "SLURM_CONF points to another configuration ($SLURM_CONF)" 3
     fi
@@ -81,7 +88,7 @@ write_config() {
     host=$(hostname -s)
     cpus=${BAYESIRT_SLURM_CPUS:-$(nproc)}
     mem=${BAYESIRT_SLURM_MEM_MB:-$(awk '/MemTotal/ {print int($2 / 1024 * 0.9)}' /proc/meminfo)}
-    mkdir -p "$DIR"/{etc,munge,state/ctld,state/slurmd,log,run}
+    mkdir -p "$ETC" "$DIR"/{munge,state/ctld,state/slurmd,log,run}
     local gres_node="" gres_types=""
     if (( GPUS > 0 )); then
         gres_node="Gres=gpu:$GPUS"
@@ -89,15 +96,15 @@ write_config() {
         # SLURM 22.05 drops a GPU declared without a device file (gres.conf Count= alone), so the
         # GPUs come from fake_gpus.conf, SLURM's own stand-in for detected GPUs (its test suite
         # uses it): <type>|<CPU count>|<CPU range>|<links>|<device file>. No device is opened.
-        printf 'AutoDetect=off\n' >"$DIR/etc/gres.conf"
-        : >"$DIR/etc/fake_gpus.conf"
+        printf '%s\nAutoDetect=off\n' "$SIGNATURE" >"$ETC/gres.conf"
+        : >"$ETC/fake_gpus.conf"
         local g
         for (( g = 0; g < GPUS; g++ )); do
-            printf '(null)|%s|0-%s|-1|/dev/nvidia%s\n' "$cpus" "$((cpus - 1))" "$g" >>"$DIR/etc/fake_gpus.conf"
+            printf '(null)|%s|0-%s|-1|/dev/nvidia%s\n' "$cpus" "$((cpus - 1))" "$g" >>"$ETC/fake_gpus.conf"
         done
     fi
     cat >"$CONF" <<EOF
-# written by tests/slurm/start_cluster.sh: a one-node test cluster
+$SIGNATURE: a one-node test cluster, state and logs in $DIR
 ClusterName=bayesirt-test
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$CTLD_PORT
@@ -113,7 +120,6 @@ SlurmctldPidFile=$DIR/run/slurmctld.pid
 SlurmdPidFile=$DIR/run/slurmd.pid
 SlurmctldLogFile=$DIR/log/slurmctld.log
 SlurmdLogFile=$DIR/log/slurmd.log
-PlugStackConfig=$DIR/etc/plugstack.conf
 # no cgroups: processes are tracked through /proc, nothing is confined
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -133,7 +139,6 @@ $gres_types
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem $gres_node State=UNKNOWN
 PartitionName=$PARTITION Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
-    : >"$DIR/etc/plugstack.conf"
 }
 
 start_munge() {
@@ -148,11 +153,11 @@ start_munge() {
 wait_idle() {
     local i state
     for i in $(seq 1 120); do
-        state=$(SLURM_CONF=$CONF sinfo -h -N -o '%T' 2>/dev/null | head -1 || true)
+        state=$(sinfo -h -N -o '%T' 2>/dev/null | head -1 || true)
         [[ $state == idle ]] && return 0
         # a node that came up "down" or "drained" is resumed once (ReturnToService covers most)
         if [[ $state == down* || $state == drain* ]] && (( i % 10 == 0 )); then
-            SLURM_CONF=$CONF scontrol update nodename="$(hostname -s)" state=resume 2>/dev/null || true
+            scontrol update nodename="$(hostname -s)" state=resume 2>/dev/null || true
         fi
         sleep 0.5
     done
@@ -169,8 +174,8 @@ start() {
     install_packages
     write_config
     start_munge
-    SLURM_CONF=$CONF slurmctld -f "$CONF"
-    SLURM_CONF=$CONF slurmd -f "$CONF"
+    slurmctld -f "$CONF"
+    slurmd -f "$CONF"
     if ! wait_idle; then stop; die "the node did not become idle" 1; fi
     echo "SLURM_CONF=$CONF"
 }
@@ -188,10 +193,10 @@ stop() {
     [[ -e $MARKER ]] || { echo "no test cluster in $DIR"; return 0; }
     if pid_alive "$DIR/run/slurmctld.pid"; then
         # cancel what is still queued or running, so no job outlives the daemons
-        SLURM_CONF=$CONF scancel --full --quiet --partition="$PARTITION" 2>/dev/null || true
+        scancel --full --quiet --partition="$PARTITION" 2>/dev/null || true
         local i
         for i in $(seq 1 30); do
-            [[ -z $(SLURM_CONF=$CONF squeue -h -t PD,R,CG -o %i 2>/dev/null) ]] && break
+            [[ -z $(squeue -h -t PD,R,CG -o %i 2>/dev/null) ]] && break
             sleep 0.5
         done
     fi
@@ -202,12 +207,15 @@ stop() {
     # refuses to run beside another SLURM), listed by their ids
     local pid
     for pid in $(pgrep -x slurmstepd || true); do kill -9 "$pid" 2>/dev/null || true; done
+    local f
+    for f in "$ETC/slurm.conf" "$ETC/gres.conf"; do ours "$f" && rm -f "$f"; done
+    rm -f "$ETC/fake_gpus.conf"
     rm -rf "$DIR"
 }
 
 case ${1:-} in
     start) start ;;
     stop) stop ;;
-    status) SLURM_CONF=$CONF sinfo -N -l ;;
+    status) sinfo -N -l ;;
     *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
 esac

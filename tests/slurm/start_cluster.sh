@@ -7,6 +7,7 @@
 #                                         wait until the node is idle; prints SLURM_CONF=<file>
 #   tests/slurm/start_cluster.sh stop     cancel the jobs, stop the daemons, delete the folder
 #   tests/slurm/start_cluster.sh status   sinfo of the running cluster
+#   tests/slurm/start_cluster.sh install  only install the packages (CI does it before the tests)
 #
 # The configuration goes where every SLURM client looks for it, /etc/slurm (slurm.conf, gres.conf,
 # fake_gpus.conf, each marked as written here): the SLURM plugin's job step runs srun inside
@@ -37,7 +38,7 @@ CONF=$ETC/slurm.conf
 SIGNATURE="# written by tests/slurm/start_cluster.sh"   # first line of the files it writes
 MARKER=$DIR/.bayesirt-test-cluster   # says the folder is this script's, so stop may delete it
 
-die() { echo "start_cluster.sh: $*" >&2; exit "${2:-1}"; }
+die() { echo "start_cluster.sh: $1" >&2; exit "${2:-1}"; }   # die <message> [exit code]
 
 ours() { [[ -f $1 ]] && [[ $(head -n 1 "$1") == "$SIGNATURE"* ]]; }
 
@@ -53,23 +54,27 @@ install_packages() {
     if [[ ! -e $policy ]]; then
         printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && own_policy=1
     fi
-    local ok=0
+    local ok=0 log
+    log=$(mktemp)
     # A fresh machine may have no package lists yet: update only when the install fails.
-    apt-get install -y -q --no-install-recommends slurm-wlm munge >"$DIR/apt.log" 2>&1 && ok=1
+    apt-get install -y -q --no-install-recommends slurm-wlm munge >"$log" 2>&1 && ok=1
     if [[ $ok == 0 ]]; then
-        apt-get update -q >>"$DIR/apt.log" 2>&1 || true
-        apt-get install -y -q --no-install-recommends slurm-wlm munge >>"$DIR/apt.log" 2>&1 && ok=1
+        apt-get update -q >>"$log" 2>&1 || true
+        apt-get install -y -q --no-install-recommends slurm-wlm munge >>"$log" 2>&1 && ok=1
     fi
     [[ $own_policy == 1 ]] && rm -f "$policy"
-    [[ $ok == 1 ]] || { tail -20 "$DIR/apt.log" >&2; die "apt-get could not install slurm-wlm and munge" 4; }
+    if [[ $ok == 0 ]]; then tail -n 20 "$log" >&2; rm -f "$log"; die "apt-get could not install slurm-wlm and munge" 4; fi
+    rm -f "$log"
 }
 
 refuse_foreign_slurm() {
     local f
     for f in "$ETC/slurm.conf" "$ETC/gres.conf" /etc/slurm-llnl/slurm.conf; do
-        [[ -e $f ]] && ! ours "$f" && die "a SLURM configuration exists ($f): not touching this machine's SLURM" 3
+        if [[ -e $f ]] && ! ours "$f"; then
+            die "a SLURM configuration exists ($f): not touching this machine's SLURM" 3
+        fi
     done
-    [[ -e $ETC/fake_gpus.conf && ! -e $MARKER ]] && die "$ETC/fake_gpus.conf exists: not touching it" 3
+    if [[ -e $ETC/fake_gpus.conf && ! -e $MARKER ]]; then die "$ETC/fake_gpus.conf exists: not touching it" 3; fi
     if [[ -n ${SLURM_CONF:-} && $SLURM_CONF != "$CONF" ]]; then
         die "SLURM_CONF points to another configuration ($SLURM_CONF)" 3
     fi
@@ -77,8 +82,9 @@ refuse_foreign_slurm() {
     local name pid
     for name in slurmctld slurmd; do
         for pid in $(pgrep -x "$name" || true); do
-            [[ -s $DIR/run/$name.pid && $(cat "$DIR/run/$name.pid") == "$pid" ]] \
-                || die "a $name (pid $pid) is running that this script did not start" 3
+            if [[ ! -s $DIR/run/$name.pid || $(cat "$DIR/run/$name.pid") != "$pid" ]]; then
+                die "a $name (pid $pid) is running that this script did not start" 3
+            fi
         done
     done
 }
@@ -170,8 +176,8 @@ start() {
     [[ $(id -u) == 0 ]] || die "must run as root (it installs packages and starts daemons)" 2
     if [[ -e $MARKER ]]; then stop; fi   # a cluster of ours left behind: start afresh
     refuse_foreign_slurm
-    mkdir -p "$DIR" && touch "$MARKER"
     install_packages
+    mkdir -p "$DIR" && touch "$MARKER"
     write_config
     start_munge
     slurmctld -f "$CONF"
@@ -215,7 +221,10 @@ stop() {
 
 case ${1:-} in
     start) start ;;
+    install)
+        [[ $(id -u) == 0 ]] || die "must run as root to install packages" 2
+        install_packages ;;
     stop) stop ;;
     status) sinfo -N -l ;;
-    *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+    *) echo "usage: $0 start|stop|status|install" >&2; exit 2 ;;
 esac

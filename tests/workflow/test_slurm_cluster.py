@@ -35,10 +35,10 @@ NODE = {
 }
 # The test's own executor settings: squeue for job states (a test cluster has no accounting
 # database for sacct; finished jobs stay in squeue for MinJobAge), a first status check after
-# 2 s instead of 40, and the node's logs kept for the checks below.
+# 2 s instead of 40, the node's logs kept, and --verbose, which prints each sbatch command line.
 SLURM_ARGS = ("--workflow-profile", "workflow/profiles/slurm", "--executor", "slurm", "--jobs", "8",
               "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "2",
-              "--slurm-keep-successful-logs")
+              "--slurm-keep-successful-logs", "--verbose")
 pytestmark = pytest.mark.workflow
 
 
@@ -145,6 +145,18 @@ def test_every_job_went_through_sbatch_with_the_profiles_resources(slurm_runs):
         # the node wrote its log where the plugin said
         assert Path(job["StdOut"]).is_file(), job["StdOut"]
     assert {started[j] for j in submitted} >= set(FITS) & {"fit_reference", "fit_objective", "fit_amortized_ifa"}
+
+
+def test_fitting_jobs_ask_for_a_gpu_in_the_plugins_form(slurm_runs):
+    # the sbatch command lines themselves: --gpus=1 (the plugin's form for `gpu: 1`) on every
+    # fitting job and on no other, with the profile's CPUs per task
+    calls = re.findall(r"^sbatch call: (sbatch .*)$", slurm_runs["output"], flags=re.M)
+    assert len(calls) == len(re.findall(r"has been submitted with SLURM jobid", slurm_runs["output"]))
+    fits = [call for call in calls if re.search(r"--comment '?rule_fit_", call)]
+    assert len(fits) > 10 and len(calls) > len(fits)
+    for call in calls:
+        assert (" --gpus=1" in call) == (call in fits), call
+    assert all(re.search(r" --cpus-per-task=[24] ", call) for call in fits)
 
 
 def test_results_are_those_of_the_local_run(slurm_runs, local_run):

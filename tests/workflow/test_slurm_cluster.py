@@ -150,7 +150,7 @@ def test_every_job_went_through_sbatch_with_the_profiles_resources(slurm_runs):
 def test_fitting_jobs_ask_for_a_gpu_in_the_plugins_form(slurm_runs):
     # the sbatch command lines themselves: --gpus=1 (the plugin's form for `gpu: 1`) on every
     # fitting job and on no other, with the profile's CPUs per task
-    calls = re.findall(r"^sbatch call: (sbatch .*)$", slurm_runs["output"], flags=re.M)
+    calls = re.findall(r"sbatch call: (sbatch .*)$", slurm_runs["output"], flags=re.M)
     assert len(calls) == len(re.findall(r"has been submitted with SLURM jobid", slurm_runs["output"]))
     fits = [call for call in calls if re.search(r"--comment '?rule_fit_", call)]
     assert len(fits) > 10 and len(calls) > len(fits)
@@ -179,3 +179,15 @@ def test_a_job_failing_on_the_node_is_reported_with_its_logs(slurm_runs):
     assert "Traceback (most recent call last)" in rule_log and "out of range" in rule_log
     assert re.search(r"DataFormatError: .*out of range", output), output[-3000:]
     assert not (bad / "data/processed/rwa_bad/responses.parquet").exists()
+
+
+def test_start_refuses_where_slurm_is_configured_already(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("start_cluster.sh runs as root only")
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "slurm.conf").write_text("ClusterName=site\n")
+    proc = subprocess.run([str(START), "start"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "BAYESIRT_SLURM_ETC": str(etc), "BAYESIRT_SLURM_DIR": str(tmp_path / "c")})
+    assert proc.returncode == 3 and "a SLURM configuration exists" in proc.stderr, proc.stderr
+    assert (etc / "slurm.conf").read_text() == "ClusterName=site\n" and not (tmp_path / "c").exists()

@@ -73,7 +73,7 @@ def cluster():
 
 def scheduler_jobs(env) -> dict[str, dict]:
     """Every job the controller knows (finished ones stay for MinJobAge), by SLURM job id."""
-    out = subprocess.run(["scontrol", "show", "job", "--oneliner"], env={**os.environ, **env},
+    out = subprocess.run(["scontrol", "show", "job", "--details", "--oneliner"], env={**os.environ, **env},
                          capture_output=True, text=True, check=True).stdout
     jobs = {}
     for line in out.splitlines():
@@ -139,6 +139,7 @@ def test_every_job_went_through_sbatch_with_the_profiles_resources(slurm_runs):
         assert job["NumCPUs"] == str(res["cpus_per_task"]), (rule, job["NumCPUs"])
         assert f"mem={res['mem_mb']}M" in job["TRES"], (rule, job["TRES"])
         # fitting jobs were given one (count-only) GPU by the scheduler, the others none
+        assert (job["JOB_GRES"] == "gpu:1") == rule.startswith("fit_"), (rule, job["JOB_GRES"])
         assert ("gres/gpu=1" in job["TRES"]) == rule.startswith("fit_"), (rule, job["TRES"])
         assert int(job["TimeLimit"].split(":")[0]) * 60 + int(job["TimeLimit"].split(":")[1]) == res["runtime"], \
             (rule, job["TimeLimit"])

@@ -131,8 +131,6 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
-# count GPUs among a job's trackable resources (scontrol's TRES=), as sites do
-AccountingStorageTRES=gres/gpu
 JobCompType=jobcomp/none
 MpiDefault=none
 SelectType=select/cons_tres
@@ -161,6 +159,11 @@ start_munge() {
 wait_idle() {
     local i state
     for i in $(seq 1 120); do
+        # a daemon that died (a configuration it rejects) will not come back: fail at once
+        # (after 2 s, by when both have written their pid files)
+        if (( i > 4 )) && ! { pid_alive "$DIR/run/slurmctld.pid" && pid_alive "$DIR/run/slurmd.pid"; }; then
+            break
+        fi
         state=$(sinfo -h -N -o '%T' 2>/dev/null | head -1 || true)
         [[ $state == idle ]] && return 0
         # a node that came up "down" or "drained" is resumed once (ReturnToService covers most)
@@ -169,7 +172,7 @@ wait_idle() {
         fi
         sleep 0.5
     done
-    echo "node state: '${state:-none}' after 60 s" >&2
+    echo "node state: '${state:-none}'" >&2
     tail -n 20 "$DIR"/log/*.log >&2 || true
     return 1
 }

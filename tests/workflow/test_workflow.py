@@ -2,37 +2,17 @@
 config validated against the result schemas, bit-for-bit reruns, and bad-config errors."""
 
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import jsonschema
 import pandas as pd
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from .runs import ROOT, assert_same_results, snakemake, workflow_copy
+
 SCHEMAS = ROOT / "workflow" / "schemas"
 pytestmark = pytest.mark.workflow
-
-
-def snakemake(*args, cwd=ROOT, check=True, env=None):
-    proc = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, capture_output=True, text=True,
-                          env=None if env is None else {**os.environ, **env})
-    if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc
-
-
-def workflow_copy(dest: Path) -> Path:
-    """The files a run needs, in a fresh folder, so runs do not touch the repository's results."""
-    for name in ("Snakefile", "config", "workflow", "notebooks", "environment.yml"):
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, dest / name)
-    return dest
 
 
 def test_lint():
@@ -126,22 +106,6 @@ def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, text, message)
     assert message in proc.stdout + proc.stderr
 
 
-def run_test_config(folder: Path, env=None) -> Path:
-    workflow_copy(folder)
-    snakemake("--cores", "2", "--configfile", "config/test.yaml", cwd=folder, env=env)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def two_runs(tmp_path_factory):
-    # JAX's persistent compilation cache (a machine setting, not part of the workflow) shared
-    # by both runs: the second reuses the first one's compiled programs, which also checks
-    # that a cached program gives the same results bit for bit
-    env = {"JAX_COMPILATION_CACHE_DIR": str(tmp_path_factory.mktemp("jax_cache"))}
-    return (run_test_config(tmp_path_factory.mktemp("run_a"), env),
-            run_test_config(tmp_path_factory.mktemp("run_b"), env))
-
-
 def load_schema(name):
     return yaml.safe_load((SCHEMAS / name).read_text())
 
@@ -179,18 +143,7 @@ def test_outputs_follow_the_schemas(two_runs):
 
 
 def test_rerun_is_bit_for_bit_identical(two_runs):
-    a, b = two_runs
-    files = sorted(p.relative_to(a) for p in (a / "results").rglob("*") if p.is_file())
-    files += sorted(p.relative_to(a) for p in (a / "data").rglob("*") if p.is_file())
-    assert len(files) >= 10
-    for rel in files:
-        if rel.parts[1] == "reports" or rel.name.startswith("timings"):  # run timestamps, wall times
-            continue
-        if rel.suffix == ".json":  # fit and imputation records: all but the timing field
-            strip = lambda p: {k: v for k, v in json.loads(p.read_text()).items() if k != "timing"}
-            assert strip(a / rel) == strip(b / rel), rel
-        else:
-            assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+    assert_same_results(*two_runs)
 
 
 def test_amortized_ifa_outputs_follow_the_schemas(two_runs):

@@ -1,0 +1,56 @@
+"""Helpers shared by the workflow tests: run Snakemake in a copy of the workflow, and compare
+the results of two runs of the same config."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def snakemake(*args, cwd=ROOT, check=True, env=None):
+    proc = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, capture_output=True, text=True,
+                          env=None if env is None else {**os.environ, **env})
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def workflow_copy(dest: Path) -> Path:
+    """The files a run needs, in a fresh folder, so runs do not touch the repository's results."""
+    for name in ("Snakefile", "config", "workflow", "notebooks", "environment.yml"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, dest / name)
+    return dest
+
+
+def run_test_config(folder: Path, env=None) -> Path:
+    workflow_copy(folder)
+    snakemake("--cores", "2", "--configfile", "config/test.yaml", cwd=folder, env=env)
+    return folder
+
+
+def assert_same_results(a: Path, b: Path) -> int:
+    """Every data and result file of run `a` is in run `b` with the same content, bit for bit,
+    except what records time: timings tables, the `timing` field of the JSON records, and the
+    executed report notebooks (run timestamps). Returns the number of files compared."""
+    def listing(run):
+        return sorted(p.relative_to(run) for folder in ("results", "data")
+                      for p in (run / folder).rglob("*") if p.is_file())
+
+    files = listing(a)
+    assert len(files) >= 10 and files == listing(b), set(files) ^ set(listing(b))
+    compared = 0
+    for rel in files:
+        if rel.parts[1] == "reports" or rel.name.startswith("timings"):  # run timestamps, wall times
+            continue
+        if rel.suffix == ".json":  # fit and imputation records: all but the timing field
+            strip = lambda p: {k: v for k, v in json.loads(p.read_text()).items() if k != "timing"}
+            assert strip(a / rel) == strip(b / rel), rel
+        else:
+            assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+        compared += 1
+    return compared

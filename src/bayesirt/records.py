@@ -27,17 +27,36 @@ class FitOutput:
     idata: object | None = None
 
 
+def how_converged(result) -> dict:
+    """The record's account of how converged a fit is: why it stopped (``stop_reason``), the
+    slope of its loss over the last windows with its standard error (per epoch for minibatch
+    fits, per step for full batch; negative is improvement) and whether it hit ``max_steps``
+    while still improving. Results not made by the training driver (e.g. EM) carry no slope."""
+    conv = result.convergence or {}
+    diverged = result.extra.get("diverged_at_step") is not None
+    default_reason = "diverged" if diverged else ("converged" if result.converged else "not_converged")
+    slope, se = conv.get("slope"), conv.get("slope_se")
+    return {
+        "stop_reason": conv.get("stop_reason", default_reason),
+        "loss_slope": None if slope is None else float(slope),
+        "loss_slope_se": None if se is None else float(se),
+        "loss_slope_unit": conv.get("slope_unit"),
+        "max_steps_still_improving": bool(conv.get("max_steps_still_improving", False)),
+    }
+
+
 def fit_record(result, fields: dict, *, window: int, timing: dict | None = None) -> dict:
     """``fields`` (model, method, study, data set, condition, sizes, settings ...) followed by what
-    every fit record carries: steps, convergence flag and reason, the step a diverged fit stopped
-    at, the final windowed loss, library versions, device and timings. ``result`` is an
-    ``inference.training.FitResult``."""
+    every fit record carries: steps, convergence flag and reason, how converged
+    (``how_converged``), the step a diverged fit stopped at, the final windowed loss, library
+    versions, device and timings. ``result`` is an ``inference.training.FitResult``."""
     window = min(window, len(result.losses))
     return {
         **fields,
         "steps": int(result.steps),
         "converged": bool(result.converged),
         "convergence_reason": result.reason,
+        **how_converged(result),
         "diverged_at_step": result.extra.get("diverged_at_step"),
         "final_loss": float(np.mean(result.losses[-window:])) if window else float("nan"),
         "versions": io.library_versions(),

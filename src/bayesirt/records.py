@@ -93,6 +93,31 @@ def sample_record(result, fields: dict, *, max_r_hat: float = 1.01, min_ess: flo
     }
 
 
+def convergence_flags(folder) -> tuple[str, pd.DataFrame]:
+    """The fits under ``folder`` (every ``fit.json`` below it) that did not converge, with why
+    and, for optimisation fits, whether they hit ``max_steps`` still improving, for the report
+    notebooks: a one-line verdict (Markdown) and a table with one row per flagged fit."""
+    folder = Path(folder)
+    rows = []
+    for path in sorted(folder.rglob("fit.json")):
+        rec = io.read_json(path)
+        if rec.get("converged", False) and not rec.get("max_steps_still_improving", False):
+            continue
+        rows.append({"fit": str(path.parent.relative_to(folder)), "method": rec.get("method"),
+                     "steps": rec.get("steps"), "stop_reason": rec.get("stop_reason", "not_converged"),
+                     "max_steps_still_improving": bool(rec.get("max_steps_still_improving", False)),
+                     "loss_slope": rec.get("loss_slope"), "loss_slope_se": rec.get("loss_slope_se"),
+                     "loss_slope_unit": rec.get("loss_slope_unit"), "reason": rec.get("convergence_reason")})
+    flags = pd.DataFrame(rows, columns=["fit", "method", "steps", "stop_reason", "max_steps_still_improving",
+                                        "loss_slope", "loss_slope_se", "loss_slope_unit", "reason"])
+    if flags.empty:
+        return "Every fit converged.", flags
+    improving = int(flags.max_steps_still_improving.sum())
+    return (f"**{len(flags)} fit(s) did not converge**"
+            + (f", {improving} of them stopped at max_steps while still improving" if improving else "")
+            + ": their estimates are not final (table below)."), flags
+
+
 def loss_table(losses) -> pd.DataFrame:
     losses = np.asarray(losses)
     return pd.DataFrame({"step": np.arange(1, len(losses) + 1), "loss": losses})

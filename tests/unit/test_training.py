@@ -110,3 +110,18 @@ def test_record_says_how_converged_and_validates():
 def test_unknown_stopping_rule_is_refused():
     with pytest.raises(ValueError, match="stopping"):
         TrainSettings(stopping="patience")
+
+
+def test_report_flags_unconverged_fits(tmp_path):
+    loss = _slow_descent(1000.0)
+    improving = train(loss, {"x": jnp.array(0.0)}, jax.random.key(0), DATA, 1,
+                      TrainSettings(**{**SLOW, "max_steps": 400}))
+    settled = train(loss, {"x": jnp.array(49.0)}, jax.random.key(0), DATA, 1, TrainSettings(**SLOW))
+    for name, res in {"a": improving, "b": settled}.items():
+        out = records.FitOutput(records.fit_record(res, FIELDS, window=100), records.loss_table([]))
+        records.write_fit(out, tmp_path / name)
+    verdict, flags = records.convergence_flags(tmp_path)
+    assert list(flags.fit) == ["a"] and bool(flags.max_steps_still_improving.iloc[0])
+    assert "1 fit(s) did not converge" in verdict and "still improving" in verdict
+    verdict, flags = records.convergence_flags(tmp_path / "b")
+    assert flags.empty and verdict == "Every fit converged."

@@ -41,9 +41,11 @@ def test_trend_matches_least_squares_on_block_means():
 
 
 def test_blocks_are_epochs_for_minibatches_and_fractions_of_the_window_for_full_batch():
-    assert blocks(1000, TrainSettings(batch_size=64, window_epochs=2)) == (15, 2, "epoch")
-    assert blocks(1000, TrainSettings(batch_size=None, window=100)) == (20, 5, "step")
-    assert blocks(1000, TrainSettings(batch_size=5000, window=100)) == (20, 5, "step")
+    assert blocks(1000, TrainSettings(batch_size=64, window_epochs=2, window=20)) == (15, 2, "epoch")
+    # window (steps) is a floor on the window: 100 steps are 7 epochs of 15 steps
+    assert blocks(1000, TrainSettings(batch_size=64, window_epochs=2, window=100)) == (15, 7, "epoch")
+    assert blocks(1000, TrainSettings(batch_size=None, window=100)) == (25, 10, "step")
+    assert blocks(1000, TrainSettings(batch_size=5000, window=100)) == (25, 10, "step")
 
 
 def _slow_descent(offset):
@@ -54,12 +56,12 @@ def _slow_descent(offset):
     return loss
 
 
-SLOW = dict(learning_rate=0.01, lr_decay_rate=1.0, max_steps=1500, min_steps=200, check_every=50, window=100,
+SLOW = dict(learning_rate=0.01, lr_decay_rate=1.0, max_steps=1500, min_steps=200, check_every=50, window=40,
             patience=3, progress_every=0)
 
 
 def test_relative_rule_stops_a_steady_slow_descent_that_the_noise_rule_follows():
-    loss = _slow_descent(1000.0)  # relative improvement per 100-step window ~1e-4 < rel_tol
+    loss = _slow_descent(1000.0)  # relative improvement per 40-step window ~4e-5 < rel_tol
     old = train(loss, {"x": jnp.array(0.0)}, jax.random.key(0), DATA, 1,
                 TrainSettings(stopping="relative", rel_tol=1e-3, **SLOW))
     assert old.converged and old.steps < 500 and old.convergence["stop_reason"] == "relative_tolerance"

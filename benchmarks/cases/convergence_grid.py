@@ -12,8 +12,12 @@ log-likelihood and within 10% of its best loading RMSE; every converged ADVI cel
 the best discrimination RMSE. A cell that hit max_steps still improving is not converged and is
 reported, not counted. ``CONV_GRID_BATCHES``, ``CONV_GRID_LRS`` and ``CONV_GRID_ADVI_LRS``
 (comma-separated) restrict the grid; cells run one after another (each writes its figures to
-``results/benchmarks/convergence_grid.partial.json`` as it finishes, so an interrupted run
-says which cells it covered). ``CONV_GRID_STOPPING=relative`` runs the grid with the old rule.
+``results/benchmarks/convergence_grid.<part>.partial.json`` as it finishes, so an interrupted run
+says which cells it covered). ``CONV_GRID_RESUME=1`` reuses the cells of that file (same rule)
+instead of refitting them; ``CONV_GRID_PARTS`` (``iwae``, ``advi`` or both, the default) runs
+part of the grid, with its own partial file, so the parts can run side by side and a last run
+with ``CONV_GRID_RESUME=1`` assembles them. ``CONV_GRID_STOPPING=relative`` runs the grid with
+the old rule.
 """
 
 import dataclasses
@@ -39,7 +43,7 @@ from bayesirt.studies import grm_advi  # noqa: E402
 
 BATCHES, LRS, ADVI_LRS = (32, 64, 128, 256), (0.003, 0.01, 0.03), (0.01, 0.05, 0.1)
 LOGLIK_GAP_MAX, RMSE_RATIO_MAX = 0.005, 1.10
-PARTIAL = ROOT / "results" / "benchmarks" / "convergence_grid.partial.json"
+OUT = ROOT / "results" / "benchmarks"
 
 
 def _list(name, default, kind):
@@ -47,21 +51,38 @@ def _list(name, default, kind):
     return tuple(kind(v) for v in value.split(",")) if value else default
 
 
-def _save(partial: dict) -> None:
-    PARTIAL.parent.mkdir(parents=True, exist_ok=True)
-    PARTIAL.write_text(json.dumps(partial, indent=2))
+def _partial_path(part: str):
+    return OUT / f"convergence_grid.{part}.partial.json"
 
 
-def _iwae_cells(stopping: str, partial: dict) -> list[dict]:
+def _save(partial: dict, part: str) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    _partial_path(part).write_text(json.dumps(partial, indent=2))
+
+
+def _done(part: str, stopping: str) -> list[dict]:
+    """Cells of an earlier run of this part with the same rule (``CONV_GRID_RESUME=1``)."""
+    path = _partial_path(part)
+    if os.environ.get("CONV_GRID_RESUME") != "1" or not path.exists():
+        return []
+    saved = json.loads(path.read_text())
+    return saved.get(part, []) if saved.get("stopping") == stopping else []
+
+
+def _iwae_cells(stopping: str) -> list[dict]:
     # data, network and training settings of iwae_grm_8k (_ifa_bench.confirmatory_8k), except
     # batch size and learning rate
     n_train = 8000
     rm, truth = sm.from_preset("bench_p4", 20261122, n_train + n_train // 8)
     y_train, y_hold = rm.responses[:n_train], rm.responses[n_train:]
     st = mgrm.structure(rm.n_categories, 4, sm.q_matrix(rm), positive_loadings=True)
+    done = {(c["batch_size"], c["learning_rate"]): c for c in _done("iwae", stopping)}
     cells = []
     for batch in _list("CONV_GRID_BATCHES", BATCHES, int):
         for lr in _list("CONV_GRID_LRS", LRS, float):
+            if (batch, lr) in done:
+                cells.append(done[(batch, lr)])
+                continue
             settings = TrainSettings(learning_rate=lr, lr_decay_rate=0.5, lr_decay_steps=1000,
                                      min_learning_rate=lr / 10, clip_norm=10.0, batch_size=batch, max_steps=6000,
                                      min_steps=600, check_every=100, window=300, rel_tol=5e-4, patience=2,
@@ -76,15 +97,18 @@ def _iwae_cells(stopping: str, partial: dict) -> list[dict]:
                           "wall_seconds": res.wall_seconds, "fit_seconds_including_compile": seconds,
                           "heldout_loglik_per_person": float(ll.mean()),
                           **loading_metrics(res.params["model"], st, truth)})
-            partial["iwae_grm_8k"] = cells
-            _save(partial)
+            _save({"stopping": stopping, "iwae": cells}, "iwae")
     return cells
 
 
-def _advi_cells(stopping: str, partial: dict) -> list[dict]:
+def _advi_cells(stopping: str) -> list[dict]:
     rm, truth = simulate.from_preset("rwa", 20261121, 9881)
+    done = {c["learning_rate"]: c for c in _done("advi", stopping)}
     cells = []
     for lr in _list("CONV_GRID_ADVI_LRS", ADVI_LRS, float):
+        if lr in done:
+            cells.append(done[lr])
+            continue
         settings = TrainSettings(learning_rate=lr, progress_every=0, stopping=stopping)
         t0 = time.perf_counter()
         out = grm_advi.fit(rm, seed=1, settings=settings, priors=Priors(), truth=truth, label=f"advi_lr{lr:g}")
@@ -99,8 +123,7 @@ def _advi_cells(stopping: str, partial: dict) -> list[dict]:
                       "wall_seconds": rec["timing"]["wall_seconds"], "fit_seconds_including_compile": seconds,
                       "discrimination_rmse": float(overall.loc["discrimination", "rmse"]),
                       "ability_rmse": float(overall.loc["ability", "rmse"])})
-        partial["grm_advi_rwa_size"] = cells
-        _save(partial)
+        _save({"stopping": stopping, "advi": cells}, "advi")
     return cells
 
 
@@ -113,6 +136,8 @@ def _how(res) -> dict:
 def _judge(cells: list[dict], key: str, higher_is_better: bool) -> dict:
     """Gap of every converged cell to the grid's best (over all cells) in ``key``."""
     values = [c[key] for c in cells]
+    if not values:
+        return {"best": None, "converged_cells": 0, "cells": 0, "worst_converged": None}
     best = max(values) if higher_is_better else min(values)
     conv = [c[key] for c in cells if c["converged"]]
     return {"best": best, "converged_cells": len(conv), "cells": len(cells),
@@ -123,10 +148,10 @@ def run() -> dict:
     use_compilation_cache()
     stopping = os.environ.get("CONV_GRID_STOPPING", "noise")
     dataclasses.replace(TrainSettings(), stopping=stopping)  # refuses an unknown rule before any fit
-    partial: dict = {"stopping": stopping}
+    parts = _list("CONV_GRID_PARTS", ("iwae", "advi"), str)
     t0 = time.perf_counter()
-    iw = _iwae_cells(stopping, partial)
-    ad = _advi_cells(stopping, partial)
+    iw = _iwae_cells(stopping) if "iwae" in parts else []
+    ad = _advi_cells(stopping) if "advi" in parts else []
     ll, rmse = _judge(iw, "heldout_loglik_per_person", True), _judge(iw, "loading_rmse", False)
     disc = _judge(ad, "discrimination_rmse", False)
     gap = ll["best"] - ll["worst_converged"] if ll["worst_converged"] is not None else None

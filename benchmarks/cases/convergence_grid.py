@@ -16,7 +16,8 @@ reported, not counted. ``CONV_GRID_BATCHES``, ``CONV_GRID_LRS`` and ``CONV_GRID_
 says which cells it covered). ``CONV_GRID_RESUME=1`` reuses the cells of that file (same rule)
 instead of refitting them; ``CONV_GRID_PARTS`` (``iwae``, ``advi`` or both, the default) runs
 part of the grid, with its own partial file, so the parts can run side by side and a last run
-with ``CONV_GRID_RESUME=1`` assembles them. ``CONV_GRID_STOPPING=relative`` runs the grid with
+with ``CONV_GRID_RESUME=1`` assembles them (``CONV_GRID_RESUME=only`` assembles the saved
+cells without fitting the missing ones, which are listed in ``cells_not_run``). ``CONV_GRID_STOPPING=relative`` runs the grid with
 the old rule.
 """
 
@@ -41,6 +42,7 @@ from bayesirt.models import mgrm  # noqa: E402
 from bayesirt.models.factorized_grm import Priors  # noqa: E402
 from bayesirt.studies import grm_advi  # noqa: E402
 
+NOT_RUN: list = []  # cells skipped under CONV_GRID_RESUME=only
 BATCHES, LRS, ADVI_LRS = (32, 64, 128, 256), (0.003, 0.01, 0.03), (0.01, 0.05, 0.1)
 LOGLIK_GAP_MAX, RMSE_RATIO_MAX = 0.005, 1.10
 OUT = ROOT / "results" / "benchmarks"
@@ -63,7 +65,7 @@ def _save(partial: dict, part: str) -> None:
 def _done(part: str, stopping: str) -> list[dict]:
     """Cells of an earlier run of this part with the same rule (``CONV_GRID_RESUME=1``)."""
     path = _partial_path(part)
-    if os.environ.get("CONV_GRID_RESUME") != "1" or not path.exists():
+    if os.environ.get("CONV_GRID_RESUME") not in ("1", "only") or not path.exists():
         return []
     saved = json.loads(path.read_text())
     return saved.get(part, []) if saved.get("stopping") == stopping else []
@@ -82,6 +84,9 @@ def _iwae_cells(stopping: str) -> list[dict]:
         for lr in _list("CONV_GRID_LRS", LRS, float):
             if (batch, lr) in done:
                 cells.append(done[(batch, lr)])
+                continue
+            if os.environ.get("CONV_GRID_RESUME") == "only":
+                NOT_RUN.append(f"iwae batch {batch} lr {lr:g}")
                 continue
             settings = TrainSettings(learning_rate=lr, lr_decay_rate=0.5, lr_decay_steps=1000,
                                      min_learning_rate=lr / 10, clip_norm=10.0, batch_size=batch, max_steps=6000,
@@ -108,6 +113,9 @@ def _advi_cells(stopping: str) -> list[dict]:
     for lr in _list("CONV_GRID_ADVI_LRS", ADVI_LRS, float):
         if lr in done:
             cells.append(done[lr])
+            continue
+        if os.environ.get("CONV_GRID_RESUME") == "only":
+            NOT_RUN.append(f"advi lr {lr:g}")
             continue
         settings = TrainSettings(learning_rate=lr, progress_every=0, stopping=stopping)
         t0 = time.perf_counter()
@@ -172,6 +180,7 @@ def run() -> dict:
         "best_discrimination_rmse": disc["best"],
         "converged_cells_iwae": ll["converged_cells"],
         "converged_cells_advi": disc["converged_cells"],
+        "cells_not_run": NOT_RUN,
         "max_steps_still_improving_cells": sum(c["max_steps_still_improving"] for c in iw + ad),
         "max_loglik_gap_converged": gap,
         "max_rmse_ratio_converged": ratio,

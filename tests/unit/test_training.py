@@ -127,3 +127,16 @@ def test_report_flags_unconverged_fits(tmp_path):
     assert "1 fit(s) did not converge" in verdict and "still improving" in verdict
     verdict, flags = records.convergence_flags(tmp_path / "b")
     assert flags.empty and verdict == "Every fit converged."
+
+
+def test_relative_floor_keeps_a_noisy_fit_going_while_its_estimated_slope_is_large():
+    """Noise sd 0.6 leaves a slope of 0.001 per step near the test's threshold over 200 steps; the
+    estimated improvement per window (~0.04 on a loss of ~10) is still above rel_tol = 1e-3."""
+    def loss(p, key, batch):
+        return 10.0 + 0.1 * jnp.abs(p["x"] - 50.0) + 0.6 * jax.random.normal(key)
+
+    common = {**SLOW, "max_steps": 800}
+    floor = train(loss, {"x": jnp.array(0.0)}, jax.random.key(0), DATA, 1, TrainSettings(rel_tol=1e-3, **common))
+    assert floor.steps == 800 and not floor.converged
+    bare = train(loss, {"x": jnp.array(0.0)}, jax.random.key(0), DATA, 1, TrainSettings(rel_tol=1.0, **common))
+    assert bare.converged and bare.steps < 800

@@ -26,7 +26,9 @@ and takes the standard error of its slope from the scatter of those block means 
 so their scatter measures the noise, autocorrelation included). The improvement is real when
 minus the slope exceeds the one-sided Student-t quantile (``confidence``, ``2W - 2`` degrees of
 freedom) times its standard error; the fit stops once the improvement has been
-indistinguishable from zero in ``patience`` consecutive tests. Tests start at ``min_steps`` and
+indistinguishable from zero in ``patience`` consecutive tests, and its estimate per ``window``
+steps below ``rel_tol`` of the loss (a floor that only matters when the loss is so noisy that
+the test has little power: e.g. minibatch ADVI with few steps per epoch). Tests start at ``min_steps`` and
 are made only when a new block has completed; ``max_steps`` ends the fit regardless. The result
 reports the last test's slope (loss change per epoch, or per step for full batch) with its
 standard error, why the fit stopped, and whether it hit ``max_steps`` still improving.
@@ -79,7 +81,7 @@ class TrainSettings:
     min_steps: int = 200
     check_every: int = 50  # steps per compiled chunk, and between convergence checks
     window: int = 100  # steps per window: full-batch fits (noise rule) and the relative rule
-    rel_tol: float = 1e-4  # relative rule only: relative improvement counted as "no progress"
+    rel_tol: float = 1e-4  # relative improvement per window counted as "no progress" (noise rule: a floor)
     patience: int = 3  # consecutive tests (checks) without progress before stopping
     stopping: str = "noise"  # "noise" (see the module docstring) or "relative" (the rule before)
     window_epochs: int = 5  # noise rule, minibatch fits: epochs per window (at least window steps)
@@ -122,7 +124,8 @@ class Trend:
     slope_se: float
     slope_unit: str  # "epoch" or "step"
     threshold: float  # minus the slope must exceed this (t quantile x standard error) to count
-    improving: bool
+    improving: bool  # improvement distinguishable from noise
+    mean: float  # mean loss over the blocks
 
     def as_dict(self) -> dict:
         return {"slope": self.slope, "slope_se": self.slope_se, "slope_unit": self.slope_unit,
@@ -157,7 +160,7 @@ def trend(history: np.ndarray, block: int, per_window: int, unit: str, confidenc
     threshold = max(float(stats.t.ppf(confidence, n - 2)) * se, 1e-7 * abs(float(means.mean())))
     per_step = unit == "step"
     scale = 1.0 / block if per_step else 1.0  # full batch: per block -> per step
-    return Trend(slope * scale, se * scale, unit, threshold * scale, -slope > threshold)
+    return Trend(slope * scale, se * scale, unit, threshold * scale, -slope > threshold, float(means.mean()))
 
 
 class FitDivergedError(RuntimeError):
@@ -267,7 +270,12 @@ def train(loss_fn, params, key, data: dict, n_persons: int, settings: TrainSetti
             tested_blocks = steps // block
             last = trend(history, block, per_window, unit, settings.confidence) or last
             if last is not None:
-                stalls = 0 if last.improving else stalls + 1
+                # the estimated improvement per ``window`` steps must also be below rel_tol
+                # (relative): with a very noisy loss and little power, "indistinguishable from
+                # zero" alone would stop a fit whose estimated slope is still large
+                per_step = last.slope if unit == "step" else last.slope / block
+                large = -per_step * settings.window > settings.rel_tol * max(abs(last.mean), 1e-12)
+                stalls = 0 if (last.improving or large) else stalls + 1
                 if stalls >= settings.patience:
                     converged, stop_reason = True, "no_improvement"
                     reason = (f"windowed loss slope {last.slope:.3g} +- {last.slope_se:.2g} per {unit} over "

@@ -37,6 +37,20 @@ confirmatory = "normal_p5,mixture_p1,mixture_p3"
 exploratory = "ipip"
 results_dir = "results/amortized_ifa"
 
+# %% [markdown]
+# ## Convergence flags
+# Fits that did not converge, or stopped at `max_steps` while their loss was still falling
+# beyond its noise (each record's `stop_reason`, `loss_slope` and `loss_slope_se`).
+
+# %%
+from IPython.display import Markdown, display
+
+from bayesirt.records import convergence_flags
+
+verdict, flags = convergence_flags(results_dir)
+display(Markdown(verdict))
+flags
+
 # %%
 from pathlib import Path
 

@@ -33,6 +33,20 @@
 results_dir = "results/dcm_bbvi"
 seed_accuracy = 0.967
 
+# %% [markdown]
+# ## Convergence flags
+# Fits that did not converge, or stopped at `max_steps` while their loss was still falling
+# beyond its noise (each record's `stop_reason`, `loss_slope` and `loss_slope_se`).
+
+# %%
+from IPython.display import Markdown, display
+
+from bayesirt.records import convergence_flags
+
+verdict, flags = convergence_flags(results_dir)
+display(Markdown(verdict))
+flags
+
 # %%
 import io
 from pathlib import Path

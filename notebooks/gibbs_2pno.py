@@ -29,6 +29,20 @@ designs = "n500"
 results_dir = "results/gibbs_2pno"
 mixture = "True"
 
+# %% [markdown]
+# ## Convergence flags
+# Fits that did not converge, or stopped at `max_steps` while their loss was still falling
+# beyond its noise (each record's `stop_reason`, `loss_slope` and `loss_slope_se`).
+
+# %%
+from IPython.display import Markdown, display
+
+from bayesirt.records import convergence_flags
+
+verdict, flags = convergence_flags(results_dir)
+display(Markdown(verdict))
+flags
+
 # %%
 from pathlib import Path
 

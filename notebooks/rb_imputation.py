@@ -36,6 +36,20 @@ datasets = "rwa_sim"
 missing = "mcar15"
 results_dir = "results/rb_imputation"
 
+# %% [markdown]
+# ## Convergence flags
+# Fits that did not converge, or stopped at `max_steps` while their loss was still falling
+# beyond its noise (each record's `stop_reason`, `loss_slope` and `loss_slope_se`).
+
+# %%
+from IPython.display import Markdown, display
+
+from bayesirt.records import convergence_flags
+
+verdict, flags = convergence_flags(results_dir)
+display(Markdown(verdict))
+flags
+
 # %%
 import json
 from pathlib import Path

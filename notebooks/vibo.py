@@ -32,6 +32,20 @@
 designs = "n1k"
 results_dir = "results/vibo"
 
+# %% [markdown]
+# ## Convergence flags
+# Fits that did not converge, or stopped at `max_steps` while their loss was still falling
+# beyond its noise (each record's `stop_reason`, `loss_slope` and `loss_slope_se`).
+
+# %%
+from IPython.display import Markdown, display
+
+from bayesirt.records import convergence_flags
+
+verdict, flags = convergence_flags(results_dir)
+display(Markdown(verdict))
+flags
+
 # %%
 from pathlib import Path
 

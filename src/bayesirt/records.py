@@ -27,17 +27,36 @@ class FitOutput:
     idata: object | None = None
 
 
+def how_converged(result) -> dict:
+    """The record's account of how converged a fit is: why it stopped (``stop_reason``), the
+    slope of its loss over the last windows with its standard error (per epoch for minibatch
+    fits, per step for full batch; negative is improvement) and whether it hit ``max_steps``
+    while still improving. Results not made by the training driver (e.g. EM) carry no slope."""
+    conv = result.convergence or {}
+    diverged = result.extra.get("diverged_at_step") is not None
+    default_reason = "diverged" if diverged else ("converged" if result.converged else "not_converged")
+    slope, se = conv.get("slope"), conv.get("slope_se")
+    return {
+        "stop_reason": conv.get("stop_reason", default_reason),
+        "loss_slope": None if slope is None else float(slope),
+        "loss_slope_se": None if se is None else float(se),
+        "loss_slope_unit": conv.get("slope_unit"),
+        "max_steps_still_improving": bool(conv.get("max_steps_still_improving", False)),
+    }
+
+
 def fit_record(result, fields: dict, *, window: int, timing: dict | None = None) -> dict:
     """``fields`` (model, method, study, data set, condition, sizes, settings ...) followed by what
-    every fit record carries: steps, convergence flag and reason, the step a diverged fit stopped
-    at, the final windowed loss, library versions, device and timings. ``result`` is an
-    ``inference.training.FitResult``."""
+    every fit record carries: steps, convergence flag and reason, how converged
+    (``how_converged``), the step a diverged fit stopped at, the final windowed loss, library
+    versions, device and timings. ``result`` is an ``inference.training.FitResult``."""
     window = min(window, len(result.losses))
     return {
         **fields,
         "steps": int(result.steps),
         "converged": bool(result.converged),
         "convergence_reason": result.reason,
+        **how_converged(result),
         "diverged_at_step": result.extra.get("diverged_at_step"),
         "final_loss": float(np.mean(result.losses[-window:])) if window else float("nan"),
         "versions": io.library_versions(),
@@ -72,6 +91,31 @@ def sample_record(result, fields: dict, *, max_r_hat: float = 1.01, min_ess: flo
         "device": io.device_info(),
         "timing": {"wall_seconds": float(result.wall_seconds), "compile_seconds": float(result.compile_seconds)},
     }
+
+
+def convergence_flags(folder) -> tuple[str, pd.DataFrame]:
+    """The fits under ``folder`` (every ``fit.json`` below it) that did not converge, with why
+    and, for optimisation fits, whether they hit ``max_steps`` still improving, for the report
+    notebooks: a one-line verdict (Markdown) and a table with one row per flagged fit."""
+    folder = Path(folder)
+    rows = []
+    for path in sorted(folder.rglob("fit.json")):
+        rec = io.read_json(path)
+        if rec.get("converged", False) and not rec.get("max_steps_still_improving", False):
+            continue
+        rows.append({"fit": str(path.parent.relative_to(folder)), "method": rec.get("method"),
+                     "steps": rec.get("steps"), "stop_reason": rec.get("stop_reason", "not_converged"),
+                     "max_steps_still_improving": bool(rec.get("max_steps_still_improving", False)),
+                     "loss_slope": rec.get("loss_slope"), "loss_slope_se": rec.get("loss_slope_se"),
+                     "loss_slope_unit": rec.get("loss_slope_unit"), "reason": rec.get("convergence_reason")})
+    flags = pd.DataFrame(rows, columns=["fit", "method", "steps", "stop_reason", "max_steps_still_improving",
+                                        "loss_slope", "loss_slope_se", "loss_slope_unit", "reason"])
+    if flags.empty:
+        return "Every fit converged.", flags
+    improving = int(flags.max_steps_still_improving.sum())
+    return (f"**{len(flags)} fit(s) did not converge**"
+            + (f", {improving} of them stopped at max_steps while still improving" if improving else "")
+            + ": their estimates are not final (table below)."), flags
 
 
 def loss_table(losses) -> pd.DataFrame:

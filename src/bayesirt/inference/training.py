@@ -11,9 +11,41 @@ warm-up) and initial parameters. The driver owns everything else:
 * a whole chunk of steps compiled as one ``lax.scan`` (PLATFORM notes: ~2x over a Python
   loop of jitted steps), called from a thin Python loop that prints progress;
 * Adam with global-norm gradient clipping and exponential learning-rate decay (optax);
-* a convergence rule on windowed means of the loss (one noisy step cannot stop a fit);
+* a stopping rule judged against the loss's own noise (below);
 * a NaN guard: a non-finite loss or parameter stops the fit, names the step, keeps the last
   good state (``FitDivergedError.last_good``).
+
+Stopping rule (``stopping="noise"``, the default). The loss history is cut into blocks: one
+epoch per block for minibatch fits (every person is seen once per block, so the spread between
+minibatches cancels in a block's mean), ``window // 4`` steps per block for full-batch fits.
+Each test fits a least-squares line to the means of the last ``2 * W`` complete blocks (two
+windows back to back; minibatch fits: ``W = window_epochs`` epochs, or more when that is
+shorter than ``window`` steps; full batch: 10 blocks of ``window // 4`` steps),
+and takes the standard error of its slope from the scatter of those block means about the line
+(batch means: blocks much longer than the loss's autocorrelation behave as independent draws,
+so their scatter measures the noise, autocorrelation included). The improvement is real when
+minus the slope exceeds the one-sided Student-t quantile (``confidence``, ``2W - 2`` degrees of
+freedom) times its standard error; the fit stops once the improvement has been
+indistinguishable from zero in ``patience`` consecutive tests, and its estimate per ``window``
+steps below ``rel_tol`` of the loss (a floor that only matters when the loss is so noisy that
+the test has little power: e.g. minibatch ADVI with few steps per epoch). Tests start at ``min_steps`` and
+are made only when a new block has completed; ``max_steps`` ends the fit regardless. The result
+reports the last test's slope (loss change per epoch, or per step for full batch) with its
+standard error, why the fit stopped, and whether it hit ``max_steps`` still improving.
+Unlike a relative tolerance, this does not stop a fit whose loss is still falling steadily but
+slowly (small learning rates, small batches), and needs no retuning when the loss's scale or
+noise changes.
+
+There is no early stopping on a held-out bound for the amortized methods: their held-out persons
+are the ones the studies score the fits on, so stopping on them would bias that score upwards
+(an honest version needs a third split), an importance-sampled held-out bound costs more than
+many epochs of training at these sizes, and the epoch-block means of the training loss are
+already nearly free of minibatch noise. Overfitting of the encoder would show as a held-out
+bound that falls below the training one in the study tables.
+
+``stopping="relative"`` keeps the rule used before (for reproducing old results): the mean of
+the last ``window`` steps against the ``window`` before, stopping after ``patience`` checks
+whose relative improvement is below ``rel_tol``.
 """
 
 from __future__ import annotations
@@ -26,10 +58,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from scipy import stats
 
 log = logging.getLogger("bayesirt")
 
 SHARED = "shared"  # key of the data entry that is passed to every batch unsliced
+STOPPING_RULES = ("noise", "relative")
+# noise rule, full batch: blocks of window // 4 steps, this many per window (2.5 x window steps:
+# the Monte Carlo noise of a full-batch ELBO hides slow improvements over shorter stretches)
+FULL_BATCH_BLOCKS = 10
 
 
 @dataclass(frozen=True)
@@ -43,10 +80,17 @@ class TrainSettings:
     max_steps: int = 5000
     min_steps: int = 200
     check_every: int = 50  # steps per compiled chunk, and between convergence checks
-    window: int = 100  # steps averaged on each side of the comparison
-    rel_tol: float = 1e-4  # relative improvement of the windowed loss counted as "no progress"
-    patience: int = 3  # consecutive checks without progress before stopping
+    window: int = 100  # steps per window: full-batch fits (noise rule) and the relative rule
+    rel_tol: float = 1e-4  # relative improvement per window counted as "no progress" (noise rule: a floor)
+    patience: int = 3  # consecutive tests (checks) without progress before stopping
+    stopping: str = "noise"  # "noise" (see the module docstring) or "relative" (the rule before)
+    window_epochs: int = 5  # noise rule, minibatch fits: epochs per window (at least window steps)
+    confidence: float = 0.95  # noise rule: one-sided level at which an improvement counts as real
     progress_every: int = 10  # chunks between progress lines (0: silent)
+
+    def __post_init__(self):
+        if self.stopping not in STOPPING_RULES:
+            raise ValueError(f"training setting 'stopping' must be one of {STOPPING_RULES}, got '{self.stopping}'")
 
     def optimizer(self) -> optax.GradientTransformation:
         if self.lr_decay_rate >= 1.0:
@@ -68,6 +112,55 @@ class FitResult:
     wall_seconds: float
     compile_seconds: float
     extra: dict = field(default_factory=dict)
+    # how converged (see ``Trend``, plus "stopping" and "stop_reason": no_improvement,
+    # relative_tolerance, max_steps or diverged); empty for results not made by ``train``
+    convergence: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Trend:
+    """The noise rule's test on the last ``2 * blocks_per_window`` complete blocks."""
+    slope: float  # loss change per block (per epoch, or per step for full batch); < 0 is improvement
+    slope_se: float
+    slope_unit: str  # "epoch" or "step"
+    threshold: float  # minus the slope must exceed this (t quantile x standard error) to count
+    improving: bool  # improvement distinguishable from noise
+    mean: float  # mean loss over the blocks
+
+    def as_dict(self) -> dict:
+        return {"slope": self.slope, "slope_se": self.slope_se, "slope_unit": self.slope_unit,
+                "improving": self.improving}
+
+
+def blocks(n_persons: int, settings: TrainSettings) -> tuple[int, int, str]:
+    """(steps per block, blocks per window, unit of the reported slope) for the noise rule."""
+    batch_size = min(settings.batch_size or n_persons, n_persons)
+    if batch_size >= n_persons:
+        return max(settings.window // 4, 1), FULL_BATCH_BLOCKS, "step"
+    per_epoch = max(n_persons // batch_size, 1)
+    # ``window`` steps stay a floor on the window: with few steps per epoch, a few epochs are too
+    # short a stretch of noisy loss to see a slow improvement in
+    return per_epoch, max(settings.window_epochs, -(-settings.window // per_epoch), 2), "epoch"
+
+
+def trend(history: np.ndarray, block: int, per_window: int, unit: str, confidence: float) -> Trend | None:
+    """Least-squares slope of the last ``2 * per_window`` complete block means against the block
+    index, its standard error from their scatter about the line, and whether minus the slope
+    exceeds the one-sided t quantile times that error; None while too few blocks exist."""
+    n = 2 * per_window
+    complete = len(history) // block
+    if complete < n:
+        return None
+    means = history[(complete - n) * block:complete * block].reshape(n, block).mean(axis=1).astype(np.float64)
+    x = np.arange(n) - (n - 1) / 2
+    slope = float(x @ (means - means.mean()) / (x @ x))
+    resid = means - means.mean() - slope * x
+    se = float(np.sqrt(resid @ resid / (n - 2) / (x @ x)))
+    # a floor at float32 resolution, so a noiseless loss that creeps by rounding still stops
+    threshold = max(float(stats.t.ppf(confidence, n - 2)) * se, 1e-7 * abs(float(means.mean())))
+    per_step = unit == "step"
+    scale = 1.0 / block if per_step else 1.0  # full batch: per block -> per step
+    return Trend(slope * scale, se * scale, unit, threshold * scale, -slope > threshold, float(means.mean()))
 
 
 class FitDivergedError(RuntimeError):
@@ -142,9 +235,12 @@ def train(loss_fn, params, key, data: dict, n_persons: int, settings: TrainSetti
     compiled = jax.jit(chunk).lower(params, opt_state, key, data, 0).compile()
     compile_seconds = time.perf_counter() - t0
 
+    block, per_window, unit = blocks(n_persons, settings)
     losses: list[np.ndarray] = []
-    steps, stalls = 0, 0
-    converged, reason = False, f"reached max_steps={settings.max_steps}"
+    steps, stalls, tested_blocks = 0, 0, 0
+    converged, stop_reason = False, "max_steps"
+    reason = f"reached max_steps={settings.max_steps}"
+    last: Trend | None = None
     t0 = time.perf_counter()
     while steps < settings.max_steps:
         new_params, new_state, chunk_losses = compiled(params, opt_state, key, data, steps)
@@ -158,25 +254,54 @@ def train(loss_fn, params, key, data: dict, n_persons: int, settings: TrainSetti
         losses.append(chunk_losses)
         steps += settings.check_every
         history = np.concatenate(losses)
-        if steps >= max(settings.min_steps, 2 * settings.window):
-            recent = history[-settings.window:].mean()
-            before = history[-2 * settings.window:-settings.window].mean()
-            improvement = (before - recent) / max(abs(recent), 1e-12)
-            stalls = stalls + 1 if improvement < settings.rel_tol else 0
-            if stalls >= settings.patience:
-                converged = True
-                reason = (f"windowed loss improved by less than {settings.rel_tol:g} (relative) "
-                          f"for {settings.patience} checks")
-                break
+        if settings.stopping == "relative":
+            if steps >= max(settings.min_steps, 2 * settings.window):
+                recent = history[-settings.window:].mean()
+                before = history[-2 * settings.window:-settings.window].mean()
+                improvement = (before - recent) / max(abs(recent), 1e-12)
+                stalls = stalls + 1 if improvement < settings.rel_tol else 0
+                if stalls >= settings.patience:
+                    converged, stop_reason = True, "relative_tolerance"
+                    reason = (f"windowed loss improved by less than {settings.rel_tol:g} (relative) "
+                              f"for {settings.patience} checks")
+                    break
+        elif steps >= settings.min_steps and steps // block > tested_blocks:
+            # one test per newly completed block, so patience counts fresh evidence
+            tested_blocks = steps // block
+            last = trend(history, block, per_window, unit, settings.confidence) or last
+            if last is not None:
+                # the estimated improvement per ``window`` steps must also be below rel_tol
+                # (relative): with a very noisy loss and little power, "indistinguishable from
+                # zero" alone would stop a fit whose estimated slope is still large
+                per_step = last.slope if unit == "step" else last.slope / block
+                large = -per_step * settings.window > settings.rel_tol * max(abs(last.mean), 1e-12)
+                stalls = 0 if (last.improving or large) else stalls + 1
+                if stalls >= settings.patience:
+                    converged, stop_reason = True, "no_improvement"
+                    reason = (f"windowed loss slope {last.slope:.3g} +- {last.slope_se:.2g} per {unit} over "
+                              f"the last {2 * per_window * block} steps: no improvement distinguishable "
+                              f"from noise for {settings.patience} tests")
+                    break
         n_chunks = steps // settings.check_every
         if settings.progress_every and n_chunks % settings.progress_every == 0:
             log.info("%s: step %d  loss %.5g  (%.1f s)", label, steps,
                      history[-settings.check_every:].mean(), time.perf_counter() - t0)
     jax.block_until_ready(params)
     wall = time.perf_counter() - t0
+    history = np.concatenate(losses)
+    # every fit reports the trend of its last windows, whichever rule stopped it
+    final = trend(history, block, per_window, unit, settings.confidence)
+    still_improving = stop_reason == "max_steps" and (final is None or final.improving)
+    if still_improving:
+        reason += (" while still improving" + ("" if final is None else
+                   f" (loss slope {final.slope:.3g} +- {final.slope_se:.2g} per {unit})"))
+    convergence = {"stopping": settings.stopping, "stop_reason": stop_reason,
+                   **(final.as_dict() if final is not None else
+                      {"slope": None, "slope_se": None, "slope_unit": unit, "improving": None}),
+                   "max_steps_still_improving": still_improving}
     log.info("%s: %s after %d steps, %.2f s (+%.2f s compile)", label,
              "converged" if converged else "stopped", steps, wall, compile_seconds)
-    return FitResult(params, np.concatenate(losses), steps, converged, reason, wall, compile_seconds)
+    return FitResult(params, history, steps, converged, reason, wall, compile_seconds, convergence=convergence)
 
 
 def keep_last_good(fit, *args, **kwargs) -> FitResult:
@@ -189,7 +314,8 @@ def keep_last_good(fit, *args, **kwargs) -> FitResult:
     except FitDivergedError as err:
         log.error("%s", err)
         return FitResult(err.last_good, np.asarray(err.losses), max(err.step, 1), False, str(err),
-                         time.perf_counter() - t0, 0.0, {"diverged_at_step": err.step})
+                         time.perf_counter() - t0, 0.0, {"diverged_at_step": err.step},
+                         convergence={"stop_reason": "diverged", "max_steps_still_improving": False})
 
 
 def _all_finite(tree) -> bool:

@@ -39,8 +39,9 @@ results_dir = "results/amortized_ifa"
 
 # %% [markdown]
 # ## Convergence flags
-# Fits that did not converge, or stopped at `max_steps` while their loss was still falling
-# beyond its noise (each record's `stop_reason`, `loss_slope` and `loss_slope_se`).
+# Fits that did not converge, stopped at `max_steps` while their loss was still falling, or were
+# stopped by the relative-tolerance rule while their loss was still falling beyond its noise
+# (each record's `stop_reason`, `loss_still_improving`, `loss_slope` and `loss_slope_se`).
 
 # %%
 from IPython.display import Markdown, display

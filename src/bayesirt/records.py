@@ -42,6 +42,8 @@ def how_converged(result) -> dict:
         "loss_slope_se": None if se is None else float(se),
         "loss_slope_unit": conv.get("slope_unit"),
         "max_steps_still_improving": bool(conv.get("max_steps_still_improving", False)),
+        # the noise test of the last windows, whichever rule stopped the fit (None: no test)
+        "loss_still_improving": conv.get("improving"),
     }
 
 
@@ -101,21 +103,25 @@ def convergence_flags(folder) -> tuple[str, pd.DataFrame]:
     rows = []
     for path in sorted(folder.rglob("fit.json")):
         rec = io.read_json(path)
-        if rec.get("converged", False) and not rec.get("max_steps_still_improving", False):
+        if (rec.get("converged", False) and not rec.get("max_steps_still_improving", False)
+                and not rec.get("loss_still_improving")):
             continue
         rows.append({"fit": str(path.parent.relative_to(folder)), "method": rec.get("method"),
                      "steps": rec.get("steps"), "stop_reason": rec.get("stop_reason", "not_converged"),
                      "max_steps_still_improving": bool(rec.get("max_steps_still_improving", False)),
-                     "loss_slope": rec.get("loss_slope"), "loss_slope_se": rec.get("loss_slope_se"),
+                     "loss_still_improving": rec.get("loss_still_improving"), "loss_slope": rec.get("loss_slope"), "loss_slope_se": rec.get("loss_slope_se"),
                      "loss_slope_unit": rec.get("loss_slope_unit"), "reason": rec.get("convergence_reason")})
     flags = pd.DataFrame(rows, columns=["fit", "method", "steps", "stop_reason", "max_steps_still_improving",
-                                        "loss_slope", "loss_slope_se", "loss_slope_unit", "reason"])
+                                        "loss_still_improving", "loss_slope", "loss_slope_se", "loss_slope_unit", "reason"])
     if flags.empty:
-        return "Every fit converged.", flags
+        return "Every fit converged, and no loss was still falling beyond its noise when it stopped.", flags
     improving = int(flags.max_steps_still_improving.sum())
-    return (f"**{len(flags)} fit(s) did not converge**"
-            + (f", {improving} of them stopped at max_steps while still improving" if improving else "")
-            + ": their estimates are not final (table below)."), flags
+    early = int((flags.loss_still_improving.eq(True) & ~flags.max_steps_still_improving).sum())
+    return (f"**{len(flags)} fit(s) flagged**"
+            + (f"; {improving} stopped at max_steps while still improving" if improving else "")
+            + (f"; {early} stopped by the relative-tolerance rule while the loss was still falling beyond its "
+               "noise (the trend test of the last windows)" if early else "")
+            + ": their estimates may not be final (table below)."), flags
 
 
 def loss_table(losses) -> pd.DataFrame:

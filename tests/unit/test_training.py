@@ -56,15 +56,17 @@ def _slow_descent(offset):
     return loss
 
 
-SLOW = dict(learning_rate=0.01, lr_decay_rate=1.0, max_steps=1500, min_steps=200, check_every=50, window=40,
+SLOW = dict(stopping="noise", learning_rate=0.01, lr_decay_rate=1.0, max_steps=1500, min_steps=200, check_every=50, window=40,
             patience=3, progress_every=0)
 
 
 def test_relative_rule_stops_a_steady_slow_descent_that_the_noise_rule_follows():
     loss = _slow_descent(1000.0)  # relative improvement per 40-step window ~4e-5 < rel_tol
     old = train(loss, {"x": jnp.array(0.0)}, jax.random.key(0), DATA, 1,
-                TrainSettings(stopping="relative", rel_tol=1e-3, **SLOW))
+                TrainSettings(**{**SLOW, "stopping": "relative", "rel_tol": 1e-3}))
     assert old.converged and old.steps < 500 and old.convergence["stop_reason"] == "relative_tolerance"
+    # the record of the old rule's fit still says that its loss was falling beyond its noise
+    assert old.convergence["improving"] is True
     new = train(loss, {"x": jnp.array(0.0)}, jax.random.key(0), DATA, 1, TrainSettings(**SLOW))
     assert not new.converged and new.steps == 1500
     c = new.convergence
@@ -94,7 +96,7 @@ def test_minibatch_windows_are_whole_epochs_so_person_spread_cancels():
         return jnp.mean(b["v"]) + jnp.sum((p["x"] - 1.0) ** 2)
 
     settings = TrainSettings(learning_rate=0.1, batch_size=batch, max_steps=4000, min_steps=200, check_every=20,
-                             window_epochs=3, patience=3, progress_every=0)
+                             window_epochs=3, patience=3, progress_every=0, stopping="noise")
     res = train(loss, {"x": jnp.zeros(2)}, jax.random.key(0), {"v": spread}, n, settings)
     assert res.converged and res.steps <= 400 and res.convergence["slope_unit"] == "epoch"
     np.testing.assert_allclose(res.params["x"], 1.0, atol=0.05)
@@ -124,9 +126,9 @@ def test_report_flags_unconverged_fits(tmp_path):
         records.write_fit(out, tmp_path / name)
     verdict, flags = records.convergence_flags(tmp_path)
     assert list(flags.fit) == ["a"] and bool(flags.max_steps_still_improving.iloc[0])
-    assert "1 fit(s) did not converge" in verdict and "still improving" in verdict
+    assert "1 fit(s) flagged" in verdict and "1 stopped at max_steps while still improving" in verdict
     verdict, flags = records.convergence_flags(tmp_path / "b")
-    assert flags.empty and verdict == "Every fit converged."
+    assert flags.empty and verdict.startswith("Every fit converged")
 
 
 def test_relative_floor_keeps_a_noisy_fit_going_while_its_estimated_slope_is_large():
@@ -140,3 +142,16 @@ def test_relative_floor_keeps_a_noisy_fit_going_while_its_estimated_slope_is_lar
     assert floor.steps == 800 and not floor.converged
     bare = train(loss, {"x": jnp.array(0.0)}, jax.random.key(0), DATA, 1, TrainSettings(rel_tol=1.0, **common))
     assert bare.converged and bare.steps < 800
+
+
+def test_default_rule_is_the_relative_one_and_its_early_stops_are_flagged(tmp_path):
+    assert TrainSettings().stopping == "relative"
+    loss = _slow_descent(1000.0)
+    early = train(loss, {"x": jnp.array(0.0)}, jax.random.key(0), DATA, 1,
+                  TrainSettings(**{**SLOW, "stopping": "relative", "rel_tol": 1e-3}))
+    rec = records.fit_record(early, FIELDS, window=100)
+    jsonschema.validate(rec, SCHEMA)
+    assert rec["converged"] and rec["loss_still_improving"] is True
+    records.write_fit(records.FitOutput(rec, records.loss_table([])), tmp_path / "early")
+    verdict, flags = records.convergence_flags(tmp_path)
+    assert list(flags.fit) == ["early"] and "relative-tolerance rule while the loss was still falling" in verdict

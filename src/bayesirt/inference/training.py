@@ -15,7 +15,7 @@ warm-up) and initial parameters. The driver owns everything else:
 * a NaN guard: a non-finite loss or parameter stops the fit, names the step, keeps the last
   good state (``FitDivergedError.last_good``).
 
-Stopping rule (``stopping="noise"``, the default). The loss history is cut into blocks: one
+Stopping rule ``stopping="noise"`` (opt-in; the default is still ``"relative"``, below). The loss history is cut into blocks: one
 epoch per block for minibatch fits (every person is seen once per block, so the spread between
 minibatches cancels in a block's mean), ``window // 4`` steps per block for full-batch fits.
 Each test fits a least-squares line to the means of the last ``2 * W`` complete blocks (two
@@ -43,9 +43,15 @@ many epochs of training at these sizes, and the epoch-block means of the trainin
 already nearly free of minibatch noise. Overfitting of the encoder would show as a held-out
 bound that falls below the training one in the study tables.
 
-``stopping="relative"`` keeps the rule used before (for reproducing old results): the mean of
-the last ``window`` steps against the ``window`` before, stopping after ``patience`` checks
-whose relative improvement is below ``rel_tol``.
+``stopping="relative"`` (the default) is the rule used before: the mean of the last ``window``
+steps against the ``window`` before, stopping after ``patience`` checks whose relative
+improvement is below ``rel_tol``. It stays the default because the noise rule, on the
+benchmark case ``convergence_grid``, did not yet meet its targets (every converged cell within
+0.005 nats and 10% loading RMSE of the grid's best) and made the tuned fits 1.7x (IWAE, 8,000
+persons) to 4x (full-batch ADVI) longer. Whichever rule stops a fit, the result carries the
+noise test of its last windows (``convergence["improving"]``), so a fit that the relative rule
+stopped while its loss was still falling beyond its noise is flagged in its record
+(``loss_still_improving``) and in the reports.
 """
 
 from __future__ import annotations
@@ -83,7 +89,7 @@ class TrainSettings:
     window: int = 100  # steps per window: full-batch fits (noise rule) and the relative rule
     rel_tol: float = 1e-4  # relative improvement per window counted as "no progress" (noise rule: a floor)
     patience: int = 3  # consecutive tests (checks) without progress before stopping
-    stopping: str = "noise"  # "noise" (see the module docstring) or "relative" (the rule before)
+    stopping: str = "relative"  # "relative" (windowed means, rel_tol) or "noise" (see the module docstring)
     window_epochs: int = 5  # noise rule, minibatch fits: epochs per window (at least window steps)
     confidence: float = 0.95  # noise rule: one-sided level at which an improvement counts as real
     progress_every: int = 10  # chunks between progress lines (0: silent)

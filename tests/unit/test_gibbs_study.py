@@ -119,3 +119,9 @@ def test_recovery_figure_of_real_data_sets_one_fit_against_another():
     assert fig.axes[0].get_xlabel() == "posterior mean, gibbs_omit" and "no true values" in fig._suptitle.get_text()
     with pytest.raises(ValueError, match="no true values and no reference"):
         plotting.gibbs_recovery(est)
+
+
+def test_real_data_example_config_passes_the_schema():
+    cfg = yaml.safe_load((ROOT / "config" / "examples" / "gss_abortion.yaml").read_text())
+    check(cfg, SCHEMAS / "config.schema.yaml")
+    assert gibbs_2pno.conditions(cfg["studies"]["gibbs_2pno"])[0].design == "gss"

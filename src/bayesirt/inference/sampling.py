@@ -395,15 +395,14 @@ def _diagnostics_vectorized(x: np.ndarray) -> dict:
     indicators (tail, the smaller of the two) and of the draws themselves (for the MCSE), as
     ArviZ does; its Geyer truncation differs from ArviZ's in details, by a few percent at most
     (the unit tests compare them)."""
-    effective_sample_size = _ess
     split = _split_chains(x)
     folded = np.abs(x - np.median(x.reshape(-1, *x.shape[2:]), axis=0))
     r_hat = np.maximum(_rhat_classic(_z_scale(split)), _rhat_classic(_z_scale(_split_chains(folded))))
-    ess_bulk = effective_sample_size(_z_scale(split))
+    ess_bulk = _ess(_z_scale(split))
     q5, q95 = np.quantile(x.reshape(-1, *x.shape[2:]), [0.05, 0.95], axis=0)
-    ess_tail = np.minimum(effective_sample_size(_split_chains((x <= q5).astype(float))),
-                          effective_sample_size(_split_chains((x >= q95).astype(float))))
-    ess_mean = effective_sample_size(split)
+    ess_tail = np.minimum(_ess(_split_chains((x <= q5).astype(float))),
+                          _ess(_split_chains((x >= q95).astype(float))))
+    ess_mean = _ess(split)
     mcse_mean = x.reshape(-1, *x.shape[2:]).std(axis=0, ddof=1) / np.sqrt(ess_mean)
     return {"mcse_mean": mcse_mean, "ess_bulk": ess_bulk, "ess_tail": ess_tail, "r_hat": r_hat}
 

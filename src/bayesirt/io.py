@@ -212,4 +212,6 @@ def device_info() -> dict:
     import jax
 
     dev = jax.devices()[0]
-    return {"platform": dev.platform, "device": str(dev), "cpu_count": os.cpu_count()}
+    # XLA_FLAGS can change the CPU runtime (bayesirt.runtime), and with it the timings
+    return {"platform": dev.platform, "device": str(dev), "cpu_count": os.cpu_count(),
+            "xla_flags": os.environ.get("XLA_FLAGS", "")}

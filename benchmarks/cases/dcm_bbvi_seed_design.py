@@ -1,20 +1,36 @@
 """BBVI (seed 002) on the seed's LCDM design (1,000 x 30, 2 attributes): pattern accuracy against the seed's 0.967, the EM reference and the oracle, time to convergence, gradient variance with and without control variates.
 
-Three simulated data sets (the seeds README's generator; the Q-matrix is drawn anew each time,
+Ten simulated data sets (the seeds README's generator; the Q-matrix is drawn anew each time,
 and with it how well the profiles can be told apart, so each data set also reports the oracle:
 the accuracy of the modal posterior profile at the true parameters). Methods: EM (reference),
 the seed's BBVI (M = 50, Rao-Blackwellized score-function gradients, the seed's block schedule),
 the same with control variates (bbvi_cv), and collapsed VI. Targets, for each BBVI variant:
 mean pattern accuracy >= 0.967, within 1 point of EM on every data set, to convergence in <= 10 s
 (wall after compilation, the slowest data set).
+
+Whether 0.967 is within reach at all: ``oracle_over_data_sets`` draws ``ORACLE_DATA_SETS`` more
+data sets from the same generator and reports the distribution of the oracle's pattern accuracy
+(no method can beat the oracle on average; it can by luck on one data set of 1,000 persons).
 """
 
 import numpy as np
 
 from bayesirt.studies import dcm_bbvi
 
-DATA_SEEDS = (20020, 20021, 20022)
+# Ten, not three: the oracle's accuracy varies between data sets with sd 0.013 (the Q-matrix and
+# the item parameters are redrawn), so three sets (0.957, 0.943, 0.958) said little about 0.967
+DATA_SEEDS = tuple(range(20020, 20030))
 METHODS = ("em", "bbvi", "bbvi_cv", "collapsed_vi")
+ORACLE_DATA_SETS = 200
+
+
+def oracle_over_data_sets(spec) -> dict:
+    """The oracle's pattern accuracy on ``ORACLE_DATA_SETS`` fresh data sets of the generator."""
+    acc = np.array([dcm_bbvi.oracle_accuracy(*dcm_bbvi.simulate(spec, 0.0, 30_000 + k))["pattern_accuracy"]
+                    for k in range(ORACLE_DATA_SETS)])
+    return {"data_sets": ORACLE_DATA_SETS, "mean": float(acc.mean()), "sd": float(acc.std(ddof=1)),
+            "quantiles_5_50_95": np.quantile(acc, [0.05, 0.5, 0.95]).tolist(), "max": float(acc.max()),
+            "share_at_or_above_seed": float(np.mean(acc >= dcm_bbvi.SEED_ACCURACY))}
 
 
 def run() -> dict:
@@ -53,6 +69,8 @@ def run() -> dict:
                   and out[f"{m}_converged"])
             out[f"{m}_targets_met"] = bool(ok)
             met = met and ok
+    out["oracle_over_data_sets"] = oracle_over_data_sets(spec)
+    out["oracle_share_at_or_above_seed"] = out["oracle_over_data_sets"]["share_at_or_above_seed"]
     out["profile_accuracy"] = {m: recs[0]["accuracy"]["profile_accuracy"] for m, recs in per.items()}
     out["gradient_variance_reduction"] = {b: v["reduction"] for b, v in variance.items()}
     out["gradient_variance"] = variance

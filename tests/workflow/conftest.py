@@ -18,7 +18,3 @@ def compilation_cache(tmp_path_factory):
 def local_run(tmp_path_factory, compilation_cache):
     return run_test_config(tmp_path_factory.mktemp("run_a"), compilation_cache)
 
-
-@pytest.fixture(scope="session")
-def two_runs(tmp_path_factory, local_run, compilation_cache):
-    return local_run, run_test_config(tmp_path_factory.mktemp("run_b"), compilation_cache)

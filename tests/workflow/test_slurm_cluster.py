@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .runs import ROOT, assert_same_results, snakemake, workflow_copy
+from .runs import COMPARED_WITH_LOCAL_RUN, ROOT, assert_same_results, snakemake, workflow_copy
 
 START = ROOT / "tests" / "slurm" / "start_cluster.sh"
 PROFILE = yaml.safe_load((ROOT / "workflow" / "profiles" / "slurm" / "config.yaml").read_text())
@@ -166,6 +166,7 @@ def test_fitting_jobs_ask_for_a_gpu_in_the_plugins_form(slurm_runs):
 
 def test_results_are_those_of_the_local_run(slurm_runs, local_run):
     assert assert_same_results(local_run, slurm_runs["run"]) >= 10
+    COMPARED_WITH_LOCAL_RUN.append("run through SLURM (test_slurm_cluster.py)")
 
 
 def test_a_job_failing_on_the_node_is_reported_with_its_logs(slurm_runs):

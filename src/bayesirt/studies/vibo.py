@@ -386,7 +386,8 @@ def run_fit(train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Con
 def fit_row(record: dict) -> dict:
     """One row of fits.csv from a fit record."""
     t = record["timing"]
-    return {"design": record["design"], "missing": record["missing"], "method": record["method"],
+    return {"design": record["design"], "model": record.get("model", "2pl"), "missing": record["missing"],
+            "method": record["method"],
             "rep": record["replication"], "n_persons": record["n_persons"], "n_items": record["n_items"],
             "missing_rate": record["missing_rate"], "converged": record["converged"], "steps": record["steps"],
             **record["evaluation"], "wall_seconds": t["wall_seconds"], "compile_seconds": t.get("compile_seconds", 0.0),

@@ -201,6 +201,8 @@ def test_vibo_mnar_and_variant_claims():
     summary = pd.DataFrame([{"design": "a", "missing": r["missing"], "method": r["method"],
                              "ability_rmse_mean": r["ability_rmse"], "coverage_90_mean": r["coverage_90"],
                              "hidden_log_score_mean": -1.0} for r in rows if r["rep"] == 0])
+    only_mcar = summary[summary.missing == "mcar20"].assign(design="b")  # a design without MNAR is left out
+    summary = pd.concat([summary, only_mcar], ignore_index=True)
     table = vibo.mechanism_table(summary)
     mml = table[table.method == "mml"].iloc[0]
     assert mml["rate"] == 20 and mml["ability_rmse_change"] == pytest.approx(0.05)

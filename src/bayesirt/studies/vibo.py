@@ -538,4 +538,5 @@ def mechanism_table(summary: pd.DataFrame) -> pd.DataFrame:
         name = c.removesuffix("_mean")
         out[f"{name}_mcar"], out[f"{name}_mnar"] = wide[(c, "mcar")], wide[(c, "mnar")]
         out[f"{name}_change"] = out[f"{name}_mnar"] - out[f"{name}_mcar"]
-    return out.dropna(how="all").reset_index()
+    both = out["ability_rmse_mcar"].notna() & out["ability_rmse_mnar"].notna()
+    return out[both].reset_index()

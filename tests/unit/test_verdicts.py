@@ -174,3 +174,36 @@ def test_vibo_claims_are_paired_by_condition_and_replication():
     assert accurate.outcome == "supported" and accurate.n == 8
     # VIBO and MML grow alike from mcar0 to mcar20: difference 0 in every pair, within the 0.01 margin
     assert out["VIBO no less robust to missing data than MML-EAP (mcar0 to mcar20)"].outcome == "supported"
+
+
+def test_vibo_mnar_and_variant_claims():
+    from bayesirt.studies import vibo
+
+    rows, times = [], []
+    for rep in range(4):
+        for missing, extra in (("mcar20", 0.0), ("mnar20", 0.05)):
+            # VIBO's RMSE grows 0.05 + 0.03 from MCAR to MNAR, MML's 0.05: 0.03 beyond the 0.01 margin
+            for method, rmse, cov in (("vibo_one_prior", 0.30 + extra * 1.6 + 0.001 * rep, 0.89 + 0.002 * rep),
+                                      ("vibo_prior_per_missing", 0.35 + extra, 0.70 + 0.01 * rep),
+                                      ("mml", 0.29 + extra, 0.90)):
+                rows.append({"design": "a", "missing": missing, "method": method, "rep": rep, "ability_rmse": rmse,
+                             "coverage_90": cov})
+                times.append({"design": "a", "missing": missing, "method": method, "rep": rep, "wall_seconds": 1.0})
+    out = {c["claim"]: c["verdict"] for c in vibo.claim_verdicts(pd.DataFrame(rows), pd.DataFrame(times))}
+    # one MCAR rate only: no MCAR robustness claim; the MNAR stress claim pairs mcar20 with mnar20
+    assert not any(c.startswith("VIBO no less robust to missing data (") for c in out)
+    mnar = out["VIBO no less robust to missing data under MNAR than MML-EAP (mcar20 to mnar20)"]
+    assert mnar.outcome == "contradicted" and mnar.n == 4 and mnar.mean_difference == pytest.approx(0.03)
+    # |coverage - 0.9| of one prior (0.004 on average) against 0.185 of a prior per missing, in 8 pairs
+    cal = out["One prior expert gives better calibrated ability intervals than a prior expert per missing response"]
+    assert cal.outcome == "supported" and cal.n == 8
+    # MCAR and MNAR side by side (the report's table), from summary rows of replication 0
+    summary = pd.DataFrame([{"design": "a", "missing": r["missing"], "method": r["method"],
+                             "ability_rmse_mean": r["ability_rmse"], "coverage_90_mean": r["coverage_90"],
+                             "hidden_log_score_mean": -1.0} for r in rows if r["rep"] == 0])
+    only_mcar = summary[summary.missing == "mcar20"].assign(design="b")  # a design without MNAR is left out
+    summary = pd.concat([summary, only_mcar], ignore_index=True)
+    table = vibo.mechanism_table(summary)
+    mml = table[table.method == "mml"].iloc[0]
+    assert mml["rate"] == 20 and mml["ability_rmse_change"] == pytest.approx(0.05)
+    assert mml["ability_rmse_mcar"] == pytest.approx(0.29) and len(table) == 3

@@ -163,3 +163,38 @@ def test_diverging_fit_keeps_the_last_good_state():
     params["items"]["loc"]["difficulty"] = params["items"]["loc"]["difficulty"].at[0].set(jnp.nan)
     result = vibo.fit(spec, jax.random.key(0), y, TrainSettings(max_steps=100, progress_every=0), params=params)
     assert not result.converged and result.extra["diverged_at_step"] == 0
+
+
+def test_grm_fit_recovers_simulated_abilities_and_items():
+    # The GRM through the project's simulator of the GRM studies (thresholds tau, cut = a tau):
+    # 400 persons x 10 items x 5 categories, 10% MCAR; simulation seed 21, mask seed 22, fit key 0.
+    # VIBO's ability correlation with the truth comes within 0.02 of the EAP at the *true* item
+    # parameters (the best any estimate of the items can do), and its item RMSEs within 0.15 of
+    # MML's. Seen: correlation gap -0.0004, discrimination RMSE 0.29 (MML 0.20: the log-normal
+    # prior pulls the mean 1.5 toward 1), cut RMSE 0.28 (MML 0.22), 90% coverage 0.93.
+    from bayesirt.data.missingness import inject
+    from bayesirt.data.simulate import simulate_factorized_grm
+    from bayesirt.evaluation.recovery import metrics
+    from bayesirt.inference import mml
+
+    n, j, c = 400, 10, 5
+    rm, truth = simulate_factorized_grm(21, n, [j], c)
+    y = inject(rm, "mcar", 0.1, seed=22)[0].responses
+    pick = lambda p: truth[truth.parameter == p].sort_values(["item", "person", "category"]).value.to_numpy()  # noqa: E731
+    theta, a = pick("ability"), pick("discrimination")
+    tau = pick("base_difficulty")[:, None] + np.concatenate([np.zeros((j, 1)), np.cumsum(pick("increments").reshape(j, c - 2), 1)], 1)
+    spec = spec_for("grm", 1, j=j, categories=(c,) * j)
+    settings = TrainSettings(learning_rate=0.03, batch_size=100, max_steps=3000, min_steps=200, lr_decay_steps=500,
+                             progress_every=0)
+    result = vibo.fit(spec, jax.random.key(0), y, settings)
+    assert result.converged, result.reason
+    mean, sd = vibo.encode(result.params, spec, jax.random.key(1), y)
+    _, ideal, _ = mml.posterior(y, a, a[:, None] * tau, c)
+    assert metrics(ideal[:, 0], theta)["corr"] - metrics(mean[:, 0], theta)["corr"] < 0.02
+    post = vibo.item_posterior(result.params, spec)
+    ref = mml.fit(y, c)
+    cuts = (a[:, None] * tau).ravel()
+    assert metrics(post["discrimination"][0][:, 0], a)["rmse"] < metrics(ref.discrimination, a)["rmse"] + 0.15
+    assert metrics(post["cuts"][0].ravel(), cuts)["rmse"] < metrics(ref.cuts.ravel(), cuts)["rmse"] + 0.15
+    assert (post["cuts"][1] > 0).all() and np.all(np.diff(post["cuts"][0], axis=1) > 0)
+    assert 0.82 <= np.mean(np.abs(mean[:, 0] - theta) < 1.6449 * sd[:, 0]) <= 0.97

@@ -1,5 +1,5 @@
 # vibo (seed 004): amortized VI with a product-of-experts ability encoder against
-# non-amortized VI, MML-EAP and NUTS, on simulated 2PL data with missing responses.
+# non-amortized VI, MML-EAP and NUTS, on simulated 2PL and GRM (RWA-shaped) data with missing responses.
 #   data/processed/vibo/{design}/{missing}/rep{rep}/               data of one condition
 #   results/vibo/{design}/{missing}/{method}/rep{rep}/             one fit
 #   results/vibo/{design}/                                         tables and figures
@@ -9,7 +9,7 @@ include: "functions/vibo.smk"
 
 
 rule vibo_simulate:
-    # Simulated 2PL data of a design (complete data shared by a replication's missingness
+    # Simulated 2PL or GRM data of a design (complete data shared by a replication's missingness
     # conditions), the design's missingness, and the extra cells hidden and scored.
     output:
         responses="data/processed/vibo/{design}/{missing}/rep{rep}/responses.parquet",

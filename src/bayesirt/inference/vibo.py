@@ -47,7 +47,7 @@ import numpy as np
 
 from bayesirt.inference import networks
 from bayesirt.inference.training import FitResult, TrainSettings, keep_last_good, train
-from bayesirt.models import irt2pl
+from bayesirt.models import grm, irt2pl
 
 MISSING_VARIANTS = ("one_prior", "prior_per_missing")
 MIN_PRECISION = 1e-4  # added to every product's precision, so a person with no expert stays proper
@@ -200,10 +200,11 @@ def fit(spec: VIBOSpec, key, y, settings: TrainSettings, params: dict | None = N
 # using a fit
 
 
-def item_posterior(params: dict, spec: VIBOSpec) -> dict:
-    """Posterior means and sds of the constrained item parameters under q(d) (closed forms:
-    discrimination is log-normal; GRM cuts by Monte Carlo is not needed for the first cut,
-    later cuts are reported at their q-mean plug-in)."""
+def item_posterior(params: dict, spec: VIBOSpec, key=None, n_draws: int = 1000) -> dict:
+    """Posterior means and sds of the constrained item parameters under q(d): closed forms for
+    the discrimination (log-normal) and the difficulty; the GRM's cuts (a first cut plus
+    cumulated log-normal gaps) by Monte Carlo over ``n_draws`` draws of q(d) (``key``: a fixed
+    key by default, so the same fit gives the same table)."""
     st = spec.structure
     loc, log_scale = params["items"]["loc"], params["items"]["log_scale"]
     out = {}
@@ -213,8 +214,16 @@ def item_posterior(params: dict, spec: VIBOSpec) -> dict:
     if "difficulty" in loc:
         out["difficulty"] = (loc["difficulty"], jnp.exp(log_scale["difficulty"]))
     if st.model == "grm":
-        cuts = irt2pl.constrain(loc, st)["cuts"]
-        out["cuts"] = (cuts, jnp.full_like(cuts, jnp.nan))
+        key = jax.random.key(0) if key is None else key
+        q = {"loc": {k: loc[k] for k in ("first_cut", "log_gaps")},
+             "log_scale": {k: log_scale[k] for k in ("first_cut", "log_gaps")}}
+
+        def cut_draw(k):
+            d = sample_items(k, q)
+            return grm.ordered_cuts(d["first_cut"], jnp.exp(d["log_gaps"]))
+
+        draws = jax.vmap(cut_draw)(jax.random.split(key, n_draws))
+        out["cuts"] = (draws.mean(0), draws.std(0))
     return {k: (np.asarray(m), np.asarray(s)) for k, (m, s) in out.items()}
 
 

@@ -3,7 +3,8 @@ parsed so that a value known to be invalid stops the run before any job, with a 
 message naming the key.
 
 The schema already checks types, ranges (replication counts, prior scales, fractions) and
-unknown keys. Here: the missingness names (``mcar150``, ``mar0``), missingness that a design's
+unknown keys. Here: the shape of a VIBO design (n_items for a binary model, a preset for
+the GRM), the missingness names (``mcar150``, ``mar0``), missingness that a design's
 size cannot hold (injection keeps one response of every person and item), DCM rates that do
 not name a distinct whole-percent condition, and a simulated data set with nothing to impute.
 Each check calls the parser the studies use at run time, so the two cannot disagree.
@@ -14,7 +15,8 @@ Call ``check(config)`` after the schema has filled in the defaults.
 from __future__ import annotations
 
 from bayesirt.config import ConfigError
-from bayesirt.studies import dcm_bbvi
+from bayesirt.data import simulate
+from bayesirt.studies import dcm_bbvi, vibo
 from bayesirt.studies.design_conditions import max_hidden_cells, parse_missing
 
 
@@ -63,7 +65,8 @@ def _check_vibo(study: dict) -> None:
     score = study.get("score_fraction", 0.15)
     heldout = study.get("heldout_fraction", 0.2)
     for name, design in study.get("designs", {}).items():
-        n, j = int(design["n_persons"]), int(design["n_items"])
+        _check_vibo_shape(f"studies.vibo.designs.{name}", design)
+        n, j = vibo.design_shape(design)
         n_hold = max(int(round(heldout * n)), 1)  # as vibo.simulate_condition draws them
         for i, missing in enumerate(design.get("missing", [])):
             key = f"studies.vibo.designs.{name}.missing.{i}"
@@ -71,6 +74,25 @@ def _check_vibo(study: dict) -> None:
             # the scored cells are hidden on top of the design's missingness
             _fits(key, missing, rate + score * (1 - rate), n, j, f"the training data with score_fraction {score}")
             _fits(key, missing, rate, n_hold, j, f"the {n_hold} held-out persons")
+
+
+def _check_vibo_shape(key: str, design: dict) -> None:
+    """A 2pl design gives n_items and no preset; a grm design a preset and no n_items."""
+    model = design.get("model", "2pl")
+    if model == "grm":
+        if "preset" not in design:
+            raise ConfigError(f"config key '{key}.preset': a grm design needs the questionnaire preset it is "
+                              f"shaped like (one of {sorted(simulate.PRESETS)})")
+        if "n_items" in design:
+            j, c = vibo.grm_shape(design["preset"])
+            raise ConfigError(f"config key '{key}.n_items': a grm design takes its items from its preset "
+                              f"'{design['preset']}' ({j} items, {c} categories); leave n_items out")
+    else:
+        if "preset" in design:
+            raise ConfigError(f"config key '{key}.preset': only a grm design has a preset; this design's model "
+                              f"is {model} (give n_items, or model: grm)")
+        if "n_items" not in design:
+            raise ConfigError(f"config key '{key}.n_items': a {model} design needs its number of items")
 
 
 def _check_gibbs_2pno(study: dict) -> None:

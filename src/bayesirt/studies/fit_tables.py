@@ -15,6 +15,8 @@ has draws) ``posterior.nc``, and returns the two tables of ``evaluation.irt_tabl
   wrote them (Gibbs samplers, NUTS), else from the means and sds in the estimates (VIBO,
   mean-field VI, MML: the IRT form is then a plug-in of the means, ``sd`` empty); person scores
   are the method's posterior (or encoder's) means and sds on the one factor ``theta``.
+* ``grm`` (vibo's GRM designs): the same from the means and sds of the discriminations and the
+  cuts (intercepts d_k = -cut_k).
 
 Other models (the mixture GRM of ``n_dimensions`` > 1, the LCDM of dcm_bbvi, whose persons
 have attribute profiles rather than abilities) are not in these forms: ``tables`` raises.
@@ -30,7 +32,7 @@ import pandas as pd
 from bayesirt import io
 from bayesirt.evaluation import irt_tables
 
-MODELS = ("factorized_grm", "mgrm", "2pl", "2pno")
+MODELS = ("factorized_grm", "mgrm", "2pl", "2pno", "grm")
 
 
 def tables(folder, rm: io.ResponseMatrix, person_ids=None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -50,6 +52,8 @@ def tables(folder, rm: io.ResponseMatrix, person_ids=None) -> tuple[pd.DataFrame
         return _mgrm(estimates, record, rm, names, scales, ids)
     if model in ("2pl", "2pno"):
         return _binary(folder, estimates, record, rm, names, scales, ids)
+    if model == "grm":
+        return _grm(estimates, record, rm, names, scales, ids)
     raise ValueError(f"{folder}: item and person tables exist for the models {list(MODELS)}, not '{model}'")
 
 
@@ -128,6 +132,26 @@ def _binary(folder, estimates, record, rm, names, scales, ids):
     sd = _grid(ab, "factor_name", ["theta"], rm.n_persons, "sd")
     persons = irt_tables.person_table(mean, sd, ["theta"], ids, rm.observed.sum(1, keepdims=True),
                                       f"posterior mean and sd ({record.get('method')})")
+    return items, persons
+
+
+def _grm(estimates, record, rm, names, scales, ids):
+    """Unidimensional GRM (vibo, ``models.irt2pl``): P(Y >= k) = sigmoid(a theta - cut_k), so the
+    slope-intercept intercepts are d_k = -cut_k; item values from the means with the method's
+    sds (the IRT form a plug-in of the means)."""
+    a_rows = estimates[estimates.parameter == "discrimination"].sort_values("item")
+    cuts = estimates[estimates.parameter == "cut"]
+    width = int(rm.n_categories.max()) - 1
+    d, d_sd = np.full((rm.n_items, width), np.nan), np.full((rm.n_items, width), np.nan)
+    d[cuts["item"].to_numpy(), cuts["category"].to_numpy() - 1] = -cuts["mean"].to_numpy()
+    d_sd[cuts["item"].to_numpy(), cuts["category"].to_numpy() - 1] = cuts["sd"].to_numpy()
+    a = a_rows["mean"].to_numpy().reshape(1, rm.n_items, 1)
+    items = irt_tables.item_table(a, d[None], rm.n_categories, names, scales, ["theta"],
+                                  a_rows["sd"].to_numpy().reshape(rm.n_items, 1), d_sd)
+    ab = estimates[estimates.parameter == "ability"].assign(factor_name="theta")
+    persons = irt_tables.person_table(_grid(ab, "factor_name", ["theta"], rm.n_persons, "mean"),
+                                      _grid(ab, "factor_name", ["theta"], rm.n_persons, "sd"), ["theta"], ids,
+                                      rm.observed.sum(1, keepdims=True), f"posterior mean and sd ({record.get('method')})")
     return items, persons
 
 

@@ -9,9 +9,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# Other runs of config/test.yaml found identical, bit for bit, to this session's local run
-# (conftest.local_run); test_workflow's rerun test needs no run of its own when one is here.
-COMPARED_WITH_LOCAL_RUN: list[str] = []
+# Finished runs of config/test.yaml made this session besides the local run (conftest.local_run),
+# with the same compilation cache: the SLURM test's run, when the machine can start a cluster.
+# test_workflow's rerun test compares the local run with the first of them instead of making
+# a run of its own.
+OTHER_RUNS: list[Path] = []
 
 
 def snakemake(*args, cwd=ROOT, check=True, env=None):

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .runs import COMPARED_WITH_LOCAL_RUN, ROOT, assert_same_results, snakemake, workflow_copy
+from .runs import OTHER_RUNS, ROOT, assert_same_results, snakemake, workflow_copy
 
 START = ROOT / "tests" / "slurm" / "start_cluster.sh"
 PROFILE = yaml.safe_load((ROOT / "workflow" / "profiles" / "slurm" / "config.yaml").read_text())
@@ -119,6 +119,7 @@ def slurm_runs(cluster, local_run, compilation_cache, tmp_path_factory):
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         proc = snakemake(*SLURM_ARGS, "--configfile", "config/test.yaml", cwd=run, env=env)
+        OTHER_RUNS.append(run)
     finally:
         failed_output = failing.communicate(timeout=600)[0]
     return {"run": run, "output": proc.stdout + proc.stderr, "bad": bad, "failed_output": failed_output,
@@ -166,7 +167,6 @@ def test_fitting_jobs_ask_for_a_gpu_in_the_plugins_form(slurm_runs):
 
 def test_results_are_those_of_the_local_run(slurm_runs, local_run):
     assert assert_same_results(local_run, slurm_runs["run"]) >= 10
-    COMPARED_WITH_LOCAL_RUN.append("run through SLURM (test_slurm_cluster.py)")
 
 
 def test_a_job_failing_on_the_node_is_reported_with_its_logs(slurm_runs):

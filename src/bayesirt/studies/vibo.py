@@ -112,6 +112,7 @@ def simulate_grm(seed: int, n_persons: int, preset: str):
     The draws are ``data.simulate.simulate_factorized_grm``'s (thresholds tau, cut = a tau)."""
     from bayesirt import tables
     from bayesirt.data.simulate import PRESETS, simulate_factorized_grm
+    from bayesirt.models import grm
 
     n_items, n_categories = grm_shape(preset)
     rm, table = simulate_factorized_grm(seed, n_persons, [n_items], n_categories, scale_names=[preset],
@@ -119,7 +120,7 @@ def simulate_grm(seed: int, n_persons: int, preset: str):
     pick = lambda p: table[table.parameter == p].sort_values(["item", "person", "category"])["value"].to_numpy()  # noqa: E731
     a = pick("discrimination")
     base, inc = pick("base_difficulty"), pick("increments").reshape(n_items, n_categories - 2)
-    tau = base[:, None] + np.concatenate([np.zeros((n_items, 1)), np.cumsum(inc, axis=1)], axis=1)
+    tau = np.asarray(grm.ordered_cuts(base, inc))
     truth = tables.long_table({"discrimination": a, "cut": a[:, None] * tau, "ability": pick("ability")}, AXES,
                               ["item", "person", "category"], "value", start={"category": 1})
     rm.attrs.update({"model": "grm", "preset": preset,

@@ -122,3 +122,43 @@ def test_schema_ranges_name_the_key(path, value, message):
     node[path[-1]] = value
     with pytest.raises(ConfigError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
         config_schema.check(cfg, SCHEMA)
+
+
+def parsed_like_the_workflow(cfg: dict) -> None:
+    """The three checks workflow/rules/common.smk runs on the config before any job, in order:
+    the one-line schema check, Snakemake's validation (which fills in the defaults), and the
+    studies' own parsers."""
+    from snakemake.utils import validate
+
+    config_schema.check(cfg, SCHEMA)
+    validate(cfg, str(SCHEMA), set_default=True)
+    config_checks.check(cfg)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("bogus: 1\n", "config key 'bogus': unknown key"),
+    ("training: {learning_rat: 0.1}\n", "config key 'training.learning_rat': unknown key"),
+    ("training: {max_steps: ten}\n", "config key 'training.max_steps': 'ten' is not of type 'integer'"),
+    ("datasets: {rwa_sim: {source: simulate, preset: rwa, n_persons: -5}}\n",
+     "config key 'datasets.rwa_sim.n_persons': -5 is less than the minimum"),
+    ("studies: {rb_imputation: {dataset: nowhere}}\n", "config key 'studies.rb_imputation.dataset'"),
+    ("studies: {amortized_ifa: {designs: {x: {preset: ipip, n_persons: 50, replicas: 2}}}}\n",
+     "config key 'studies.amortized_ifa.designs.x.replicas': unknown key"),
+    ("studies: {amortized_ifa: {designs: {x: {dataset: rwa_sim, analysis: exploratory}}}}\n",
+     "config key 'studies.amortized_ifa.designs.x.dataset'"),
+    ("studies: {rb_imputation: {dataset: rwa_sim, missing: mcar150}}\n",
+     "config key 'studies.rb_imputation.missing': 'mcar150' — the rate 150% is outside [0, 100)"),
+    ("studies: {gibbs_2pno: {designs: {x: {n_persons: 50, n_items: 5, missing: [mcar0, mar0]}}}}\n",
+     "config key 'studies.gibbs_2pno.designs.x.missing.1': 'mar0' — a rate of 0% hides nothing"),
+    ("studies: {rb_imputation: {dataset: rwa_sim, replications: -1}}\n",
+     "config key 'studies.rb_imputation.replications': -1 is less than the minimum of 0"),
+    ("priors: {discrimination_scale: 0}\n",
+     "config key 'priors.discrimination_scale': 0 is less than or equal to the minimum of 0"),
+])
+def test_bad_values_are_refused_at_parse_time_naming_the_key(text, message):
+    # the test config with one section replaced, as a user's --configfile would
+    cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    cfg.update(yaml.safe_load(text))
+    with pytest.raises(ConfigError) as e:
+        parsed_like_the_workflow(cfg)
+    assert message in str(e.value) and "\n" not in str(e.value)

@@ -25,6 +25,14 @@ def test_dry_run_paper_config():
     assert "fit_reference" in proc.stdout and "fit_amortized_ifa" in proc.stdout
     for study in ("rb_imputation", "amortized_ifa"):  # one report rule serves every study
         assert f"results/reports/{study}.html" in proc.stdout
+    # the VIBO study's GRM on the real RWA data: its conditions read the prepared data set, every
+    # method is fitted to them, and the real-data tables rule (no truth) aggregates them
+    assert re.search(r"^\s+wildcards: design=rwa_real_grm, missing=mcar20, method=vibo_one_prior, rep=0$", proc.stdout,
+                     flags=re.M)
+    block = re.search(r"^rule vibo_simulate:\n(?:[ \t]+.*\n)*?[ \t]+wildcards: design=rwa_real_grm, missing=mcar10, rep=1$",
+                      proc.stdout, flags=re.M)
+    assert block and "input: data/processed/rwa_real/responses.parquet" in block.group(0)
+    assert "results/vibo/rwa_real_grm/agreement.csv" in proc.stdout
 
 
 def dry_run_jobs(output: str) -> list[tuple[str, dict]]:

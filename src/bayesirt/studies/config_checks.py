@@ -4,8 +4,9 @@ message naming the key.
 
 The schema already checks types, ranges (replication counts, prior scales, fractions) and
 unknown keys. Here: the shape of a VIBO design (n_items for a binary model, a preset for
-the GRM; or a dataset of the config and no simulation keys), the missingness names (``mcar150``, ``mar0``), missingness that a design's
-size cannot hold (injection keeps one response of every person and item), DCM rates that do
+the GRM; or a dataset of the config and no simulation keys), the missingness names
+(``mcar150``, ``mar0``), missingness that a design's size cannot hold (injection keeps one
+response of every person and item), DCM rates that do
 not name a distinct whole-percent condition, and a simulated data set with nothing to impute.
 Each check calls the parser the studies use at run time, so the two cannot disagree.
 

@@ -185,7 +185,9 @@ def test_observed_condition_splits_persons_and_keeps_the_hidden_responses():
     design = {"model": "grm", "dataset": "fake", "missing": ["mcar10"], "replications": 2}
     kw = dict(score_fraction=0.15, heldout_fraction=0.25, missing_seed=11, where="fake.parquet")
     train, hidden, hold, truth = vibo.observed_condition(rm, design, "mcar10", 3, **kw)
-    assert (train.n_persons, hold.n_persons, train.n_items) == (90, 30, 6)
+    # the person who answered nothing is left out; 30 of the other 119 persons are new persons
+    assert (train.n_persons, hold.n_persons, train.n_items) == (89, 30, 6)
+    assert train.attrs["persons_without_responses_left_out"] == 1
     assert truth.empty and list(truth.columns) == ["parameter", "item", "person", "category", "value"]
     assert list(train.n_categories) == [4] * 6
     # without extra missingness every training and held-out person is a row of the data set,
@@ -194,14 +196,14 @@ def test_observed_condition_splits_persons_and_keeps_the_hidden_responses():
     y0 = tr0.responses.copy()
     y0[hid0.person.to_numpy(), hid0.item.to_numpy()] = hid0.response.to_numpy()
     rows = sorted(map(tuple, np.concatenate([y0, hold0.responses]).tolist()))
-    assert rows == sorted(map(tuple, rm.responses.tolist()))
+    assert rows == sorted(map(tuple, np.delete(rm.responses, 7, axis=0).tolist()))
     assert np.array_equal(hold0.responses, hold.responses) is False  # mcar10 hides new persons' cells too
     y = train.responses.copy()
     assert (y[hidden.person, hidden.item] == -1).all() and (hidden.response >= 0).all()
     y[hidden.person.to_numpy(), hidden.item.to_numpy()] = hidden.response.to_numpy()  # the scored cells back
     natural = (rm.responses == -1).sum()
     # 10% of all cells hidden on top of the natural missingness, in training and new persons alike
-    assert (y == -1).sum() + (hold.responses == -1).sum() >= natural + round(0.1 * 90 * 6)
+    assert (y == -1).sum() + (hold.responses == -1).sum() >= natural - 6 + round(0.1 * 119 * 6)
     assert train.attrs["design_missing"] == "mcar10" and train.attrs["part"] == "train"
     # one seed, one split: the same again; another replication's seed splits and hides differently
     again = vibo.observed_condition(rm, design, "mcar10", 3, **kw)

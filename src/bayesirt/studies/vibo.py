@@ -190,13 +190,15 @@ def has_truth(design: dict) -> bool:
 
 def observed_condition(responses, design: dict, missing: str, seed: int, *, score_fraction: float,
                        heldout_fraction: float, missing_seed: int, where: str):
-    """A prepared real data set as one condition of a ``dataset`` design: from ``seed`` (one
-    replication, shared by its missingness conditions) a random ``heldout_fraction`` of the
-    persons is set apart as the new persons (held-out log-likelihood, amortized scoring), the
-    rest train; then the condition's missingness on top of the natural one (``hide_cells``),
-    the scored cells' responses kept. A ``2pl`` design needs binary data (checked, naming the
-    first offending item and person). Returns (train, hidden, holdout, truth) as
-    ``simulate_condition`` does, with an empty truth."""
+    """A prepared real data set as one condition of a ``dataset`` design. Persons who answered
+    no item are left out (they tell nothing about items or predictions, and the per-person fits
+    refuse them; their number is in the attributes). From ``seed`` (one replication, shared by
+    its missingness conditions) a random ``heldout_fraction`` of the others is set apart as the
+    new persons (held-out log-likelihood, amortized scoring), the rest train; then the
+    condition's missingness on top of the natural one (``hide_cells``), the scored cells'
+    responses kept. A ``2pl`` design needs binary data (checked, naming the first offending
+    item and person). Returns (train, hidden, holdout, truth) as ``simulate_condition`` does,
+    with an empty truth."""
     from bayesirt import io
 
     y = np.asarray(responses.responses)
@@ -204,6 +206,9 @@ def observed_condition(responses, design: dict, missing: str, seed: int, *, scor
         from bayesirt.models.twopno import check_binary_responses
 
         y = check_binary_responses(y, [it.name for it in responses.items], where=where)
+    answered = (y != -1).any(axis=1)
+    natural_rate = float(np.mean(y == -1))
+    y = y[answered]
     n_all = y.shape[0]
     n_hold = int(round(heldout_fraction * n_all))
     if not 1 <= n_hold < n_all - 1:
@@ -212,7 +217,7 @@ def observed_condition(responses, design: dict, missing: str, seed: int, *, scor
     order = np.random.default_rng(np.random.SeedSequence([int(seed), 4])).permutation(n_all)
     hold_rows, train_rows = np.sort(order[:n_hold]), np.sort(order[n_hold:])
     attrs = {**responses.attrs, "model": design_model(design), "design_missing": missing,
-             "natural_missing_rate": float(np.mean(y == -1))}
+             "natural_missing_rate": natural_rate, "persons_without_responses_left_out": int((~answered).sum())}
     train = io.ResponseMatrix(y[train_rows], list(responses.items), {**attrs, "part": "train"})
     hold = io.ResponseMatrix(y[hold_rows], list(responses.items), {**attrs, "part": "holdout"})
     train, hidden, hold = hide_cells(train, hold, missing, missing_seed=missing_seed, score_fraction=score_fraction)

@@ -29,10 +29,17 @@
 # predictions. New persons from the same population give the held-out log-likelihood (one
 # Laplace importance-sampling evaluator for every method's item estimates).
 #
+# A design may fit a prepared real data set instead (`dataset:`, e.g. the RWA data by the GRM).
+# Real responses have no true parameters, so such a design gets its own section at the end: the
+# methods set against each other and scored on the cells its missingness hid. It is left out
+# of every table and figure that needs a truth (recovery, calibration, the variants) and of the
+# claims.
+#
 # Everything below is read from the workflow's result tables; rerun the workflow to rebuild it.
 
 # %% tags=["parameters"]
 designs = "n1k"
+real_designs = ""
 results_dir = "results/vibo"
 
 # %% [markdown]
@@ -60,14 +67,22 @@ from IPython.display import Markdown, display
 from bayesirt import plotting
 from bayesirt.studies import vibo as study
 
-names = [d for d in designs.split(",") if d]
-summary = pd.concat([pd.read_csv(Path(results_dir) / d / "summary.csv") for d in names], ignore_index=True)
-fits = pd.concat([pd.read_csv(Path(results_dir) / d / "fits.csv") for d in names], ignore_index=True)
-variants = pd.concat([pd.read_csv(Path(results_dir) / d / "variants.csv") for d in names], ignore_index=True)
-timings = pd.concat([pd.read_csv(Path(results_dir) / d / "timings.csv") for d in names], ignore_index=True)
-summary = study.with_times(summary, timings)  # mean fit times come from timings.csv
-n_reps = int(summary["replications"].min())
-print(f"{len(fits)} fits; {n_reps} to {int(summary['replications'].max())} replications per condition")
+names = [d for d in designs.split(",") if d]  # simulated designs: a truth to recover
+real_names = [d for d in real_designs.split(",") if d]  # real data: no truth
+
+
+def read(designs, table):
+    return pd.concat([pd.read_csv(Path(results_dir) / d / f"{table}.csv") for d in designs], ignore_index=True)
+
+
+if names:
+    summary, fits, variants, timings = (read(names, t) for t in ("summary", "fits", "variants", "timings"))
+    summary = study.with_times(summary, timings)  # mean fit times come from timings.csv
+    n_reps = int(summary["replications"].min())
+    print(f"{len(fits)} fits of simulated data; {n_reps} to {int(summary['replications'].max())} replications "
+          "per condition")
+else:
+    print("No simulated design in this run: the sections up to the real data are empty.")
 
 # %% [markdown]
 # ## Recovery against the truth
@@ -78,10 +93,10 @@ print(f"{len(fits)} fits; {n_reps} to {int(summary['replications'].max())} repli
 # abilities by the 50% and 90% intervals (MML-EAP's intervals are its EAP posterior sds).
 
 # %%
-models = fits.drop_duplicates("design").set_index("design")["model"] if "model" in fits else pd.Series(dtype=str)
+models = fits.drop_duplicates("design").set_index("design")["model"] if names else pd.Series(dtype=str)
 recovery_cols = [c for c in ["ability_rmse_mean", "ability_corr_mean", "discrimination_rmse_mean",
                              "difficulty_rmse_mean", "cut_rmse_mean", "coverage_50_mean", "coverage_90_mean"]
-                 if c in summary]
+                 if names and c in summary]
 for d in names:
     display(Markdown(f"**{d}** ({models.get(d, '2pl')})"))
     rec = summary[summary.design == d][["missing", "method", "replications"] + recovery_cols]
@@ -116,7 +131,8 @@ for d in names:
 # %%
 cols = ["design", "missing", "method", "replications", "hidden_accuracy_mean", "hidden_log_score_mean",
         "heldout_loglik_mean", "ability_rmse_mean", "coverage_90_mean", "wall_seconds_mean"]
-summary[cols].round(4)
+if names:
+    display(summary[cols].round(4))
 
 # %% [markdown]
 # ## The two missing-data variants side by side
@@ -130,7 +146,8 @@ summary[cols].round(4)
 for d in names:
     display(Markdown(f"**{d}**"))
     display(plotting.vibo_variants(summary[summary.design == d]))
-variants.round(4)
+if names:
+    display(variants.round(4))
 
 # %% [markdown]
 # ## MCAR against MNAR at the same rate
@@ -141,17 +158,20 @@ variants.round(4)
 # observed ones mislead the item estimates; what matters is how much more each method loses.
 
 # %%
-mechanisms = study.mechanism_table(summary)
+mechanisms = study.mechanism_table(summary) if names else pd.DataFrame()
 if mechanisms.empty:
-    display(Markdown("No design here has MCAR and MNAR at the same rate."))
-mechanisms.round(4)
+    display(Markdown("No simulated design here has MCAR and MNAR at the same rate."))
+else:
+    display(mechanisms.round(4))
 
 # %% [markdown]
 # ## Which of the seed's claims do these numbers support?
 # Each claim is judged on paired differences, one per design, missingness condition and
 # replication (every method fitted to the same data), by a 95% t interval for their mean:
 # **supported** when the whole interval is on the claimed side, **contradicted** when it is on
-# the other side, **inconclusive** otherwise (and always with fewer than two pairs).
+# the other side, **inconclusive** otherwise (and always with fewer than two pairs). Only the
+# simulated designs count: the claims are about accuracy against the truth, which real data
+# lack (their designs are described in the next section instead).
 
 # %%
 def mean_of(method, column, missing=None):
@@ -161,27 +181,75 @@ def mean_of(method, column, missing=None):
     return float(s[f"{column}_mean"].mean()) if len(s) else float("nan")
 
 
-vib, lines = "vibo_one_prior", []
-t_vibo, t_nuts, t_mfvi = mean_of(vib, "wall_seconds"), mean_of("nuts", "wall_seconds"), mean_of("mfvi", "wall_seconds")
-lines.append(f"* Mean fit times: VIBO {t_vibo:.2f} s, mean-field VI {t_mfvi:.2f} s"
-             + (f", NUTS {t_nuts:.1f} s ({t_nuts / t_vibo:.0f}x VIBO's)." if np.isfinite(t_nuts) else " (no NUTS here)."))
-for c in study.claim_verdicts(fits, timings, vib):
-    lines.append(f"* *{c['claim']}*: {c['verdict'].text}")
-c90 = mean_of(vib, "coverage_90")
-missing = sorted(summary.missing.unique(), key=lambda m: study.parse_missing(m)[1])
-hi = missing[-1]
-lines.append(f"* Calibration (a description): VIBO's 90% intervals cover {c90:.3f} of the true abilities on average "
-             f"(nominal 0.90). The seed's prior-per-missing variant covers {mean_of('vibo_prior_per_missing', 'coverage_90', hi):.3f} "
-             f"at {hi} against {mean_of(vib, 'coverage_90', hi):.3f} with one prior expert.")
-for d in names:
-    if models.get(d) == "grm":
-        g = summary[summary.design == d]
-        at = lambda m, c: float(g[g.method == m][f"{c}_mean"].mean())  # noqa: E731
-        lines.append(f"* The GRM design {d} (a description): VIBO's ability correlation with the truth "
-                     f"{at(vib, 'ability_corr'):.3f} against MML-EAP's {at('mml', 'ability_corr'):.3f} and mean-field "
-                     f"VI's {at('mfvi', 'ability_corr'):.3f}; cut RMSE {at(vib, 'cut_rmse'):.3f} against "
-                     f"{at('mml', 'cut_rmse'):.3f} and {at('mfvi', 'cut_rmse'):.3f}.")
-display(Markdown(f"From {len(fits)} fits, {n_reps} replication(s) per condition (designs: {', '.join(names)}):\n\n"
-                 + "\n".join(lines)
-                 + "\n\nWith few pairs the t interval is wide, so most verdicts are inconclusive at demo scale; "
-                 "the paper config runs 100 replications."))
+def claims(vib="vibo_one_prior"):
+    """The claims' verdicts and descriptions, from the simulated designs' fits only."""
+    lines = []
+    t_vibo, t_nuts, t_mfvi = mean_of(vib, "wall_seconds"), mean_of("nuts", "wall_seconds"), mean_of("mfvi", "wall_seconds")
+    lines.append(f"* Mean fit times: VIBO {t_vibo:.2f} s, mean-field VI {t_mfvi:.2f} s"
+                 + (f", NUTS {t_nuts:.1f} s ({t_nuts / t_vibo:.0f}x VIBO's)." if np.isfinite(t_nuts) else " (no NUTS here)."))
+    for c in study.claim_verdicts(fits, timings, vib):
+        lines.append(f"* *{c['claim']}*: {c['verdict'].text}")
+    c90 = mean_of(vib, "coverage_90")
+    missing = sorted(summary.missing.unique(), key=lambda m: study.parse_missing(m)[1])
+    hi = missing[-1]
+    lines.append(f"* Calibration (a description): VIBO's 90% intervals cover {c90:.3f} of the true abilities on average "
+                 f"(nominal 0.90). The seed's prior-per-missing variant covers {mean_of('vibo_prior_per_missing', 'coverage_90', hi):.3f} "
+                 f"at {hi} against {mean_of(vib, 'coverage_90', hi):.3f} with one prior expert.")
+    for d in names:
+        if models.get(d) == "grm":
+            g = summary[summary.design == d]
+            at = lambda m, c: float(g[g.method == m][f"{c}_mean"].mean())  # noqa: E731
+            lines.append(f"* The GRM design {d} (a description): VIBO's ability correlation with the truth "
+                         f"{at(vib, 'ability_corr'):.3f} against MML-EAP's {at('mml', 'ability_corr'):.3f} and mean-field "
+                         f"VI's {at('mfvi', 'ability_corr'):.3f}; cut RMSE {at(vib, 'cut_rmse'):.3f} against "
+                         f"{at('mml', 'cut_rmse'):.3f} and {at('mfvi', 'cut_rmse'):.3f}.")
+    left_out = (f" Real-data designs ({', '.join(real_names)}) are not counted: they have no truth."
+                if real_names else "")
+    return (f"From {len(fits)} fits of simulated data, {n_reps} replication(s) per condition (designs: "
+            f"{', '.join(names)}).{left_out}\n\n" + "\n".join(lines)
+            + "\n\nWith few pairs the t interval is wide, so most verdicts are inconclusive at demo scale; "
+            "the paper config runs 100 replications.")
+
+
+display(Markdown(claims() if names else "No simulated design in this run, so no claim can be judged: the claims "
+                 "are about accuracy against the truth, which real data lack."))
+
+# %% [markdown]
+# ## Real data: the methods against each other
+#
+# A design that names a prepared data set (e.g. the RWA data by the GRM) has no true
+# parameters. Each replication sets a random share of its persons apart as new persons and hides
+# cells by the design's missingness (on top of the natural missing answers) and a further share
+# that is scored. So instead of recovery: how closely each method agrees with MML-EAP fitted to
+# the same data (correlation and root mean squared difference of the ability estimates and of
+# the item parameters), the accuracy and mean log score of its predictions of the hidden cells,
+# and the held-out log-likelihood of the new persons (the common evaluator). Coverage, RMSE and
+# the claims above are not computed for these designs: there is no truth to compute them from.
+# Means over replications (random splits and masks).
+
+# %%
+if not real_names:
+    display(Markdown("No real-data design in this run."))
+for d in real_names:
+    real_summary = pd.read_csv(Path(results_dir) / d / "summary.csv")
+    real_times = pd.read_csv(Path(results_dir) / d / "timings.csv")
+    real_summary = study.with_times(real_summary, real_times)
+    n_real = real_summary["replications"]
+    display(Markdown(f"**{d}** ({int(n_real.min())} to {int(n_real.max())} replications per condition)"))
+    agree_cols = [c for c in real_summary if c.endswith(f"_to_{study.REFERENCE}_mean")]
+    display(real_summary[["missing", "method", "replications"] + agree_cols].dropna(axis=1, how="all")
+            .round(4).reset_index(drop=True))
+    display(real_summary[["missing", "method", "hidden_accuracy_mean", "hidden_log_score_mean", "heldout_loglik_mean",
+                          "wall_seconds_mean"]].round(4).reset_index(drop=True))
+    display(plotting.vibo_agreement(real_summary, reference=study.REFERENCE))
+
+# %% [markdown]
+# Every pair of methods, not only against MML-EAP: the correlation of their ability and item
+# estimates on the same data, mean over replications.
+
+# %%
+for d in real_names:
+    agreement = pd.read_csv(Path(results_dir) / d / "agreement.csv")
+    pairs = agreement.groupby(["missing", "parameter", "method", "other"], sort=True)[["corr", "rmsd"]].mean()
+    display(Markdown(f"**{d}**"))
+    display(pairs.round(4).reset_index())

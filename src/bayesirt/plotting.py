@@ -432,6 +432,28 @@ def vibo_variants(summary: pd.DataFrame):
     return fig
 
 
+def vibo_agreement(summary: pd.DataFrame, reference: str = "mml"):
+    """A real-data design (no truth): each method's ability correlation with the reference
+    (MML-EAP) fitted to the same data, and the accuracy and mean log score of its predictions of
+    the hidden cells, over the missingness conditions (means over replications)."""
+    cols = [(f"ability_corr_to_{reference}_mean", f"ability correlation with {VIBO_METHODS.get(reference, reference)}"),
+            ("hidden_accuracy_mean", "hidden-cell accuracy"), ("hidden_log_score_mean", "hidden-cell log score")]
+    missing = list(dict.fromkeys(summary["missing"]))
+    methods = [m for m in VIBO_METHODS if m in set(summary["method"])]
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.3))
+    for ax, (col, title) in zip(axes, cols):
+        for method in methods:
+            r = summary[summary["method"] == method].set_index("missing").reindex(missing)
+            if col in r and r[col].notna().any():
+                ax.plot(missing, r[col], marker="o", ls="--" if method == reference else "-",
+                        label=VIBO_METHODS[method])
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("missingness")
+    axes[1].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
 # ---- gibbs_2pno (seed 001; bayesirt.studies.gibbs_2pno) ----
 
 GIBBS_METHODS = {"gibbs": "Gibbs (augmented)", "gibbs_omit": "Gibbs (omitted)", "nuts": "NUTS"}

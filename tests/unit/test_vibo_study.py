@@ -163,3 +163,174 @@ def test_grm_item_and_person_tables(tmp_path):
     np.testing.assert_allclose(d["mean"], [1.0, -1.0, 2.0, 0.0, -2.0, -0.3])
     np.testing.assert_allclose(d["sd"], 0.2)
     assert persons["score"].tolist() == [0.1, -0.3] and persons["n_answered"].tolist() == [3, 1]
+
+
+# ------------------------------------------------------------------ real data (no truth)
+
+def fake_real_data(n=120, j=6, k=4, seed=0):
+    """A small 'real' questionnaire without a truth: k-category items driven by one trait, with
+    about 5% natural missing cells (one person answered nothing)."""
+    from bayesirt import io
+
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(size=(n, 1))
+    y = np.clip(np.round(1.5 + theta + rng.normal(scale=0.8, size=(n, j))), 0, k - 1).astype(np.int16)
+    y[rng.random((n, j)) < 0.05] = -1
+    y[7] = -1
+    return io.ResponseMatrix(y, [io.Item(f"Q{i + 1}", k, "scale") for i in range(j)], {"dataset": "fake"})
+
+
+def test_observed_condition_splits_persons_and_keeps_the_hidden_responses():
+    rm = fake_real_data()
+    design = {"model": "grm", "dataset": "fake", "missing": ["mcar10"], "replications": 2}
+    kw = dict(score_fraction=0.15, heldout_fraction=0.25, missing_seed=11, where="fake.parquet")
+    train, hidden, hold, truth = vibo.observed_condition(rm, design, "mcar10", 3, **kw)
+    # the person who answered nothing is left out; 30 of the other 119 persons are new persons
+    assert (train.n_persons, hold.n_persons, train.n_items) == (89, 30, 6)
+    assert train.attrs["persons_without_responses_left_out"] == 1
+    assert truth.empty and list(truth.columns) == ["parameter", "item", "person", "category", "value"]
+    assert list(train.n_categories) == [4] * 6
+    # without extra missingness every training and held-out person is a row of the data set,
+    # once the scored cells are put back
+    tr0, hid0, hold0, _ = vibo.observed_condition(rm, design, "mcar0", 3, **kw)
+    y0 = tr0.responses.copy()
+    y0[hid0.person.to_numpy(), hid0.item.to_numpy()] = hid0.response.to_numpy()
+    rows = sorted(map(tuple, np.concatenate([y0, hold0.responses]).tolist()))
+    assert rows == sorted(map(tuple, np.delete(rm.responses, 7, axis=0).tolist()))
+    assert np.array_equal(hold0.responses, hold.responses) is False  # mcar10 hides new persons' cells too
+    y = train.responses.copy()
+    assert (y[hidden.person, hidden.item] == -1).all() and (hidden.response >= 0).all()
+    y[hidden.person.to_numpy(), hidden.item.to_numpy()] = hidden.response.to_numpy()  # the scored cells back
+    natural = (rm.responses == -1).sum()
+    # 10% of all cells hidden on top of the natural missingness, in training and new persons alike
+    assert (y == -1).sum() + (hold.responses == -1).sum() >= natural - 6 + round(0.1 * 119 * 6)
+    assert train.attrs["design_missing"] == "mcar10" and train.attrs["part"] == "train"
+    # one seed, one split: the same again; another replication's seed splits and hides differently
+    again = vibo.observed_condition(rm, design, "mcar10", 3, **kw)
+    assert np.array_equal(again[0].responses, train.responses) and again[1].equals(hidden)
+    other = vibo.observed_condition(rm, design, "mcar10", 4, **{**kw, "missing_seed": 12})
+    assert not np.array_equal(other[2].responses, hold.responses)
+    # a 2pl design needs binary responses, and the error names the file and the first bad cell
+    with pytest.raises(ValueError, match="fake.parquet: code .* is not binary"):
+        vibo.observed_condition(rm, {**design, "model": "2pl"}, "mcar0", 3, **kw)
+    assert not vibo.has_truth(design) and vibo.has_truth(grm_design())
+
+
+def fake_fit(method, rep, missing="mcar10", design="real", shift=0.0, noise=0.0, truth=None):
+    """A fit record and estimates table of a GRM method (3 items, 3 categories, 40 persons)."""
+    from bayesirt.models import irt2pl
+
+    rng = np.random.default_rng(rep)
+    st = irt2pl.Structure("grm", 3, 1, n_categories=(3, 3, 3))
+    theta = rng.normal(size=40)
+    extra = np.random.default_rng(100 + len(method)).normal(scale=noise, size=40)
+    items = {"discrimination": (np.array([1.0, 1.5, 0.8]) + shift, np.full(3, 0.1)),
+             "cut": (np.array([[-1.0, 1.0], [-0.5, 0.5], [0.0, 2.0]]) + shift, np.full((3, 2), 0.1))}
+    est = vibo.estimates_table(items, (theta + shift + extra, np.full(40, 0.3)), truth, st)
+    evaluation = {**vibo.evaluation(est), "hidden_accuracy": 0.5 + shift, "hidden_log_score": -1.0 - shift,
+                  "hidden_n_cells": 10, "heldout_loglik": -3.0}
+    record = {"design": design, "model": "grm", "missing": missing, "method": method, "replication": rep,
+              "n_persons": 40, "n_items": 3, "missing_rate": 0.2, "converged": True, "steps": 10,
+              "evaluation": evaluation, "timing": {"wall_seconds": 1.0, "compile_seconds": 0.1,
+                                                   "score_new_seconds": 0.01}}
+    return record, est
+
+
+def test_real_data_tables_compare_the_methods_with_each_other(tmp_path):
+    fits = [fake_fit(m, rep, shift=s, noise=z) for rep in (0, 1)
+            for m, s, z in (("vibo_one_prior", 0.1, 0.5), ("mfvi", 0.0, 0.0), ("mml", 0.0, 0.0))]
+    tables = vibo.aggregate_observed([r for r, _ in fits], [e for _, e in fits])
+    assert set(tables) == {"fits", "summary", "agreement", "timings"}
+    ag = tables["agreement"]
+    # 3 pairs x 2 replications x (ability, discrimination, cut), methods in METHOD_NAMES order
+    assert len(ag) == 3 * 2 * 3 and set(zip(ag.method, ag.other)) == {
+        ("vibo_one_prior", "mfvi"), ("vibo_one_prior", "mml"), ("mfvi", "mml")}
+    same = ag[(ag.method == "mfvi") & (ag.other == "mml")]
+    assert np.allclose(same["corr"], 1.0) and np.allclose(same["rmsd"], 0.0)
+    shifted = ag[(ag.method == "vibo_one_prior") & (ag.other == "mml") & (ag.parameter == "cut")]
+    assert np.allclose(shifted["rmsd"], 0.1) and np.allclose(shifted["mean_difference"], 0.1)
+    assert (shifted["n"] == 6).all()
+    f = tables["fits"]
+    vibo_ab = f[f.method == "vibo_one_prior"]["ability_corr_to_mml"]
+    assert (vibo_ab < 0.99).all() and (vibo_ab > 0.5).all()  # noise of sd 0.5 on abilities of sd 1
+    assert f[f.method == "mfvi"]["ability_corr_to_mml"].tolist() == pytest.approx([1.0, 1.0])
+    assert f[f.method == "mml"]["ability_corr_to_mml"].isna().all()  # the reference itself
+    s = tables["summary"]
+    assert not any(c.startswith(("ability_rmse", "coverage", "cut_rmse")) for c in s.columns)  # no truth, no recovery
+    assert s["replications"].tolist() == [2, 2, 2]
+    assert s.set_index("method").loc["vibo_one_prior", "hidden_accuracy_mean"] == pytest.approx(0.6)
+    vibo.observed_figures(tables, {"figure_agreement": tmp_path / "agreement.png"})
+    assert (tmp_path / "agreement.png").stat().st_size > 0
+
+
+def test_claims_leave_real_data_designs_out():
+    import pandas as pd
+
+    sim, real = [], []
+    for rep in (0, 1, 2):
+        r, e = fake_fit("mml", rep, design="sim")
+        truth = e.rename(columns={"mean": "value"})[["parameter", "item", "person", "category", "value"]]
+        sim += [fake_fit("vibo_one_prior", rep, design="sim", shift=0.05, truth=truth),
+                fake_fit("mml", rep, design="sim", truth=truth)]
+        real += [fake_fit("vibo_one_prior", rep, shift=2.0), fake_fit("mml", rep)]
+    assert "true" in sim[0][1] and "true" not in real[0][1]
+    sim_fits = vibo.aggregate([r for r, _ in sim], [e for _, e in sim])["fits"]
+    real_fits = vibo.aggregate_observed([r for r, _ in real], [e for _, e in real])["fits"]
+    both = pd.concat([sim_fits, real_fits], ignore_index=True)
+    timings = pd.DataFrame({"design": both.design, "missing": both.missing, "method": both.method,
+                            "rep": both.rep, "wall_seconds": 1.0})
+    claims = vibo.claim_verdicts(both, timings)
+    alone = vibo.claim_verdicts(sim_fits, timings[timings.design == "sim"])
+    assert [c["claim"] for c in claims] == [c["claim"] for c in alone] != []
+    assert [c["verdict"].text for c in claims] == [c["verdict"].text for c in alone]
+    assert vibo.claim_verdicts(real_fits, timings[timings.design == "real"]) == []  # no truth, no claim
+
+
+def test_real_data_fit_has_no_recovery_but_scores_the_hidden_cells():
+    # MML-EAP (the cheapest method) on the fake data set through run_fit, as the workflow calls it
+    rm = fake_real_data(n=150, j=5)
+    design = {"model": "grm", "dataset": "fake", "missing": ["mcar10"], "replications": 1}
+    train, hidden, hold, truth = vibo.observed_condition(rm, design, "mcar10", 1, score_fraction=0.15,
+                                                         heldout_fraction=0.2, missing_seed=2, where="fake")
+    study = {"designs": {"real": design}, "eval_samples": 50, "posterior_draws": 20, "training": {}}
+    out = vibo.run_fit(train, hidden, hold, truth, vibo.Condition("real", "mcar10", "mml", 0), study=study, seed=5)
+    ev = out.record["evaluation"]
+    assert not any(k.endswith(("_rmse", "_corr")) or k.startswith("coverage") for k in ev)
+    assert ev["hidden_n_cells"] == len(hidden) > 0 and 0.2 < ev["hidden_accuracy"] <= 1.0
+    assert np.isfinite(ev["hidden_log_score"]) and np.isfinite(ev["heldout_loglik"])
+    assert out.record["dataset"] == "fake" and out.record["design"] == "real"
+    assert "true" not in out.estimates
+
+
+def test_real_data_design_config_errors_name_the_key():
+    from bayesirt.studies import config_checks
+
+    def parse(**design):
+        cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+        cfg["datasets"]["survey"] = {"source": "rwa", "url": "/nowhere/RWAS.zip"}
+        cfg["studies"]["vibo"]["designs"]["r"] = design
+        check(cfg, SCHEMA)
+        from snakemake.utils import validate
+
+        validate(cfg, str(SCHEMA), set_default=True)
+        config_checks.check(cfg)
+        return cfg
+
+    def refused(**design) -> str:
+        with pytest.raises(ConfigError) as e:
+            parse(**design)
+        assert "\n" not in str(e.value)
+        return str(e.value)
+
+    cfg = parse(model="grm", dataset="survey", missing=["mcar0", "mcar20"], replications=3)
+    assert [c for c in vibo.conditions(cfg["studies"]["vibo"]) if c.design == "r"][0].path == \
+        "results/vibo/r/mcar0/vibo_one_prior/rep0"
+    assert refused(model="grm", dataset="nope").startswith(
+        "config key 'studies.vibo.designs.r.dataset': 'nope' is not one of the data sets")
+    assert refused(model="grm", dataset="survey", preset="rwa").startswith(
+        "config key 'studies.vibo.designs.r.preset': a design that names a dataset ('survey')")
+    assert refused(model="grm", dataset="survey", n_persons=100).startswith(
+        "config key 'studies.vibo.designs.r.n_persons': a design that names a dataset")
+    assert refused(dataset="survey").startswith("config key 'studies.vibo.designs.r.model': the data set 'survey'")
+    assert refused(model="grm", dataset="survey", missing=["mar0"]).startswith(
+        "config key 'studies.vibo.designs.r.missing.0': 'mar0'")

@@ -59,6 +59,13 @@ def datasets_from(*sources):
     return "|".join(n for n, d in config["datasets"].items() if d["source"] in sources) or "(?!x)x"
 
 
+def design_dataset(design):
+    """The prepared data set a study design fits, as an input to unpack(): the design's
+    `dataset` (real data, no truth), or nothing for a simulated design."""
+    name = design.get("dataset")
+    return {"dataset": f"data/processed/{name}/responses.parquet"} if name else {}
+
+
 def truth_of(wildcards):
     """The truth table where the data set is simulated, else nothing."""
     if config["datasets"][wildcards.dataset]["source"] == "simulate":

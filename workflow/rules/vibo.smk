@@ -1,5 +1,6 @@
 # vibo (seed 004): amortized VI with a product-of-experts ability encoder against
-# non-amortized VI, MML-EAP and NUTS, on simulated 2PL and GRM (RWA-shaped) data with missing responses.
+# non-amortized VI, MML-EAP and NUTS, on simulated 2PL and GRM (RWA-shaped) data with missing responses,
+# and on prepared real data sets (a design's `dataset`, e.g. the RWA data by the GRM; no truth).
 #   data/processed/vibo/{design}/{missing}/rep{rep}/               data of one condition
 #   results/vibo/{design}/{missing}/{method}/rep{rep}/             one fit
 #   results/vibo/{design}/                                         tables and figures
@@ -10,7 +11,11 @@ include: "functions/vibo.smk"
 
 rule vibo_simulate:
     # Simulated 2PL or GRM data of a design (complete data shared by a replication's missingness
-    # conditions), the design's missingness, and the extra cells hidden and scored.
+    # conditions), the design's missingness, and the extra cells hidden and scored; for a design
+    # that names a dataset, that prepared data set split into training and new persons, with the
+    # design's extra missingness and scored cells (empty truth).
+    input:
+        unpack(vibo_design_dataset),
     output:
         responses="data/processed/vibo/{design}/{missing}/rep{rep}/responses.parquet",
         sidecar="data/processed/vibo/{design}/{missing}/rep{rep}/responses.json",
@@ -62,7 +67,7 @@ rule fit_vibo:
 
 
 rule vibo_tables:
-    # Every fit of a design: recovery, calibration, missing-response prediction, held-out
+    # Every fit of a simulated design: recovery, calibration, missing-response prediction, held-out
     # log-likelihood and timings, the two missing-data variants side by side, and figures.
     input:
         fits=vibo_fit_records,
@@ -80,10 +85,34 @@ rule vibo_tables:
         figure_variants=report("results/vibo/{design}/figures/variants.png",
                                caption="../report/vibo_variants.rst", category="vibo", subcategory="{design}"),
     wildcard_constraints:
-        design=vibo_design_pattern(),
+        design=vibo_design_pattern(truth=True),
     log:
         "logs/vibo/{design}/tables.log",
     conda:
         ENV
     script:
         "../scripts/vibo_tables.py"
+
+
+rule vibo_observed_tables:
+    # Every fit of a real-data design (no truth): the methods against each other (abilities and
+    # item parameters of every pair of methods, agreement with MML-EAP), missing-response
+    # prediction, held-out log-likelihood and timings, and the figure.
+    input:
+        fits=vibo_fit_records,
+        estimates=vibo_fit_estimates,
+    output:
+        fits="results/vibo/{design}/fits.csv",
+        summary="results/vibo/{design}/summary.csv",
+        agreement="results/vibo/{design}/agreement.csv",
+        timings="results/vibo/{design}/timings.csv",
+        figure_agreement=report("results/vibo/{design}/figures/agreement.png",
+                                caption="../report/vibo_agreement.rst", category="vibo", subcategory="{design}"),
+    wildcard_constraints:
+        design=vibo_design_pattern(truth=False),
+    log:
+        "logs/vibo/{design}/tables.log",
+    conda:
+        ENV
+    script:
+        "../scripts/vibo_observed_tables.py"

@@ -1,14 +1,20 @@
-"""Simulate one condition of a vibo design: training persons with the design's missingness and
-the scored cells hidden, the scored cells' true responses, new persons, truth (rule vibo_simulate)."""
+"""Data of one condition of a vibo design (rule vibo_simulate): simulated training persons with
+the design's missingness and the scored cells hidden, the scored cells' true responses, new
+persons and the truth; or, for a design that names a dataset, that prepared data set split into
+training and new persons with the same missingness and scored cells, and an empty truth."""
 
 from bayesirt import io, logs
 from bayesirt.studies import vibo
 
 log = logs.to_file(snakemake.log[0])
 w, p = snakemake.wildcards, snakemake.params
-train, hidden, holdout, truth = vibo.simulate_condition(p.design, w.missing, p.seed, score_fraction=p.score_fraction,
-                                                        heldout_fraction=p.heldout_fraction,
-                                                        missing_seed=p.missing_seed)
+fractions = {"score_fraction": p.score_fraction, "heldout_fraction": p.heldout_fraction, "missing_seed": p.missing_seed}
+if "dataset" in p.design:
+    train, hidden, holdout, truth = vibo.observed_condition(io.read_responses(snakemake.input.dataset), p.design,
+                                                            w.missing, p.seed, where=snakemake.input.dataset,
+                                                            **fractions)
+else:
+    train, hidden, holdout, truth = vibo.simulate_condition(p.design, w.missing, p.seed, **fractions)
 for part in (train, holdout):
     part.attrs.update({"design": w.design, "replication": int(w.rep)})
 io.write_table(truth, snakemake.output.truth)

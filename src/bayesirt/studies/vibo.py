@@ -4,7 +4,11 @@ responses: the binary 2PL (``model: 2pl``, ``data.simulate_binary``) and the gra
 model (``model: grm``) on data shaped like a questionnaire preset (``preset: rwa``: the RWA
 scale's 22 items with 9 categories, drawn by ``data.simulate.simulate_factorized_grm``, the
 simulator of the rb_imputation and grm_advi studies, as one scale: VIBO's abilities are
-unidimensional here).
+unidimensional here). A design that names a ``dataset`` instead (a prepared data set of the
+config, e.g. the real RWA data with ``model: grm``) fits those responses, natural missing cells
+included (``observed_condition``): it has no truth, so its methods are compared with each other
+(``aggregate_observed``: agreement with MML-EAP, hidden-cell prediction, held-out
+log-likelihood), and it counts in no claim on accuracy.
 
 A condition is (design, missingness, method, replication). Every replication of a design draws
 one complete data set (``simulate_condition``): training persons, new persons from the same
@@ -13,7 +17,8 @@ missingness (``mcar0``, ``mcar20``, ``mnar20``, ...: kind and percent of all cel
 ``data.missingness.inject``) then hides cells of both, and a further ``score_fraction`` of the
 training persons' still-observed cells is hidden MCAR and scored (missing-response
 prediction). All missingness conditions of a replication share the complete data, and all
-methods of a condition share the data and the fit seed.
+methods of a condition share the data and the fit seed. On real data a replication is a
+random split of the persons into training and new ones and its own missingness masks.
 
 Methods (``METHODS``): ``vibo_one_prior`` (no expert for a missing response, one prior
 expert), ``vibo_prior_per_missing`` (the seed's variant: a prior expert per missing
@@ -26,9 +31,10 @@ The shape of every study:
 
     conditions(config)                               -> [Condition]   (parse time, plain Python)
     simulate_condition(design, missing, seed, ...)   -> (train, hidden, holdout, truth)
+    observed_condition(responses, design, missing, seed, ...) -> the same, truth empty (real data)
     run_fit(train, hidden, holdout, truth, cond, ...) -> records.FitOutput
-    aggregate(records, estimates)                    -> dict of tidy tables
-    figures(tables, outputs)                         -> PNG figures
+    aggregate(records, estimates)                    -> dict of tidy tables (aggregate_observed: real data)
+    figures(tables, outputs)                         -> PNG figures (observed_figures: real data)
 """
 
 from __future__ import annotations
@@ -136,7 +142,6 @@ def simulate_condition(design: dict, missing: str, seed: int, *, score_fraction:
     mask of the scored cells with their true responses (a table person, item, response), the
     new persons with the design's missingness, and the truth of the training persons."""
     from bayesirt import io
-    from bayesirt.data.missingness import inject
     from bayesirt.data.simulate_binary import simulate_binary
 
     n, j = design_shape(design)
@@ -145,19 +150,78 @@ def simulate_condition(design: dict, missing: str, seed: int, *, score_fraction:
         rm, truth = simulate_grm(seed, n + n_hold, design["preset"])
     else:
         rm, truth = simulate_binary(seed, n + n_hold, j, model=design_model(design))
-    kind, rate = parse_missing(missing)
     attrs = {**rm.attrs, "design_missing": missing}
     train = io.ResponseMatrix(rm.responses[:n], rm.items, {**attrs, "part": "train"})
     hold = io.ResponseMatrix(rm.responses[n:], rm.items, {**attrs, "part": "holdout"})
+    train, hidden, hold = hide_cells(train, hold, missing, missing_seed=missing_seed, score_fraction=score_fraction)
+    truth = truth[(truth.parameter != "ability") | (truth.person < n)].reset_index(drop=True)
+    return train, hidden, hold, truth
+
+
+def hide_cells(train, hold, missing: str, *, missing_seed: int, score_fraction: float):
+    """The condition's missingness on a replication's persons, simulated or real alike: the
+    design's missingness (``missing``) in the training and the new persons, then a further
+    ``score_fraction`` of the training persons' still-observed cells hidden MCAR and scored.
+    Returns (train, hidden, hold), ``hidden`` the scored cells with the responses they hid
+    (a table person, item, response)."""
+    from bayesirt.data.missingness import inject
+
+    kind, rate = parse_missing(missing)
     if rate > 0:
         train = inject(train, kind, rate, seed=missing_seed)[0]
         hold = inject(hold, kind, rate, seed=missing_seed + 1)[0]
     observed_share = float(np.mean(train.responses != -1))
+    before = np.asarray(train.responses)
     train, scored = inject(train, "mcar", score_fraction * observed_share, seed=missing_seed + 2)
     rows, cols = np.nonzero(scored)
-    hidden = pd.DataFrame({"person": rows, "item": cols, "response": rm.responses[rows, cols]})
-    truth = truth[(truth.parameter != "ability") | (truth.person < n)].reset_index(drop=True)
-    return train, hidden, hold, truth
+    hidden = pd.DataFrame({"person": rows, "item": cols, "response": before[rows, cols]})
+    return train, hidden, hold
+
+
+def empty_truth() -> pd.DataFrame:
+    """The truth table of a real data set: no rows (real data have no true values)."""
+    return pd.DataFrame(columns=["parameter", "item", "person", "category", "value"])
+
+
+def has_truth(design: dict) -> bool:
+    """A simulated design has a truth to recover; a design that names a ``dataset`` has none."""
+    return "dataset" not in design
+
+
+def observed_condition(responses, design: dict, missing: str, seed: int, *, score_fraction: float,
+                       heldout_fraction: float, missing_seed: int, where: str):
+    """A prepared real data set as one condition of a ``dataset`` design. Persons who answered
+    no item are left out (they tell nothing about items or predictions, and the per-person fits
+    refuse them; their number is in the attributes). From ``seed`` (one replication, shared by
+    its missingness conditions) a random ``heldout_fraction`` of the others is set apart as the
+    new persons (held-out log-likelihood, amortized scoring), the rest train; then the
+    condition's missingness on top of the natural one (``hide_cells``), the scored cells'
+    responses kept. A ``2pl`` design needs binary data (checked, naming the first offending
+    item and person). Returns (train, hidden, holdout, truth) as ``simulate_condition`` does,
+    with an empty truth."""
+    from bayesirt import io
+
+    y = np.asarray(responses.responses)
+    if design_model(design) == "2pl":
+        from bayesirt.models.twopno import check_binary_responses
+
+        y = check_binary_responses(y, [it.name for it in responses.items], where=where)
+    answered = (y != -1).any(axis=1)
+    natural_rate = float(np.mean(y == -1))
+    y = y[answered]
+    n_all = y.shape[0]
+    n_hold = int(round(heldout_fraction * n_all))
+    if not 1 <= n_hold < n_all - 1:
+        raise ValueError(f"{where}: {n_all} persons cannot be split into training and held-out persons with "
+                         f"heldout_fraction {heldout_fraction}")
+    order = np.random.default_rng(np.random.SeedSequence([int(seed), 4])).permutation(n_all)
+    hold_rows, train_rows = np.sort(order[:n_hold]), np.sort(order[n_hold:])
+    attrs = {**responses.attrs, "model": design_model(design), "design_missing": missing,
+             "natural_missing_rate": natural_rate, "persons_without_responses_left_out": int((~answered).sum())}
+    train = io.ResponseMatrix(y[train_rows], list(responses.items), {**attrs, "part": "train"})
+    hold = io.ResponseMatrix(y[hold_rows], list(responses.items), {**attrs, "part": "holdout"})
+    train, hidden, hold = hide_cells(train, hold, missing, missing_seed=missing_seed, score_fraction=score_fraction)
+    return train, hidden, hold, empty_truth()
 
 
 # ------------------------------------------------------------------------------------ fits
@@ -255,10 +319,13 @@ def estimates_table(items: dict, ability, truth, st=None) -> pd.DataFrame:
 
 
 def evaluation(est: pd.DataFrame) -> dict:
-    """Recovery against the truth and calibration of the ability intervals."""
+    """Recovery against the truth and calibration of the ability intervals; nothing for a fit
+    of real data (no ``true`` column: there is no truth to recover)."""
     from bayesirt.evaluation.recovery import metrics
 
     out = {}
+    if "true" not in est:
+        return out
     for par in ("discrimination", "difficulty", "cut", "ability"):
         d = est[est.parameter == par]
         if d.empty:
@@ -275,8 +342,9 @@ def evaluation(est: pd.DataFrame) -> dict:
 def run_fit(train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Condition, *, study: dict,
             seed: int):
     """One fit, evaluated: recovery, calibration, missing-response prediction on the scored
-    cells, held-out log-likelihood of the new persons and the time to score them.
-    Returns ``records.FitOutput`` (``records.write_fit`` writes it)."""
+    cells, held-out log-likelihood of the new persons and the time to score them. On real data
+    (an empty ``truth``) recovery and calibration are left out, and the record's ``dataset``
+    is the design's data set. Returns ``records.FitOutput`` (``records.write_fit`` writes it)."""
     import jax
     import jax.numpy as jnp
 
@@ -295,7 +363,8 @@ def run_fit(train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Con
     rows, cols, cell_truth = (hidden[c].to_numpy() for c in ("person", "item", "response"))
     k_fit, k_enc, k_pred, k_ll, k_new = jax.random.split(jax.random.key(seed), 5)
     eval_samples = int(study["eval_samples"])
-    fields = {"model": model, "method": cond.method, "study": STUDY, "dataset": cond.design,
+    truth = truth if truth is not None and len(truth) else None  # real data: no truth
+    fields = {"model": model, "method": cond.method, "study": STUDY, "dataset": design.get("dataset", cond.design),
               "design": cond.design, "missing": cond.missing, "condition": f"{cond.missing}_{cond.method}",
               "replication": cond.rep, "seed": seed, "n_persons": n, "n_items": j,
               "n_heldout": int(y_hold.shape[0]), "missing_rate": float(np.mean(y == -1))}
@@ -416,21 +485,110 @@ def aggregate(fit_records: list[dict], estimates: list[pd.DataFrame]) -> dict[st
         to_nuts.append(float(np.sqrt(np.mean((m - ref) ** 2))) if ref is not None else np.nan)
     fits["ability_rmse_to_nuts"] = to_nuts
     fits = fits.sort_values(["missing", "method", "rep"], kind="stable").reset_index(drop=True)
-    group = fits.groupby(["design", "missing", "method"], sort=True)
-    metrics = [m for m in METRICS if m in fits]  # a GRM design has cuts, a binary one difficulties
-    summary = group[metrics].mean().add_suffix("_mean").join(group[metrics].std().add_suffix("_sd"))
-    summary.insert(0, "replications", group.size())
-    summary.insert(1, "converged", group["converged"].mean())
-    summary = summary.reset_index()
+    summary = _summary(fits, METRICS)
     cols = ["ability_rmse", "ability_corr", "coverage_90", "hidden_accuracy", "hidden_log_score", "heldout_loglik",
             "missing_rate"]
     v = fits[fits.method.isin(list(VIBO_VARIANTS))]
     variants = v.pivot_table(index=["design", "missing", "rep"], columns="method", values=cols).reset_index()
     variants.columns = ["_".join(c for c in col if c) if isinstance(col, tuple) else col for col in variants.columns]
-    timings = fits[["design", "missing", "method", "rep", "steps", "wall_seconds", "compile_seconds",
-                    "score_new_seconds"]]
-    stable = fits.drop(columns=["wall_seconds", "compile_seconds", "score_new_seconds"])
-    return {"fits": stable, "summary": summary, "variants": variants, "timings": timings}
+    return {"fits": _stable(fits), "summary": summary, "variants": variants, "timings": _timings(fits)}
+
+
+def _summary(fits: pd.DataFrame, metrics) -> pd.DataFrame:
+    """Mean and sd over replications of ``metrics`` (those present: a GRM design has cuts, a
+    binary one difficulties) per design x missingness x method, with the number of replications
+    and the share of converged fits."""
+    group = fits.groupby(["design", "missing", "method"], sort=True)
+    metrics = [m for m in metrics if m in fits]
+    summary = group[metrics].mean().add_suffix("_mean").join(group[metrics].std().add_suffix("_sd"))
+    summary.insert(0, "replications", group.size())
+    summary.insert(1, "converged", group["converged"].mean())
+    return summary.reset_index()
+
+
+def _timings(fits: pd.DataFrame) -> pd.DataFrame:
+    return fits[["design", "missing", "method", "rep", "steps", "wall_seconds", "compile_seconds",
+                 "score_new_seconds"]]
+
+
+def _stable(fits: pd.DataFrame) -> pd.DataFrame:
+    """fits.csv without the run-dependent times (those are in timings.csv)."""
+    return fits.drop(columns=["wall_seconds", "compile_seconds", "score_new_seconds"])
+
+
+# real data (a design that names a dataset): no truth, so the methods are set against each other
+REFERENCE = "mml"
+AGREEMENT_PARAMETERS = ("ability", "discrimination", "difficulty", "cut")
+AGREEMENT_COLUMNS = ["design", "missing", "rep", "method", "other", "parameter", "n", "corr", "rmsd",
+                     "mean_difference"]
+OBSERVED_METRICS = ["hidden_accuracy", "hidden_log_score", "heldout_loglik"] + [
+    f"{p}_{m}_to_{REFERENCE}" for p in AGREEMENT_PARAMETERS for m in ("corr", "rmsd")]
+
+
+def agreement_table(fit_records: list[dict], estimates: list[pd.DataFrame]) -> pd.DataFrame:
+    """Every pair of methods fitted to the same data (one design, missingness condition and
+    replication), per parameter block (abilities, discriminations, difficulties or cuts): the
+    number of values, the Pearson correlation of the two methods' point estimates (posterior
+    means; MML's estimates and EAP abilities), their root mean squared difference and the mean
+    difference (``method`` minus ``other``). Methods in ``METHOD_NAMES`` order."""
+    by_data: dict = {}
+    for r, e in zip(fit_records, estimates):
+        by_data.setdefault((r["design"], r["missing"], r["replication"]), {})[r["method"]] = e
+    rows = []
+    for (design, missing, rep), fits in sorted(by_data.items()):
+        methods = [m for m in METHOD_NAMES if m in fits]
+        for i, a in enumerate(methods):
+            for b in methods[i + 1:]:
+                both = fits[a][KEYS + ["mean"]].merge(fits[b][KEYS + ["mean"]], on=KEYS, suffixes=("_a", "_b"))
+                for par in AGREEMENT_PARAMETERS:
+                    d = both[both.parameter == par]
+                    if d.empty:
+                        continue
+                    x, y = d["mean_a"].to_numpy(float), d["mean_b"].to_numpy(float)
+                    varies = len(x) > 1 and x.std() > 0 and y.std() > 0
+                    rows.append({"design": design, "missing": missing, "rep": rep, "method": a, "other": b,
+                                 "parameter": par, "n": len(x),
+                                 "corr": float(np.corrcoef(x, y)[0, 1]) if varies else np.nan,
+                                 "rmsd": float(np.sqrt(np.mean((x - y) ** 2))), "mean_difference": float(np.mean(x - y))})
+    return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
+
+
+def aggregate_observed(fit_records: list[dict], estimates: list[pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Tidy tables of one real-data design (no truth) from its fits: ``fits`` (one row per fit,
+    with each method's agreement with MML-EAP on the same data: ``ability_corr_to_mml``,
+    ``cut_rmsd_to_mml``, ...), ``summary`` (mean and sd over replications of the hidden-cell
+    accuracy and log score, the held-out log-likelihood and the agreement with MML-EAP, per
+    missingness x method), ``agreement`` (every pair of methods, per replication and parameter
+    block: ``agreement_table``) and ``timings``. No recovery, calibration or variants table:
+    those need a truth."""
+    fits = pd.DataFrame([fit_row(r) for r in fit_records])
+    agreement = agreement_table(fit_records, estimates)
+    to_ref = agreement[(agreement.method == REFERENCE) | (agreement.other == REFERENCE)]
+    to_ref = to_ref.assign(method=np.where(to_ref.method == REFERENCE, to_ref.other, to_ref.method))
+    for par in AGREEMENT_PARAMETERS:
+        d = to_ref[to_ref.parameter == par].set_index(["design", "missing", "rep", "method"])
+        if d.empty:
+            continue
+        index = pd.MultiIndex.from_frame(fits[["design", "missing", "rep", "method"]])
+        for stat in ("corr", "rmsd"):
+            fits[f"{par}_{stat}_to_{REFERENCE}"] = d[stat].reindex(index).to_numpy()
+    fits = fits.sort_values(["missing", "method", "rep"], kind="stable").reset_index(drop=True)
+    return {"fits": _stable(fits), "summary": _summary(fits, OBSERVED_METRICS), "agreement": agreement,
+            "timings": _timings(fits)}
+
+
+def observed_figures(tables: dict, outputs: dict) -> None:
+    """Agreement with MML-EAP and hidden-cell prediction of a real-data design (PNG)."""
+    from bayesirt import plotting
+
+    reps = tables["summary"]["replications"]
+    fig = plotting.vibo_agreement(tables["summary"], reference=REFERENCE)
+    fig.suptitle(f"Means over {int(reps.min())} to {int(reps.max())} missingness masks per condition and method"
+                 if reps.min() != reps.max() else
+                 f"Means over {int(reps.min())} missingness mask{'s' if reps.max() != 1 else ''} per condition "
+                 "and method", fontsize=10)
+    fig.tight_layout()
+    plotting.save(fig, outputs["figure_agreement"])
 
 
 def with_times(summary: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
@@ -471,16 +629,23 @@ def claim_verdicts(fits: pd.DataFrame, timings: pd.DataFrame, vibo_method: str =
     * the two missing-data variants: the one-prior variant's 90% ability intervals are closer
       to their nominal coverage than the seed's prior-per-missing variant's (|coverage − 0.90|
       lower), on the conditions with missing responses.
+
+    Fits of real data (no ``ability_rmse``: no truth) count in none of the claims but the
+    first, which needs no truth.
     """
     from bayesirt.evaluation import verdicts
 
     units = ["design", "missing", "rep"]
     out = []
+    # real-data designs have no truth (no ability RMSE, no coverage): left out of every claim on accuracy
+    fits = fits[fits["ability_rmse"].notna()] if "ability_rmse" in fits else fits.iloc[:0]
     if (timings["method"] == "nuts").any():
         t = timings.assign(log_seconds=np.log(timings["wall_seconds"]))
         d = verdicts.paired_differences(t, "log_seconds", claimed="nuts", baseline=vibo_method, units=units)
         out.append({"claim": "VIBO at least 50 times faster than NUTS", "verdict": verdicts.paired_verdict(
             d - np.log(50.0), direction="higher", subject="log(NUTS time / VIBO time) − log 50")})
+    if fits.empty:
+        return out
     ref = "nuts" if (fits["method"] == "nuts").any() else "mml"
     piv = fits.pivot_table(index=units, columns="method", values="ability_rmse")
     if {vibo_method, ref} <= set(piv.columns):

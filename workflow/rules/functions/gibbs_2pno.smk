@@ -28,8 +28,7 @@ def gibbs_design_config(wildcards):
 
 def gibbs_design_dataset(wildcards):
     """The prepared data set a real-data design fits (none for a simulated design)."""
-    name = gibbs_design_config(wildcards).get("dataset")
-    return {"dataset": f"data/processed/{name}/responses.parquet"} if name else {}
+    return design_dataset(gibbs_design_config(wildcards))
 
 
 def gibbs_data_seed(wildcards):

@@ -12,17 +12,25 @@ def vibo_designs():
     return s["designs"] if s.get("enabled", True) else {}
 
 
-def vibo_design_pattern():
-    """A regex alternation of design names (one that never matches if none)."""
-    return "|".join(vibo_designs()) or "(?!x)x"
+def vibo_design_pattern(truth=None):
+    """A regex alternation of design names (one that never matches if none): every design, or
+    only the simulated ones (truth=True) or only those that fit a prepared data set (truth=False)."""
+    names = [n for n, d in vibo_designs().items() if truth is None or vibo.has_truth(d) == truth]
+    return "|".join(names) or "(?!x)x"
 
 
 def vibo_design_config(wildcards):
     return vibo_config()["designs"][wildcards.design]
 
 
+def vibo_design_dataset(wildcards):
+    """The prepared data set a real-data design fits (none for a simulated design)."""
+    return design_dataset(vibo_design_config(wildcards))
+
+
 def vibo_data_seed(wildcards):
-    """Complete data of one replication, shared by its missingness conditions."""
+    """Complete data of one replication (real data: its split into training and new persons),
+    shared by its missingness conditions."""
     return job_seed("data", "vibo", wildcards.design, wildcards.rep)
 
 
@@ -48,7 +56,10 @@ def vibo_targets():
 
 
 def vibo_report_parameters():
-    return {"designs": ",".join(vibo_designs()), "results_dir": "results/vibo"}
+    designs = vibo_designs()
+    return {"designs": ",".join(n for n, d in designs.items() if vibo.has_truth(d)),
+            "real_designs": ",".join(n for n, d in designs.items() if not vibo.has_truth(d)),
+            "results_dir": "results/vibo"}
 
 
 STUDY_TARGETS["vibo"] = vibo_targets

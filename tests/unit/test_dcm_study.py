@@ -59,5 +59,6 @@ def test_the_monotone_key_reaches_em_and_bbvi(method):
     assert out.record["monotone"] is True
     b = out.estimates[out.estimates.parameter == "beta"]
     assert (b[b.category.isin([1, 2])]["mean"] >= 0).all()  # the main effects (2 attributes)
-    plain = dcm_bbvi.run_fit(method, rm, truth, q, seed=0, config=replace(config, monotone=False))
-    assert plain.record["monotone"] is False
+    if method == "em":  # (a second BBVI compilation would double the test's time)
+        plain = dcm_bbvi.run_fit(method, rm, truth, q, seed=0, config=replace(config, monotone=False))
+        assert plain.record["monotone"] is False

@@ -91,3 +91,30 @@ def test_monotone_collapsed_vi_matches_em(seed_data, em_fit):
     assert rec["recovery"]["beta"]["rmse"] < 0.25
     est = out.estimates[out.estimates.parameter == "beta"]
     assert (est[est.category.isin([1, 2])]["mean"] >= 0).all()  # main effects
+
+
+def test_monotone_em_matches_em_on_monotone_data(seed_data, em_fit):
+    # the generator's items are monotone and N = 1,000: the constrained maximum is the plain one
+    rm, truth, q, _ = seed_data
+    rec = dcm_bbvi.run_fit("em", rm, truth, q, seed=0, config=dcm_bbvi.StudyConfig(monotone=True)).record
+    assert rec["converged"] and rec["monotone"]
+    assert rec["loglik"] <= em_fit.record["loglik"] + 0.01
+    assert rec["loglik"] == pytest.approx(em_fit.record["loglik"], abs=0.05)
+    assert rec["accuracy"]["pattern_accuracy"] == pytest.approx(em_fit.record["accuracy"]["pattern_accuracy"], abs=0.002)
+
+
+@pytest.mark.slow
+def test_monotone_bbvi_cv_classifies_as_plain_bbvi_cv():
+    # the seed design's complete data set 31 (monotone truth), fixed fit seed 0: all reported main
+    # effects >= 0 and pattern accuracy within 1 point of unconstrained bbvi_cv
+    from dataclasses import replace
+
+    rm, truth, q = dcm_bbvi.simulate(SPEC, 0.0, 31)
+    config = dcm_bbvi.StudyConfig(variance_repeats=0)
+    plain = dcm_bbvi.run_fit("bbvi_cv", rm, truth, q, seed=0, config=config)
+    mono = dcm_bbvi.run_fit("bbvi_cv", rm, truth, q, seed=0, config=replace(config, monotone=True))
+    assert mono.record["converged"] and mono.record["monotone"]
+    b = mono.estimates[mono.estimates.parameter == "beta"]
+    assert (b[b.category.isin([1, 2])]["mean"] >= 0).all()  # the main effects (2 attributes)
+    assert abs(mono.record["accuracy"]["pattern_accuracy"] - plain.record["accuracy"]["pattern_accuracy"]) <= 0.01
+    assert mono.record["recovery"]["beta"]["rmse"] < 0.25

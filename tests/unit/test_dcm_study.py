@@ -43,3 +43,22 @@ def test_unknown_method_and_bad_q():
         dcm_bbvi.run_fit("gibbs", rm, truth, q, seed=0)
     with pytest.raises(ValueError, match="has 29 rows but the responses have 30 items"):
         dcm_bbvi.run_fit("em", rm, truth, q[:-1], seed=0)
+
+
+@pytest.mark.parametrize("method", ["em", "bbvi_cv"])
+def test_the_monotone_key_reaches_em_and_bbvi(method):
+    # one config key for every method that honours it; what the study reports lies inside the
+    # constraints (a short BBVI run: this checks the wiring, not the fit)
+    from dataclasses import replace
+
+    rm, truth, q = dcm_bbvi.simulate(dcm_bbvi.DESIGNS["seed"], 0.0, 5, n_persons=200)
+    config = dcm_bbvi.study_settings({"designs": {}, "monotone": True, "variance_repeats": 0,
+                                      "bbvi_training": {"max_steps": 80, "min_steps": 80}})
+    assert config.monotone
+    out = dcm_bbvi.run_fit(method, rm, truth, q, seed=0, config=config)
+    assert out.record["monotone"] is True
+    b = out.estimates[out.estimates.parameter == "beta"]
+    assert (b[b.category.isin([1, 2])]["mean"] >= 0).all()  # the main effects (2 attributes)
+    if method == "em":  # (a second BBVI compilation would double the test's time)
+        plain = dcm_bbvi.run_fit(method, rm, truth, q, seed=0, config=replace(config, monotone=False))
+        assert plain.record["monotone"] is False

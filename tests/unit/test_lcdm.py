@@ -194,3 +194,14 @@ def test_monotone_beta_is_monotone_with_the_right_jacobian():
 def test_monotone_refuses_items_with_three_attributes():
     with pytest.raises(ValueError, match="item 1 measures 3 attributes"):
         lcdm.check_monotone_design(lcdm.design(np.array([[1, 1, 1], [1, 0, 0]])))
+
+
+def test_monotone_u_inverts_monotone_beta():
+    des = lcdm.design(np.array([[1, 0], [0, 1], [1, 1], [1, 1]]))
+    order = np.asarray(des.order)
+    u = np.asarray(jax.random.normal(jax.random.PRNGKey(1), des.order.shape) * 2) * des.feature_mask
+    beta = np.asarray(lcdm.monotone_beta(jnp.asarray(u, jnp.float32), jnp.asarray(order))[0]) * des.feature_mask
+    np.testing.assert_allclose(lcdm.monotone_u(beta, order) * des.feature_mask, u, atol=1e-4)
+    # coefficients outside the cone are moved just inside it
+    back = lcdm.monotone_beta(jnp.asarray(lcdm.monotone_u(np.array([[-1.0, -0.5, 0, 0]]), order[:1])), order[:1])[0]
+    np.testing.assert_allclose(back, [[-1.0, 1e-6, 0, 0]], atol=1e-6)

@@ -40,6 +40,18 @@ and the gradient -(score-function estimate).
 
 Minibatches of persons (``TrainSettings.batch_size``) scale the person sums by N / B
 (stochastic VI); q(Z_i) of persons outside the batch is left as it is.
+
+Monotonicity (``BBVISettings.monotone``, the option collapsed VI and EM share): the coefficients
+are ``beta_j = models.lcdm.monotone_beta(u_j)`` (main effects softplus(u) >= 0, a two-attribute
+item's interaction >= -min(main effects)), and q(u_j) = N(mu_j, C_j C_j^T) is the seed's Gaussian
+family on the unconstrained u_j. The prior stays the seed's N(0, sigma^2 I) on beta, restricted
+to the monotone cone; in u it is N(beta(u); 0, sigma^2 I) |d beta / d u|. (The restriction's
+normalising constant is the cone's Gaussian mass, which does not depend on sigma^2, so it
+changes no gradient and is left out of the ELBO, shifting it by a constant.) The estimator is the
+same score-function estimator, now of the ELBO in u: beta's weight gains the item's
+log-Jacobian and its scores are those of q(u_j), so it stays unbiased
+(``tests/unit/test_bbvi.py`` checks it against a pathwise reference). Reported coefficients
+are the means and sds of beta(u) under q (Monte Carlo), all main effects >= 0.
 """
 
 from __future__ import annotations
@@ -67,6 +79,7 @@ class BBVISettings(NamedTuple):
     learning_rates: tuple = (0.2, 0.05, 0.05, 0.05)  # Adam, per block
     init_scale: float = 0.2  # initial sd of q(beta_j) per feature
     priors: lcdm.Priors = lcdm.Priors()
+    monotone: bool = False  # q on the unconstrained u of models.lcdm.monotone_beta
 
 
 class CAState(NamedTuple):
@@ -166,11 +179,13 @@ def log_q_sigma2(log_ab, sigma2):
 
 def init_params(n_persons: int, design: lcdm.Design, settings: BBVISettings) -> dict:
     """q(Z) uniform; q(beta) at the monotone start (intercept -1, main effects 2 shared among
-    the measured attributes, interactions 0) with sd ``init_scale``; q(pi) = Dir(d0 + N/L);
-    q(sigma^2) with mean 1."""
+    the measured attributes, interactions 0) with sd ``init_scale`` (with ``monotone``, q(u) at
+    the u of that start); q(pi) = Dir(d0 + N/L); q(sigma^2) with mean 1."""
     j, n_prof, k = design.delta.shape
     n_main = (design.order == 1).sum(1, keepdims=True)
     mu = np.where(design.order == 0, -1.0, np.where(design.order == 1, 2.0 / np.maximum(n_main, 1), 0.0))
+    if settings.monotone:
+        mu = lcdm.monotone_u(mu, design.order)
     k_total = design.feature_mask.sum()
     a = settings.priors.a0 + k_total / 2
     return {
@@ -273,13 +288,20 @@ def gradients(params, key, batch, settings: BBVISettings, n_persons: int, contro
     rho = params["rho"][index]
     m = settings.n_samples
     z, beta, log_pi, sigma2 = draw(params, key, m, rho, fmask)
+    q_draw = beta  # the draws of q's coordinates (u under monotonicity, else beta itself)
+    if settings.monotone:
+        order = batch[training.SHARED]["order"]
+        beta = lcdm.monotone_beta(q_draw, order)[0] * fmask
+        log_jac = lcdm.monotone_item_log_jac(q_draw, order)  # (M, J)
+    else:
+        log_jac = jnp.zeros(beta.shape[:2])
 
     ll = lcdm.profile_loglik(beta, delta, y_obs, n_obs)  # (M, B, L)
     log_qz = jax.nn.log_softmax(rho)  # (B, L)
     onehot = jax.nn.one_hot(z, rho.shape[-1])  # (M, B, L)
     lnorm = lcdm.log_normal_beta(beta, sigma2, fmask)  # (M, J)
     lq_beta = jax.vmap(jax.vmap(log_q_beta, (0, 0, 0, 0, 0)), (None, None, None, 0, None))(
-        params["mu"], params["chol_off"], params["log_diag"], beta, fmask)  # (M, J)
+        params["mu"], params["chol_off"], params["log_diag"], q_draw, fmask)  # (M, J)
     lq_pi = jax.vmap(log_q_pi, (None, 0))(params["log_d"], log_pi)  # (M,)
     lq_s2 = jax.vmap(log_q_sigma2, (None, 0))(params["log_ab"], sigma2)  # (M,)
     l_dir = lcdm.log_dirichlet(log_pi, pr.d0)  # (M,)
@@ -291,14 +313,14 @@ def gradients(params, key, batch, settings: BBVISettings, n_persons: int, contro
     n0 = jnp.einsum("mbl,bj->mjl", onehot, n_obs) * scale
     eta = lcdm.item_logits(beta, delta)  # (M, J, L)
     lik_j = jnp.sum(n1 * jax.nn.log_sigmoid(eta) + n0 * jax.nn.log_sigmoid(-eta), -1)  # (M, J)
-    w_beta = lik_j + lnorm - lq_beta
+    w_beta = lik_j + lnorm + log_jac - lq_beta
     w_pi = jnp.sum(onehot.sum(1) * scale * log_pi, -1) + l_dir - lq_pi
     w_s2 = lnorm.sum(-1) + l_ig - lq_s2
     w_z, w_beta, w_pi, w_s2 = jax.lax.stop_gradient((w_z, w_beta, w_pi, w_s2))
 
     # per-sample scores, in closed form (the seed's formulas, for our parameterisation)
     h_z = onehot - jax.nn.softmax(rho)  # (M, B, L)
-    h_mu, h_off, h_ld = score_beta(params, beta, fmask)
+    h_mu, h_off, h_ld = score_beta(params, q_draw, fmask)
     d = jnp.exp(params["log_d"])
     h_d = d * (digamma(d.sum()) - digamma(d) + log_pi)  # (M, L)
     a, b = jnp.exp(params["log_ab"][0]), jnp.exp(params["log_ab"][1])
@@ -319,7 +341,7 @@ def gradients(params, key, batch, settings: BBVISettings, n_persons: int, contro
     # ELBO: the Z part exactly over profiles (given each sample of beta and pi), the rest sampled
     qz = jnp.exp(log_qz)
     elbo_z = scale * jnp.sum(qz * (ll + log_pi[:, None, :] - log_qz), (-2, -1))  # (M,)
-    elbo = jnp.mean(elbo_z + lnorm.sum(-1) + l_dir + l_ig - lq_beta.sum(-1) - lq_pi - lq_s2)
+    elbo = jnp.mean(elbo_z + lnorm.sum(-1) + log_jac.sum(-1) + l_dir + l_ig - lq_beta.sum(-1) - lq_pi - lq_s2)
     return jax.lax.stop_gradient(elbo), jax.lax.stop_gradient(grads)
 
 
@@ -397,14 +419,30 @@ class Summary(NamedTuple):
     sigma2_mean: float
 
 
-def summarize(params, design: lcdm.Design) -> Summary:
+def monotone_moments(key, mu, c, design: lcdm.Design, n_draws: int = 2000):
+    """(mean, sd) of ``models.lcdm.monotone_beta(u)`` under q(u) = N(mu, C C^T), by Monte Carlo
+    (the monotone coefficients' summary in BBVI and collapsed VI)."""
+    fm = jnp.asarray(design.feature_mask)
+    eps = jax.random.normal(key, (n_draws,) + mu.shape)
+    u = mu + jnp.einsum("jkl,sjl->sjk", c, eps)
+    draws = lcdm.monotone_beta(u, jnp.asarray(design.order))[0] * fm
+    return draws.mean(0), draws.std(0)
+
+
+def summarize(params, design: lcdm.Design, key=None, monotone: bool = False, n_draws: int = 2000) -> Summary:
+    """Means and sds of q; with ``monotone``, of the coefficients beta(u) under q(u) (Monte
+    Carlo with ``key``)."""
     fm = jnp.asarray(design.feature_mask)
     c = chol_factor(params["chol_off"], params["log_diag"], fm)
-    var = jnp.einsum("jkl,jkl->jk", c, c)
+    beta_mean, beta_sd = params["mu"], jnp.sqrt(jnp.einsum("jkl,jkl->jk", c, c)) * fm
+    if monotone:
+        if key is None:
+            raise ValueError("bbvi.summarize: monotone coefficients are summarised by Monte Carlo; pass key")
+        beta_mean, beta_sd = monotone_moments(key, params["mu"], c, design, n_draws)
     d = jnp.exp(params["log_d"])
     d0 = d.sum()
     a, b = np.exp(np.asarray(params["log_ab"]))
-    return Summary(np.asarray(jax.nn.softmax(params["rho"])), np.asarray(params["mu"]),
-                   np.asarray(jnp.sqrt(var) * fm), np.asarray(d / d0),
+    return Summary(np.asarray(jax.nn.softmax(params["rho"])), np.asarray(beta_mean),
+                   np.asarray(beta_sd), np.asarray(d / d0),
                    np.asarray(jnp.sqrt(d * (d0 - d) / (d0 ** 2 * (d0 + 1)))),
                    float(b / (a - 1)) if a > 1 else float("inf"))

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesirt.inference import training
-from bayesirt.inference.bbvi import Problem, chol_factor, prepare  # noqa: F401  (one data preparation)
+from bayesirt.inference.bbvi import Problem, chol_factor, monotone_moments, prepare  # noqa: F401  (one data preparation)
 from bayesirt.models import lcdm
 
 
@@ -133,10 +133,7 @@ def summarize(key, params, problem: Problem, n_draws: int = 2000, monotone: bool
     beta_mean = params["mu"] * fm
     if monotone:
         key, bkey = jax.random.split(key)
-        eps = jax.random.normal(bkey, (n_draws,) + params["mu"].shape)
-        u = params["mu"] + jnp.einsum("jkl,sjl->sjk", c, eps)
-        draws = lcdm.monotone_beta(u, problem.data[training.SHARED]["order"])[0] * fm
-        beta_mean, sd = draws.mean(0), draws.std(0)
+        beta_mean, sd = monotone_moments(bkey, params["mu"], c, problem.design, n_draws)
     theta = params["theta_mu"] + jnp.exp(params["theta_log_sd"]) * jax.random.normal(key, (n_draws,) + params["theta_mu"].shape)
     pi = jax.nn.softmax(jnp.concatenate([theta, jnp.zeros((n_draws, 1))], -1))
     log_pi_mean = jnp.log(pi.mean(0))

@@ -253,5 +253,29 @@ def monotone_beta(u, order):
         two = order[..., 3] == 2
         inter = -jnp.minimum(sp[..., 1], sp[..., 2]) + sp[..., 3]
         beta = beta.at[..., 3].set(jnp.where(two, inter, beta[..., 3]))
-    log_jac = jnp.sum(jnp.where(order >= 1, jax.nn.log_sigmoid(u), 0.0), (-2, -1))
-    return beta, log_jac
+    return beta, monotone_item_log_jac(u, order).sum(-1)
+
+
+def monotone_item_log_jac(u, order):
+    """(..., J): each item's log|d beta_j / d u_j| under ``monotone_beta`` (the map is
+    item by item, so these add up to its log-Jacobian)."""
+    return jnp.sum(jnp.where(order >= 1, jax.nn.log_sigmoid(u), 0.0), -1)
+
+
+def monotone_u(beta, order, floor: float = 1e-6):
+    """The inverse of ``monotone_beta``: unconstrained ``u`` (..., J, K) of monotone coefficients
+    ``beta``. Coefficients on (or, by rounding, past) the boundary are first moved ``floor``
+    inside it, where softplus is invertible (numpy, for starting values)."""
+    beta = np.asarray(beta, np.float64)
+    order = np.asarray(order)
+
+    def softplus_inv(x):  # log(expm1(x)), stable for large x
+        x = np.maximum(x, floor)
+        return x + np.log(-np.expm1(-x))
+
+    main = np.where(order == 1, np.maximum(beta, floor), 0.0)
+    u = np.where(order == 0, beta, np.where(order == 1, softplus_inv(main), 0.0))
+    if beta.shape[-1] > 3:
+        two = order[..., 3] == 2
+        u[..., 3] = np.where(two, softplus_inv(beta[..., 3] + np.minimum(main[..., 1], main[..., 2])), u[..., 3])
+    return u

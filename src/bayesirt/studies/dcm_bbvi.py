@@ -5,9 +5,13 @@ Methods (``METHODS``):
                   observed information
     bbvi          the seed's BBVI: Rao-Blackwellized score-function gradients, block coordinate ascent
     bbvi_cv       the same with (leave-one-out) control variates
-    collapsed_vi  Z summed out, reparameterised gradients, minibatches (``inference.collapsed_vi``);
-                  optionally with monotone coefficients (``monotone: true``)
+    collapsed_vi  Z summed out, reparameterised gradients, minibatches (``inference.collapsed_vi``)
     nuts          NUTS on the collapsed model (numpyro), the posterior reference
+
+Monotonicity (``monotone: true``, one key for all of ``MONOTONE_METHODS``): em, bbvi, bbvi_cv and
+collapsed_vi fit monotone items, main effects >= 0 and interactions >= -min(main effects), all
+through ``models.lcdm.monotone_beta``, and report coefficients inside those constraints; NUTS
+stays unconstrained (its record says ``monotone: false``).
 
 Designs (``DESIGNS``): ``seed`` (1,000 persons, 30 items, 2 attributes, the generator of the
 seeds README) and ``larger`` (2,000 persons, 20 items measuring 1-2 of 4 attributes; intercepts
@@ -46,6 +50,7 @@ log = logging.getLogger("bayesirt")
 
 STUDY = "dcm_bbvi"
 METHODS = ("em", "bbvi", "bbvi_cv", "collapsed_vi", "nuts")
+MONOTONE_METHODS = ("em", "bbvi", "bbvi_cv", "collapsed_vi")  # the methods that honour ``monotone``
 SEED_ACCURACY = 0.967  # the seed's reported overall classification accuracy
 
 DESIGNS = {
@@ -75,7 +80,7 @@ class StudyConfig:
                                                                           progress_every=0))
     priors: lcdm.Priors = lcdm.Priors()
     variance_repeats: int = 32  # draws of the gradient estimator for its variance (BBVI fits)
-    monotone: bool = False  # collapsed VI: monotone coefficients (models.lcdm.monotone_beta)
+    monotone: bool = False  # MONOTONE_METHODS: monotone coefficients (models.lcdm.monotone_beta)
 
 
 def job_seed(base: int, *parts) -> int:
@@ -167,11 +172,12 @@ def run_fit(method: str, rm, truth, q, seed: int, config: StudyConfig = StudyCon
     key = jax.random.PRNGKey(seed)
     fields = {"model": "lcdm", "method": method, "study": STUDY, "dataset": "simulated", "condition": method,
               "seed": int(seed), "n_persons": int(y.shape[0]), "n_items": int(y.shape[1]),
-              "n_attributes": int(n_attr), "missing_rate": float((y < 0).mean()), **(fields or {})}
+              "n_attributes": int(n_attr), "missing_rate": float((y < 0).mean()),
+              "monotone": bool(config.monotone and method in MONOTONE_METHODS), **(fields or {})}
     losses = idata = None
     extra = {}
     if method == "em":
-        fit = dcm_em.fit_em(y, q, config.em, allow_zero_rows=allow_zero_rows)
+        fit = dcm_em.fit_em(y, q, config.em._replace(monotone=config.monotone), allow_zero_rows=allow_zero_rows)
         res = _em_as_result(fit)
         nan = np.full_like(fit.beta, np.nan)
         post = np.exp(fit.log_posterior)
@@ -182,10 +188,10 @@ def run_fit(method: str, rm, truth, q, seed: int, config: StudyConfig = StudyCon
         losses = records.loss_table([-fit.loglik])
     elif method in ("bbvi", "bbvi_cv"):
         settings = bbvi.BBVISettings(n_samples=config.n_samples, control_variates=method == "bbvi_cv",
-                                     priors=config.priors)
+                                     priors=config.priors, monotone=config.monotone)
         fit_key, var_key = jax.random.split(key)
         res = bbvi.fit_bbvi(fit_key, prob, settings, config.bbvi_train, label=method)
-        s = bbvi.summarize(res.params, des)
+        s = bbvi.summarize(res.params, des, key=jax.random.fold_in(key, 2), monotone=config.monotone)
         post = s.profile_prob
         est = estimates_table(des, s.beta_mean, s.beta_sd, s.pi_mean, s.pi_sd, post, truth)
         record = records.fit_record(res, fields, window=config.bbvi_train.window)
@@ -202,7 +208,6 @@ def run_fit(method: str, rm, truth, q, seed: int, config: StudyConfig = StudyCon
                                                                                       monotone=config.monotone),
                                          config.collapsed_train)
         s = collapsed_vi.summarize(sum_key, res.params, prob, monotone=config.monotone)
-        fields = dict(fields, monotone=config.monotone)
         post = s.profile_prob
         est = estimates_table(des, s.beta_mean, s.beta_sd, s.pi_mean, s.pi_sd, post, truth)
         record = records.fit_record(res, fields, window=config.collapsed_train.window)

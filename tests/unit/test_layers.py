@@ -2,15 +2,16 @@
 inference, evaluation, imputation < studies; nothing in the library imports Snakemake."""
 
 import pkgutil
+import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
-import subprocess
-import sys
-
 import bayesirt
 
-PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+ROOT = Path(__file__).resolve().parents[2]
+PYPROJECT = ROOT / "pyproject.toml"
 
 
 def contracts() -> dict:
@@ -40,3 +41,20 @@ def test_the_contracts_named_in_the_readme_exist():
     assert c["nothing in the library imports Snakemake"]["forbidden_modules"] == ["snakemake"]
     assert "bayesirt.data" in c["inference and evaluation take arrays, never files"]["forbidden_modules"]
     assert c["models < data, inference, evaluation, imputation < studies"]["layers"][-1] == "bayesirt.models"
+
+
+def test_parsing_the_workflow_imports_no_jax():
+    # Snakemake parses the workflow on every run and, on a cluster, once more in every job: the
+    # modules the rules import at parse time (config checks, conditions, design shapes) must not
+    # pull in JAX, TFP or numpyro (about 3 CPU-seconds per parse). Their fitting code lives in
+    # separate modules or is imported where it is used.
+    rules = (ROOT / "workflow" / "rules")
+    modules = sorted({m for path in [*rules.glob("*.smk"), *rules.glob("functions/*.smk")]
+                      for m in re.findall(r"^from (bayesirt[\w.]*) import (\w+)", path.read_text(), flags=re.M)})
+    assert len(modules) >= 6, modules
+    imports = "; ".join(f"from {package} import {name}" for package, name in modules)
+    # the parse-time calls that reach further than the imports: a GRM design's shape
+    code = (f"import sys; {imports}; from bayesirt.studies import vibo; vibo.grm_shape('rwa'); "
+            "print(sorted(m for m in ('jax', 'tensorflow_probability', 'numpyro') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", (modules, out)

@@ -20,8 +20,16 @@ def test_lint():
     assert "good condition" in proc.stdout + proc.stderr
 
 
-def test_dry_run_paper_config():
-    proc = snakemake("-n", "--configfile", "config/paper.yaml")
+@pytest.fixture(scope="module")
+def paper_dry_run():
+    # One dry run of the paper config (its DAG takes most of a minute to build), through the SLURM
+    # profile: it plans the same jobs as a local dry run and also prints each job's resources
+    return snakemake("-n", "--workflow-profile", "workflow/profiles/slurm", "--executor", "slurm",
+                     "--jobs", "10", "--configfile", "config/paper.yaml")
+
+
+def test_dry_run_paper_config(paper_dry_run):
+    proc = paper_dry_run
     assert "fit_reference" in proc.stdout and "fit_amortized_ifa" in proc.stdout
     for study in ("rb_imputation", "amortized_ifa"):  # one report rule serves every study
         assert f"results/reports/{study}.html" in proc.stdout
@@ -48,10 +56,8 @@ def dry_run_jobs(output: str) -> list[tuple[str, dict]]:
     return jobs
 
 
-def test_dry_run_through_slurm_profile():
-    proc = snakemake("-n", "--workflow-profile", "workflow/profiles/slurm", "--executor", "slurm",
-                     "--jobs", "10", "--configfile", "config/paper.yaml")
-    jobs = dry_run_jobs(proc.stdout)
+def test_dry_run_through_slurm_profile(paper_dry_run):
+    jobs = dry_run_jobs(paper_dry_run.stdout)
     fits = [(rule, res) for rule, res in jobs if rule.startswith("fit_")]
     assert {"fit_reference", "fit_imputation_model", "fit_objective", "fit_amortized_ifa"} <= {r for r, _ in fits}
     # every fitting job asks SLURM for a GPU and for more than the defaults

@@ -68,6 +68,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesirt.inference.objective_names import uses_copies  # noqa: F401  (re-exported)
 from bayesirt.inference.training import SHARED
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import grm
@@ -369,7 +370,3 @@ def make(name: str, st: fgrm.Structure, n_copies: int = 3, cell_probs: Callable 
     if name == "exact_marginal":
         return exact_marginal(st, observed_log_lik, cell_probs)
     raise ValueError(f"unknown objective {name!r}; known: {', '.join(NAMES)}")
-
-
-def uses_copies(name: str) -> bool:
-    return name in ("naive_average", "rao_blackwell", "rao_blackwell_batch")

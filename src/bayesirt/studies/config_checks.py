@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from bayesirt.config import ConfigError
 from bayesirt.data import simulate
-from bayesirt.studies import dcm_bbvi, vibo
+from bayesirt.studies import dcm_conditions, vibo
 from bayesirt.studies.design_conditions import max_hidden_cells, parse_missing
 
 
@@ -133,11 +133,11 @@ def _check_gibbs_2pno(study: dict) -> None:
 
 def _check_dcm_bbvi(study: dict) -> None:
     for name, design in study.get("designs", {}).items():
-        spec = dcm_bbvi.design_spec(name, design)
+        spec = dcm_conditions.design_spec(name, design)
         labels = {}
         for i, rate in enumerate(design.get("missing", [0.0, 0.2])):
             key = f"studies.dcm_bbvi.designs.{name}.missing.{i}"
-            label = dcm_bbvi.missing_label(rate)
+            label = dcm_conditions.missing_label(rate)
             # conditions are named and stored by whole percent (mcar20): another rate would be
             # fitted under a name that says something else
             if abs(100 * float(rate) - round(100 * float(rate))) > 1e-9:

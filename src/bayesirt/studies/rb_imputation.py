@@ -18,7 +18,6 @@ model (checked, and scored on the hidden cells) -> one fit per objective -> the 
 from __future__ import annotations
 
 import logging
-import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import NamedTuple
@@ -36,6 +35,7 @@ from bayesirt.inference.training import TrainSettings
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import mixture_grm
 from bayesirt.studies import grm_advi
+from bayesirt.studies.rb_conditions import condition_names, parse_condition  # noqa: F401  (re-exported)
 
 log = logging.getLogger("bayesirt")
 
@@ -59,24 +59,6 @@ class StudyConfig:
 
 
 # ----------------------------------------------------------------------------- conditions
-
-def condition_names(study: dict) -> list[str]:
-    """Fit conditions of a config's ``studies.rb_imputation``: the objectives, with
-    ``_M<copies>`` for each M of ``n_copies`` where the objective draws imputed copies."""
-    out = []
-    for objective in study["objectives"]:
-        if objectives.uses_copies(objective):
-            out += [f"{objective}_M{m}" for m in study["n_copies"]]
-        else:
-            out.append(objective)
-    return out
-
-
-def parse_condition(condition: str) -> tuple[str, int | None]:
-    """(objective, M or None) of a condition name such as ``rao_blackwell_M5``."""
-    objective, copies = re.fullmatch(r"([a-z_]+?)(?:_M(\d+))?", condition).groups()
-    return objective, (int(copies) if copies else None)
-
 
 # ----------------------------------------------------------------------------- fits
 

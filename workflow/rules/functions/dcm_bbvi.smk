@@ -1,6 +1,6 @@
 # Input, params and target functions of the dcm_bbvi rules (workflow/rules/dcm_bbvi.smk);
 # kept apart from the rules so that `snakemake --lint` stays clean.
-from bayesirt.studies import dcm_bbvi
+from bayesirt.studies import dcm_conditions
 
 
 def dcm_config():
@@ -8,7 +8,7 @@ def dcm_config():
 
 
 def dcm_fits():
-    return dcm_bbvi.conditions(dcm_config())
+    return dcm_conditions.conditions(dcm_config())
 
 
 def dcm_design_pattern():
@@ -17,7 +17,7 @@ def dcm_design_pattern():
 
 
 def dcm_design_spec(wildcards):
-    return dcm_bbvi.design_spec(wildcards.design, dcm_config()["designs"][wildcards.design])
+    return dcm_conditions.design_spec(wildcards.design, dcm_config()["designs"][wildcards.design])
 
 
 def dcm_data_seed(wildcards):
@@ -41,7 +41,7 @@ def dcm_targets():
 
 
 def dcm_report_parameters():
-    return {"results_dir": "results/dcm_bbvi", "seed_accuracy": dcm_bbvi.SEED_ACCURACY}
+    return {"results_dir": "results/dcm_bbvi", "seed_accuracy": dcm_conditions.SEED_ACCURACY}
 
 
 STUDY_TARGETS["dcm_bbvi"] = dcm_targets

@@ -1,6 +1,6 @@
 # Input, params and target functions of the rb_imputation rules (workflow/rules/rb_imputation.smk);
 # kept apart from the rules so that `snakemake --lint` stays clean.
-from bayesirt.studies import rb_imputation
+from bayesirt.studies.rb_conditions import condition_names
 
 
 def rb_config():
@@ -32,7 +32,7 @@ def imputation_seed(wildcards):
 
 def rb_conditions():
     """Fit conditions of the study: objectives, with _M<copies> for the copy-based ones."""
-    return rb_imputation.condition_names(rb_config())
+    return condition_names(rb_config())
 
 
 def rb_fits(wildcards):

@@ -110,9 +110,11 @@ rule vibo_observed_tables:
                                 caption="../report/vibo_agreement.rst", category="vibo", subcategory="{design}"),
     wildcard_constraints:
         design=vibo_design_pattern(truth=False),
+    params:
+        observed=True,
     log:
         "logs/vibo/{design}/tables.log",
     conda:
         ENV
     script:
-        "../scripts/vibo_observed_tables.py"
+        "../scripts/vibo_tables.py"

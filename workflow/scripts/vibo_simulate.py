@@ -9,7 +9,7 @@ from bayesirt.studies import vibo
 log = logs.to_file(snakemake.log[0])
 w, p = snakemake.wildcards, snakemake.params
 fractions = {"score_fraction": p.score_fraction, "heldout_fraction": p.heldout_fraction, "missing_seed": p.missing_seed}
-if "dataset" in p.design:
+if not vibo.has_truth(p.design):  # a design that names a prepared data set
     train, hidden, holdout, truth = vibo.observed_condition(io.read_responses(snakemake.input.dataset), p.design,
                                                             w.missing, p.seed, where=snakemake.input.dataset,
                                                             **fractions)

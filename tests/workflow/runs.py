@@ -33,6 +33,7 @@ def workflow_copy(dest: Path) -> Path:
 
 
 def run_test_config(folder: Path, env=None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
     workflow_copy(folder)
     snakemake("--cores", "2", "--configfile", "config/test.yaml", cwd=folder, env=env)
     return folder

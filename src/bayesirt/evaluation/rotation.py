@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 
 def geomin_criterion(loadings, delta: float = 0.01):
@@ -112,6 +111,8 @@ def align(loadings, reference, factor_corr=None):
     if ref.shape != lam.shape:
         raise ValueError(f"loadings {lam.shape} and reference {ref.shape} differ in shape")
     cost = ((lam[:, :, None] - ref[:, None, :]) ** 2).sum(0)  # (own column, reference column)
+    from scipy.optimize import linear_sum_assignment  # here: scipy.optimize is slow to import
+
     own, target = linear_sum_assignment(cost)
     perm = np.empty(lam.shape[1], int)
     perm[target] = own

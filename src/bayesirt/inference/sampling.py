@@ -55,7 +55,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-import xarray as xr
 
 log = logging.getLogger("bayesirt")
 
@@ -300,6 +299,8 @@ def summary_table(idata: az.InferenceData, var_names: list[str] | None = None) -
     ``r_hat``. The row labels are ArviZ-style names (``a[3]``). R-hat, ESS and MCSE come from
     ``az.rhat``, ``az.ess`` and ``az.mcse`` (rank-normalized split R-hat; bulk and tail ESS).
     """
+    import xarray as xr  # here, not at the top: only summaries need it, and it is slow to import
+
     post = idata.posterior
     if var_names is not None:
         post = post[list(var_names)]

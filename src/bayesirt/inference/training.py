@@ -64,7 +64,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from scipy import stats
+# the t quantile from scipy.special, not scipy.stats: importing scipy.stats costs about a second
+# in every workflow job
+from scipy.special import stdtrit
 
 log = logging.getLogger("bayesirt")
 
@@ -163,7 +165,7 @@ def trend(history: np.ndarray, block: int, per_window: int, unit: str, confidenc
     resid = means - means.mean() - slope * x
     se = float(np.sqrt(resid @ resid / (n - 2) / (x @ x)))
     # a floor at float32 resolution, so a noiseless loss that creeps by rounding still stops
-    threshold = max(float(stats.t.ppf(confidence, n - 2)) * se, 1e-7 * abs(float(means.mean())))
+    threshold = max(float(stdtrit(n - 2, confidence)) * se, 1e-7 * abs(float(means.mean())))
     per_step = unit == "step"
     scale = 1.0 / block if per_step else 1.0  # full batch: per block -> per step
     return Trend(slope * scale, se * scale, unit, threshold * scale, -slope > threshold, float(means.mean()))

@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from bayesirt import io, plotting, records
+from bayesirt import io, records
 from bayesirt.data import missingness
 from bayesirt.evaluation.recovery import metrics
 from bayesirt.imputation import stacking
@@ -207,6 +207,8 @@ def aggregate(error_tables: list[pd.DataFrame]) -> pd.DataFrame:
 def figures(errors: pd.DataFrame, estimates: dict, losses: dict, outputs: dict) -> None:
     """Loss curves, discriminations and abilities by condition, errors by condition.
     ``estimates``/``losses``: condition -> table, the reference and replication 0 of each."""
+    from bayesirt import plotting  # here: Matplotlib costs every fitting job a second at import
+
     plotting.save(plotting.loss_curves(losses), outputs["loss_figure"])
     plotting.save(plotting.estimates_by_condition(estimates, "discrimination"), outputs["discrimination_figure"])
     plotting.save(plotting.abilities_against_reference(estimates), outputs["ability_figure"])

@@ -56,6 +56,7 @@ def test_config_errors_name_the_key():
     check(base, SCHEMAS / "config.schema.yaml")
 
 
+@pytest.mark.slow  # compile-bound (~50 s); the workflow test checks the same schemas on its Gibbs fits
 def test_tiny_fit_follows_the_result_schemas():
     design = {"n_persons": 40, "n_items": 4}
     rm, truth = gibbs_2pno.simulate_condition(design, "mcar20", 3, missing_seed=4)

@@ -279,7 +279,8 @@ def test_minibatches_agree_with_the_full_batch(lopsided):
     for name in ("naive_average", "rao_blackwell"):
         np.testing.assert_allclose(full[name], full["exact_marginal"], atol=1e-4)
     perm = np.random.default_rng(1).permutation(n)
-    for size in (1, 7, 20, n - 1):
+    # a single person, and a batch of several (each size compiles every objective once)
+    for size in (1, 20):
         idx = perm[:size]
         p = dict(params, ability=params["ability"][idx])
         for name in obj.NAMES:

@@ -55,6 +55,9 @@ def _result(mode: str, proc: subprocess.Popen) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+# slow: two processes compiling both samplers (~50 s on 2 cores) for a setting only the Gibbs
+# benchmarks use; the fast tests below check when the setting applies
+@pytest.mark.slow
 @pytest.mark.skipif(not runtime.classic_cpu_runtime_available(), reason="this jaxlib has no classic CPU runtime")
 def test_classic_runtime_gives_the_same_draws():
     # the two processes run side by side (each is mostly compilation, on one core)

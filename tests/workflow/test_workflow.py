@@ -125,6 +125,18 @@ def test_outputs_follow_the_schemas(local_run):
         jsonschema.validate(json.loads(record.read_text()), load_schema("fit_record.schema.yaml"))
         for row in pd.read_csv(record.parent / "estimates.csv").to_dict("records"):
             jsonschema.validate(row, row_schema)
+    # the Gibbs sampler's fits (both treatments of missing cells) follow the same schemas, with
+    # the sampler's diagnostics in the record and truth beside every estimate
+    gibbs = sorted((run / "results/gibbs_2pno/tiny").rglob("fit.json"))
+    assert [r.parent.parent.name for r in gibbs] == ["gibbs", "gibbs_omit"]
+    for record in gibbs:
+        rec = json.loads(record.read_text())
+        jsonschema.validate(rec, load_schema("fit_record.schema.yaml"))
+        assert rec["n_chains"] == 2 and rec["timing"]["item_min_ess_per_second"] > 0
+        est = pd.read_csv(record.parent / "estimates.csv")
+        for row in est.to_dict("records"):
+            jsonschema.validate(row, row_schema)
+        assert est["true"].notna().all() and (est["q5"] <= est["mean"]).all() and (est["mean"] <= est["q95"]).all()
     responses = pd.read_parquet(run / "data/processed/rwa_sim/responses.parquet")
     assert responses.shape == (sidecar["n_persons"], len(sidecar["items"]))
     import arviz as az

@@ -1,6 +1,6 @@
 # Two commands do everything on a fresh machine with Python 3.11:
 #   make run    set up .venv from the lock file, then run the whole workflow (default config)
-#   make test   set up .venv from the lock file, then run the test suite (two pytest-xdist workers)
+#   make test   set up .venv from the lock file, then run the test suite
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
@@ -39,7 +39,7 @@ run: $(STAMP)
 	$(VENV)/bin/snakemake --cores all $(PROFILE) $(ARGS)
 
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest -m "not slow" -n 2 --dist loadgroup
+	$(VENV)/bin/python -m pytest -m "not slow"
 
 # Everything, including the long statistical checks.
 test-all: $(STAMP)

@@ -63,7 +63,9 @@ def run() -> dict:
             src = ROOT / name
             (shutil.copytree if src.is_dir() else shutil.copy)(src, folder / name)
         # the same machine settings as `make run`, with a cache of its own that starts empty
-        env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(folder / ".jax_cache"),
+        # (and the Makefile's XLA optimization level unless XLA_FLAGS is set)
+        env = {"XLA_FLAGS": "--xla_backend_optimization_level=1", **os.environ,
+               "JAX_COMPILATION_CACHE_DIR": str(folder / ".jax_cache"),
                "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
         cmd = [sys.executable, "-m", "snakemake", "--cores", "all", "--workflow-profile", "workflow/profiles/local",
                "--configfile", config]
@@ -94,6 +96,7 @@ def run() -> dict:
             "cpu_seconds": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 1),
             "n_jobs": int(done[-1][1]) if done else len(jobs),
             "cpu_count": os.cpu_count(),
+            "xla_flags": env["XLA_FLAGS"],
             "slowest_jobs": [{"job": r["job"], "seconds": r["seconds"], "cpu_seconds": r["cpu_seconds"]}
                              for r in slowest],
             "jobs_seconds_sum": round(sum(r["seconds"] for r in jobs), 1),

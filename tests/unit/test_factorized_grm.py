@@ -117,6 +117,9 @@ def advi_fit_raising(rm, log_likelihood):
                     TrainSettings(max_steps=500, progress_every=0))
 
 
+# slow (two fits, 10 s): in CI the workflow tests cover it, every fit of the test config
+# validated against the schemas and the whole run compared bit for bit with a second run
+@pytest.mark.slow
 def test_fit_outputs_are_complete_and_reproducible(small, tmp_path):
     rm, truth = small
     settings = TrainSettings(max_steps=200, min_steps=100, window=50, progress_every=0)

@@ -159,6 +159,8 @@ def test_latent_density_of_the_mixture_integrates_to_one():
     assert np.trapezoid(density["density"], density["x"]) == pytest.approx(1.0, abs=1e-3)
 
 
+# slow (14 s): in CI the workflow test validates every amortized_ifa record of the test config
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["iwae", "iwavb"])
 def test_tiny_fit_writes_a_valid_record(method):
     design = {"analysis": "confirmatory", "preset": "mixture_p1", "n_persons": 60, "training": TINY,

@@ -14,8 +14,8 @@ export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/.jax_cache
 export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0
 export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES ?= 0
 # Machine setting: XLA's CPU backend optimizes at LLVM level 1 instead of 2, which compiles the
-# workflow's programs 1.6-3x faster and runs them 0-15% slower (bayesirt.runtime): at the
-# default config's scale most of a job is compilation. Results move in the last float32 bits
+# Gibbs samplers' programs 1.6-3x faster and runs programs up to 18% slower (bayesirt.runtime,
+# FAST_COMPILATION_FLAGS): at the default config's scale much of a job is compilation. Results move in the last float32 bits
 # only; every fit record keeps the flags (device.xla_flags). Set XLA_FLAGS yourself to choose
 # (XLA_FLAGS= for XLA's default, as paper-scale runs may prefer).
 export XLA_FLAGS ?= --xla_backend_optimization_level=1

@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bayesirt import runtime
+
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW_FILES = ("Snakefile", "config", "workflow", "notebooks", "environment.yml")
 
@@ -64,7 +66,7 @@ def run() -> dict:
             (shutil.copytree if src.is_dir() else shutil.copy)(src, folder / name)
         # the same machine settings as `make run`, with a cache of its own that starts empty
         # (and the Makefile's XLA optimization level unless XLA_FLAGS is set)
-        env = {"XLA_FLAGS": "--xla_backend_optimization_level=1", **os.environ,
+        env = {"XLA_FLAGS": runtime.FAST_COMPILATION_FLAGS, **os.environ,
                "JAX_COMPILATION_CACHE_DIR": str(folder / ".jax_cache"),
                "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
         cmd = [sys.executable, "-m", "snakemake", "--cores", "all", "--workflow-profile", "workflow/profiles/local",

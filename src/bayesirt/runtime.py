@@ -16,14 +16,16 @@ samplers ask for it (the Gibbs fitting jobs and benchmark cases). Set
 ``BAYESIRT_CPU_RUNTIME=default`` to keep the default runtime everywhere.
 
 ``use_fast_compilation()``: XLA's CPU backend optimizes with LLVM at level 2 by default. At
-level 1 it compiles this project's programs 1.6-3x faster (a Gibbs sweep scanned 300 times:
-6.5 s against 3.3 s; with the earlier runtime, the tiny Gibbs fit of the test config: 36 s
-against 14 s) and runs them 0-15% slower (``gibbs_2pno_1k30``: 5.3 s against 5.7 s of
-sampling after compilation). Programs that run seconds after compiling for seconds (the test
-suite, the demo-scale workflow) finish sooner; long runs (the paper's config, benchmarks
-timing a sampler) should keep level 2. Results move only in the last bits of float32 (largest
-difference in 12,000 Gibbs draws: 1.2e-6), so a run is reproduced bit for bit only under the
-same level, which the fit records' ``xla_flags`` field shows.
+level 1 it compiles the Gibbs samplers' programs 1.6-3x faster (a sweep scanned 300 times:
+3.3 s against 6.5 s; ``gibbs_2pno_1k30``, four chains: 6.4 s against 18.8 s; the IWAE training
+program of ``iwae_grm_8k``: no faster) and runs programs up to 18% slower
+(``gibbs_2pno_1k30``, one chain: 6.7 s against 5.7 s of sampling). Runs made of many programs
+that compile for seconds and run for seconds finish sooner: the test config's workflow run,
+6 min 14 s against 4 min 11 s; the default workflow, 600 s against 660 s. Long runs (the
+paper's config, benchmarks timing a sampler) should keep level 2. Results move only in the
+last bits of float32 (largest difference in 12,000 Gibbs draws: 1.2e-6), so a run is
+reproduced bit for bit only under the same level, which each fit record's
+``device.xla_flags`` shows.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ log = logging.getLogger(__name__)
 
 CLASSIC_CPU_FLAG = "--xla_cpu_use_thunk_runtime=false"
 OPTIMIZATION_LEVEL_FLAG = "--xla_backend_optimization_level"
+# What `make run` and `make test` export (the Makefile cannot import this, so it repeats it)
+FAST_COMPILATION_FLAGS = f"{OPTIMIZATION_LEVEL_FLAG}=1"
 OPT_OUT = "BAYESIRT_CPU_RUNTIME"
 
 

@@ -99,7 +99,7 @@ display(pd.DataFrame(rows))
 # design can draw an item whose loading is several times the others (in the default
 # `normal_p5`, item 28 with 7.5): nearly a step function of its factor, whose steepness a few
 # hundred persons hardly pin down, so its loading is estimated far too low (4.7 by IWAE at
-# R = 25) and its MSE stands apart in every replication, which share the item parameters.
+# R = 15) and its MSE stands apart in every replication, which share the item parameters.
 
 # %%
 for d in conf:

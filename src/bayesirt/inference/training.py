@@ -265,7 +265,8 @@ def train(loss_fn, params, key, data: dict, n_persons: int, settings: TrainSetti
     """
     batch_size = min(settings.batch_size or n_persons, n_persons)
     optimizer = optimizer if optimizer is not None else settings.optimizer()
-    opt_state = optimizer.init(params)
+    # one compiled program (cached across jobs) instead of one tiny eager op per parameter shape
+    opt_state = jax.jit(optimizer.init)(params)
     chunk = _chunk_fn(loss_fn, optimizer, n_persons, batch_size, settings.check_every)
     step_key, perm_key = jax.random.split(key)
     permutations = _EpochPermutations(perm_key, n_persons, batch_size, settings.check_every)
@@ -359,4 +360,5 @@ def keep_last_good(fit, *args, **kwargs) -> FitResult:
 
 
 def _all_finite(tree) -> bool:
-    return all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(tree))
+    # on the host: as eager JAX ops, each parameter shape compiled two programs of its own
+    return all(bool(np.isfinite(np.asarray(x)).all()) for x in jax.tree.leaves(tree))

@@ -45,12 +45,14 @@ def init(model: Model, initial_values: dict, init_scale: float = 0.1) -> dict:
     """Surrogate parameters: ``loc`` at the inverse bijector of ``initial_values``, and
     ``raw_scale`` (softplus-inverse of the standard deviation) at ``init_scale``."""
     raw = float(np.log(np.expm1(init_scale)))
-    loc = {k: jnp.asarray(model.bijectors[k].inverse(jnp.asarray(v, jnp.float32)), jnp.float32)
-           for k, v in initial_values.items()}
+    # one compiled program rather than a few eager ones per parameter
+    loc = jax.jit(lambda values: {k: jnp.asarray(model.bijectors[k].inverse(v), jnp.float32)
+                                  for k, v in values.items()})(
+        {k: np.asarray(v, np.float32) for k, v in initial_values.items()})
     for k, shape in model.shapes.items():
         if loc[k].shape != tuple(shape):
             raise ValueError(f"initial value of '{k}' has shape {loc[k].shape}, expected {shape}")
-    return {"loc": loc, "raw_scale": {k: jnp.full(v.shape, raw, jnp.float32) for k, v in loc.items()}}
+    return {"loc": loc, "raw_scale": {k: jnp.asarray(np.full(v.shape, raw, np.float32)) for k, v in loc.items()}}
 
 
 def _sample(model: Model, q: dict, index, key):
@@ -112,10 +114,14 @@ def fit(model: Model, q0: dict, key, data: dict, n_persons: int, settings: Train
 
 def draws(model: Model, q: dict, key, n: int) -> dict:
     """``n`` draws of every parameter from the surrogate, on the constrained scale."""
-    keys = jax.random.split(key, len(model.shapes))
-    out = {}
-    for k, name in zip(keys, sorted(model.shapes)):
-        loc, scale = q["loc"][name], jax.nn.softplus(q["raw_scale"][name])
-        u = loc + scale * jax.random.normal(k, (n,) + loc.shape, loc.dtype)
-        out[name] = np.asarray(model.bijectors[name].forward(u))
-    return out
+
+    @jax.jit  # one program rather than a few eager ones per parameter
+    def constrained(q, key):
+        out = {}
+        for k, name in zip(jax.random.split(key, len(model.shapes)), sorted(model.shapes)):
+            loc, scale = q["loc"][name], jax.nn.softplus(q["raw_scale"][name])
+            u = loc + scale * jax.random.normal(k, (n,) + loc.shape, loc.dtype)
+            out[name] = model.bijectors[name].forward(u)
+        return out
+
+    return {name: np.asarray(v) for name, v in constrained(q, key).items()}

@@ -11,13 +11,10 @@ include: "functions/rb_imputation.smk"
 
 
 rule fit_reference:
-    # The complete-data reference: factorized GRM, mean-field ADVI. Scheduled early (priority):
-    # it needs only the data, and the comparison and the report wait for it; left to chance, it
-    # ran last and alone in the default workflow.
+    # The complete-data reference: factorized GRM, mean-field ADVI.
     input:
         responses="data/processed/{dataset}/responses.parquet",
         truth=truth_of,
-    priority: 1
     output:
         record="results/rb_imputation/{dataset}/reference/fit.json",
         estimates="results/rb_imputation/{dataset}/reference/estimates.csv",

@@ -108,16 +108,16 @@ def intercepts(params, st: Structure):
     return -cuts(params, st)
 
 
+# compiled once: called eagerly (estimates, evaluation), the bijector's forward pass ran as
+# about twenty tiny programs, each traced and compiled (or read from the cache) in every job
+_correlation_cholesky = jax.jit(lambda raw: tfb.CorrelationCholesky().forward(raw))
+
+
 def factor_cholesky(params, st: Structure):
     """Cholesky factor L of the factor correlation matrix (identity when not correlated)."""
     if not st.correlated:
         return jnp.eye(st.n_factors)
     return _correlation_cholesky(params["corr_raw"])
-
-
-# compiled once: called eagerly (estimates, evaluation), the bijector's forward pass ran as
-# about twenty tiny programs, each traced and compiled (or read from the cache) in every job
-_correlation_cholesky = jax.jit(lambda raw: tfb.CorrelationCholesky().forward(raw))
 
 
 def factor_corr(params, st: Structure):

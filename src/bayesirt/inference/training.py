@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 import jax
@@ -94,6 +95,10 @@ class TrainSettings:
     stopping: str = "relative"  # "relative" (windowed means, rel_tol) or "noise" (see the module docstring)
     window_epochs: int = 5  # noise rule, minibatch fits: epochs per window (at least window steps)
     confidence: float = 0.95  # noise rule: one-sided level at which an improvement counts as real
+    # noise rule: largest gradient drift (mean over a parameter array of n * mean(g)^2 / var(g)
+    # over the test's window; about 1 or less at a stationary point) that counts as stationary
+    drift_max: float = 2.0
+    average_tail: bool = True  # noise rule: a converged fit returns its parameters averaged over that window
     progress_every: int = 10  # chunks between progress lines (0: silent)
 
     def __post_init__(self):
@@ -171,6 +176,46 @@ def trend(history: np.ndarray, block: int, per_window: int, unit: str, confidenc
     return Trend(slope * scale, se * scale, unit, threshold * scale, -slope > threshold, float(means.mean()))
 
 
+# gradient drift: one array's entries count at most this much each (a parameter whose gradient
+# has no noise at all, e.g. one that only the prior touches, would otherwise give n * g^2 / 0)
+DRIFT_CAP = 100.0
+
+
+def gradient_drift(chunk_sums: list, steps_per_chunk: int) -> tuple[float, str]:
+    """Whether the parameters still drift, from the gradients of the last window's steps.
+
+    For every parameter entry, z^2 = n mean(g)^2 / var(g) over the n steps of the window (the
+    squared t statistic of the mean gradient, steps treated as independent); an array's drift is
+    the mean of its entries' z^2 (each capped at ``DRIFT_CAP``). At a stationary point the
+    gradients average out and the drift is about 1, or less, since an optimiser hovering about a
+    minimum pulls its iterates back and makes successive gradients negatively correlated; a fit
+    still moving along a direction, however slowly its loss falls (a small learning rate, a flat
+    ridge), has a mean gradient that grows out of its noise as n grows. Returns the largest
+    drift over the arrays and that array's name. ``chunk_sums``: per chunk, the sums of the
+    gradients and of their squares (pytrees like the parameters), as ``_chunk_fn`` returns them."""
+    n = steps_per_chunk * len(chunk_sums)
+    g = jax.tree.map(lambda *xs: np.sum(np.stack(xs).astype(np.float64), axis=0), *[c[0] for c in chunk_sums])
+    g2 = jax.tree.map(lambda *xs: np.sum(np.stack(xs).astype(np.float64), axis=0), *[c[1] for c in chunk_sums])
+    worst, name = 0.0, ""
+    for (path, total), total_sq in zip(jax.tree_util.tree_flatten_with_path(g)[0], jax.tree.leaves(g2)):
+        mean, mean_sq = total / n, total_sq / n
+        var = np.maximum(mean_sq - mean * mean, 1e-6 * mean_sq)  # floor: float32 rounding of the sums
+        z2 = np.where(mean_sq > 0, n * mean * mean / np.where(var > 0, var, 1.0), 0.0)
+        drift = float(np.mean(np.minimum(z2, DRIFT_CAP))) if z2.size else 0.0
+        if drift >= worst:
+            worst, name = drift, jax.tree_util.keystr(path, simple=True, separator=".")
+    return worst, name
+
+
+def tail_average(chunk_sums: list, steps_per_chunk: int, like):
+    """The iterates averaged over the chunks' steps (Polyak-Ruppert averaging of the last window:
+    at a stationary point the iterates scatter about the optimum by an amount that grows with the
+    learning rate, and their mean is closer to it than the last one), cast like ``like``."""
+    n = steps_per_chunk * len(chunk_sums)
+    mean = jax.tree.map(lambda *xs: np.sum(np.stack(xs).astype(np.float64), axis=0) / n, *[c[2] for c in chunk_sums])
+    return jax.tree.map(lambda m, p: jnp.asarray(m, p.dtype), mean, like)
+
+
 class FitDivergedError(RuntimeError):
     """The loss or the parameters became non-finite; ``last_good`` holds the state before."""
 
@@ -186,7 +231,7 @@ def _epochs_per_chunk(n_persons: int, batch_size: int, n_steps: int) -> int:
     return -(-n_steps // max(n_persons // batch_size, 1)) + 1
 
 
-def _chunk_fn(loss_fn, optimizer, n_persons: int, batch_size: int, n_steps: int):
+def _chunk_fn(loss_fn, optimizer, n_persons: int, batch_size: int, n_steps: int, track: bool = False):
     """Compile-ready function running ``n_steps`` optimizer steps inside one lax.scan.
 
     Its ``perms`` argument holds the permutations of persons of the epochs the chunk touches
@@ -199,11 +244,15 @@ def _chunk_fn(loss_fn, optimizer, n_persons: int, batch_size: int, n_steps: int)
     batches_per_epoch = max(n_persons // batch_size, 1)
 
     def step(carry, xs):
-        params, opt_state = carry
+        params, opt_state, sums = carry
         key, index = xs
         loss, grads = jax.value_and_grad(loss_fn)(params, key, index)
         updates, opt_state = optimizer.update(grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), loss
+        params = optax.apply_updates(params, updates)
+        if track:  # sums of gradients, squared gradients and iterates (see ``gradient_drift``)
+            sums = (jax.tree.map(jnp.add, sums[0], grads), jax.tree.map(lambda a, g: a + g * g, sums[1], grads),
+                    jax.tree.map(jnp.add, sums[2], params))
+        return (params, opt_state, sums), loss
 
     def chunk(params, opt_state, step_key, perms, data, first_step):
         t = first_step + jnp.arange(n_steps)
@@ -225,8 +274,10 @@ def _chunk_fn(loss_fn, optimizer, n_persons: int, batch_size: int, n_steps: int)
             batch = dict(batch, index=idx, step=s)
             return step(carry, (key, batch))
 
-        (params, opt_state), losses = jax.lax.scan(step_with_data, (params, opt_state), (step_keys, index, t))
-        return params, opt_state, losses
+        sums = tuple(jax.tree.map(jnp.zeros_like, params) for _ in range(3)) if track else ()
+        (params, opt_state, sums), losses = jax.lax.scan(step_with_data, (params, opt_state, sums),
+                                                         (step_keys, index, t))
+        return params, opt_state, losses, sums
 
     return chunk
 
@@ -267,7 +318,8 @@ def train(loss_fn, params, key, data: dict, n_persons: int, settings: TrainSetti
     optimizer = optimizer if optimizer is not None else settings.optimizer()
     # one compiled program (cached across jobs) instead of one tiny eager op per parameter shape
     opt_state = jax.jit(optimizer.init)(params)
-    chunk = _chunk_fn(loss_fn, optimizer, n_persons, batch_size, settings.check_every)
+    track = settings.stopping == "noise"
+    chunk = _chunk_fn(loss_fn, optimizer, n_persons, batch_size, settings.check_every, track)
     step_key, perm_key = jax.random.split(key)
     permutations = _EpochPermutations(perm_key, n_persons, batch_size, settings.check_every)
 
@@ -281,10 +333,13 @@ def train(loss_fn, params, key, data: dict, n_persons: int, settings: TrainSetti
     converged, stop_reason = False, "max_steps"
     reason = f"reached max_steps={settings.max_steps}"
     last: Trend | None = None
+    # the gradient sums of the chunks of the test's window (noise rule)
+    recent: deque = deque(maxlen=max(-(-2 * per_window * block // settings.check_every), 2))
+    drift, drift_array, averaged = None, None, 0
     t0 = time.perf_counter()
     while steps < settings.max_steps:
-        new_params, new_state, chunk_losses = compiled(params, opt_state, step_key,
-                                                       permutations.for_chunk(steps), data, steps)
+        new_params, new_state, chunk_losses, sums = compiled(params, opt_state, step_key,
+                                                             permutations.for_chunk(steps), data, steps)
         chunk_losses = np.asarray(chunk_losses)
         bad = ~np.isfinite(chunk_losses)
         if bad.any() or not _all_finite(new_params):
@@ -293,6 +348,8 @@ def train(loss_fn, params, key, data: dict, n_persons: int, settings: TrainSetti
             raise FitDivergedError(first, params, np.concatenate(losses + [chunk_losses[:first - steps]]))
         params, opt_state = new_params, new_state
         losses.append(chunk_losses)
+        if track:
+            recent.append(jax.device_get(sums))
         steps += settings.check_every
         history = np.concatenate(losses)
         if settings.stopping == "relative":
@@ -316,12 +373,21 @@ def train(loss_fn, params, key, data: dict, n_persons: int, settings: TrainSetti
                 # zero" alone would stop a fit whose estimated slope is still large
                 per_step = last.slope if unit == "step" else last.slope / block
                 large = -per_step * settings.window > settings.rel_tol * max(abs(last.mean), 1e-12)
-                stalls = 0 if (last.improving or large) else stalls + 1
+                # and the parameters must have stopped drifting: a loss can look flat while the
+                # fit still creeps along a flat direction (small learning rates)
+                if len(recent) == recent.maxlen:
+                    drift, drift_array = gradient_drift(list(recent), settings.check_every)
+                moving = drift is None or drift > settings.drift_max
+                stalls = 0 if (last.improving or large or moving) else stalls + 1
                 if stalls >= settings.patience:
                     converged, stop_reason = True, "no_improvement"
                     reason = (f"windowed loss slope {last.slope:.3g} +- {last.slope_se:.2g} per {unit} over "
-                              f"the last {2 * per_window * block} steps: no improvement distinguishable "
-                              f"from noise for {settings.patience} tests")
+                              f"the last {2 * per_window * block} steps and gradient drift {drift:.2g} "
+                              f"(largest in {drift_array}): no improvement distinguishable from noise "
+                              f"for {settings.patience} tests")
+                    if settings.average_tail:
+                        params = tail_average(list(recent), settings.check_every, params)
+                        averaged = settings.check_every * len(recent)
                     break
         n_chunks = steps // settings.check_every
         if settings.progress_every and n_chunks % settings.progress_every == 0:
@@ -332,14 +398,19 @@ def train(loss_fn, params, key, data: dict, n_persons: int, settings: TrainSetti
     history = np.concatenate(losses)
     # every fit reports the trend of its last windows, whichever rule stopped it
     final = trend(history, block, per_window, unit, settings.confidence)
-    still_improving = stop_reason == "max_steps" and (final is None or final.improving)
+    if track and not converged and len(recent) == recent.maxlen:
+        drift, drift_array = gradient_drift(list(recent), settings.check_every)
+    drifting = track and (drift is None or drift > settings.drift_max)
+    still_improving = stop_reason == "max_steps" and (final is None or final.improving or drifting)
     if still_improving:
         reason += (" while still improving" + ("" if final is None else
-                   f" (loss slope {final.slope:.3g} +- {final.slope_se:.2g} per {unit})"))
+                   f" (loss slope {final.slope:.3g} +- {final.slope_se:.2g} per {unit}"
+                   + (f", gradient drift {drift:.2g} in {drift_array})" if drift is not None else ")")))
     convergence = {"stopping": settings.stopping, "stop_reason": stop_reason,
                    **(final.as_dict() if final is not None else
                       {"slope": None, "slope_se": None, "slope_unit": unit, "improving": None}),
-                   "max_steps_still_improving": still_improving}
+                   "max_steps_still_improving": still_improving,
+                   "gradient_drift": drift, "gradient_drift_array": drift_array, "averaged_steps": averaged}
     log.info("%s: %s after %d steps, %.2f s (+%.2f s compile)", label,
              "converged" if converged else "stopped", steps, wall, compile_seconds)
     return FitResult(params, history, steps, converged, reason, wall, compile_seconds, convergence=convergence)

@@ -127,7 +127,9 @@ def _advi_cells(stopping: str) -> list[dict]:
         cells.append({"learning_rate": lr, "converged": rec["converged"], "stop_reason": rec["stop_reason"],
                       "loss_slope": rec["loss_slope"], "loss_slope_se": rec["loss_slope_se"],
                       "loss_slope_unit": rec["loss_slope_unit"],
-                      "max_steps_still_improving": rec["max_steps_still_improving"], "steps": rec["steps"],
+                      "max_steps_still_improving": rec["max_steps_still_improving"],
+                      "gradient_drift": rec["gradient_drift"], "gradient_drift_array": rec["gradient_drift_array"],
+                      "averaged_steps": rec["averaged_steps"], "steps": rec["steps"],
                       "wall_seconds": rec["timing"]["wall_seconds"], "fit_seconds_including_compile": seconds,
                       "discrimination_rmse": float(overall.loc["discrimination", "rmse"]),
                       "ability_rmse": float(overall.loc["ability", "rmse"])})
@@ -138,7 +140,9 @@ def _advi_cells(stopping: str) -> list[dict]:
 def _how(res) -> dict:
     c = res.convergence
     return {"stop_reason": c["stop_reason"], "loss_slope": c["slope"], "loss_slope_se": c["slope_se"],
-            "loss_slope_unit": c["slope_unit"], "max_steps_still_improving": c["max_steps_still_improving"]}
+            "loss_slope_unit": c["slope_unit"], "max_steps_still_improving": c["max_steps_still_improving"],
+            "gradient_drift": c.get("gradient_drift"), "gradient_drift_array": c.get("gradient_drift_array"),
+            "averaged_steps": c.get("averaged_steps", 0)}
 
 
 def _judge(cells: list[dict], key: str, higher_is_better: bool) -> dict:

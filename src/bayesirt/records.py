@@ -30,8 +30,8 @@ class FitOutput:
 def how_converged(result) -> dict:
     """The record's account of how converged a fit is: why it stopped (``stop_reason``), the
     slope of its loss over the last windows with its standard error (per epoch for minibatch
-    fits, per step for full batch; negative is improvement) and whether it hit ``max_steps``
-    while still improving. Results not made by the training driver (e.g. EM) carry no slope."""
+    fits, per step for full batch; negative is improvement), whether it hit ``max_steps``
+    while still improving and, under the noise rule, its gradient drift and tail averaging. Results not made by the training driver (e.g. EM) carry no slope."""
     conv = result.convergence or {}
     diverged = result.extra.get("diverged_at_step") is not None
     default_reason = "diverged" if diverged else ("converged" if result.converged else "not_converged")
@@ -44,6 +44,11 @@ def how_converged(result) -> dict:
         "max_steps_still_improving": bool(conv.get("max_steps_still_improving", False)),
         # the noise test of the last windows, whichever rule stopped the fit (None: no test)
         "loss_still_improving": conv.get("improving"),
+        # noise rule only: the gradients' drift over the last window, the parameter array where
+        # it was largest, and how many final steps the returned parameters average
+        "gradient_drift": conv.get("gradient_drift"),
+        "gradient_drift_array": conv.get("gradient_drift_array"),
+        "averaged_steps": int(conv.get("averaged_steps") or 0),
     }
 
 

@@ -83,6 +83,9 @@ def test_noise_rule_stops_on_a_plateau_and_says_why():
     c = res.convergence
     assert c["stop_reason"] == "no_improvement" and not c["max_steps_still_improving"] and not c["improving"]
     assert abs(c["slope"]) < 4 * c["slope_se"] + 1e-4
+    # the gradients average out over the window (x hovers about 50), and the returned x is the
+    # mean of the window's 200 iterates
+    assert c["gradient_drift"] <= TrainSettings().drift_max and c["averaged_steps"] == 200
     np.testing.assert_allclose(res.params["x"], 50.0, atol=0.1)
 
 
@@ -111,6 +114,8 @@ def test_record_says_how_converged_and_validates():
     jsonschema.validate(rec, SCHEMA)
     assert rec["stop_reason"] == "max_steps" and rec["max_steps_still_improving"] is True
     assert rec["loss_slope"] < 0 and rec["loss_slope_se"] > 0 and rec["loss_slope_unit"] == "step"
+    # x's gradient is -0.1 at every step: the drift is at its cap, and nothing was averaged
+    assert rec["gradient_drift"] > 50 and rec["gradient_drift_array"] == "x" and rec["averaged_steps"] == 0
 
 
 def test_unknown_stopping_rule_is_refused():

@@ -26,9 +26,18 @@ and takes the standard error of its slope from the scatter of those block means 
 so their scatter measures the noise, autocorrelation included). The improvement is real when
 minus the slope exceeds the one-sided Student-t quantile (``confidence``, ``2W - 2`` degrees of
 freedom) times its standard error; the fit stops once the improvement has been
-indistinguishable from zero in ``patience`` consecutive tests, and its estimate per ``window``
+indistinguishable from zero in ``patience`` consecutive tests, its estimate per ``window``
 steps below ``rel_tol`` of the loss (a floor that only matters when the loss is so noisy that
-the test has little power: e.g. minibatch ADVI with few steps per epoch). Tests start at ``min_steps`` and
+the test has little power: e.g. minibatch ADVI with few steps per epoch), and the parameters
+no longer drift: over the same window, the mean gradient of each parameter array must be
+within its noise (``gradient_drift``: the mean over the array's entries of n mean(g)^2 / var(g),
+about 1 or less at a stationary point, at most ``drift_max``). The loss alone is a weak witness
+at small learning rates: it can look flat while the parameters still creep, and the gradients
+show it (full-batch ADVI at learning rate 0.01 on the RWA-size design, and IWAE at 0.003 on the
+8,000-person one, were stopped as converged with discrimination RMSE 1.6x the best, or 0.008
+nats per person short; with the drift check they run on and say that they are still moving).
+A converged fit returns its iterates averaged over that window (Polyak-Ruppert averaging;
+``average_tail``), which removes the scatter of the last iterate about the optimum. Tests start at ``min_steps`` and
 are made only when a new block has completed; ``max_steps`` ends the fit regardless. The result
 reports the last test's slope (loss change per epoch, or per step for full batch) with its
 standard error, why the fit stopped, and whether it hit ``max_steps`` still improving.
@@ -45,10 +54,15 @@ bound that falls below the training one in the study tables.
 
 ``stopping="relative"`` (the default) is the rule used before: the mean of the last ``window``
 steps against the ``window`` before, stopping after ``patience`` checks whose relative
-improvement is below ``rel_tol``. It stays the default because the noise rule, on the
-benchmark case ``convergence_grid``, did not yet meet its targets (every converged cell within
-0.005 nats and 10% loading RMSE of the grid's best) and made the tuned fits 1.7x (IWAE, 8,000
-persons) to 4x (full-batch ADVI) longer. Whichever rule stops a fit, the result carries the
+improvement is below ``rel_tol``. It stays the default because the noise rule makes the tuned
+fits 1.7x (IWAE, 8,000 persons) to 4x (full-batch ADVI) longer, and because on the benchmark
+case ``convergence_grid`` it meets two of the three targets (every converged IWAE cell within
+0.005 nats per person of the grid's best held-out log-likelihood, every converged ADVI cell
+within 10% of the best discrimination RMSE) but not the third (IWAE loading RMSE within 10% of
+the best): on that design one loading trades off against a factor correlation along a nearly
+flat ridge, the objective's optimum lies far along it (that loading, true value 1.17, reaches
+3.06 after 20,000 steps, while the held-out log-likelihood falls by 0.0006 nats per person),
+and the lowest loading RMSEs in the grid belong to fits that have not got there. Whichever rule stops a fit, the result carries the
 noise test of its last windows (``convergence["improving"]``), so a fit that the relative rule
 stopped while its loss was still falling beyond its noise is flagged in its record
 (``loss_still_improving``) and in the reports.

@@ -115,9 +115,11 @@ def convergence_flags(folder) -> tuple[str, pd.DataFrame]:
                      "steps": rec.get("steps"), "stop_reason": rec.get("stop_reason", "not_converged"),
                      "max_steps_still_improving": bool(rec.get("max_steps_still_improving", False)),
                      "loss_still_improving": rec.get("loss_still_improving"), "loss_slope": rec.get("loss_slope"), "loss_slope_se": rec.get("loss_slope_se"),
-                     "loss_slope_unit": rec.get("loss_slope_unit"), "reason": rec.get("convergence_reason")})
+                     "loss_slope_unit": rec.get("loss_slope_unit"), "gradient_drift": rec.get("gradient_drift"),
+                     "reason": rec.get("convergence_reason")})
     flags = pd.DataFrame(rows, columns=["fit", "method", "steps", "stop_reason", "max_steps_still_improving",
-                                        "loss_still_improving", "loss_slope", "loss_slope_se", "loss_slope_unit", "reason"])
+                                        "loss_still_improving", "loss_slope", "loss_slope_se", "loss_slope_unit",
+                                        "gradient_drift", "reason"])
     if flags.empty:
         return "Every fit converged, and no loss was still falling beyond its noise when it stopped.", flags
     improving = int(flags.max_steps_still_improving.sum())

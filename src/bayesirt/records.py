@@ -31,7 +31,8 @@ def how_converged(result) -> dict:
     """The record's account of how converged a fit is: why it stopped (``stop_reason``), the
     slope of its loss over the last windows with its standard error (per epoch for minibatch
     fits, per step for full batch; negative is improvement), whether it hit ``max_steps``
-    while still improving and, under the noise rule, its gradient drift and tail averaging. Results not made by the training driver (e.g. EM) carry no slope."""
+    while still improving and, under the noise rule, its gradient drift and tail averaging.
+    Results not made by the training driver (e.g. EM) carry no slope."""
     conv = result.convergence or {}
     diverged = result.extra.get("diverged_at_step") is not None
     default_reason = "diverged" if diverged else ("converged" if result.converged else "not_converged")

@@ -200,6 +200,13 @@ def trend(history: np.ndarray, block: int, per_window: int, unit: str, confidenc
 DRIFT_CAP = 100.0
 
 
+def _window_total(chunk_sums: list, part: int):
+    """One of the chunks' sums (0: gradients, 1: squared gradients, 2: iterates) added up over
+    the window, in float64 (the per-chunk sums are float32)."""
+    return jax.tree.map(lambda *xs: np.sum(np.stack(xs).astype(np.float64), axis=0),
+                        *[c[part] for c in chunk_sums])
+
+
 def gradient_drift(chunk_sums: list, steps_per_chunk: int) -> tuple[float, str]:
     """Whether the parameters still drift, from the gradients of the last window's steps.
 
@@ -213,8 +220,7 @@ def gradient_drift(chunk_sums: list, steps_per_chunk: int) -> tuple[float, str]:
     drift over the arrays and that array's name. ``chunk_sums``: per chunk, the sums of the
     gradients and of their squares (pytrees like the parameters), as ``_chunk_fn`` returns them."""
     n = steps_per_chunk * len(chunk_sums)
-    g = jax.tree.map(lambda *xs: np.sum(np.stack(xs).astype(np.float64), axis=0), *[c[0] for c in chunk_sums])
-    g2 = jax.tree.map(lambda *xs: np.sum(np.stack(xs).astype(np.float64), axis=0), *[c[1] for c in chunk_sums])
+    g, g2 = _window_total(chunk_sums, 0), _window_total(chunk_sums, 1)
     worst, name = 0.0, ""
     for (path, total), total_sq in zip(jax.tree_util.tree_flatten_with_path(g)[0], jax.tree.leaves(g2)):
         mean, mean_sq = total / n, total_sq / n
@@ -231,8 +237,7 @@ def tail_average(chunk_sums: list, steps_per_chunk: int, like):
     at a stationary point the iterates scatter about the optimum by an amount that grows with the
     learning rate, and their mean is closer to it than the last one), cast like ``like``."""
     n = steps_per_chunk * len(chunk_sums)
-    mean = jax.tree.map(lambda *xs: np.sum(np.stack(xs).astype(np.float64), axis=0) / n, *[c[2] for c in chunk_sums])
-    return jax.tree.map(lambda m, p: jnp.asarray(m, p.dtype), mean, like)
+    return jax.tree.map(lambda total, p: jnp.asarray(total / n, p.dtype), _window_total(chunk_sums, 2), like)
 
 
 class FitDivergedError(RuntimeError):

@@ -272,7 +272,7 @@ def test_nuts_recovers_conjugate_posterior(nuts_run):
 
 
 def test_chunk_plan_reuses_the_sampling_program_for_burn_in():
-    from bayesirt.inference.sampling import _plan
+    from bayesirt.inference.chains import _plan
 
     plan = _plan(SamplerSettings(n_warmup=1100, n_samples=1200, thin=2, chunk=500))
     # 250 draws x thin 2 = 500 sweeps per chunk; burn-in 2 x 500 through that program + 100 alone

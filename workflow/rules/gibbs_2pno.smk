@@ -50,6 +50,7 @@ rule fit_gibbs_2pno:
     wildcard_constraints:
         design=gibbs_design_pattern(),
         method="gibbs|gibbs_omit|nuts",
+    threads: lambda wildcards: gibbs_2pno.fit_threads(gibbs_config(), wildcards.method)
     log:
         "logs/gibbs_2pno/{design}/{missing}/{method}/rep{rep}.log",
     conda:

@@ -52,44 +52,23 @@ The driver owns everything else:
 from __future__ import annotations
 
 import logging
-import time
 import warnings
-from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Callable, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
+
+from bayesirt.inference import chain_processes
+from bayesirt.inference.chains import ChainFunctions, SamplerSettings, compile_group, execute_group
+
+__all__ = ["STAT_COLUMNS", "SampleResult", "SamplerSettings", "convergence", "sample", "summary_table",
+           "to_inference_data"]
 
 log = logging.getLogger("bayesirt")
 
 STAT_COLUMNS = ["mean", "sd", "q5", "q95", "mcse_mean", "ess_bulk", "ess_tail", "r_hat"]
 _SAMPLE_DIMS = ("chain", "draw")
-
-
-@dataclass(frozen=True)
-class SamplerSettings:
-    n_chains: int = 4
-    n_warmup: int = 1000  # burn-in sweeps, discarded
-    n_samples: int = 1000  # sweeps kept after burn-in (before thinning)
-    thin: int = 1
-    chunk: int = 500  # sweeps per compiled lax.scan call
-    progress_every: int = 1  # chunks between progress log lines (0: silent)
-
-    def __post_init__(self):
-        for name in ("n_chains", "thin", "chunk"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"SamplerSettings.{name} must be at least 1, got {getattr(self, name)}")
-        if self.n_warmup < 0 or self.progress_every < 0:
-            raise ValueError("SamplerSettings.n_warmup and progress_every must be non-negative")
-        if self.n_samples < self.thin:
-            raise ValueError(f"SamplerSettings.n_samples ({self.n_samples}) must be at least thin ({self.thin})")
-
-    @property
-    def n_draws(self) -> int:
-        """Draws kept per chain."""
-        return self.n_samples // self.thin
 
 
 class SampleResult(NamedTuple):
@@ -109,69 +88,6 @@ class SampleResult(NamedTuple):
 # the driver
 
 
-def _named_leaves(prefix: str, tree) -> list[tuple[str, Any]]:
-    """(name, leaf) for every leaf of a pytree, named like ``state.theta`` or ``draws.a``."""
-    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
-    return [(prefix + jax.tree_util.keystr(path, simple=True, separator="."), leaf) for path, leaf in leaves]
-
-
-def _finite_flags(states, draws) -> dict:
-    """Per floating-point field, a (chains,) vector: is every value of that chain finite?"""
-    flags = {}
-    for name, leaf in _named_leaves("state.", states) + _named_leaves("draws.", draws):
-        if jnp.issubdtype(leaf.dtype, jnp.inexact):
-            flags[name] = jnp.all(jnp.isfinite(leaf).reshape(leaf.shape[0], -1), axis=1)
-    return flags
-
-
-def _chunk_program(step_fn, record_fn, n_draws: int, thin: int, record: bool):
-    """All chains, ``n_draws * thin`` sweeps from sweep ``first``; keeps every thin-th if ``record``."""
-
-    def one_chain(state, chain_key, first, data):
-        def sweep(state, s):
-            return step_fn(jax.random.fold_in(chain_key, s), state, data)
-
-        if not record:
-            state, _ = jax.lax.scan(lambda st, s: (sweep(st, s), None), state, first + jnp.arange(n_draws * thin))
-            return state, {}
-
-        def draw(state, d):
-            base = first + d * thin
-            if thin == 1:
-                state = sweep(state, base)
-            else:
-                state = jax.lax.fori_loop(0, thin, lambda i, st: sweep(st, base + i), state)
-            return state, record_fn(state)
-
-        return jax.lax.scan(draw, state, jnp.arange(n_draws))
-
-    def chunk(states, chain_keys, first, data):
-        states, draws = jax.vmap(one_chain, in_axes=(0, 0, None, None))(states, chain_keys, first, data)
-        return states, draws, _finite_flags(states, draws)
-
-    return chunk
-
-
-def _plan(settings: SamplerSettings) -> list[tuple[str, tuple[bool, int], int]]:
-    """(phase, program, sweeps) for every chunk in order; a program is (records?, length).
-
-    A sampling chunk holds ``max(1, chunk // thin)`` draws. Burn-in runs in chunks of the same
-    number of sweeps through the same program, its draws thrown away (they cost what one
-    sampling chunk costs, and the step is compiled once fewer); only a shorter last burn-in
-    chunk gets a program of its own that records nothing.
-    """
-    per_chunk = max(1, settings.chunk // settings.thin)
-    full = per_chunk * settings.thin
-    plan = [("burn-in", (True, per_chunk), full)] * (settings.n_warmup // full)
-    if settings.n_warmup % full:
-        plan.append(("burn-in", (False, settings.n_warmup % full), settings.n_warmup % full))
-    n_full, rest = divmod(settings.n_draws, per_chunk)
-    plan += [("sampling", (True, per_chunk), full)] * n_full
-    if rest:
-        plan.append(("sampling", (True, rest), rest * settings.thin))
-    return plan
-
-
 def sample(key, init_fn: Callable, step_fn: Callable, record_fn: Callable, settings: SamplerSettings, *,
            coords: dict | None = None, dims: dict | None = None, label: str = "sampler",
            stats_fn: Callable | None = None, data=None) -> SampleResult:
@@ -186,92 +102,28 @@ def sample(key, init_fn: Callable, step_fn: Callable, record_fn: Callable, setti
     data)``. Give large arrays (response matrices) this way rather than closing over them: XLA
     folds closed-over arrays into the program as constants, which can make compilation take
     minutes (a 2000 x 2000 float32 matrix: ~20 s instead of 0.2 s).
+
+    ``settings.chain_processes`` > 1 runs the chains in that many worker processes on the CPU
+    (see :mod:`bayesirt.inference.chain_processes`); the functions must then be picklable.
     """
-    if data is None:
-        init_with, step_with = (lambda k, d: init_fn(k)), (lambda k, s, d: step_fn(k, s))
-    else:
-        init_with, step_with = init_fn, step_fn
-        data = jax.device_put(data)  # once, not at every chunk
     init_key, sweeps_key = jax.random.split(key)
     init_keys = jax.random.split(init_key, settings.n_chains)
     chain_keys = jax.random.split(sweeps_key, settings.n_chains)
+    fns = ChainFunctions(init_fn, step_fn, record_fn, stats_fn, data is not None)
 
-    if stats_fn is None:
-        recorder = record_fn
+    groups = chain_processes.plan_groups(settings)
+    if len(groups) > 1:
+        run = chain_processes.run_groups(groups, init_keys, chain_keys, fns, settings, data, label)
     else:
-        def recorder(state):
-            return {"posterior": record_fn(state), "sample_stats": stats_fn(state)}
+        compiled = compile_group(fns, settings, init_keys, chain_keys, data)
+        run = execute_group(compiled, init_keys, chain_keys, settings, label)
 
-    plan = _plan(settings)
-    t0 = time.perf_counter()
-    vmapped_init = jax.vmap(init_with, in_axes=(0, None))
-    init_program = jax.jit(vmapped_init).lower(init_keys, data).compile()
-    state_shape = jax.eval_shape(vmapped_init, init_keys, data)
-    first = jnp.asarray(0, jnp.int32)
-    programs = {}
-    for _, (record, n), _ in plan:
-        if (record, n) not in programs:
-            fn = _chunk_program(step_with, recorder, n, settings.thin if record else 1, record)
-            programs[record, n] = jax.jit(fn).lower(state_shape, chain_keys, first, data).compile()
-    compile_seconds = time.perf_counter() - t0
-
-    total = sum(sweeps for *_, sweeps in plan)
-    t0 = time.perf_counter()
-    states = init_program(init_keys, data)
-    draws: list = []
-    done, diverged, reason = 0, False, "completed"
-    bad = _bad_fields(jax.device_get(_finite_flags(states, {})))
-    if bad:
-        diverged, reason = True, f"non-finite initial state: {bad}"
-        plan = []
-    for i, (phase, program, sweeps) in enumerate(plan):
-        new_states, chunk_draws, flags = programs[program](states, chain_keys, jnp.asarray(done, jnp.int32), data)
-        bad = _bad_fields(jax.device_get(flags))
-        if bad:
-            diverged = True
-            reason = (f"non-finite values in {bad} during sweeps {done + 1}-{done + sweeps} "
-                      f"({phase} chunk {i + 1} of {len(plan)}); kept the draws before sweep {done + 1}")
-            log.error("%s: %s", label, reason)
-            break
-        states = new_states
-        if phase == "sampling":
-            draws.append(jax.device_get(chunk_draws))
-        done += sweeps
-        if settings.progress_every and ((i + 1) % settings.progress_every == 0 or i + 1 == len(plan)):
-            elapsed = time.perf_counter() - t0
-            log.info("%s: sweep %d / %d (%s), %.1f sweeps/s", label, done, total, phase,
-                     done / max(elapsed, 1e-9))
-    jax.block_until_ready(states)
-    wall = time.perf_counter() - t0
-
-    posterior, stats = _stack_draws(draws, state_shape, recorder, settings, stats_fn is not None)
-    idata = to_inference_data(posterior, stats, coords=coords, dims=dims)
+    idata = to_inference_data(run.posterior, run.stats, coords=coords, dims=dims)
     log.info("%s: %s after %d sweeps x %d chains, %.2f s (+%.2f s compile)", label,
-             "diverged" if diverged else "completed", done, settings.n_chains, wall, compile_seconds)
-    return SampleResult(idata, summary_table(idata), done, wall, compile_seconds, diverged, reason,
-                        {"final_state": states})
-
-
-def _bad_fields(flags: dict) -> str:
-    """'field (chains 0, 2), ...' for every field with a non-finite value; '' if none."""
-    parts = []
-    for name, ok in flags.items():
-        ok = np.asarray(ok)
-        if not ok.all():
-            parts.append(f"{name} (chains {', '.join(str(c) for c in np.flatnonzero(~ok))})")
-    return "; ".join(parts)
-
-
-def _stack_draws(draws: list, state_shape, recorder, settings: SamplerSettings, has_stats: bool):
-    """Concatenate the chunks' draws along the draw axis; zero-draw arrays when none were kept."""
-    if draws:
-        stacked = jax.tree.map(lambda *xs: np.concatenate(xs, axis=1), *draws)
-    else:
-        one = jax.eval_shape(jax.vmap(recorder), state_shape)
-        stacked = jax.tree.map(lambda s: np.zeros((s.shape[0], 0, *s.shape[1:]), s.dtype), one)
-    if has_stats:
-        return dict(stacked["posterior"]), dict(stacked["sample_stats"])
-    return dict(stacked), None
+             "diverged" if run.diverged else "completed", run.done, settings.n_chains, run.wall_seconds,
+             run.compile_seconds)
+    return SampleResult(idata, summary_table(idata), run.done, run.wall_seconds, run.compile_seconds,
+                        run.diverged, run.reason, {"final_state": run.states})
 
 
 # ---------------------------------------------------------------------------------------------

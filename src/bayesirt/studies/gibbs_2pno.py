@@ -33,7 +33,7 @@ and, for the mixture example, ``simulate_mixture``, ``run_mixture`` and ``mixtur
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 import pandas as pd
@@ -135,7 +135,8 @@ def sampler_settings(cfg: dict | None, defaults: dict):
 
     s = {**defaults, **(cfg or {})}
     return SamplerSettings(n_chains=int(s["n_chains"]), n_warmup=int(s["n_warmup"]), n_samples=int(s["n_samples"]),
-                           thin=int(s.get("thin", 1)), chunk=int(s.get("chunk", 500)), progress_every=0)
+                           thin=int(s.get("thin", 1)), chunk=int(s.get("chunk", 500)), progress_every=0,
+                           chain_processes=int(s.get("chain_processes", 1)))
 
 
 GIBBS_DEFAULTS = {"n_chains": 4, "n_warmup": 1000, "n_samples": 2000, "thin": 1, "chunk": 500}
@@ -210,10 +211,20 @@ def _nuts(key, y, priors, settings, label):
     return res._replace(idata=idata, summary=summary_table(idata))
 
 
-def run_fit(responses, truth: pd.DataFrame | None, cond: Condition, *, study: dict, seed: int):
+def fit_threads(study: dict, method: str) -> int:
+    """Cores a fit job uses: the Gibbs sampler's ``chain_processes`` (capped at its chains), else 1."""
+    if method not in MISSING_MODE:
+        return 1
+    s = {**GIBBS_DEFAULTS, **(study.get("gibbs") or {})}
+    return max(1, min(int(s.get("chain_processes", 1)), int(s["n_chains"])))
+
+
+def run_fit(responses, truth: pd.DataFrame | None, cond: Condition, *, study: dict, seed: int,
+            threads: int | None = None):
     """One fit: the Gibbs sampler (augmented or omitted missing cells) or NUTS on one
     condition's data. Returns ``records.FitOutput`` (record through ``records.sample_record``,
-    estimates with the truth, the draws as InferenceData for ``posterior.nc``)."""
+    estimates with the truth, the draws as InferenceData for ``posterior.nc``). ``threads``
+    (the cores the job was given) caps the Gibbs sampler's ``chain_processes``."""
     import jax
 
     from bayesirt import records
@@ -231,6 +242,8 @@ def run_fit(responses, truth: pd.DataFrame | None, cond: Condition, *, study: di
               "missing_rate": float(np.mean(y == -1)), "priors": asdict(priors)}
     if cond.method in MISSING_MODE:
         settings = sampler_settings(study.get("gibbs"), GIBBS_DEFAULTS)
+        if threads is not None and settings.chain_processes > threads:
+            settings = replace(settings, chain_processes=max(1, int(threads)))
         k = gibbs.kernel(y, priors, MISSING_MODE[cond.method], abilities=True,
                          item_names=[it.name for it in responses.items], where=cond.path)
         coords = {"item": np.arange(j), "person": np.arange(n)}

@@ -1,0 +1,237 @@
+"""Chains in worker processes, one CPU core each (``SamplerSettings.chain_processes``).
+
+Why processes. On a CPU, vmapped chains in one process do not use the cores well: XLA's CPU
+runtime splits one program's large elementwise passes over the cores (fork-join), which buys
+a single chain little and leaves a batch of chains contending. Measured on 2 cores (2PNO Gibbs,
+1,000 x 30, 10,000 sweeps, ``gibbs_2pno_1k30``): one chain 3.9-4.3 s in-process (4.2 s pinned to
+one core), four vmapped chains 13.4-14.3 s, i.e. only 1.2x one core's throughput. Two processes
+pinned to one core each, two vmapped chains per process, took 8.4 s. Stan and PyMC run chains in
+processes for the same reason. Several host devices in one process (``jax_num_cpu_devices``)
+were measured too and do not do this (see :mod:`bayesirt.inference.sampling`).
+
+How. The chains are cut into ``min(chain_processes, n_chains, usable cores)`` contiguous groups.
+Each group runs in a fresh Python process (``subprocess``, not ``multiprocessing``: a spawned
+multiprocessing child re-runs the parent's main script, and Snakemake's ``script:`` files have
+no main guard), pinned to one core *before* JAX starts (XLA sizes its thread pool and its
+fork-join width from the cores a process may use: pinned, a program runs single-threaded). The
+job (the pickled functions, settings, data and keys) goes through a temporary file. A worker
+gets the per-chain keys that :func:`~bayesirt.inference.sampling.sample` split from the run's
+key, so chain ``c`` uses the same keys as in a one-process run, and compiles its group's
+programs (from the persistent compilation cache when ``JAX_COMPILATION_CACHE_DIR`` is set; the
+environment is inherited). When every worker has compiled, all start together: the reported
+``wall_seconds`` runs from that start to the last group's draws read back, ``compile_seconds``
+from the first process start to the last worker ready (start-up, imports and compilation).
+Workers write their log lines to the parent's standard error.
+
+Draws. A group's vmapped program computes each chain's sweeps with the same operations as the
+one-process program, so the draws agree with a one-process run to float32 rounding (the unit
+tests compare them); they are not promised bit for bit, because XLA may order a batched
+reduction differently for a different number of chains.
+
+Failures. A worker that raises sends its traceback, and the run stops with it. A group that
+meets a non-finite value stops and tells the others to stop at their next chunk; the draws kept
+are those every group completed, as in a one-process run. The functions given to ``sample``
+must be picklable (module-level functions, or ``functools.partial`` of them with picklable
+arguments, as the Gibbs kernels are); a lambda or closure stops with a message naming it.
+
+Only the CPU backend: on a GPU the vmapped chains already run side by side, and processes would
+compete for one device's memory; ``chain_processes`` > 1 then falls back to one process, with a
+warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from bayesirt.inference.chains import ChainFunctions, GroupRun, SamplerSettings, compile_group, execute_group
+
+log = logging.getLogger("bayesirt")
+
+_WORKER_COMMAND = "from bayesirt.inference.chain_processes import worker_main; worker_main()"
+_READY, _GO = "ready", "go"
+
+
+def usable_cpus() -> list[int]:
+    """The cores this process may run on (all of them where affinity cannot be read)."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def plan_groups(settings: SamplerSettings) -> list[tuple[int, int]]:
+    """Contiguous chain ranges [start, stop), one per worker process; one range means "run in
+    this process"."""
+    n = settings.n_chains
+    workers = min(settings.chain_processes, n, len(usable_cpus()))
+    if workers > 1 and jax.default_backend() != "cpu":
+        log.warning("chain_processes=%d applies to the CPU only; running the chains vmapped in this "
+                    "process on the %s", settings.chain_processes, jax.default_backend())
+        workers = 1
+    bounds = np.linspace(0, n, workers + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _key_payload(keys):
+    """Typed or raw JAX keys as (numpy data, implementation name or None), for pickling."""
+    if jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key):
+        return np.asarray(jax.random.key_data(keys)), str(jax.random.key_impl(keys))
+    return np.asarray(keys), None
+
+
+def _keys_from(payload):
+    data, impl = payload
+    return jax.random.wrap_key_data(data, impl=impl) if impl is not None else jax.numpy.asarray(data)
+
+
+def _check_picklable(fns: ChainFunctions) -> None:
+    for name in ("init_fn", "step_fn", "record_fn", "stats_fn"):
+        fn = getattr(fns, name)
+        try:
+            pickle.dumps(fn)
+        except Exception as err:  # noqa: BLE001 (pickle raises several types)
+            raise ValueError(f"chain_processes > 1 needs picklable functions, but {name} ({fn!r}) is not "
+                             f"({err}); use module-level functions or functools.partial of them, or "
+                             f"chain_processes=1") from None
+
+
+def worker_main() -> None:
+    """A worker process: ``argv[1]`` is the job file, ``argv[2]`` where the result goes.
+    Prints a ready line when compiled, waits for the go line on standard input, runs."""
+    job_path, result_path = Path(sys.argv[1]), Path(sys.argv[2])
+    try:
+        job = pickle.loads(job_path.read_bytes())
+        if job["cpu"] is not None and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, {job["cpu"]})  # before JAX starts its backend
+        if job["log_level"] is not None:
+            from bayesirt.logs import quiet_libraries
+
+            quiet_libraries()
+            logging.basicConfig(level=job["log_level"], format="%(asctime)s %(levelname)s %(message)s")
+        jax.config.update("jax_enable_x64", job["x64"])
+        init_keys, chain_keys = _keys_from(job["init_keys"]), _keys_from(job["chain_keys"])
+        compiled = compile_group(job["fns"], job["settings"], init_keys, chain_keys, job["data"])
+        print(_READY, flush=True)
+        if sys.stdin.readline().strip() != _GO:
+            return  # the parent gave up (another worker failed)
+        stop_file = Path(job["stop_file"])
+        run = execute_group(compiled, init_keys, chain_keys, job["settings"], job["label"], job["first_chain"],
+                            stop_file.exists)
+        if run.diverged:
+            stop_file.touch()
+        result = ("done", run._replace(states=jax.device_get(run.states)))
+    except BaseException as err:  # noqa: BLE001 (everything goes back to the parent)
+        import traceback
+
+        result = ("error", f"{type(err).__name__}: {err}\n{traceback.format_exc()}")
+    result_path.write_bytes(pickle.dumps(result))
+
+
+def run_groups(groups, init_keys, chain_keys, fns: ChainFunctions, settings: SamplerSettings, data,
+               label: str) -> GroupRun:
+    """Run each chain range of ``groups`` in its own pinned worker process; returns the chains
+    together, in order, as one :class:`~bayesirt.inference.chains.GroupRun`."""
+    _check_picklable(fns)
+    cpus = usable_cpus()
+    data_np = None if data is None else jax.device_get(data)
+    bayesirt_log = logging.getLogger("bayesirt")
+    log_level = logging.INFO if bayesirt_log.isEnabledFor(logging.INFO) else None
+    with tempfile.TemporaryDirectory(prefix="bayesirt-chains-") as tmp:
+        tmp = Path(tmp)
+        t0 = time.perf_counter()
+        workers = []
+        try:
+            for index, (a, b) in enumerate(groups):
+                job = {"fns": fns, "settings": settings, "data": data_np, "first_chain": a,
+                       "init_keys": _key_payload(init_keys[a:b]), "chain_keys": _key_payload(chain_keys[a:b]),
+                       "label": f"{label} [chains {a}-{b - 1}]", "cpu": cpus[index % len(cpus)],
+                       "log_level": log_level, "x64": bool(jax.config.jax_enable_x64),
+                       "stop_file": str(tmp / "stop")}
+                (tmp / f"job{index}.pkl").write_bytes(pickle.dumps(job))
+                workers.append(subprocess.Popen(
+                    [sys.executable, "-c", _WORKER_COMMAND, str(tmp / f"job{index}.pkl"), str(tmp / f"result{index}.pkl")],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+            for index, worker in enumerate(workers):
+                if not _wait_ready(worker):
+                    worker.wait()
+                    _raise_failure(tmp, index, groups, worker)
+            compile_seconds = time.perf_counter() - t0
+            log.info("%s: %d worker processes ready after %.1f s (start-up and compilation)", label,
+                     len(workers), compile_seconds)
+            t0 = time.perf_counter()
+            for worker in workers:
+                worker.stdin.write(_GO + "\n")
+                worker.stdin.flush()
+            runs = []
+            for index, worker in enumerate(workers):
+                worker.wait()
+                runs.append(_read_result(tmp, index, groups, worker))
+            wall = time.perf_counter() - t0
+        finally:
+            for worker in workers:
+                if worker.poll() is None:
+                    worker.kill()
+                    worker.wait()
+    return _combine(runs, wall, compile_seconds)
+
+
+def _wait_ready(worker) -> bool:
+    """Read the worker's standard output up to its ready line (anything else a library prints
+    there is passed on); False if it ended first."""
+    for line in worker.stdout:
+        if line.strip() == _READY:
+            return True
+        sys.stdout.write(line)
+    return False
+
+
+def _read_result(tmp: Path, index: int, groups, worker) -> GroupRun:
+    path = tmp / f"result{index}.pkl"
+    if not path.exists():
+        _raise_failure(tmp, index, groups, worker)
+    what, payload = pickle.loads(path.read_bytes())
+    if what == "error":
+        a, b = groups[index]
+        raise RuntimeError(f"chain worker for chains {a}-{b - 1} failed: {payload}")
+    return payload
+
+
+def _raise_failure(tmp: Path, index: int, groups, worker):
+    a, b = groups[index]
+    path = tmp / f"result{index}.pkl"
+    if path.exists():
+        what, payload = pickle.loads(path.read_bytes())
+        raise RuntimeError(f"chain worker for chains {a}-{b - 1} failed: {payload}")
+    raise RuntimeError(f"chain worker for chains {a}-{b - 1} ended with exit code {worker.returncode} "
+                       "and no result (see its messages above)")
+
+
+def _combine(runs: list[GroupRun], wall: float, compile_seconds: float) -> GroupRun:
+    """The groups' chains side by side; draws cut to what every group completed."""
+    n_draws = min(next(iter(r.posterior.values())).shape[1] if r.posterior else 0 for r in runs)
+
+    def join(dicts):
+        if dicts[0] is None:
+            return None
+        return {k: np.concatenate([d[k][:, :n_draws] for d in dicts], axis=0) for k in dicts[0]}
+
+    done = min(r.done for r in runs)
+    diverged = any(r.diverged for r in runs)
+    reasons = [r.reason for r in runs if r.diverged]
+    aligned = all(r.done == done for r in runs)
+    states = jax.tree.map(lambda *xs: np.concatenate(xs, axis=0), *[r.states for r in runs]) if aligned else None
+    reason = "; ".join(reasons) if diverged else "completed"
+    if diverged and not aligned:
+        reason += (f"; the groups stopped at different sweeps (kept the {n_draws} draws all completed; "
+                   "no final state)")
+    return GroupRun(states, join([r.posterior for r in runs]), join([r.stats for r in runs]), done, diverged,
+                    reason, wall, compile_seconds)

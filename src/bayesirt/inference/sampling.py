@@ -19,14 +19,17 @@ The driver owns everything else:
   chain. Sweep ``s`` (counted over burn-in and sampling together) of chain ``c`` uses
   ``fold_in(sweeps_key[c], s)``. The draws therefore depend only on the key and the number of
   sweeps, not on how the sweeps are cut into chunks, and the same key gives the same draws.
-* **Chains** by ``jax.vmap`` over the per-chain keys and states: on a CPU with effectively one
-  device, and on one GPU, a vectorized batch of chains is the cheapest way to run them.
-  Spreading the chains over several host devices (``jax_num_cpu_devices`` with ``shard_map``)
-  was measured and rejected on 2 cores (2PNO Gibbs, 1,000 x 30, 4 chains, 10,000 sweeps): XLA's
-  earlier CPU runtime already splits a single chain's large elementwise passes over both cores
-  (fork-join, about 1.7 cores busy for a 5% gain), so two devices only contend (12.8 s against
-  14.0 s vmapped); the default runtime does run devices side by side (9.4 s) but runs one chain
-  half as fast (8.4 s against 4.3 s).
+* **Chains** by ``jax.vmap`` over the per-chain keys and states: on one GPU, a vectorized batch
+  of chains is the cheapest way to run them. On a CPU, ``settings.chain_processes`` > 1 cuts the
+  chains into groups, each run vmapped in its own worker process pinned to one core
+  (:mod:`bayesirt.inference.chain_processes`), with the same keys and draws: XLA's CPU runtime
+  splits one program's large elementwise passes over the cores (fork-join), which gains a
+  single chain 5-9% and leaves a vmapped batch contending (2PNO Gibbs, 1,000 x 30, 10,000
+  sweeps, 2 cores: four vmapped chains 13.3-14.3 s, about 1.2 cores' worth; in two pinned
+  processes 8.5 s, against 4.0 s for one chain). Several host devices in one process
+  (``jax_num_cpu_devices`` with ``shard_map``) were measured and rejected: the devices'
+  fork-join threads contend (12.8 s against 14.0 s vmapped); the default runtime does run
+  devices side by side (9.4 s) but runs one chain half as fast (8.4 s against 4.3 s).
 * **Chunks.** ``settings.chunk`` sweeps run inside one jitted ``lax.scan`` (a Python loop of
   jitted single sweeps pays dispatch overhead per sweep, which dominates a cheap Gibbs sweep).
   Sampling chunks keep every ``thin``-th sweep (a sampling chunk holds ``max(1, chunk // thin)``
@@ -35,7 +38,8 @@ The driver owns everything else:
   ``n_warmup + thin * (n_samples // thin)`` sweeps are run in all.
 * **Compilation** of the (at most three) chunk shapes is done ahead of time with
   ``jit(...).lower(...).compile()`` and timed apart: ``compile_seconds`` is that, plus the
-  initial-state program; ``wall_seconds`` is initialisation, burn-in and sampling.
+  initial-state program (with worker processes: from their start to the last one ready);
+  ``wall_seconds`` is initialisation, burn-in and sampling.
 * **Progress** lines through ``logging.getLogger("bayesirt")`` every ``progress_every`` chunks:
   sweep i / total, phase, sweeps per second (per chain; all chains advance together).
 * **Non-finite guard.** After each chunk every floating-point field of the state and of the

@@ -38,7 +38,10 @@ def test_plan_groups_splits_chains_contiguously(monkeypatch):
     monkeypatch.setattr("bayesirt.inference.chain_processes.usable_cpus", lambda: [0, 1])
     assert plan_groups(_settings(chain_processes=1)) == [(0, 4)]
     assert plan_groups(_settings(chain_processes=2)) == [(0, 2), (2, 4)]
-    assert plan_groups(_settings(chain_processes=8)) == [(0, 2), (2, 4)]  # at most one per usable core
+    # the settings alone decide (the draws must not depend on the machine): more workers than
+    # cores share them, and there is at most one worker per chain
+    assert plan_groups(_settings(chain_processes=3)) == [(0, 1), (1, 3), (3, 4)]
+    assert plan_groups(_settings(chain_processes=8)) == [(0, 1), (1, 2), (2, 3), (3, 4)]
     assert plan_groups(_settings(n_chains=3, chain_processes=2)) == [(0, 2), (2, 3)]
     assert plan_groups(_settings(n_chains=1, chain_processes=2)) == [(0, 1)]
 

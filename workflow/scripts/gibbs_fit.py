@@ -13,8 +13,7 @@ if w.method != "nuts":  # the Gibbs samplers run 2-3x faster on XLA's earlier CP
     runtime.use_classic_cpu_runtime()
 responses, truth = io.read_responses(snakemake.input.responses), pd.read_csv(snakemake.input.truth)
 cond = gibbs_2pno.Condition(w.design, w.missing, w.method, int(w.rep))
-out = gibbs_2pno.run_fit(responses, truth, cond, study=snakemake.params.study, seed=snakemake.params.seed,
-                        threads=snakemake.threads)
+out = gibbs_2pno.run_fit(responses, truth, cond, study=snakemake.params.study, seed=snakemake.params.seed)
 if not out.record["converged"]:
     log.warning("chains not converged by the record's rule: %s", out.record["convergence_reason"])
 log.info("%s: %s; timing %s", cond.path, out.record["evaluation"], out.record["timing"])

@@ -9,7 +9,7 @@ pinned to one core each, two vmapped chains per process, took 8.4 s. Stan and Py
 processes for the same reason. Several host devices in one process (``jax_num_cpu_devices``)
 were measured too and do not do this (see :mod:`bayesirt.inference.sampling`).
 
-How. The chains are cut into ``min(chain_processes, n_chains, usable cores)`` contiguous groups.
+How. The chains are cut into ``min(chain_processes, n_chains)`` contiguous groups.
 Each group runs in a fresh Python process (``subprocess``, not ``multiprocessing``: a spawned
 multiprocessing child re-runs the parent's main script, and Snakemake's ``script:`` files have
 no main guard), pinned to one core *before* JAX starts (XLA sizes its thread pool and its
@@ -25,8 +25,11 @@ Workers write their log lines to the parent's standard error.
 
 Draws. A group's vmapped program computes each chain's sweeps with the same operations as the
 one-process program, so the draws agree with a one-process run to float32 rounding (the unit
-tests compare them); they are not promised bit for bit, because XLA may order a batched
-reduction differently for a different number of chains.
+tests compare them); equal bit for bit where every group holds two chains or more (four chains,
+two processes: the same draws as four vmapped chains, in the benchmarks), but a group of one
+chain is compiled without its batch axis and may differ in the last bits. The grouping follows
+the settings alone, not the cores found, so a given configuration gives the same draws on
+every machine.
 
 Failures. A worker that raises sends its traceback, and the run stops with it. A group that
 meets a non-finite value stops and tells the others to stop at their next chunk; the draws kept
@@ -70,13 +73,19 @@ def usable_cpus() -> list[int]:
 
 def plan_groups(settings: SamplerSettings) -> list[tuple[int, int]]:
     """Contiguous chain ranges [start, stop), one per worker process; one range means "run in
-    this process"."""
+    this process". The ranges depend on the settings only, never on the cores found: XLA
+    compiles a group of one chain differently from a batch of two (a degenerate batch axis is
+    folded away), which moves the draws in the last bits, so a run reproduces bit for bit
+    wherever it runs. With fewer usable cores than workers, the workers share them."""
     n = settings.n_chains
-    workers = min(settings.chain_processes, n, len(usable_cpus()))
+    workers = min(settings.chain_processes, n)
     if workers > 1 and jax.default_backend() != "cpu":
         log.warning("chain_processes=%d applies to the CPU only; running the chains vmapped in this "
                     "process on the %s", settings.chain_processes, jax.default_backend())
         workers = 1
+    elif workers > len(usable_cpus()):
+        log.warning("chain_processes=%d but only %d usable cores: the workers share them (same draws, "
+                    "slower)", workers, len(usable_cpus()))
     bounds = np.linspace(0, n, workers + 1).round().astype(int)
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 

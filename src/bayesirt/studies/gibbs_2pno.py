@@ -33,7 +33,7 @@ and, for the mixture example, ``simulate_mixture``, ``run_mixture`` and ``mixtur
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
@@ -219,12 +219,10 @@ def fit_threads(study: dict, method: str) -> int:
     return max(1, min(int(s.get("chain_processes", 1)), int(s["n_chains"])))
 
 
-def run_fit(responses, truth: pd.DataFrame | None, cond: Condition, *, study: dict, seed: int,
-            threads: int | None = None):
+def run_fit(responses, truth: pd.DataFrame | None, cond: Condition, *, study: dict, seed: int):
     """One fit: the Gibbs sampler (augmented or omitted missing cells) or NUTS on one
     condition's data. Returns ``records.FitOutput`` (record through ``records.sample_record``,
-    estimates with the truth, the draws as InferenceData for ``posterior.nc``). ``threads``
-    (the cores the job was given) caps the Gibbs sampler's ``chain_processes``."""
+    estimates with the truth, the draws as InferenceData for ``posterior.nc``)."""
     import jax
 
     from bayesirt import records
@@ -242,8 +240,6 @@ def run_fit(responses, truth: pd.DataFrame | None, cond: Condition, *, study: di
               "missing_rate": float(np.mean(y == -1)), "priors": asdict(priors)}
     if cond.method in MISSING_MODE:
         settings = sampler_settings(study.get("gibbs"), GIBBS_DEFAULTS)
-        if threads is not None and settings.chain_processes > threads:
-            settings = replace(settings, chain_processes=max(1, int(threads)))
         k = gibbs.kernel(y, priors, MISSING_MODE[cond.method], abilities=True,
                          item_names=[it.name for it in responses.items], where=cond.path)
         coords = {"item": np.arange(j), "person": np.arange(n)}

@@ -6,6 +6,8 @@ ADVI, 9,881 x 22 x 9), changing only the batch size and the learning rate, as a 
 Per cell: converged flag and stop reason, the final loss slope and its standard error, steps,
 epochs, seconds, held-out log-likelihood per person (Laplace importance sampling, 1,000 draws,
 common random numbers across cells) and loading RMSE (IWAE) or discrimination RMSE (ADVI).
+IWAE cells also get their held-out gap to the best cell with the standard error of the paired
+per-person differences (``heldout_gap_to_best``, ``heldout_gap_to_best_se``).
 
 Targets: every converged IWAE cell within 0.005 nats per person of the grid's best held-out
 log-likelihood and within 10% of its best loading RMSE; every converged ADVI cell within 10% of
@@ -29,6 +31,7 @@ import time
 from pathlib import Path
 
 import jax
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _ifa_bench import ROOT, loading_metrics, use_compilation_cache  # noqa: E402
@@ -43,6 +46,7 @@ from bayesirt.models.factorized_grm import Priors  # noqa: E402
 from bayesirt.studies import grm_advi  # noqa: E402
 
 NOT_RUN: list = []  # cells skipped under CONV_GRID_RESUME=only
+HELDOUT: dict = {}  # (batch, lr) -> per-person held-out log-likelihoods of the cells fitted in this run
 BATCHES, LRS, ADVI_LRS = (32, 64, 128, 256), (0.003, 0.01, 0.03), (0.01, 0.05, 0.1)
 LOGLIK_GAP_MAX, RMSE_RATIO_MAX = 0.005, 1.10
 OUT = ROOT / "results" / "benchmarks"
@@ -97,6 +101,7 @@ def _iwae_cells(stopping: str) -> list[dict]:
             res = iwae.fit(jax.random.key(1), y_train, st, cfg, settings, label=f"iwae_b{batch}_lr{lr:g}")
             seconds = time.perf_counter() - t0
             ll = loglik.laplace_is_loglik(jax.random.key(2), res.params["model"], st, y_hold, n_samples=1000)
+            HELDOUT[batch, lr] = np.asarray(ll, np.float64)
             cells.append({"batch_size": batch, "learning_rate": lr, "converged": res.converged,
                           **_how(res), "steps": res.steps, "epochs": res.steps * batch / n_train,
                           "wall_seconds": res.wall_seconds, "fit_seconds_including_compile": seconds,
@@ -145,6 +150,22 @@ def _how(res) -> dict:
             "averaged_steps": c.get("averaged_steps", 0)}
 
 
+def _paired_gaps(cells: list[dict]) -> None:
+    """Each IWAE cell's held-out gap to the best cell with its standard error, from the paired
+    per-person differences (common persons and random numbers): says which differences between
+    cells the 1,000 held-out persons can tell apart. Cells reused from a partial file get None."""
+    fitted = [c for c in cells if (c["batch_size"], c["learning_rate"]) in HELDOUT]
+    if not fitted:
+        return
+    best = max(fitted, key=lambda c: c["heldout_loglik_per_person"])
+    ref = HELDOUT[best["batch_size"], best["learning_rate"]]
+    for c in cells:
+        own = HELDOUT.get((c["batch_size"], c["learning_rate"]))
+        diff = None if own is None else ref - own
+        c["heldout_gap_to_best"] = None if diff is None else float(diff.mean())
+        c["heldout_gap_to_best_se"] = None if diff is None else float(diff.std(ddof=1) / np.sqrt(diff.size))
+
+
 def _judge(cells: list[dict], key: str, higher_is_better: bool) -> dict:
     """Gap of every converged cell to the grid's best (over all cells) in ``key``."""
     values = [c[key] for c in cells]
@@ -163,6 +184,7 @@ def run() -> dict:
     parts = _list("CONV_GRID_PARTS", ("iwae", "advi"), str)
     t0 = time.perf_counter()
     iw = _iwae_cells(stopping) if "iwae" in parts else []
+    _paired_gaps(iw)
     ad = _advi_cells(stopping) if "advi" in parts else []
     ll, rmse = _judge(iw, "heldout_loglik_per_person", True), _judge(iw, "loading_rmse", False)
     disc = _judge(ad, "discrimination_rmse", False)

@@ -68,7 +68,7 @@ the best): on that design one loading trades off against a factor correlation al
 flat ridge, the objective's optimum lies far along it (that loading, true value 1.17, reaches
 3.06 after 20,000 steps, while the held-out log-likelihood falls by 0.0006 nats per person),
 and the lowest loading RMSEs in the grid belong to fits that have not got there. The data cannot
-tell the converged fits apart: each one's held-out log-likelihood is within 0.6 standard errors
+tell the converged fits apart: each one's held-out log-likelihood is within one standard error
 (paired over the 1,000 held-out persons) of the best cell's, while their loading RMSEs range
 from 0.32 to 0.51, so no rule that reads the objective can meet that target. Whichever rule stops a fit, the result carries the
 noise test of its last windows (``convergence["improving"]``), so a fit that the relative rule

@@ -70,10 +70,10 @@ flat ridge, the objective's optimum lies far along it (that loading, true value 
 and the lowest loading RMSEs in the grid belong to fits that have not got there. The data cannot
 tell the converged fits apart: each one's held-out log-likelihood is within one standard error
 (paired over the 1,000 held-out persons) of the best cell's, while their loading RMSEs range
-from 0.32 to 0.51, so no rule that reads the objective can meet that target. Whichever rule stops a fit, the result carries the
-noise test of its last windows (``convergence["improving"]``), so a fit that the relative rule
-stopped while its loss was still falling beyond its noise is flagged in its record
-(``loss_still_improving``) and in the reports.
+from 0.32 to 0.51, so no rule that reads the objective can meet that target. Whichever rule
+stops a fit, the result carries the noise test of its last windows (``convergence["improving"]``),
+so a fit that the relative rule stopped while its loss was still falling beyond its noise is
+flagged in its record (``loss_still_improving``) and in the reports.
 """
 
 from __future__ import annotations

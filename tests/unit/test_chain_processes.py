@@ -2,6 +2,7 @@
 process, the non-finite guard across groups, and clear errors."""
 
 import functools
+import logging
 import sys
 from pathlib import Path
 
@@ -95,3 +96,14 @@ def test_a_failing_worker_stops_the_run_with_its_error():
     with pytest.raises(RuntimeError, match="chains 0-1 failed: ValueError: this step cannot be traced"):
         sample(jax.random.key(0), chain_kernels.blowing_init, functools.partial(chain_kernels.failing_step),
                chain_kernels.record_x, _settings(chain_processes=2))
+
+
+@needs_two_cores
+def test_workers_progress_reaches_the_parents_log(caplog):
+    with caplog.at_level(logging.INFO, logger="bayesirt"):
+        sample(jax.random.key(1), chain_kernels.blowing_init, chain_kernels.blowing_step, chain_kernels.record_x,
+               _settings(chain_processes=2, progress_every=1), label="relay")
+    messages = [r.getMessage() for r in caplog.records]
+    for chains in ("[chains 0-1]", "[chains 2-3]"):
+        assert any(m.startswith(f"relay {chains}: sweep 220 / 220 (sampling)") for m in messages), messages
+    assert any("2 worker processes ready" in m for m in messages)

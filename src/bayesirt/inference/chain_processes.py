@@ -21,7 +21,8 @@ programs (from the persistent compilation cache when ``JAX_COMPILATION_CACHE_DIR
 environment is inherited). When every worker has compiled, all start together: the reported
 ``wall_seconds`` runs from that start to the last group's draws read back, ``compile_seconds``
 from the first process start to the last worker ready (start-up, imports and compilation).
-Workers write their log lines to the parent's standard error.
+The parent relays the workers' log lines (progress, warnings) through its own ``bayesirt``
+log, so they reach a Snakemake job's log file.
 
 Draws. A group's vmapped program computes each chain's sweeps with the same operations as the
 one-process program, so the draws agree with a one-process run to float32 rounding (the unit
@@ -50,6 +51,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -125,7 +127,8 @@ def worker_main() -> None:
             from bayesirt.logs import quiet_libraries
 
             quiet_libraries()
-            logging.basicConfig(level=job["log_level"], format="%(asctime)s %(levelname)s %(message)s")
+            # bare lines: the parent relays them through its own log (_relay_log)
+            logging.basicConfig(level=job["log_level"], format="%(levelname)s %(message)s")
         jax.config.update("jax_enable_x64", job["x64"])
         init_keys, chain_keys = _keys_from(job["init_keys"]), _keys_from(job["chain_keys"])
         compiled = compile_group(job["fns"], job["settings"], init_keys, chain_keys, job["data"])
@@ -157,7 +160,7 @@ def run_groups(groups, init_keys, chain_keys, fns: ChainFunctions, settings: Sam
     with tempfile.TemporaryDirectory(prefix="bayesirt-chains-") as tmp:
         tmp = Path(tmp)
         t0 = time.perf_counter()
-        workers = []
+        workers, relays = [], []
         try:
             for index, (a, b) in enumerate(groups):
                 job = {"fns": fns, "settings": settings, "data": data_np, "first_chain": a,
@@ -168,7 +171,9 @@ def run_groups(groups, init_keys, chain_keys, fns: ChainFunctions, settings: Sam
                 (tmp / f"job{index}.pkl").write_bytes(pickle.dumps(job))
                 workers.append(subprocess.Popen(
                     [sys.executable, "-c", _WORKER_COMMAND, str(tmp / f"job{index}.pkl"), str(tmp / f"result{index}.pkl")],
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+                relays.append(threading.Thread(target=_relay_log, args=(workers[-1].stderr,), daemon=True))
+                relays[-1].start()
             for index, worker in enumerate(workers):
                 if not _wait_ready(worker):
                     worker.wait()
@@ -190,7 +195,22 @@ def run_groups(groups, init_keys, chain_keys, fns: ChainFunctions, settings: Sam
                 if worker.poll() is None:
                     worker.kill()
                     worker.wait()
+            for relay in relays:
+                relay.join(timeout=10)
     return _combine(runs, wall, compile_seconds)
+
+
+def _relay_log(stream) -> None:
+    """Pass a worker's standard error on, line by line, through this process's ``bayesirt``
+    log (so a Snakemake job's log file gets its workers' progress lines). Lines the worker's
+    logging wrote keep their level; anything else (warnings, tracebacks) goes as INFO."""
+    for line in stream:
+        line = line.rstrip("\n")
+        level, _, message = line.partition(" ")
+        if level in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL") and message:
+            log.log(getattr(logging, level), "%s", message)
+        elif line:
+            log.info("%s", line)
 
 
 def _wait_ready(worker) -> bool:

@@ -177,7 +177,8 @@ def run_groups(groups, init_keys, chain_keys, fns: ChainFunctions, settings: Sam
             for index, worker in enumerate(workers):
                 if not _wait_ready(worker):
                     worker.wait()
-                    _raise_failure(tmp, index, groups, worker)
+                    _read_result(tmp, index, groups, worker)  # raises with the worker's error
+                    raise RuntimeError(f"chain worker {index} ended before it was ready")
             compile_seconds = time.perf_counter() - t0
             log.info("%s: %d worker processes ready after %.1f s (start-up and compilation)", label,
                      len(workers), compile_seconds)
@@ -224,24 +225,16 @@ def _wait_ready(worker) -> bool:
 
 
 def _read_result(tmp: Path, index: int, groups, worker) -> GroupRun:
-    path = tmp / f"result{index}.pkl"
-    if not path.exists():
-        _raise_failure(tmp, index, groups, worker)
-    what, payload = pickle.loads(path.read_bytes())
-    if what == "error":
-        a, b = groups[index]
-        raise RuntimeError(f"chain worker for chains {a}-{b - 1} failed: {payload}")
-    return payload
-
-
-def _raise_failure(tmp: Path, index: int, groups, worker):
+    """The worker's result; raises with its error, or with its exit code if it left none."""
     a, b = groups[index]
     path = tmp / f"result{index}.pkl"
-    if path.exists():
-        what, payload = pickle.loads(path.read_bytes())
+    if not path.exists():
+        raise RuntimeError(f"chain worker for chains {a}-{b - 1} ended with exit code {worker.returncode} "
+                           "and no result (see its messages above)")
+    what, payload = pickle.loads(path.read_bytes())
+    if what == "error":
         raise RuntimeError(f"chain worker for chains {a}-{b - 1} failed: {payload}")
-    raise RuntimeError(f"chain worker for chains {a}-{b - 1} ended with exit code {worker.returncode} "
-                       "and no result (see its messages above)")
+    return payload
 
 
 def _combine(runs: list[GroupRun], wall: float, compile_seconds: float) -> GroupRun:

@@ -215,8 +215,8 @@ def fit_threads(study: dict, method: str) -> int:
     """Cores a fit job uses: the Gibbs sampler's ``chain_processes`` (capped at its chains), else 1."""
     if method not in MISSING_MODE:
         return 1
-    s = {**GIBBS_DEFAULTS, **(study.get("gibbs") or {})}
-    return max(1, min(int(s.get("chain_processes", 1)), int(s["n_chains"])))
+    settings = sampler_settings(study.get("gibbs"), GIBBS_DEFAULTS)
+    return min(settings.chain_processes, settings.n_chains)
 
 
 def run_fit(responses, truth: pd.DataFrame | None, cond: Condition, *, study: dict, seed: int):

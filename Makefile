@@ -28,7 +28,7 @@ export XLA_FLAGS ?= --xla_backend_optimization_level=1
 PROFILE := --workflow-profile workflow/profiles/local
 ARGS ?=
 
-.PHONY: run test test-all setup lock clean
+.PHONY: run test test-all setup lock wheelhouse clean
 
 setup: $(STAMP)
 
@@ -54,6 +54,20 @@ test-all: $(STAMP)
 # Re-pin: resolve pyproject's ranges to exact versions into requirements.lock.
 lock: $(STAMP)
 	$(VENV)/bin/python -m pip freeze --exclude-editable > requirements.lock
+
+# Offline installs (compute nodes without internet): every wheel of the lock for a target Python
+# and platform, plus this project's, in $(WHEELHOUSE)/; JAX is left out (a GPU node brings its
+# own CUDA build) unless WITH_JAX=1. Empty WHEEL_PYTHON and WHEEL_PLATFORM mean this machine, e.g.
+#   make wheelhouse WHEEL_PYTHON=3.12 WHEEL_PLATFORM=manylinux_2_28_x86_64
+# then on the node: pip install --no-index --find-links wheelhouse bayesirt
+WHEELHOUSE ?= wheelhouse
+WHEEL_PYTHON ?=
+WHEEL_PLATFORM ?=
+WITH_JAX ?=
+wheelhouse:
+	$(PYTHON) tools/wheelhouse.py --dest $(WHEELHOUSE) \
+		$(if $(WHEEL_PYTHON),--python-version $(WHEEL_PYTHON)) $(if $(WHEEL_PLATFORM),--platform $(WHEEL_PLATFORM)) \
+		$(if $(WITH_JAX),--with-jax)
 
 clean:
 	rm -rf results logs data/processed .snakemake

@@ -6,9 +6,7 @@
 A case is a module ``benchmarks/cases/<name>.py`` with a docstring (its one-line summary is
 what --list shows) and a function ``run() -> dict`` returning the case's own figures; it
 should include ``sizes`` (a dict), ``wall_seconds`` and, where something compiles,
-``compile_seconds`` and ``steps``. A case that sets ``CLASSIC_CPU_RUNTIME = True`` (the Gibbs
-cases) runs on XLA's earlier CPU runtime (``bayesirt.runtime``) when every case asked for in
-the same command does. The runner adds the case name, library versions, CPU
+``compile_seconds`` and ``steps``. The runner adds the case name, library versions, CPU
 count and the total time of the case, prints the result and writes it.
 """
 
@@ -68,14 +66,6 @@ def main(argv=None) -> int:
     quiet_libraries()
     OUT.mkdir(parents=True, exist_ok=True)
     modules = {name: load(name, cases[name]) for name in args.cases}
-    classic = [getattr(m, "CLASSIC_CPU_RUNTIME", False) for m in modules.values()]
-    if all(classic):
-        from bayesirt import runtime
-
-        runtime.use_classic_cpu_runtime()
-    elif any(classic):
-        print("cases that want XLA's classic CPU runtime run with the default one here; "
-              "run them in a command of their own", file=sys.stderr)
     for name, module in modules.items():
         print(f"== {name}", flush=True)
         t0 = time.perf_counter()

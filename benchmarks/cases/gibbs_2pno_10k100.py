@@ -32,8 +32,6 @@ SWEEPS = int(os.environ.get("GIBBS_10K_SWEEPS", 2000))
 LADDER = [(500, 20), (1000, 30), (2000, 50), (5000, 50), (5000, 100), (10_000, 100)]
 LADDER_SWEEPS = 200
 DATA_SEED, FIT_SEED = 20261011, 2
-# XLA's earlier CPU runtime: 2-3x faster sweeps, same draws (bayesirt.runtime)
-CLASSIC_CPU_RUNTIME = True
 
 
 def run() -> dict:

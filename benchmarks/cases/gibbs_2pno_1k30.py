@@ -21,8 +21,6 @@ from _gibbs_bench import item_stats, load_average, simulate  # noqa: E402
 
 N, J, SWEEPS = 1000, 30, 10_000
 DATA_SEED, FIT_SEED = 20261010, 1
-# XLA's earlier CPU runtime: 2-3x faster sweeps, same draws (bayesirt.runtime)
-CLASSIC_CPU_RUNTIME = True
 
 
 def _run(y, chains, processes=1):

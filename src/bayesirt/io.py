@@ -194,7 +194,7 @@ def read_responses(parquet_path) -> ResponseMatrix:
     return ResponseMatrix(df.to_numpy(dtype=np.int16), items, meta.get("attrs", {}))
 
 
-LIBRARIES = ("bayesirt", "jax", "jaxlib", "tensorflow-probability", "optax", "numpyro",
+LIBRARIES = ("bayesirt", "jax", "jaxlib", "tfp-nightly", "optax", "numpyro",
              "numpy", "scipy", "pandas", "arviz", "snakemake")
 
 
@@ -205,6 +205,14 @@ def library_versions() -> dict:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
+    # TFP's JAX substrate comes as tfp-nightly (the lock) or, in an environment of the user's
+    # own, possibly as tensorflow-probability: a record names whichever is installed
+    if versions["tfp-nightly"] is None:
+        del versions["tfp-nightly"]
+        try:
+            versions["tensorflow-probability"] = metadata.version("tensorflow-probability")
+        except metadata.PackageNotFoundError:
+            versions["tensorflow-probability"] = None
     return versions
 
 
@@ -212,6 +220,7 @@ def device_info() -> dict:
     import jax
 
     dev = jax.devices()[0]
-    # XLA_FLAGS can change the CPU runtime (bayesirt.runtime), and with it the timings
+    # XLA_FLAGS can change XLA's optimization level (bayesirt.runtime), and with it the timings
+    # and the last float32 bits
     return {"platform": dev.platform, "device": str(dev), "cpu_count": os.cpu_count(),
             "xla_flags": os.environ.get("XLA_FLAGS", "")}

@@ -2,8 +2,8 @@
 (one per usable core, chains vmapped within each; ``SamplerSettings.chain_processes``), and, for
 comparison, four chains vmapped in this process.
 
-Targets (issue 10): one chain at most 5 s after compilation on 2 CPU cores; four chains at most
-2x one chain's time. For comparison, the issue measured MCMCpack's C++ MCMCirt1d at 18 s for
+Targets: one chain at most 3 s after compilation on 2 CPU cores (issue 27; issue 10 asked for 5 s);
+four chains at most 2x one chain's time (issue 10). For comparison, the issue measured MCMCpack's C++ MCMCirt1d at 18 s for
 the same work (plus 4-6 s of start values), about 57 ns per response per sweep.
 """
 
@@ -57,7 +57,8 @@ def run() -> dict:
         "diverged": bool(one.diverged or four.diverged or vmapped.diverged),
         "load_average_before": load_before,
         "load_average_after": load_average(),
-        "targets": {"wall_seconds_max": 5.0, "four_over_one_ratio_max": 2.0},
-        "targets_met": bool(one.wall_seconds <= 5.0 and ratio <= 2.0),
+        "targets": {"wall_seconds_max": 3.0, "four_over_one_ratio_max": 2.0},
+        "one_chain_target_met": bool(one.wall_seconds <= 3.0),
+        "targets_met": bool(one.wall_seconds <= 3.0 and ratio <= 2.0),
         "note": "the machine's 2 cores may be shared with other jobs; see the load averages",
     }

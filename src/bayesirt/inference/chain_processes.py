@@ -1,11 +1,10 @@
 """Chains in worker processes, one CPU core each (``SamplerSettings.chain_processes``).
 
 Why processes. On a CPU, vmapped chains in one process do not use the cores well: XLA's CPU
-runtime splits one program's large elementwise passes over the cores (fork-join), which buys
-a single chain little and leaves a batch of chains contending. Measured on 2 cores (2PNO Gibbs,
-1,000 x 30, 10,000 sweeps, ``gibbs_2pno_1k30``): one chain 3.9-4.3 s in-process (4.2 s pinned to
-one core), four vmapped chains 13.4-14.3 s, i.e. only 1.2x one core's throughput. Two processes
-pinned to one core each, two vmapped chains per process, took 8.4 s. Stan and PyMC run chains in
+runtime splits one program's large elementwise passes over the cores (fork-join), which speeds
+a single chain and leaves a batch of chains contending. Processes pinned to one core each, with
+their share of the chains vmapped inside, keep every core busy with work of its own
+(``gibbs_2pno_1k30`` measures both ways on the same data). Stan and PyMC run chains in
 processes for the same reason. Several host devices in one process (``jax_num_cpu_devices``)
 were measured too and do not do this (see :mod:`bayesirt.inference.sampling`).
 

@@ -23,13 +23,11 @@ The driver owns everything else:
   of chains is the cheapest way to run them. On a CPU, ``settings.chain_processes`` > 1 cuts the
   chains into groups, each run vmapped in its own worker process pinned to one core
   (:mod:`bayesirt.inference.chain_processes`), with the same keys and draws: XLA's CPU runtime
-  splits one program's large elementwise passes over the cores (fork-join), which gains a
-  single chain 5-9% and leaves a vmapped batch contending (2PNO Gibbs, 1,000 x 30, 10,000
-  sweeps, 2 cores: four vmapped chains 13.3-14.3 s, about 1.2 cores' worth; in two pinned
-  processes 8.5 s, against 4.0 s for one chain). Several host devices in one process
-  (``jax_num_cpu_devices`` with ``shard_map``) were measured and rejected: the devices'
-  fork-join threads contend (12.8 s against 14.0 s vmapped); the default runtime does run
-  devices side by side (9.4 s) but runs one chain half as fast (8.4 s against 4.3 s).
+  splits one program's large elementwise passes over the cores (fork-join), which speeds a
+  single chain and leaves a vmapped batch contending, so four chains in two pinned processes
+  finish sooner than four vmapped in one (``gibbs_2pno_1k30`` reports both). Several host
+  devices in one process (``jax_num_cpu_devices`` with ``shard_map``) were measured and
+  rejected: the devices' fork-join threads contend.
 * **Chunks.** ``settings.chunk`` sweeps run inside one jitted ``lax.scan`` (a Python loop of
   jitted single sweeps pays dispatch overhead per sweep, which dominates a cheap Gibbs sweep).
   Sampling chunks keep every ``thin``-th sweep (a sampling chunk holds ``max(1, chunk // thin)``

@@ -85,7 +85,7 @@ def test_plain_gradient_is_gradient_of_the_objective_fd():
     # weight and one model parameter against central finite differences (float64)
     y, st, params0 = problem()
     cfg = iwae.IWAEConfig(n_importance=4, hidden=(8,), dreg=False)
-    with jax.experimental.enable_x64():
+    with jax.enable_x64(True):
         params = iwae.init(jax.random.key(1), st, cfg)
         params["model"] = params0
         params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params)

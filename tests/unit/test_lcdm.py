@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.experimental import enable_x64
+
 from scipy.special import expit
 
 from bayesirt.data import simulate_lcdm as sim
@@ -74,7 +74,7 @@ def test_likelihood_matches_brute_force_enumeration():
             eta = sum(beta[jj, f] * (np.prod(prof[l, list(ft)]) if ft else 1.0) for f, ft in enumerate(feats))
             p = expit(eta)
             brute[i, l] += np.log(p if y[i, jj] == 1 else 1 - p)
-    with enable_x64():
+    with jax.enable_x64(True):
         y_obs, n_obs = lcdm.observed_counts(y)
         got = lcdm.profile_loglik(jnp.asarray(beta), jnp.asarray(des.delta), y_obs.astype(jnp.float64),
                                   n_obs.astype(jnp.float64))
@@ -110,7 +110,7 @@ def test_log_space_survives_extreme_logits():
 
 def test_marginal_gradient_matches_finite_differences():
     q, des, beta, y, log_pi = _problem(seed=3)
-    with enable_x64():
+    with jax.enable_x64(True):
         y_obs, n_obs = (a.astype(jnp.float64) for a in lcdm.observed_counts(y))
         delta = jnp.asarray(des.delta)
 
@@ -181,7 +181,7 @@ def test_monotone_beta_is_monotone_with_the_right_jacobian():
     for lo, hi in [(0, 1), (0, 2), (1, 3), (2, 3)]:  # profile hi masters one attribute more than lo
         assert set(np.flatnonzero(prof[hi] - prof[lo])) and np.all(eta[..., hi] >= eta[..., lo] - 1e-5)
     # log|det| of the map restricted to each item's real features, against autodiff
-    with enable_x64():
+    with jax.enable_x64(True):
         u1 = jnp.asarray(np.asarray(u[0]), jnp.float64)
         for j in range(4):
             k = des.n_features[j]

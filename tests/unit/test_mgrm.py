@@ -83,7 +83,7 @@ def test_params_from_natural_round_trip():
 def test_gradient_matches_finite_differences():
     st = small_structure()
     y = jnp.asarray([[0, 3, 1, -1, 2], [2, 0, 1, 1, 0]])
-    with jax.experimental.enable_x64():
+    with jax.enable_x64(True):
         params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), mgrm.init_params(jax.random.key(2), st))
         params["corr_raw"] = jnp.asarray([0.4])
         z = jnp.asarray([[0.3, -1.2], [1.5, 0.4]], jnp.float64)

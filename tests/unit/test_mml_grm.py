@@ -55,7 +55,7 @@ def _dense_grid_posterior(y, n_categories, factor, a, cuts):
 
 def test_marginal_loglik_eap_and_sd_match_a_dense_grid():
     y, n_categories, factor, a, cuts = _tiny_problem()
-    with jax.experimental.enable_x64():
+    with jax.enable_x64(True):
         loglik, eap, sd = mml.posterior(y, a, cuts, n_categories, factor, n_nodes=61)
     ref_loglik, ref_eap, ref_sd = _dense_grid_posterior(y, n_categories, factor, a, cuts)
     np.testing.assert_allclose(loglik, ref_loglik, rtol=1e-8, atol=1e-10)
@@ -75,7 +75,7 @@ def test_missing_cells_equal_dropped_items():
     keep = [0, 1, 2, 4]  # item 3 (factor 1) dropped here, set missing there
     y_missing = y.copy()
     y_missing[:, 3] = -1
-    with jax.experimental.enable_x64():
+    with jax.enable_x64(True):
         full = mml.marginal_loglik(y_missing, a, cuts, n_categories, factor)
         dropped = mml.marginal_loglik(y[:, keep], a[keep], cuts[keep], n_categories[keep], factor[keep])
     np.testing.assert_allclose(full, dropped, rtol=1e-12)
@@ -83,7 +83,7 @@ def test_missing_cells_equal_dropped_items():
 
 def test_gradient_matches_central_differences():
     y, n_categories, factor, a, cuts = _tiny_problem()
-    with jax.experimental.enable_x64():
+    with jax.enable_x64(True):
         # the filler cuts of short items made increasing, so that they have an unconstrained form
         cuts = np.where(np.arange(3) < (n_categories - 1)[:, None], cuts,
                         cuts[np.arange(5), n_categories - 2][:, None] + 0.5 * np.arange(1, 4))
@@ -195,7 +195,7 @@ def test_predictive_probs_match_a_dense_grid():
     rows, cols = np.array([0, 1, 2, 2, 3]), np.array([1, 1, 0, 4, 2])
     hidden = y.copy()
     hidden[rows, cols] = -1
-    with jax.experimental.enable_x64():
+    with jax.enable_x64(True):
         probs = mml.predictive_probs(hidden, a, cuts, rows, cols, n_categories, factor, n_nodes=61)
     assert probs.shape == (5, 4)
     np.testing.assert_allclose(probs.sum(1), 1.0, atol=1e-12)

@@ -6,7 +6,6 @@ All on fixed parameters and fixed keys; tolerances are stated next to each asser
 import dataclasses
 
 import jax
-import jax.experimental
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -308,7 +307,7 @@ def test_full_batch_layouts_agree():
 def test_exact_marginal_gradient_matches_finite_differences(layout):
     # float64: directional derivatives along 3 random directions against central differences
     # (step 1e-5): relative error below 1e-6
-    with jax.experimental.enable_x64():
+    with jax.enable_x64(True):
         rm, st, params, batch, _, _ = small_problem(n=30, seed=9)
         params = {k: jnp.asarray(v, jnp.float64) for k, v in params.items()}
         cells = batch[obj.SHARED][obj.CELLS]

@@ -22,7 +22,7 @@ def test_importance_sampling_matches_quadrature():
     items = {"log_discrimination": jnp.log(jnp.asarray(a, jnp.float32))[:, None], "difficulty": jnp.asarray(d, jnp.float32)}
     ll = lambda yb, t: irt2pl.log_lik(yb, t, items, st)
     est = person_loglik.laplace_importance_loglik(jax.random.key(0), ll, y, 1, n_samples=500)
-    with jax.experimental.enable_x64():
+    with jax.enable_x64(True):
         exact = mml.marginal_loglik(y, a, d[:, None], 2, n_nodes=61)
     err = np.abs(est - exact)
     assert err.max() < 0.05 and err.mean() < 0.01, (err.max(), err.mean())

@@ -26,3 +26,33 @@ def test_the_suite_runs_at_a_named_level():
     # tests/conftest.py asks for level 1 before JAX starts, unless XLA_FLAGS already names one
     # (the suite's time depends on it)
     assert runtime.OPTIMIZATION_LEVEL_FLAG in os.environ.get("XLA_FLAGS", "")
+
+
+def test_reductions_kept_in_xla_for_the_locked_jaxlib():
+    # importing bayesirt (tests/conftest.py does, before JAX starts) sets the flag on the jaxlib
+    # versions it was checked on, and on no other
+    from importlib import metadata
+
+    in_effect = runtime.YNN_REDUCE_OFF in os.environ.get("XLA_FLAGS", "").split()
+    assert in_effect == metadata.version("jaxlib").startswith(runtime.YNN_CHECKED)
+
+
+def test_keep_reductions_leaves_the_users_choice_and_other_versions(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_experimental_ynn_fusion_type=+dot")
+    assert runtime.keep_reductions_in_xla() is False
+    assert os.environ["XLA_FLAGS"] == "--xla_cpu_experimental_ynn_fusion_type=+dot"
+    monkeypatch.setenv("XLA_FLAGS", "")
+    monkeypatch.setattr(runtime.metadata, "version", lambda name: "0.11.2")
+    monkeypatch.setattr(runtime, "_backend_started", lambda: False)
+    assert runtime.keep_reductions_in_xla() is False  # an unchecked jaxlib: an unknown flag would stop XLA
+    assert os.environ["XLA_FLAGS"] == ""
+    monkeypatch.setattr(runtime.metadata, "version", lambda name: "0.10.2")
+    assert runtime.keep_reductions_in_xla() is True
+    assert os.environ["XLA_FLAGS"] == runtime.YNN_REDUCE_OFF
+
+
+def test_keep_reductions_not_changed_once_the_backend_started(monkeypatch):
+    jnp.zeros(1).block_until_ready()
+    monkeypatch.setenv("XLA_FLAGS", "--foo")
+    assert runtime.keep_reductions_in_xla() is False
+    assert os.environ["XLA_FLAGS"] == "--foo"

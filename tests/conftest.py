@@ -8,10 +8,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # The suite is bound by compilation (hundreds of small programs, each run for a second or
-# less): at XLA's LLVM level 1 the test config's workflow run takes 4 min 11 s instead of
-# 6 min 14 s (bayesirt.runtime). Set before any test starts JAX; the workflow tests' Snakemake
-# runs inherit it. Every test holds results to a
-# tolerance, or compares runs made under the same flags.
+# less), which XLA's LLVM level 1 shortens (bayesirt.runtime). Set before any test starts JAX;
+# the workflow tests' Snakemake runs inherit it. Every test holds results to a tolerance, or
+# compares runs made under the same flags.
 from bayesirt import runtime  # noqa: E402  (imports no JAX)
 
 runtime.use_fast_compilation()

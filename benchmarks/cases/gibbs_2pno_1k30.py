@@ -12,9 +12,13 @@ from pathlib import Path
 
 import jax
 
+from bayesirt import runtime
 from bayesirt.inference import gibbs
 from bayesirt.inference.chain_processes import usable_cpus
 from bayesirt.inference.sampling import SamplerSettings
+
+# as the Gibbs fitting jobs: reductions left to YNNPACK (bayesirt.runtime)
+runtime.use_library_reductions()
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _gibbs_bench import item_stats, load_average, simulate  # noqa: E402

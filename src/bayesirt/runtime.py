@@ -20,7 +20,9 @@ them kept in XLA (11.2 s on jaxlib 0.6), one Rao-Blackwellized objective step 8.
 ms. The flag that keeps them in XLA is experimental and an unknown flag stops XLA, so it is set
 only for the jaxlib versions it was checked on (``YNN_CHECKED``), only before JAX's backend
 starts, and never when ``XLA_FLAGS`` already names it. Like the optimization level, it moves
-results in the last float32 bits and is recorded in ``device.xla_flags``.
+results in the last float32 bits and is recorded in ``device.xla_flags``. The Gibbs samplers
+are the exception: their sums over persons run faster in YNNPACK (``gibbs_2pno_10k100``: 33.0 s
+with the reductions in XLA against 26.4 s), so their processes call ``use_library_reductions()``.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ OPTIMIZATION_LEVEL_FLAG = "--xla_backend_optimization_level"
 FAST_COMPILATION_FLAGS = f"{OPTIMIZATION_LEVEL_FLAG}=1"
 YNN_FUSION_FLAG = "--xla_cpu_experimental_ynn_fusion_type"
 YNN_REDUCE_OFF = f"{YNN_FUSION_FLAG}=-reduce"
+YNN_REDUCE_ON = f"{YNN_FUSION_FLAG}=+reduce"  # XLA's default, named so that later imports keep it
 YNN_CHECKED = ("0.10.",)  # jaxlib version prefixes where the flag exists and was measured
 
 
@@ -79,4 +82,23 @@ def keep_reductions_in_xla() -> bool:
     if not version.startswith(YNN_CHECKED) or _backend_started():
         return False
     os.environ["XLA_FLAGS"] = f"{flags} {YNN_REDUCE_OFF}".strip()
+    return True
+
+
+def use_library_reductions() -> bool:
+    """Leave reductions to YNNPACK, XLA's default, in this process and the processes it starts
+    (the Gibbs samplers' choice; see the module docstring). Names the default in ``XLA_FLAGS``
+    so that importing bayesirt again (in a chain worker) keeps it. Returns whether it is in
+    effect; does nothing on unchecked jaxlib versions or once the backend has started."""
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    if YNN_REDUCE_ON in flags:
+        return True
+    try:
+        version = metadata.version("jaxlib")
+    except metadata.PackageNotFoundError:
+        return False
+    if not version.startswith(YNN_CHECKED) or _backend_started():
+        return False
+    kept = [f for f in flags if not f.startswith(YNN_FUSION_FLAG)]
+    os.environ["XLA_FLAGS"] = " ".join([*kept, YNN_REDUCE_ON])
     return True

@@ -56,3 +56,14 @@ def test_keep_reductions_not_changed_once_the_backend_started(monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "--foo")
     assert runtime.keep_reductions_in_xla() is False
     assert os.environ["XLA_FLAGS"] == "--foo"
+
+
+def test_library_reductions_replace_ours_and_survive_a_later_import(monkeypatch):
+    monkeypatch.setattr(runtime.metadata, "version", lambda name: "0.10.2")
+    monkeypatch.setattr(runtime, "_backend_started", lambda: False)
+    monkeypatch.setenv("XLA_FLAGS", f"--foo {runtime.YNN_REDUCE_OFF}")
+    assert runtime.use_library_reductions() is True
+    assert os.environ["XLA_FLAGS"] == f"--foo {runtime.YNN_REDUCE_ON}"
+    # a chain worker imports bayesirt again: the named default is the user's choice and stays
+    assert runtime.keep_reductions_in_xla() is False
+    assert os.environ["XLA_FLAGS"] == f"--foo {runtime.YNN_REDUCE_ON}"

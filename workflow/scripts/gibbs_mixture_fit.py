@@ -4,10 +4,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from bayesirt import io, logs, records
+from bayesirt import io, logs, records, runtime
 from bayesirt.studies import gibbs_2pno
 
 log = logs.to_file(snakemake.log[0])
+runtime.use_library_reductions()  # a Gibbs sampler only: see bayesirt.runtime
 cfg, out_files = snakemake.params.mixture, snakemake.output
 data = pd.read_csv(snakemake.input.data)
 out = gibbs_2pno.run_mixture(data, cfg, snakemake.params.seed)

@@ -68,6 +68,15 @@ def use_fast_compilation(level: int = 1) -> bool:
     return True
 
 
+def _ynn_flag_settable() -> bool:
+    """The YNN flag may be set: a checked jaxlib (an unknown flag stops XLA), backend not started."""
+    try:
+        version = metadata.version("jaxlib")
+    except metadata.PackageNotFoundError:
+        return False
+    return version.startswith(YNN_CHECKED) and not _backend_started()
+
+
 def keep_reductions_in_xla() -> bool:
     """Keep reductions in XLA's own code rather than YNNPACK (see the module docstring); returns
     whether the flag is in effect. Does nothing on other jaxlib versions, once the backend has
@@ -75,11 +84,7 @@ def keep_reductions_in_xla() -> bool:
     flags = os.environ.get("XLA_FLAGS", "")
     if YNN_FUSION_FLAG in flags:
         return YNN_REDUCE_OFF in flags.split()
-    try:
-        version = metadata.version("jaxlib")
-    except metadata.PackageNotFoundError:
-        return False
-    if not version.startswith(YNN_CHECKED) or _backend_started():
+    if not _ynn_flag_settable():
         return False
     os.environ["XLA_FLAGS"] = f"{flags} {YNN_REDUCE_OFF}".strip()
     return True
@@ -93,11 +98,7 @@ def use_library_reductions() -> bool:
     flags = os.environ.get("XLA_FLAGS", "").split()
     if YNN_REDUCE_ON in flags:
         return True
-    try:
-        version = metadata.version("jaxlib")
-    except metadata.PackageNotFoundError:
-        return False
-    if not version.startswith(YNN_CHECKED) or _backend_started():
+    if not _ynn_flag_settable():
         return False
     kept = [f for f in flags if not f.startswith(YNN_FUSION_FLAG)]
     os.environ["XLA_FLAGS"] = " ".join([*kept, YNN_REDUCE_ON])

@@ -1,0 +1,102 @@
+"""The shape every study has, and the one result type every method returns.
+
+A study is a package ``bayesirt.studies.<name>`` of the same modules, each with one job:
+
+``conditions.py``
+    ``STUDY`` (the config key), ``METHODS`` (method names) and ``conditions(config)``: every fit
+    the whole validated config asks for, as frozen dataclasses with a ``folder`` property
+    (``results/<study>/.../rep<r>``). Standard library only: Snakemake imports it when it parses
+    the workflow, on every run and in every cluster job (an import contract keeps JAX, numpyro,
+    TFP and matplotlib out).
+``settings.py``
+    ``check(config)``: the study's checks across config keys that the schema cannot express,
+    raising ``config.ConfigError`` with a one-line message naming the key; and frozen
+    dataclasses built once from the validated config (``from_config``). Defaults live in the
+    config schema only, so settings read keys, never ``.get(key, default)``. Light enough for
+    parse time (no JAX).
+``data.py``
+    The data of one condition: simulated with its truth, or a prepared data set read.
+``methods.py``
+    ``METHODS``: a name -> function registry, one short function per method, each returning a
+    ``MethodResult``; and ``fit(...)``, which looks the method up.
+``tables.py``
+    ``aggregate(...)``: the study's fit records and estimates into tidy tables; its claims.
+``figures.py``
+    ``figures(...)``: the study's PNG figures, drawn with the shared helpers of
+    ``bayesirt.plotting``.
+
+Study packages do not import each other (an import contract), and their ``__init__`` imports
+nothing but ``conditions``, so that a parse-time import stays cheap. ``load(name)`` gathers the
+four entry points of a study as a ``Study``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
+
+import pandas as pd
+
+STUDIES = ("rb_imputation", "amortized_ifa", "vibo", "gibbs_2pno", "dcm_bbvi")
+
+
+@dataclass(frozen=True)
+class MethodResult:
+    """What one fit of any method returns, and what ``records.write_fit`` writes.
+
+    ``record``: the fit's ``fit.json`` (``workflow/schemas/fit_record.schema.yaml``): its
+    condition, sizes and settings, convergence, predictive checks (held-out log-likelihood,
+    accuracy) and, in its ``timing`` field, wall and compile seconds.
+    ``estimates``: one tidy table of item and ability estimates
+    (``workflow/schemas/estimates.schema.yaml``); ability rows are those with a ``person``.
+    ``losses``: the loss history of an optimisation method (``step``, ``loss``), else None.
+    ``idata``: the draws of a sampler or of a variational posterior (ArviZ InferenceData), else
+    None.
+    """
+
+    record: dict
+    estimates: pd.DataFrame
+    losses: pd.DataFrame | None = None
+    idata: Any | None = None
+
+    @property
+    def items(self) -> pd.DataFrame:
+        """The item rows of ``estimates`` (no person)."""
+        if "person" not in self.estimates:
+            return self.estimates
+        return self.estimates[self.estimates["person"].isna()]
+
+    @property
+    def abilities(self) -> pd.DataFrame:
+        """The ability rows of ``estimates`` (one per person and dimension)."""
+        if "person" not in self.estimates:
+            return self.estimates.iloc[:0]
+        return self.estimates[self.estimates["person"].notna()]
+
+    @property
+    def timing(self) -> dict:
+        return self.record.get("timing", {})
+
+
+class Study(NamedTuple):
+    """A study's four entry points (``load``): the fits a config asks for, one fit, the tables
+    of all fits and the figures drawn from those tables."""
+
+    name: str
+    conditions: Callable[[dict], list]
+    fit: Callable[..., MethodResult]
+    aggregate: Callable[..., dict]
+    figures: Callable[..., Any]
+    methods: dict
+
+
+def load(name: str) -> Study:
+    """The study package ``bayesirt.studies.<name>`` as a ``Study`` (imports its fitting side,
+    so not for parse time)."""
+    if name not in STUDIES:
+        raise ValueError(f"unknown study {name!r}; the studies are {', '.join(STUDIES)}")
+    module = lambda part: importlib.import_module(f"bayesirt.studies.{name}.{part}")  # noqa: E731
+    conditions, methods = module("conditions"), module("methods")
+    return Study(name, conditions.conditions, methods.fit, module("tables").aggregate,
+                 module("figures").figures, methods.METHODS)

@@ -1,15 +1,17 @@
-"""Figures shared by workflow rules and report notebooks (matplotlib, no state)."""
+"""Figures shared by several studies, and ``save``, which writes every figure of the project
+(matplotlib, no state). Each study's own figures are in ``bayesirt.studies.<study>.figures``.
+
+Importing this module leaves matplotlib's backend alone, so a notebook keeps its own: ``save``
+renders with Agg whatever the backend is.
+"""
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")  # files only; notebooks display the returned figures themselves
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from bayesirt import io  # noqa: E402
+from bayesirt import io
 
 LABELS = {"discrimination": "discrimination α", "base_difficulty": "first threshold τ₁",
           "increments": "threshold increments Δ", "ability": "ability θ"}
@@ -19,7 +21,7 @@ def save(fig, path, dpi: int = 120) -> None:
     """Write a PNG atomically and close the figure. PNG metadata carries no timestamp, so
     identical figures give identical files."""
     with io.atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=dpi, format="png", bbox_inches="tight", metadata={"Software": None})
+        fig.savefig(tmp, dpi=dpi, format="png", bbox_inches="tight", metadata={"Software": None}, backend="agg")
     plt.close(fig)
 
 

@@ -49,7 +49,8 @@ class MethodResult:
     condition, sizes and settings, convergence, predictive checks (held-out log-likelihood,
     accuracy) and, in its ``timing`` field, wall and compile seconds.
     ``estimates``: one tidy table of item and ability estimates
-    (``workflow/schemas/estimates.schema.yaml``); ability rows are those with a ``person``.
+    (``workflow/schemas/estimates.schema.yaml``); ability rows are those with a ``person``
+    (item rows leave it empty, or -1 in the multidimensional tables).
     ``losses``: the loss history of an optimisation method (``step``, ``loss``), else None.
     ``idata``: the draws of a sampler or of a variational posterior (ArviZ InferenceData), else
     None.
@@ -60,19 +61,21 @@ class MethodResult:
     losses: pd.DataFrame | None = None
     idata: Any | None = None
 
+    def _is_ability(self) -> pd.Series:
+        if "person" not in self.estimates:
+            return pd.Series(False, index=self.estimates.index)
+        person = self.estimates["person"]
+        return person.notna() & (person >= 0)
+
     @property
     def items(self) -> pd.DataFrame:
-        """The item rows of ``estimates`` (no person)."""
-        if "person" not in self.estimates:
-            return self.estimates
-        return self.estimates[self.estimates["person"].isna()]
+        """The item rows of ``estimates``."""
+        return self.estimates[~self._is_ability()]
 
     @property
     def abilities(self) -> pd.DataFrame:
         """The ability rows of ``estimates`` (one per person and dimension)."""
-        if "person" not in self.estimates:
-            return self.estimates.iloc[:0]
-        return self.estimates[self.estimates["person"].notna()]
+        return self.estimates[self._is_ability()]
 
     @property
     def timing(self) -> dict:

@@ -59,8 +59,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from bayesirt import plotting
-from bayesirt.studies.amortized_ifa import aggregate
+from bayesirt.studies.amortized_ifa import figures, tables
 
 results = Path(results_dir)
 conf = [d for d in confirmatory.split(",") if d]
@@ -104,10 +103,10 @@ display(pd.DataFrame(rows))
 # %%
 for d in conf:
     mse = table(d, "parameter_mse")
-    display(Markdown(f"### `{d}`: {aggregate.replications_label(aggregate.n_replications(table(d, 'fits')))} "
+    display(Markdown(f"### `{d}`: {tables.replications_label(tables.n_replications(table(d, 'fits')))} "
                      "per method and R"))
-    display(plotting.mse_boxes(mse))
-    display(Markdown(aggregate.mse_note(mse)))
+    display(figures.mse_boxes(mse))
+    display(Markdown(tables.mse_note(mse)))
 
 # %% [markdown]
 # ## Confirmatory designs: held-out log-likelihood and time (Figures 9 and 12)
@@ -118,11 +117,11 @@ for d in conf:
 # %%
 for d in conf:
     fits = table(d, "fits")
-    display(Markdown(f"### `{d}`: {aggregate.replications_label(aggregate.n_replications(fits))} per method and R"))
-    display(plotting.method_boxes(fits, ["loglik_independent", "loglik_own_proposal"],
-                                  ["held-out log-lik. per person\n(method-independent)",
-                                   "held-out log-lik. per person\n(own proposal, eq. 27)"]))
-    display(plotting.method_boxes(table(d, "timings"), ["wall_seconds"], ["fit time (s)"]))
+    display(Markdown(f"### `{d}`: {tables.replications_label(tables.n_replications(fits))} per method and R"))
+    display(figures.method_boxes(fits, ["loglik_independent", "loglik_own_proposal"],
+                                 ["held-out log-lik. per person\n(method-independent)",
+                                  "held-out log-lik. per person\n(own proposal, eq. 27)"]))
+    display(figures.method_boxes(table(d, "timings"), ["wall_seconds"], ["fit time (s)"]))
 
 # %% [markdown]
 # ## The learned latent distribution (multimodal designs)
@@ -134,7 +133,7 @@ for d in conf:
 # %%
 for d in conf:
     display(Markdown(f"### `{d}`"))
-    display(plotting.latent_density(table(d, "latent"), table(d, "latent_density")))
+    display(figures.latent_density(table(d, "latent"), table(d, "latent_density")))
 
 # %% [markdown]
 # ## Exploratory design: scree plot (Figure 6)
@@ -144,7 +143,7 @@ for d in conf:
 for d in expl:
     display(Markdown(f"### `{d}`"))
     scree = table(d, "scree")
-    display(plotting.scree(scree))
+    display(figures.scree(scree))
     display(scree.round(4))
 
 # %% [markdown]
@@ -177,7 +176,7 @@ for d in expl:
         "mean time (s)": f"{t.loc[r['method'], 'mean']:.1f}" + (
             f" (SD = {t.loc[r['method'], 'std']:.1f})" if np.isfinite(t.loc[r["method"], "std"]) else ""),
     } for _, r in st.iterrows()]))
-    display(plotting.loadings_heatmap(table(d, "reference_loadings")))
+    display(figures.loadings_heatmap(table(d, "reference_loadings")))
 
 # %% [markdown]
 # ## Which of the paper's claims do our results support?
@@ -200,7 +199,7 @@ fits_all = pd.concat([table(d, "fits").assign(design=d, latent=latent_of(d)) for
     if conf else pd.DataFrame(columns=["design", "latent", "method", "rep"])
 time_all = pd.concat([table(d, "timings").assign(design=d) for d in conf + expl], ignore_index=True)
 lines = []
-for c in aggregate.claim_verdicts(fits_all, time_all):
+for c in tables.claim_verdicts(fits_all, time_all):
     where = {"normal": " (normal latent)", "mixture": " (mixture latent)"}.get(c["latent"], "")
     lines.append(f"* *{c['claim']}{where}*: {c['verdict'].text}")
 for d in expl:

@@ -31,19 +31,6 @@ def check(config: dict, schema_path) -> None:
         if "dataset" in spec and spec["dataset"] not in config["datasets"]:
             raise ConfigError(f"config key 'studies.{study}.dataset': '{spec['dataset']}' is not "
                               f"one of the data sets {sorted(config['datasets'])}")
-    for name, design in config.get("studies", {}).get("amortized_ifa", {}).get("designs", {}).items():
-        where = f"config key 'studies.amortized_ifa.designs.{name}"
-        ds = design.get("dataset")
-        if ds is not None and "preset" in design:
-            raise ConfigError(f"{where}': give either preset (simulated data) or dataset (real data), not both")
-        spec = config["datasets"].get(ds, {})
-        held_out = spec.get("source") == "ipip_ffm" or (spec.get("source") == "table"
-                                                        and spec.get("holdout_fraction", 0) > 0)
-        if ds is not None and not held_out:
-            raise ConfigError(f"{where}.dataset': '{ds}' is not a data set with held-out persons "
-                              f"(source ipip_ffm, or table with holdout_fraction > 0) among {sorted(config['datasets'])}")
-        if ds is not None and design.get("analysis", "confirmatory") == "confirmatory" and "n_factors" not in design:
-            raise ConfigError(f"{where}.n_factors': a confirmatory fit of a real data set needs n_factors")
     for name, design in (config.get("studies", {}).get("gibbs_2pno") or {}).get("designs", {}).items():
         ds = design.get("dataset")
         if ds is not None and ds not in config.get("datasets", {}):

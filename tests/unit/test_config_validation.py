@@ -1,5 +1,6 @@
-"""Parse-time config checks (bayesirt.config and bayesirt.studies.config_checks): each bad value
-is refused with a one-line message that names its key; the shipped configs pass."""
+"""Parse-time config checks (bayesirt.config, bayesirt.studies.config_checks and the studies'
+``settings.check``): each bad value is refused with a one-line message that names its key; the
+shipped configs pass."""
 
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import yaml
 from bayesirt import config as config_schema
 from bayesirt.config import ConfigError
 from bayesirt.studies import config_checks
+from bayesirt.studies.amortized_ifa import settings as ifa_settings
 from bayesirt.studies.design_conditions import max_hidden_cells, parse_missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +52,7 @@ def test_shipped_configs_pass(name):
     cfg = shipped(name)
     config_schema.check(cfg, SCHEMA)
     config_checks.check(cfg)
+    ifa_settings.check(cfg)
 
 
 def refused(cfg) -> str:
@@ -125,14 +128,15 @@ def test_schema_ranges_name_the_key(path, value, message):
 
 
 def parsed_like_the_workflow(cfg: dict) -> None:
-    """The three checks workflow/rules/common.smk runs on the config before any job, in order:
-    the one-line schema check, Snakemake's validation (which fills in the defaults), and the
-    studies' own parsers."""
+    """The checks the workflow runs on the config before any job, in order: the one-line schema
+    check, Snakemake's validation (which fills in the defaults; both in common.smk), and the
+    studies' own parsers (config_checks, and amortized_ifa's settings.check in its rules)."""
     from snakemake.utils import validate
 
     config_schema.check(cfg, SCHEMA)
     validate(cfg, str(SCHEMA), set_default=True)
     config_checks.check(cfg)
+    ifa_settings.check(cfg)
 
 
 @pytest.mark.parametrize("text, message", [

@@ -1,7 +1,12 @@
-"""ifa_study glue: the fits of a design, simulated data, estimates tables, aggregation (Table 1
-stability, per-parameter MSE), and one tiny end-to-end fit whose record follows the schema."""
+"""The amortized_ifa study package: the fits of a config, its settings and checks, simulated
+data, estimates tables, aggregation (Table 1 stability, per-parameter MSE), and one tiny
+end-to-end fit whose record follows the schema."""
 
+import copy
+import dataclasses
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -9,57 +14,98 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from snakemake.utils import validate
 
-from bayesirt.studies import amortized_ifa
-from bayesirt.studies.amortized_ifa import aggregate, data, fit
-from bayesirt.data import simulate_mgrm as sm
+from bayesirt.config import ConfigError
+from bayesirt.models import mgrm
+from bayesirt.studies import base
+from bayesirt.studies.amortized_ifa import conditions, data, methods, settings, tables
+from bayesirt.tables import mgrm_table
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMAS = ROOT / "workflow" / "schemas"
 TINY = {"batch_size": 30, "max_steps": 20, "min_steps": 10, "check_every": 10, "window": 10, "progress_every": 0}
+
+
+def test_config(**designs) -> dict:
+    """config/test.yaml (with these amortized_ifa designs, if any) validated with the schema's
+    defaults filled in, as the workflow sees it."""
+    cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    if designs:
+        cfg["studies"]["amortized_ifa"]["designs"] = copy.deepcopy(designs)
+    validate(cfg, str(SCHEMAS / "config.schema.yaml"), set_default=True)
+    return cfg
+
+
+test_config.__test__ = False  # a helper, not a test
+
+
+def design(**values) -> settings.Design:
+    """The settings of one design given by some of its keys (the others: the schema's defaults)."""
+    return settings.Settings.from_config(test_config(x=values)).design("x")
+
+
+def test_the_study_loads_and_its_conditions_are_the_fits_of_the_test_config():
+    study = base.load("amortized_ifa")
+    assert all(callable(f) for f in (study.conditions, study.fit, study.aggregate, study.figures))
+    assert set(study.methods) == set(conditions.METHODS) and all(callable(f) for f in study.methods.values())
+    fits = study.conditions(test_config())
+    # normal and mixture_p1: one replication per method; ipip: P = 1 and 2 of the scree per method
+    assert len(fits) == 8 and all(f.folder.startswith("results/amortized_ifa/") for f in fits)
+    assert {f.method for f in fits} == {"iwae", "iwavb"}
+    assert fits[0].folder == "results/amortized_ifa/normal/iwae_P4_R5/rep0"
+    disabled = test_config()
+    disabled["studies"]["amortized_ifa"]["enabled"] = False
+    assert conditions.conditions(disabled) == []
+
+
+def test_parse_time_modules_use_the_standard_library_only():
+    code = ("import sys; from bayesirt.studies.amortized_ifa import conditions, settings; "
+            "print(sorted(m for m in ('numpy', 'pandas', 'jax', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 def test_design_fits_confirmatory_and_exploratory():
     conf = {"analysis": "confirmatory", "preset": "normal_p5", "replications": 2, "importance_samples": [15, 25]}
-    specs = amortized_ifa.design_fits("normal", conf)
+    specs = conditions.design_fits("normal", conf)
     assert len(specs) == 2 * 2 * 2 and {s.n_factors for s in specs} == {5}
     assert specs[0].condition == "iwae_P5_R15"
     expl = {"analysis": "exploratory", "replications": 3, "importance_samples": [25], "factors": [1, 2],
             "repeat_factors": 5}
-    specs = amortized_ifa.design_fits("ipip", expl, methods=("iwavb",))
+    specs = conditions.design_fits("ipip", expl, methods=("iwavb",))
     # replication 0 of every P of the scree (plus the repeat P), repeats 1..2 at P = 5
     assert sorted((s.n_factors, s.rep) for s in specs) == [(1, 0), (2, 0), (5, 0), (5, 1), (5, 2)]
-    assert amortized_ifa.data_replication(expl, 2) == 0 and amortized_ifa.data_replication(conf, 2) == 2
+    assert conditions.data_replication(expl, 2) == 0 and conditions.data_replication(conf, 2) == 2
 
 
 def test_simulate_design_holds_out_persons_and_is_seeded():
-    design = {"preset": "mixture_p1", "n_persons": 40}
-    train, hold, truth = data.simulate_design(design, 3, 0.25)
+    d = design(preset="mixture_p1", n_persons=40)
+    train, hold, truth = data.simulate_design(d, 3, 0.25)
     assert train.n_persons == 40 and hold.n_persons == 10
     ab = truth[truth.parameter == "ability"]
     assert ab.person.max() == 39 and len(ab) == 40
-    again = data.simulate_design(design, 3, 0.25)
+    again = data.simulate_design(d, 3, 0.25)
     assert np.array_equal(train.responses, again[0].responses) and np.array_equal(hold.responses, again[1].responses)
 
 
 def test_replications_share_the_true_item_parameters_of_their_design():
-    design = {"preset": "normal_p5", "n_persons": 60}
-    (a, _, ta), (b, _, tb) = (data.simulate_design(design, rep, 0.25, parameter_seed=9) for rep in (1, 2))
+    d = design(preset="normal_p5", n_persons=60)
+    (a, _, ta), (b, _, tb) = (data.simulate_design(d, rep, 0.25, parameter_seed=9) for rep in (1, 2))
     items = ["loading", "intercept", "factor_corr"]
     pa, pb = (t[t.parameter.isin(items)].reset_index(drop=True) for t in (ta, tb))
     assert len(pa) > 0 and pa.equals(pb)
     assert not np.array_equal(a.responses, b.responses)
-    _, _, other = data.simulate_design(design, 1, 0.25, parameter_seed=10)
+    _, _, other = data.simulate_design(d, 1, 0.25, parameter_seed=10)
     assert not other[other.parameter == "loading"]["value"].equals(ta[ta.parameter == "loading"]["value"])
 
 
 def test_estimates_of_the_true_parameters_recover_exactly():
-    from bayesirt.models import mgrm
-
-    train, _, truth = data.simulate_design({"preset": "bench_p4", "n_persons": 30}, 1, 0.2)
-    st = fit.model_structure(train, 4, "confirmatory")
-    lam, ints, corr, info = fit.item_estimates(mgrm.truth_params(st, truth), st, train, "confirmatory", truth)
-    est = fit.estimates_table(train, lam, ints, corr, None, truth)
-    rec = fit.recovery_metrics(est)
+    train, _, truth = data.simulate_design(design(preset="bench_p4", n_persons=30), 1, 0.2)
+    st = methods.model_structure(train, 4, "confirmatory")
+    lam, ints, corr, info = methods.item_estimates(mgrm.truth_params(st, truth), st, train, "confirmatory", truth)
+    est = methods.estimates_table(train, lam, ints, corr, None, truth)
+    rec = methods.recovery_metrics(est)
     assert rec["loading_mse"] < 1e-10 and rec["intercept_mse"] < 1e-10 and rec["factor_corr_mse"] < 1e-10
     assert info["rotation"] is None
     assert set(est.parameter) == {"loading", "intercept", "factor_corr"} and est.loc[est.parameter == "loading", "sd"].isna().all()
@@ -69,28 +115,24 @@ def test_estimates_of_the_true_parameters_recover_exactly():
 
 
 def test_exploratory_estimates_are_rotated_and_aligned_to_the_truth():
-    from bayesirt.models import mgrm
-
-    train, _, truth = data.simulate_design({"preset": "bench_p4", "n_persons": 30,
-                                                 "simulate": {"lkj_concentration": 20.0}}, 2, 0.2)
-    st = fit.model_structure(train, 4, "exploratory")
-    lam_t = fit.truth_matrix(truth, "loading", (12, 4))
+    train, _, truth = data.simulate_design(design(preset="bench_p4", n_persons=30,
+                                                  simulate={"lkj_concentration": 20.0}), 2, 0.2)
+    st = methods.model_structure(train, 4, "exploratory")
+    lam_t = methods.truth_matrix(truth, "loading", (12, 4))
     # an orthogonal solution equivalent to the truth: rotate, permute and reflect its factors
-    corr_t = np.asarray(mgrm.factor_corr(mgrm.truth_params(fit.model_structure(train, 4, "confirmatory"), truth),
-                                         fit.model_structure(train, 4, "confirmatory")))
+    corr_t = np.asarray(mgrm.factor_corr(mgrm.truth_params(methods.model_structure(train, 4, "confirmatory"), truth),
+                                         methods.model_structure(train, 4, "confirmatory")))
     q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(4, 4)))
     a = lam_t @ np.linalg.cholesky(corr_t) @ q
     cuts = -np.stack([truth[(truth.parameter == "intercept") & (truth.item == j)].value.to_numpy() for j in range(12)])
     params = mgrm.params_from_natural(st, a[:, [2, 0, 3, 1]] * [1, -1, 1, 1], cuts)
-    lam, ints, corr, info = fit.item_estimates(params, st, train, "exploratory", truth)
+    lam, ints, corr, info = methods.item_estimates(params, st, train, "exploratory", truth)
     assert info["rotation"] == "geomin" and info["aligned_to"] == "truth"
     assert min(info["congruence_with_truth"]) > 0.95
     assert np.allclose(ints, -cuts, atol=1e-5)
 
 
 def fake_estimates(lam, ints, corr):
-    from bayesirt.tables import mgrm_table
-
     return mgrm_table({"loading": lam, "intercept": list(ints), "factor_corr": corr}, value_column="mean")
 
 
@@ -104,7 +146,7 @@ def test_stability_table_compares_repeats_with_the_best_likelihood_fit():
            ("iwae", 2, 5, 2): fake_estimates(lam + 0.1, ints + 0.2, corr)}
     fits = pd.DataFrame({"method": "iwae", "n_factors": 2, "importance_samples": 5, "rep": [0, 1, 2],
                          "loglik_independent": [-10.0, -11.0, -12.0]})
-    per, summary = aggregate.stability_table(est, fits, 2)
+    per, summary = tables.stability_table(est, fits, 2)
     per = per.set_index("rep")
     assert (per["reference_rep"] == 0).all()
     assert per.loc[1, "loading_rmse"] == pytest.approx(0.0, abs=1e-12)
@@ -120,18 +162,48 @@ def test_parameter_mse_is_eq_29_over_replications():
         e = fake_estimates(lam + shift, ints, corr)
         e["true"] = fake_estimates(lam, ints, corr)["mean"]
         frames[("iwavb", 1, 30, rep)] = e
-    mse = aggregate.parameter_mse(frames)
+    mse = tables.parameter_mse(frames)
     loading = mse[mse.parameter == "loading"]
     assert np.allclose(loading["mse"], (0.1 ** 2 + 0.3 ** 2) / 2) and np.allclose(loading["bias"], 0.2)
     assert (mse["n_reps"] == 2).all()
 
 
 def test_method_and_training_settings_from_a_design():
-    cfg = fit.method_config("iwae", {"hidden": [8, 4], "learning_rate": 0.02}, 7)
-    assert cfg.hidden == (8, 4) and cfg.n_importance == 7
-    s = fit.train_settings({"max_steps": 10, "lr_floor": 0.5}, 0.02)
-    assert s.learning_rate == 0.02 and s.min_learning_rate == pytest.approx(0.01)
-    assert set(fit.METHODS) == set(amortized_ifa.conditions.METHOD_NAMES)
+    d = design(preset="mixture_p1", n_persons=50, iwae={"hidden": [8, 4], "learning_rate": 0.02},
+               training={"max_steps": 10, "lr_floor": 0.5})
+    assert d.iwae.hidden == (8, 4) and d.iwae.learning_rate == 0.02 and d.iwavb.discriminator_hidden == (256, 128)
+    s = methods.train_settings(d.training, 0.02)
+    assert s.learning_rate == 0.02 and s.min_learning_rate == pytest.approx(0.01) and s.max_steps == 10
+    assert s.lr_decay_steps == 2000  # the schema's default, not the driver's
+    assert set(methods.METHODS) == set(conditions.METHODS)
+
+
+def test_settings_hold_every_key_of_the_schema():
+    defs = yaml.safe_load((SCHEMAS / "config.schema.yaml").read_text())["$defs"]
+    for name, cls in (("ifa_training", settings.Training), ("ifa_iwae", settings.IWAE),
+                      ("ifa_iwavb", settings.IWAVB)):
+        assert set(defs[name]["properties"]) == {f.name for f in dataclasses.fields(cls)}, name
+    evaluation = {f.name for f in dataclasses.fields(settings.Evaluation)}
+    assert evaluation <= set(defs["amortized_ifa"]["properties"])
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"preset": "ipip", "n_persons": 50, "dataset": "rwa_sim"},
+     "config key 'studies.amortized_ifa.designs.x': give either preset (simulated data) or dataset (real data), "
+     "not both"),
+    ({"dataset": "rwa_sim", "analysis": "exploratory"},
+     "config key 'studies.amortized_ifa.designs.x.dataset': 'rwa_sim' is not a data set with held-out persons"),
+    ({"dataset": "ipip_ffm"},
+     "config key 'studies.amortized_ifa.designs.x.n_factors': a confirmatory fit of a real data set needs n_factors"),
+])
+def test_design_data_errors_name_the_key(bad, message):
+    cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    cfg["datasets"]["ipip_ffm"] = {"source": "ipip_ffm", "url": "https://example.org/ipip.zip"}
+    cfg["studies"]["amortized_ifa"]["designs"] = {"x": bad}
+    validate(cfg, str(SCHEMAS / "config.schema.yaml"), set_default=True)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        settings.check(cfg)
+    settings.check(test_config())  # the test config passes
 
 
 # A design's method and training settings are checked by the config schema alone, before
@@ -154,7 +226,7 @@ def test_design_settings_errors_name_the_key(bad, message):
 
 
 def test_latent_density_of_the_mixture_integrates_to_one():
-    _, density = aggregate.latent_tables({}, {"preset": "mixture_p1"}, {"latent_scale_divisor": 1.43})
+    _, density = tables.latent_tables({}, design(preset="mixture_p1", n_persons=50), {"latent_scale_divisor": 1.43})
     assert density["latent"].iloc[0] == "mixture"
     assert np.trapezoid(density["density"], density["x"]) == pytest.approx(1.0, abs=1e-3)
 
@@ -163,11 +235,13 @@ def test_latent_density_of_the_mixture_integrates_to_one():
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["iwae", "iwavb"])
 def test_tiny_fit_writes_a_valid_record(method):
-    design = {"analysis": "confirmatory", "preset": "mixture_p1", "n_persons": 60, "training": TINY,
-              "iwae": {"hidden": [8]}, "iwavb": {"encoder_hidden": 8, "noise_hidden": [4], "discriminator_hidden": [8]}}
-    train, hold, truth = data.simulate_design(design, 0, 0.25)
-    spec = amortized_ifa.FitSpec("tiny", method, 1, 3, 0)
-    out = fit.run_fit(train, hold, truth, spec, design=design, seed=1, eval_samples=20, posterior_draws=5)
+    d = design(analysis="confirmatory", preset="mixture_p1", n_persons=60, training=TINY, iwae={"hidden": [8]},
+               iwavb={"encoder_hidden": 8, "noise_hidden": [4], "discriminator_hidden": [8]})
+    train, hold, truth = data.simulate_design(d, 0, 0.25)
+    spec = conditions.FitSpec("tiny", method, 1, 3, 0)
+    evaluation = settings.Evaluation(heldout_fraction=0.25, eval_samples=20, posterior_draws=5)
+    out = methods.fit(train, hold, truth, spec, d, evaluation, seed=1)
+    assert isinstance(out, base.MethodResult)
     rec = out.record
     jsonschema.validate(rec, yaml.safe_load((SCHEMAS / "fit_record.schema.yaml").read_text()))
     assert rec["condition"] == f"{method}_P1_R3" and rec["heldout_loglik"]["independent_method"] == "quadrature"

@@ -157,17 +157,26 @@ def test_config_schema_and_checks_of_a_table_data_set():
 
     import yaml
 
+    import copy
+
+    from snakemake.utils import validate
+
     from bayesirt.config import ConfigError, check
+    from bayesirt.studies.amortized_ifa import settings as ifa_settings
 
     root = Path(__file__).resolve().parents[2]
     schema = root / "workflow/schemas/config.schema.yaml"
     example = yaml.safe_load((root / "config/examples/own_data.yaml").read_text())
     check(example, schema)
     # amortized_ifa needs held-out persons: a table data set without them is refused by name
+    # (by the study's check, which reads the config with the schema's defaults filled in)
     example["datasets"]["bfi"]["holdout_fraction"] = 0
+    check(example, schema)
+    filled = copy.deepcopy(example)
+    validate(filled, str(schema), set_default=True)
     with pytest.raises(ConfigError, match=r"studies.amortized_ifa.designs.bfi_cfa.dataset': 'bfi' is not a data set "
                                           r"with held-out persons"):
-        check(example, schema)
+        ifa_settings.check(filled)
     example["datasets"]["bfi"].update(holdout_fraction=0.1, items=["A1", "A2"])  # items and item_pattern
     with pytest.raises(ConfigError, match=r"config key 'datasets.bfi'"):
         check(example, schema)

@@ -112,11 +112,11 @@ def ifa_fits(loading_diffs, design="d", latent="normal"):
 
 
 def test_ifa_claims_from_paired_replications():
-    from bayesirt.studies.amortized_ifa import aggregate
+    from bayesirt.studies.amortized_ifa import tables
 
     fits = pd.concat([ifa_fits([-1.0, -2.0, -3.0, -2.0, -2.0]), ifa_fits([0.01, -0.01], design="m", latent="mixture")])
     timings = fits[["design", "method", "rep"]].assign(wall_seconds=np.where(fits["method"] == "iwavb", 3.0, 1.0))
-    out = {(c["claim"], c["latent"]): c["verdict"] for c in aggregate.claim_verdicts(fits, timings)}
+    out = {(c["claim"], c["latent"]): c["verdict"] for c in tables.claim_verdicts(fits, timings)}
     assert out[("lower or comparable MSE", "normal")].outcome == "supported"
     # two pairs within +-0.01 of each other; the 10% margin (0.1) is not inside the wide t interval
     mixture = out[("lower or comparable MSE", "mixture")]
@@ -129,17 +129,17 @@ def test_ifa_claims_from_paired_replications():
 
 
 def test_mse_outliers_name_the_extreme_true_value():
-    from bayesirt.studies.amortized_ifa import aggregate
+    from bayesirt.studies.amortized_ifa import tables
 
     rows = [{"method": "iwae", "n_factors": 1, "importance_samples": 5, "parameter": "loading", "item": j,
              "person": -1, "factor": 0, "factor2": -1, "category": -1, "mse": 0.01 * (1 + j % 3),
              "bias": 0.0, "n_reps": 2, "true": 1.0 + 0.1 * j} for j in range(10)]
     rows[7].update(mse=8.0, true=7.5)
-    out = aggregate.mse_outliers(pd.DataFrame(rows))
+    out = tables.mse_outliers(pd.DataFrame(rows))
     assert out["item"].tolist() == [7] and out.loc[0, "rank_of_true"] == 1 and out.loc[0, "n_true"] == 10
-    note = aggregate.mse_note(pd.DataFrame(rows))
+    note = tables.mse_note(pd.DataFrame(rows))
     assert "loading of item 7 (true value 7.50, the largest of 10; MSE up to 8)" in note
-    assert aggregate.mse_note(pd.DataFrame(rows[:7])).startswith("No MSE exceeds 10 times")
+    assert tables.mse_note(pd.DataFrame(rows[:7])).startswith("No MSE exceeds 10 times")
 
 
 def test_rb_imputation_jensen_claim_is_paired_by_replication():

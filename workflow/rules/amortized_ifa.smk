@@ -2,6 +2,8 @@
 #   data/processed/amortized_ifa/{design}/rep{rep}/                  simulated data of a design
 #   results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/   one fit
 #   results/amortized_ifa/{design}/                                  tables and figures
+# The scripts read a design's settings from the validated config (settings.Settings); the
+# rules' params name them too, so that Snakemake reruns a job whose settings changed.
 
 
 include: "functions/amortized_ifa.smk"
@@ -18,7 +20,7 @@ rule ifa_simulate:
         truth="data/processed/amortized_ifa/{design}/rep{rep}/truth.csv",
     params:
         design=ifa_design_config,
-        heldout_fraction=ifa_config().get("heldout_fraction", 0.25),
+        heldout_fraction=ifa_setting("heldout_fraction"),
         seed=ifa_data_seed,
         parameter_seed=ifa_parameter_seed,
     wildcard_constraints:
@@ -48,8 +50,8 @@ rule fit_amortized_ifa:
     params:
         design=ifa_design_config,
         dataset=ifa_dataset_name,
-        eval_samples=ifa_config().get("eval_samples", 5000),
-        posterior_draws=ifa_config().get("posterior_draws", 100),
+        eval_samples=ifa_setting("eval_samples"),
+        posterior_draws=ifa_setting("posterior_draws"),
         seed=ifa_fit_seed,
     wildcard_constraints:
         design=ifa_design_pattern(),

@@ -4,15 +4,15 @@ from pathlib import Path
 
 from bayesirt import logs, records
 from bayesirt.studies import fit_tables
-from bayesirt.studies.amortized_ifa import FitSpec, data, fit
+from bayesirt.studies.amortized_ifa import FitSpec, data, methods, settings
 
 log = logs.to_file(snakemake.log[0])
 w = snakemake.wildcards
+study = settings.Settings.from_config(snakemake.config)
 train, holdout, truth = data.read_design_data(snakemake.input.responses, snakemake.input.holdout,
                                               snakemake.input.truth or None)
 spec = FitSpec(w.design, w.method, int(w.factors), int(w.samples), int(w.rep))
-out = fit.run_fit(train, holdout, truth, spec, design=snakemake.params.design, seed=snakemake.params.seed,
-                  eval_samples=snakemake.params.eval_samples, posterior_draws=snakemake.params.posterior_draws,
+out = methods.fit(train, holdout, truth, spec, study.design(w.design), study.evaluation, seed=snakemake.params.seed,
                   dataset=snakemake.params.dataset)
 if not out.record["converged"]:
     log.warning("fit did not converge: %s", out.record["convergence_reason"])

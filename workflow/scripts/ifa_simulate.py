@@ -2,12 +2,13 @@
 (rule ifa_simulate)."""
 
 from bayesirt import io, logs
-from bayesirt.studies.amortized_ifa import data
+from bayesirt.studies.amortized_ifa import data, settings
 
 log = logs.to_file(snakemake.log[0])
-train, holdout, truth = data.simulate_design(snakemake.params.design, snakemake.params.seed,
-                                                  snakemake.params.heldout_fraction,
-                                                  parameter_seed=snakemake.params.parameter_seed)
+study = settings.Settings.from_config(snakemake.config)
+train, holdout, truth = data.simulate_design(study.design(snakemake.wildcards.design), snakemake.params.seed,
+                                             study.evaluation.heldout_fraction,
+                                             parameter_seed=snakemake.params.parameter_seed)
 for part in (train, holdout):
     part.attrs.update({"design": snakemake.wildcards.design, "replication": int(snakemake.wildcards.rep)})
 io.write_table(truth, snakemake.output.truth)

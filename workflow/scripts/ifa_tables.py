@@ -1,13 +1,14 @@
 """Tables and figures of one amortized_ifa design from all its fits (rules ifa_*_tables)."""
 
 from bayesirt import io, logs
-from bayesirt.studies.amortized_ifa import aggregate
+from bayesirt.studies.amortized_ifa import figures, settings, tables
 
 log = logs.to_file(snakemake.log[0])
+design = settings.Settings.from_config(snakemake.config).design(snakemake.wildcards.design)
 attrs = io.read_json(snakemake.input.sidecar).get("attrs", {})
-tables = aggregate.aggregate_design(snakemake.input.fits, snakemake.params.design, attrs)
-for name, table in tables.items():  # timings.csv is the only run-dependent table
+out = tables.aggregate(snakemake.input.fits, design, attrs)
+for name, table in out.items():  # timings.csv is the only run-dependent table
     if name in snakemake.output.keys():
         io.write_table(table, snakemake.output[name])
-aggregate.figures(tables, dict(snakemake.output.items()))
-log.info("%s: %d fits aggregated", snakemake.wildcards.design, len(tables["fits"]))
+figures.figures(out, dict(snakemake.output.items()))
+log.info("%s: %d fits aggregated", snakemake.wildcards.design, len(out["fits"]))

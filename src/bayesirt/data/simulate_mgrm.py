@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from bayesirt.data.grm_sampling import sample_grm
+from bayesirt.data.mgrm_presets import PRESETS
 from bayesirt.io import Item, ResponseMatrix
 from bayesirt.tables import mgrm_table
 
@@ -38,19 +39,6 @@ MIXTURE_WEIGHTS = (0.4, 0.2, 0.4)
 MIXTURE_MEANS = (-1.5, 0.0, 1.5)
 MIXTURE_SD = 0.5
 
-PRESETS = {
-    # IPIP-FFM Big Five shape (paper 4.1): 50 items, 5 categories, 5 factors, 10 items each.
-    "ipip": {"n_items": 50, "n_categories": 5, "n_factors": 5, "structure": "simple"},
-    # normal-latent confirmatory design (paper 4.2)
-    "normal_p5": {"n_items": 50, "n_categories": 5, "n_factors": 5, "structure": "simple"},
-    # multimodal designs (paper 4.3)
-    "mixture_p1": {"n_items": 20, "n_categories": 3, "n_factors": 1, "structure": "simple",
-                   "latent": "mixture"},
-    "mixture_p3": {"n_items": 45, "n_categories": 3, "n_factors": 3, "structure": "simple",
-                   "latent": "mixture"},
-    # the benchmark design of iwae_grm_8k / iwavb_grm_8k
-    "bench_p4": {"n_items": 12, "n_categories": 3, "n_factors": 4, "structure": "simple"},
-}
 FACTOR_NAMES = {5: ["EXT", "EST", "AGR", "CSN", "OPN"]}
 
 

@@ -1,17 +1,28 @@
 # Input, params and target functions of the amortized_ifa rules (workflow/rules/amortized_ifa.smk);
-# kept apart from the rules so that `snakemake --lint` stays clean.
-from bayesirt.studies import amortized_ifa
+# kept apart from the rules so that `snakemake --lint` stays clean. Parse time imports only the
+# study's conditions and settings (standard library).
+from bayesirt.studies.amortized_ifa import conditions as ifa_conditions
+from bayesirt.studies.amortized_ifa import settings as ifa_settings
+
+ifa_settings.check(config)
 
 
 def ifa_config():
-    return config["studies"].get("amortized_ifa") or {"enabled": False, "designs": {}}
+    """The study's validated section (defaults filled in), or None where the config has none."""
+    return config["studies"][ifa_conditions.STUDY] if ifa_conditions.STUDY in config["studies"] else None
 
 
 def ifa_designs(analysis=None):
     s = ifa_config()
-    if not s.get("enabled", True):
+    if s is None or not s["enabled"]:
         return {}
     return {n: d for n, d in s["designs"].items() if analysis is None or d["analysis"] == analysis}
+
+
+def ifa_setting(key):
+    """A params function: the study's value of ``key`` (a function, so that a config without the
+    study parses)."""
+    return lambda wildcards: ifa_config()[key]
 
 
 def ifa_design_pattern(analysis=None, simulated=None):
@@ -30,7 +41,7 @@ def ifa_data_folder(wildcards):
     design = ifa_design_config(wildcards)
     if "dataset" in design:
         return f"data/processed/{design['dataset']}"
-    rep = amortized_ifa.data_replication(design, int(wildcards.rep))
+    rep = ifa_conditions.data_replication(design, int(wildcards.rep))
     return f"data/processed/amortized_ifa/{wildcards.design}/rep{rep}"
 
 
@@ -55,7 +66,9 @@ def ifa_first_sidecar(wildcards):
 
 
 def ifa_dataset_name(wildcards):
-    return ifa_design_config(wildcards).get("dataset", wildcards.design)
+    """The data set a design reads, or (simulated data) the design's own name."""
+    design = ifa_design_config(wildcards)
+    return design["dataset"] if "dataset" in design else wildcards.design
 
 
 def ifa_data_seed(wildcards):
@@ -73,9 +86,7 @@ def ifa_fit_seed(wildcards):
 
 
 def ifa_fit_records(wildcards):
-    design = ifa_design_config(wildcards)
-    return [f"results/amortized_ifa/{f.design}/{f.condition}/rep{f.rep}/fit.json"
-            for f in amortized_ifa.design_fits(wildcards.design, design, ifa_config()["methods"])]
+    return [f"{f.folder}/fit.json" for f in ifa_conditions.conditions(config) if f.design == wildcards.design]
 
 
 def ifa_targets():

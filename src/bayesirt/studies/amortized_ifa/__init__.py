@@ -4,25 +4,29 @@ analysis.
 Designs (one per entry of ``studies.amortized_ifa.designs`` in the config):
 
 * confirmatory, simulated (paper 4.2 normal latent, 4.3 multimodal latent): a new data set per
-  replication (``simulate_design``), one fit per method and number R of importance samples,
-  recovery against the truth, held-out log-likelihood;
+  replication (``data.simulate_design``), one fit per method and number R of importance
+  samples, recovery against the truth, held-out log-likelihood;
 * exploratory (paper 4.1, IPIP-FFM): one data set (simulated, or a prepared real data set with
   its held-out persons), a scree of held-out log-likelihood over numbers of factors P
   (replication 0 of every P) and, at ``repeat_factors``, repeated fits from different seeds
   whose Geomin-rotated estimates are compared with the best-likelihood fit (Table 1).
 
-The shape of every study, one module per concern:
+One fit: ``settings.Settings.from_config(config)`` gives the design's method, training and
+evaluation settings; ``data`` simulates (or reads) its training and held-out persons;
+``methods.fit`` trains the method (``methods.METHODS``), scores the held-out persons and tabulates
+the estimates as a ``base.MethodResult``, which ``records.write_fit`` writes.
 
-    conditions.design_fits(name, design, methods)          -> [FitSpec]         (parse time)
-    data.simulate_design(design, seed, heldout_fraction)   -> (train, holdout, truth)
-    fit.run_fit(train, holdout, truth, spec, ...)          -> records.FitOutput
-    aggregate.aggregate_design(records, design, attrs)     -> dict of tidy tables
-    aggregate.figures(tables, outputs)                     -> PNG figures
+    conditions.conditions(config)                           -> [FitSpec]          (parse time)
+    settings.check(config); settings.Settings.from_config(config)                 (parse time)
+    data.simulate_design(design, seed, heldout_fraction)    -> (train, holdout, truth)
+    methods.fit(train, holdout, truth, spec, design, evaluation, seed=...) -> MethodResult
+    tables.aggregate(record_paths, design, truth_attrs)     -> dict of tidy tables; claim_verdicts
+    figures.figures(tables, outputs)                        -> PNG figures
 """
 
-# Only the parse-time part is imported here, so that Snakemake's parse stays cheap; the rest
-# is imported by module (``from bayesirt.studies.amortized_ifa import data, fit, aggregate``).
-from bayesirt.studies.amortized_ifa.conditions import (STUDY, FitSpec, condition_name, data_replication,
-                                                       design_factors, design_fits)
+# Only names of the parse-time part are imported here, so that Snakemake's parse stays cheap;
+# the rest is imported by module (``from bayesirt.studies.amortized_ifa import data, methods``).
+# (Not the function ``conditions``: it would hide the module of that name.)
+from bayesirt.studies.amortized_ifa.conditions import METHODS, STUDY, FitSpec
 
-__all__ = ["STUDY", "FitSpec", "condition_name", "design_fits", "design_factors", "data_replication"]
+__all__ = ["STUDY", "METHODS", "FitSpec"]

@@ -1,14 +1,19 @@
-"""The fits a config asks for in the amortized_ifa study (plain Python: Snakemake calls these
-at parse time)."""
+"""The fits a config asks for in the amortized_ifa study (standard library only: Snakemake calls
+these when it parses the workflow).
+
+Confirmatory designs fit every method and number R of importance samples to every replication
+(a new data set each); exploratory designs fit replication 0 at every P of the scree and, at
+``repeat_factors``, the further replications (new seeds, same data).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bayesirt.data.simulate_mgrm import PRESETS
+from bayesirt.data.mgrm_presets import PRESETS
 
 STUDY = "amortized_ifa"
-METHOD_NAMES = ("iwae", "iwavb")
+METHODS = ("iwae", "iwavb")
 
 
 @dataclass(frozen=True)
@@ -25,12 +30,27 @@ class FitSpec:
     def condition(self) -> str:
         return condition_name(self.method, self.n_factors, self.n_importance)
 
+    @property
+    def folder(self) -> str:
+        """The fit's result folder."""
+        return f"results/{STUDY}/{self.design}/{self.condition}/rep{self.rep}"
+
 
 def condition_name(method: str, n_factors: int, n_importance: int) -> str:
     return f"{method}_P{n_factors}_R{n_importance}"
 
 
-def design_fits(name: str, design: dict, methods=METHOD_NAMES) -> list[FitSpec]:
+def conditions(config: dict) -> list[FitSpec]:
+    """Every fit the validated config asks for, design by design (none when the study is absent
+    or disabled)."""
+    if STUDY not in config["studies"] or not config["studies"][STUDY]["enabled"]:
+        return []
+    study = config["studies"][STUDY]
+    return [spec for name, design in study["designs"].items()
+            for spec in design_fits(name, design, study["methods"])]
+
+
+def design_fits(name: str, design: dict, methods=METHODS) -> list[FitSpec]:
     """Every fit of a design (see the module docstring for what is fitted)."""
     specs = []
     reps = range(design["replications"])
@@ -49,7 +69,6 @@ def design_fits(name: str, design: dict, methods=METHOD_NAMES) -> list[FitSpec]:
 def design_factors(design: dict) -> int:
     """P of a confirmatory design: the preset's, or the number of scales of a real data set."""
     if "preset" in design:
-
         return int(PRESETS[design["preset"]]["n_factors"])
     return int(design["n_factors"])
 
@@ -57,5 +76,3 @@ def design_factors(design: dict) -> int:
 def data_replication(design: dict, rep: int) -> int:
     """Confirmatory designs draw new data per replication; exploratory ones refit one data set."""
     return rep if design["analysis"] == "confirmatory" else 0
-
-

@@ -8,10 +8,10 @@ import pandas as pd
 
 from bayesirt import io
 from bayesirt.data import simulate_mgrm as sm
+from bayesirt.studies.amortized_ifa.settings import Design
 
 
-
-def simulate_design(design: dict, seed: int, heldout_fraction: float, parameter_seed: int | None = None):
+def simulate_design(design: Design, seed: int, heldout_fraction: float, parameter_seed: int | None = None):
     """Training persons (``n_persons``, as in the paper), held-out persons from the same
     population (``heldout_fraction`` times as many more) and the truth (abilities of the
     training persons only). Returns (train, holdout, truth).
@@ -20,12 +20,11 @@ def simulate_design(design: dict, seed: int, heldout_fraction: float, parameter_
     every replication of a design the same one, so replications differ in persons and
     responses only, as in the paper (one truth, 100 response matrices; eq. 29's MSE is over
     replications of the same parameter)."""
-
-    n = int(design["n_persons"])
+    n = int(design.n_persons)
     n_hold = max(int(round(heldout_fraction * n)), 1)
-    rm, truth = sm.from_preset(design["preset"], seed, n + n_hold, parameter_seed=parameter_seed,
-                               **design.get("simulate", {}))
-    attrs = {**rm.attrs, "preset": design["preset"], "n_heldout": n_hold}
+    rm, truth = sm.from_preset(design.preset, seed, n + n_hold, parameter_seed=parameter_seed,
+                               **dict(design.simulate))
+    attrs = {**rm.attrs, "preset": design.preset, "n_heldout": n_hold}
     train = io.ResponseMatrix(rm.responses[:n], rm.items, {**attrs, "part": "train"})
     hold = io.ResponseMatrix(rm.responses[n:], rm.items, {**attrs, "part": "holdout"})
     truth = truth[(truth.parameter != "ability") | (truth.person < n)].reset_index(drop=True)
@@ -39,7 +38,6 @@ def _mixture_latent_corr(truth: pd.DataFrame, attrs: dict) -> pd.DataFrame:
     a model with a normal prior estimates the latent's overall correlation. With components
     N(mu_k 1, sd^2 S) and weights w_k, Cov = sd^2 S + (sum_k w_k mu_k^2 - (sum_k w_k mu_k)^2) 1 1',
     whose correlation replaces S in the truth (the variances are equal, so no rescaling of loadings)."""
-
     w, m = np.asarray(sm.MIXTURE_WEIGHTS), np.asarray(sm.MIXTURE_MEANS)
     between = float(np.sum(w * m ** 2) - np.sum(w * m) ** 2)
     within = sm.MIXTURE_SD ** 2

@@ -1,5 +1,5 @@
 """The fits of one amortized_ifa design into tidy tables (fits, summary, eq. 29 MSE, latent
-densities, scree, Table 1 stability) and its figures."""
+densities, scree, Table 1 stability), and the seed's claims judged on the fits of every design."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bayesirt import io, plotting
+from bayesirt import io
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.evaluation import rotation, verdicts
-from bayesirt.studies.amortized_ifa.fit import ITEM_PARAMETERS, KEYS
-
+from bayesirt.studies.amortized_ifa.methods import ITEM_PARAMETERS, KEYS
+from bayesirt.studies.amortized_ifa.settings import Design
 
 
 def fit_rows(records: list[dict]):
@@ -168,7 +168,7 @@ def claim_verdicts(fits: pd.DataFrame, timings: pd.DataFrame) -> list[dict]:
     return out
 
 
-def latent_tables(estimates: dict, design: dict, truth_attrs: dict):
+def latent_tables(estimates: dict, design: Design, truth_attrs: dict):
     """Posterior means of replication 0 (latent.csv) and the true latent marginal density on a
     grid (latent_density.csv), for the figure of the learned latent distribution."""
     frames = []
@@ -181,8 +181,8 @@ def latent_tables(estimates: dict, design: dict, truth_attrs: dict):
     latent = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["person", "factor", "factor_name", "mean", "sd", "true", "method", "importance_samples"])
     x = np.linspace(-4.0, 4.0, 401)
-    latent_kind = design.get("simulate", {}).get("latent") or sm.PRESETS.get(design.get("preset"), {}).get("latent",
-                                                                                                              "normal")
+    # the design's override, else its preset's latent (a data set, or a preset without one: normal)
+    latent_kind = dict(design.simulate).get("latent") or sm.PRESETS.get(design.preset, {}).get("latent", "normal")
     if latent_kind == "mixture":
         s = float(truth_attrs.get("latent_scale_divisor", 1.0))
         dens = sum(w * _normal_pdf(x, m / s, sm.MIXTURE_SD / s) for w, m in zip(sm.MIXTURE_WEIGHTS, sm.MIXTURE_MEANS))
@@ -260,7 +260,7 @@ def scree_table(fits_df: pd.DataFrame) -> pd.DataFrame:
         ["method", "importance_samples", "n_factors"], ignore_index=True)
 
 
-def aggregate_design(record_paths, design: dict, truth_attrs: dict | None = None) -> dict:
+def aggregate(record_paths, design: Design, truth_attrs: dict | None = None) -> dict[str, pd.DataFrame]:
     """Every table of one design from its fit folders (record paths ``.../fit.json``)."""
     records = [io.read_json(p) for p in record_paths]
     estimates = {}
@@ -269,15 +269,15 @@ def aggregate_design(record_paths, design: dict, truth_attrs: dict | None = None
             Path(path).parent / "estimates.csv")
     fits_df, timings = fit_rows(records)
     tables = {"fits": fits_df, "timings": timings, "summary": summary_table(fits_df)}
-    if design["analysis"] == "confirmatory":
+    if design.analysis == "confirmatory":
         tables["parameter_mse"] = parameter_mse(estimates)
         tables["latent"], tables["latent_density"] = latent_tables(estimates, design, truth_attrs or {})
     else:
         tables["scree"] = scree_table(fits_df)
-        tables["stability"], tables["stability_summary"] = stability_table(estimates, fits_df, design["repeat_factors"])
+        tables["stability"], tables["stability_summary"] = stability_table(estimates, fits_df, design.repeat_factors)
         ref = {}
         for method in sorted(set(fits_df.method)):
-            f = fits_df[(fits_df.method == method) & (fits_df.n_factors == design["repeat_factors"])]
+            f = fits_df[(fits_df.method == method) & (fits_df.n_factors == design.repeat_factors)]
             if len(f):
                 ref[method] = estimates[_key(f.loc[f["loglik_independent"].idxmax()])]
         tables["reference_loadings"] = pd.concat(
@@ -285,47 +285,3 @@ def aggregate_design(record_paths, design: dict, truth_attrs: dict | None = None
              for m, e in ref.items()], ignore_index=True) if ref else pd.DataFrame(
             columns=["item", "item_name", "factor", "mean", "method"])
     return tables
-
-
-def figures(tables: dict, outputs: dict) -> None:
-    """The design's figures, each to ``outputs["figure_<name>"]`` where the rule asks for it;
-    each says how many fits it rests on, and the MSE figure names its outlying parameters."""
-    fits_df = tables["fits"]
-    reps = replications_label(n_replications(fits_df))
-    if "figure_mse" in outputs:
-        fig = plotting.mse_boxes(tables["parameter_mse"])
-        _title(fig, f"Per-parameter MSE over {reps} (boxes by method and R)", mse_note(tables["parameter_mse"]))
-        plotting.save(fig, outputs["figure_mse"])
-        fig = plotting.latent_density(tables["latent"], tables["latent_density"])
-        _title(fig, "Posterior means of replication 0")
-        plotting.save(fig, outputs["figure_latent"])
-    if "figure_loglik" in outputs:
-        fig = plotting.method_boxes(fits_df, ["loglik_independent", "loglik_own_proposal"],
-                                    ["held-out log-lik. per person\n(method-independent)",
-                                     "held-out log-lik. per person\n(own proposal, eq. 27)"])
-        _title(fig, f"One point per fit: {reps} per method and R")
-        plotting.save(fig, outputs["figure_loglik"])
-    if "figure_timings" in outputs:
-        fig = plotting.method_boxes(tables["timings"], ["wall_seconds"], ["fit time (s)"])
-        _title(fig, f"One point per fit: {reps} per method and R" if "figure_scree" not in outputs
-               else f"One point per fit: every P of the scree and the repeated fits ({reps} at the repeated P)")
-        plotting.save(fig, outputs["figure_timings"])
-    if "figure_scree" in outputs:
-        fig = plotting.scree(tables["scree"])
-        _title(fig, "One fit per point (replication 0 at each P)")
-        plotting.save(fig, outputs["figure_scree"])
-        plotting.save(plotting.loadings_heatmap(tables["reference_loadings"]), outputs["figure_loadings"])
-
-
-def _title(fig, title: str, note: str | None = None) -> None:
-    """A title above the panels (what the figure rests on) and an optional note below them."""
-    import textwrap
-
-    fig.suptitle(title, fontsize=10)
-    if not note:
-        fig.tight_layout()
-        return
-    width = max(int(fig.get_figwidth() * 17), 40)  # characters per line at 7 points
-    lines = textwrap.wrap(note, width)
-    fig.text(0.01, 0.005, "\n".join(lines), fontsize=7, va="bottom", ha="left")
-    fig.tight_layout(rect=(0, min(0.045 * len(lines) + 0.02, 0.5), 1, 1))

@@ -1,6 +1,6 @@
 """One fit of the amortized_ifa study: IWAE or IWAVB on a design's training persons, then its
 held-out log-likelihood, item estimates (rotated and aligned for exploratory designs) and, with
-a truth, recovery. Method dispatch lives in ``METHODS`` alone.
+a truth, recovery. ``METHODS`` maps each method to its function; ``fit`` looks it up.
 
 Estimates of item parameters are point estimates (the decoder's values, MML-like), so their
 ``sd`` is empty; person rows (``ability``) carry the mean and sd of the fitted q(z | x).
@@ -12,7 +12,7 @@ import logging
 import time
 from dataclasses import asdict
 from types import ModuleType
-from typing import NamedTuple
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +27,8 @@ from bayesirt.inference import iwae, iwavb
 from bayesirt.inference.training import TrainSettings, keep_last_good
 from bayesirt.models import mgrm
 from bayesirt.studies.amortized_ifa.conditions import STUDY, FitSpec
+from bayesirt.studies.amortized_ifa.settings import Design, Evaluation, Training
+from bayesirt.studies.base import MethodResult
 
 log = logging.getLogger("bayesirt")
 
@@ -34,28 +36,34 @@ KEYS = ["parameter", "item", "person", "factor", "factor2", "category"]
 ITEM_PARAMETERS = ("loading", "intercept", "factor_corr")
 
 
-class Method(NamedTuple):
-    """An amortized method: its module (``fit``, ``proposal``) and its settings class."""
-
-    module: ModuleType
-    config: type
-
-
-METHODS = {"iwae": Method(iwae, iwae.IWAEConfig), "iwavb": Method(iwavb, iwavb.IWAVBConfig)}
+def fit_iwae(train, holdout, truth, spec: FitSpec, design: Design, evaluation: Evaluation, *, seed: int,
+             dataset: str | None = None) -> MethodResult:
+    """IWAE: a Gaussian encoder q(z | x), trained on the importance-weighted bound with R samples."""
+    cfg = iwae.IWAEConfig(n_importance=int(spec.n_importance), **asdict(design.iwae))
+    return amortized_fit(iwae, cfg, train, holdout, truth, spec, design, evaluation, seed=seed, dataset=dataset)
 
 
-def method_config(method: str, settings: dict, n_importance: int):
-    """IWAEConfig / IWAVBConfig from the design's settings for the method (lists -> tuples);
-    the config schema has already checked the keys."""
-    kw = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}
-    return METHODS[method].config(n_importance=int(n_importance), **kw)
+def fit_iwavb(train, holdout, truth, spec: FitSpec, design: Design, evaluation: Evaluation, *, seed: int,
+              dataset: str | None = None) -> MethodResult:
+    """IWAVB: an implicit encoder q(z | x) whose density ratio a discriminator learns."""
+    cfg = iwavb.IWAVBConfig(n_importance=int(spec.n_importance), **asdict(design.iwavb))
+    return amortized_fit(iwavb, cfg, train, holdout, truth, spec, design, evaluation, seed=seed, dataset=dataset)
 
 
-def train_settings(training: dict, learning_rate: float) -> TrainSettings:
+METHODS: dict[str, Callable[..., MethodResult]] = {"iwae": fit_iwae, "iwavb": fit_iwavb}
+
+
+def fit(train: io.ResponseMatrix, holdout: io.ResponseMatrix, truth, spec: FitSpec, design: Design,
+        evaluation: Evaluation, *, seed: int, dataset: str | None = None) -> MethodResult:
+    """One fit of the study by its method (``spec.method``), evaluated."""
+    return METHODS[spec.method](train, holdout, truth, spec, design, evaluation, seed=seed, dataset=dataset)
+
+
+def train_settings(training: Training, learning_rate: float) -> TrainSettings:
     """The driver's settings from a design's ``training`` (the learning rate is the method's own;
     the decay floor is ``lr_floor`` times it)."""
-    t = dict(training)
-    floor = t.pop("lr_floor", 0.1)
+    t = asdict(training)
+    floor = t.pop("lr_floor")
     return TrainSettings(learning_rate=learning_rate, min_learning_rate=learning_rate * floor, **t)
 
 
@@ -70,13 +78,13 @@ def model_structure(rm: io.ResponseMatrix, n_factors: int, analysis: str):
     return mgrm.structure(rm.n_categories, n_factors, None)
 
 
-def heldout_loglik(key, method: str, params, st, cfg, y_hold, n_samples: int) -> dict:
+def heldout_loglik(key, method: ModuleType, params, st, cfg, y_hold, n_samples: int) -> dict:
     """Mean held-out log-likelihood per person with the method's own proposal (paper eq. 27)
     and method-independently: Gauss-Hermite quadrature for P <= 2, else Laplace importance
     sampling (``evaluation.loglik``), so methods are compared on their item parameters alone."""
     k_own, k_lap = jax.random.split(key)
     chunk = min(500, n_samples)
-    draw = METHODS[method].module.proposal(params, st, cfg)
+    draw = method.proposal(params, st, cfg)
     own = loglik.importance_sampled_loglik(k_own, params["model"], st, y_hold, draw, n_samples=n_samples,
                                            sample_chunk=chunk)
     if st.n_factors <= 2:
@@ -87,9 +95,9 @@ def heldout_loglik(key, method: str, params, st, cfg, y_hold, n_samples: int) ->
     return {"own_proposal": float(own.mean()), "independent": float(indep.mean()), "independent_method": how}
 
 
-def person_moments(key, method: str, params, st, cfg, y, n_draws: int, batch: int = 1024):
+def person_moments(key, method: ModuleType, params, st, cfg, y, n_draws: int, batch: int = 1024):
     """Mean and sd of the fitted q(z | x) per person from ``n_draws`` draws: (N, P), (N, P)."""
-    draw = METHODS[method].module.proposal(params, st, cfg)
+    draw = method.proposal(params, st, cfg)
 
     @jax.jit
     def moments(k, yy):
@@ -164,28 +172,29 @@ def estimates_table(rm: io.ResponseMatrix, lam, ints, corr, abilities=None, trut
     return est
 
 
-def run_fit(train: io.ResponseMatrix, holdout: io.ResponseMatrix, truth, spec: FitSpec, *, design: dict,
-            seed: int, eval_samples: int, posterior_draws: int, dataset: str | None = None) -> records.FitOutput:
-    """One fit of the study, evaluated: the record, the tidy estimates and the loss history
-    (``records.write_fit`` writes them). A fit whose loss becomes non-finite keeps its last
-    good state, is evaluated there, and its record says so."""
-    analysis = design["analysis"]
-    cfg = method_config(spec.method, design.get(spec.method, {}), spec.n_importance)
-    settings = train_settings(design.get("training", {}), cfg.learning_rate)
+def amortized_fit(method: ModuleType, cfg, train: io.ResponseMatrix, holdout: io.ResponseMatrix, truth,
+                  spec: FitSpec, design: Design, evaluation: Evaluation, *, seed: int,
+                  dataset: str | None = None) -> MethodResult:
+    """One fit of an amortized method (its module: ``fit``, ``proposal``; its settings ``cfg``),
+    evaluated: the record, the tidy estimates and the loss history (``records.write_fit`` writes
+    them). A fit whose loss becomes non-finite keeps its last good state, is evaluated there,
+    and its record says so."""
+    analysis = design.analysis
+    settings = train_settings(design.training, cfg.learning_rate)
     st = model_structure(train, spec.n_factors, analysis)
     k_fit, k_eval, k_post = jax.random.split(jax.random.key(seed), 3)
     y = np.asarray(train.responses)
-    res = keep_last_good(METHODS[spec.method].module.fit, k_fit, y, st, cfg, settings,
-                         label=f"{spec.design} {spec.condition} rep{spec.rep}")
+    res = keep_last_good(method.fit, k_fit, y, st, cfg, settings, label=f"{spec.design} {spec.condition} rep{spec.rep}")
 
     t0 = time.perf_counter()
-    ll = heldout_loglik(k_eval, spec.method, res.params, st, cfg, np.asarray(holdout.responses), eval_samples)
+    eval_samples = evaluation.eval_samples
+    ll = heldout_loglik(k_eval, method, res.params, st, cfg, np.asarray(holdout.responses), eval_samples)
     lam, ints, corr, rot_info = item_estimates(res.params["model"], st, train, analysis, truth)
     abilities = None
     # confirmatory fits score every person with the encoder (real data: the person table's
     # scores); on simulated data only where the truth has abilities to compare with
     if analysis == "confirmatory" and (truth is None or (truth.parameter == "ability").any()):
-        abilities = person_moments(k_post, spec.method, res.params, st, cfg, y, posterior_draws)
+        abilities = person_moments(k_post, method, res.params, st, cfg, y, evaluation.posterior_draws)
     estimates = estimates_table(train, lam, ints, corr, abilities, truth)
     eval_seconds = time.perf_counter() - t0
 
@@ -212,7 +221,7 @@ def run_fit(train: io.ResponseMatrix, holdout: io.ResponseMatrix, truth, spec: F
         **rot_info,
         "settings": {"training": asdict(settings), "method": asdict(cfg)},
     }, window=settings.window, timing={"eval_seconds": eval_seconds})
-    return records.FitOutput(record, estimates, records.loss_table(res.losses))
+    return MethodResult(record, estimates, records.loss_table(res.losses))
 
 
 def recovery_metrics(estimates: pd.DataFrame) -> dict:

@@ -1,0 +1,164 @@
+"""The amortized_ifa section of a validated config: its checks across keys (``check``) and the
+settings the fitting code reads (``Settings.from_config``), built once.
+
+The schema (``workflow/schemas/config.schema.yaml``, ``amortized_ifa`` and ``ifa_*``) checks
+types, ranges and unknown keys and holds every default; after validation each key with a
+default is present, so the settings read keys and never supply defaults of their own. Standard
+library only (and ``bayesirt.config``): the workflow calls ``check`` when it parses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bayesirt.config import ConfigError
+from bayesirt.studies.amortized_ifa.conditions import STUDY
+
+
+def check(config: dict) -> None:
+    """Raise ConfigError naming the first offending key of the study's designs: a design gives
+    a preset or a data set, not both; its data set has held-out persons; a confirmatory fit of a
+    data set gives its number of factors."""
+    if STUDY not in config["studies"]:
+        return
+    datasets = config["datasets"]
+    for name, design in config["studies"][STUDY]["designs"].items():
+        where = f"config key 'studies.{STUDY}.designs.{name}"
+        if "dataset" not in design:
+            continue
+        ds = design["dataset"]
+        if "preset" in design:
+            raise ConfigError(f"{where}': give either preset (simulated data) or dataset (real data), not both")
+        if not (ds in datasets and _holds_out_persons(datasets[ds])):
+            raise ConfigError(f"{where}.dataset': '{ds}' is not a data set with held-out persons "
+                              f"(source ipip_ffm, or table with holdout_fraction > 0) among {sorted(datasets)}")
+        if design["analysis"] == "confirmatory" and "n_factors" not in design:
+            raise ConfigError(f"{where}.n_factors': a confirmatory fit of a real data set needs n_factors")
+
+
+def _holds_out_persons(dataset: dict) -> bool:
+    """A prepared data set with held-out persons: IPIP-FFM, or a table with a holdout fraction."""
+    return dataset["source"] == "ipip_ffm" or (dataset["source"] == "table" and dataset["holdout_fraction"] > 0)
+
+
+def _values(section: dict) -> dict:
+    """A config section as keyword arguments (lists become tuples, so that settings are frozen)."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in section.items()}
+
+
+@dataclass(frozen=True)
+class Training:
+    """A design's ``training`` (schema ``ifa_training``): the driver's settings
+    (``inference.training.TrainSettings``) but the learning rates, which are the methods' own;
+    the decay floor is ``lr_floor`` times a method's rate."""
+
+    lr_decay_rate: float
+    lr_decay_steps: int
+    lr_floor: float
+    clip_norm: float
+    batch_size: int | None
+    max_steps: int
+    min_steps: int
+    check_every: int
+    window: int
+    rel_tol: float
+    patience: int
+    stopping: str
+    window_epochs: int
+    confidence: float
+    drift_max: float
+    average_tail: bool
+    progress_every: int
+
+
+@dataclass(frozen=True)
+class IWAE:
+    """A design's ``iwae`` (schema ``ifa_iwae``): keywords of ``inference.iwae.IWAEConfig``."""
+
+    hidden: tuple[int, ...]
+    learning_rate: float
+    weight_decay: float
+    dreg: bool
+    full_covariance: bool
+
+
+@dataclass(frozen=True)
+class IWAVB:
+    """A design's ``iwavb`` (schema ``ifa_iwavb``): keywords of ``inference.iwavb.IWAVBConfig``."""
+
+    encoder_hidden: int
+    noise_hidden: tuple[int, ...]
+    discriminator_hidden: tuple[int, ...]
+    n_contrast: int | None
+    learning_rate: float
+    discriminator_learning_rate: float
+    weight_decay: float
+    gauge_weight: float
+
+
+@dataclass(frozen=True)
+class Design:
+    """One design (schema ``ifa_design``): simulated (``preset``, ``n_persons``, the preset's
+    ``simulate`` overrides as pairs) or a prepared ``dataset``; confirmatory (``n_factors`` of a
+    data set) or exploratory (``factors`` of the scree, ``repeat_factors``); and the methods'
+    and training settings."""
+
+    name: str
+    analysis: str
+    importance_samples: tuple[int, ...]
+    replications: int
+    factors: tuple[int, ...]
+    repeat_factors: int
+    training: Training
+    iwae: IWAE
+    iwavb: IWAVB
+    simulate: tuple[tuple[str, Any], ...]
+    preset: str | None = None
+    n_persons: int | None = None
+    dataset: str | None = None
+    n_factors: int | None = None
+
+    @classmethod
+    def from_config(cls, name: str, design: dict) -> Design:
+        """From a validated design (``studies.amortized_ifa.designs.<name>``)."""
+        return cls(name=name, analysis=design["analysis"], importance_samples=tuple(design["importance_samples"]),
+                   replications=design["replications"], factors=tuple(design["factors"]),
+                   repeat_factors=design["repeat_factors"], training=Training(**_values(design["training"])),
+                   iwae=IWAE(**_values(design["iwae"])), iwavb=IWAVB(**_values(design["iwavb"])),
+                   simulate=tuple(design["simulate"].items()),
+                   # optional keys without a default: a design is simulated or reads a data set
+                   **{k: design[k] for k in ("preset", "n_persons", "dataset", "n_factors") if k in design})
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """How fits are evaluated: held-out persons simulated on top of ``n_persons`` (as a fraction
+    of it; real data sets bring their own), importance samples per held-out person for the
+    log-likelihood, and draws from each person's q(z | x) for the ability means and sds."""
+
+    heldout_fraction: float
+    eval_samples: int
+    posterior_draws: int
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The study's settings: methods, evaluation and designs (in config order)."""
+
+    enabled: bool
+    methods: tuple[str, ...]
+    evaluation: Evaluation
+    designs: tuple[Design, ...]
+
+    @classmethod
+    def from_config(cls, config: dict) -> Settings:
+        """From the whole validated config (which has the study)."""
+        study = config["studies"][STUDY]
+        return cls(enabled=study["enabled"], methods=tuple(study["methods"]),
+                   evaluation=Evaluation(heldout_fraction=study["heldout_fraction"],
+                                         eval_samples=study["eval_samples"], posterior_draws=study["posterior_draws"]),
+                   designs=tuple(Design.from_config(n, d) for n, d in study["designs"].items()))
+
+    def design(self, name: str) -> Design:
+        return next(d for d in self.designs if d.name == name)

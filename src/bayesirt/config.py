@@ -44,8 +44,3 @@ def check(config: dict, schema_path) -> None:
                               f"(source ipip_ffm, or table with holdout_fraction > 0) among {sorted(config['datasets'])}")
         if ds is not None and design.get("analysis", "confirmatory") == "confirmatory" and "n_factors" not in design:
             raise ConfigError(f"{where}.n_factors': a confirmatory fit of a real data set needs n_factors")
-    for name, design in (config.get("studies", {}).get("gibbs_2pno") or {}).get("designs", {}).items():
-        ds = design.get("dataset")
-        if ds is not None and ds not in config.get("datasets", {}):
-            raise ConfigError(f"config key 'studies.gibbs_2pno.designs.{name}.dataset': '{ds}' is not one of the "
-                              f"data sets {sorted(config.get('datasets', {}))}")

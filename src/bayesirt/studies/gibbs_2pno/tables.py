@@ -98,7 +98,8 @@ def aggregate(fit_records: list[dict], estimates: list[pd.DataFrame]) -> dict[st
 
     by_key = {(r["missing"], r["method"], r["replication"]): (r, e) for r, e in zip(fit_records, estimates)}
     diagnostics = pd.DataFrame([row for r, e in by_key.values() for row in _diagnostics(r, e)])
-    diagnostics = diagnostics.sort_values(["missing", "method", "rep", "parameter"], kind="stable").reset_index(drop=True)
+    diagnostics = diagnostics.sort_values(["missing", "method", "rep", "parameter"], kind="stable")
+    diagnostics = diagnostics.reset_index(drop=True)
 
     return {"fits": fits, "recovery": recovery, "diagnostics": diagnostics,
             "nuts": _pairs(by_key, "nuts", ("gibbs", "nuts")),

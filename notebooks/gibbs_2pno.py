@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Image, Markdown, display
 
-from bayesirt.studies import gibbs_2pno as study
+from bayesirt.studies.gibbs_2pno.tables import agreement
 
 base = Path(results_dir)
 names = [d for d in designs.split(",") if d]
@@ -112,7 +112,7 @@ for d in names:
 rows = []
 for label, table in (("Gibbs vs NUTS", nuts), ("augmented vs omitted", missing)):
     for (d, m), g in table.groupby(["design", "missing"]) if len(table) else []:
-        rows.append({"comparison": label, "design": d, "missing": m, **study.agreement(g)})
+        rows.append({"comparison": label, "design": d, "missing": m, **agreement(g)})
 agree = pd.DataFrame(rows)
 agree.round(3) if len(agree) else print("no pairs of fits to compare in this config")
 
@@ -151,7 +151,7 @@ else:
     lines.append("* **Recovery**: no simulated design in this config (real data have no true values).")
 for label, table in (("Gibbs and NUTS", nuts), ("augmented and omitted missing cells", missing)):
     if len(table):
-        a = study.agreement(table)
+        a = agreement(table)
         lines.append(f"* **{label}**: {a['share_abs_z_below_3']:.0%} of {a['n']} item-parameter means agree within "
                      f"3 Monte Carlo errors (max |z| {a['max_abs_z']:.2f}); sd ratios {a['sd_ratio_min']:.2f} to "
                      f"{a['sd_ratio_max']:.2f}.")

@@ -31,8 +31,3 @@ def check(config: dict, schema_path) -> None:
         if "dataset" in spec and spec["dataset"] not in config["datasets"]:
             raise ConfigError(f"config key 'studies.{study}.dataset': '{spec['dataset']}' is not "
                               f"one of the data sets {sorted(config['datasets'])}")
-    for name, design in (config.get("studies", {}).get("gibbs_2pno") or {}).get("designs", {}).items():
-        ds = design.get("dataset")
-        if ds is not None and ds not in config.get("datasets", {}):
-            raise ConfigError(f"config key 'studies.gibbs_2pno.designs.{name}.dataset': '{ds}' is not one of the "
-                              f"data sets {sorted(config.get('datasets', {}))}")

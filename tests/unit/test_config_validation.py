@@ -12,6 +12,7 @@ from bayesirt.config import ConfigError
 from bayesirt.studies import config_checks
 from bayesirt.studies.amortized_ifa import settings as ifa_settings
 from bayesirt.studies.design_conditions import max_hidden_cells, parse_missing
+from bayesirt.studies.gibbs_2pno import settings as gibbs_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -47,17 +48,23 @@ def shipped(name):
     return cfg
 
 
+def study_checks(cfg) -> None:
+    """The studies' own checks, as the workflow's rules run them at parse time."""
+    config_checks.check(cfg)
+    gibbs_settings.check(cfg)
+    ifa_settings.check(cfg)
+
+
 @pytest.mark.parametrize("name", ["config.yaml", "test.yaml", "paper.yaml"])
 def test_shipped_configs_pass(name):
     cfg = shipped(name)
     config_schema.check(cfg, SCHEMA)
-    config_checks.check(cfg)
-    ifa_settings.check(cfg)
+    study_checks(cfg)
 
 
 def refused(cfg) -> str:
     with pytest.raises(ConfigError) as e:
-        config_checks.check(cfg)
+        study_checks(cfg)
     message = str(e.value)
     assert "\n" not in message
     return message
@@ -106,7 +113,7 @@ def test_nothing_to_impute_on_complete_simulated_data():
     cfg["studies"]["rb_imputation"]["missing"] = "mcar0"
     assert "nothing to impute" in refused(cfg)
     cfg["studies"]["rb_imputation"]["replications"] = 0
-    config_checks.check(cfg)
+    study_checks(cfg)
 
 
 @pytest.mark.parametrize("path, value, message", [
@@ -135,8 +142,7 @@ def parsed_like_the_workflow(cfg: dict) -> None:
 
     config_schema.check(cfg, SCHEMA)
     validate(cfg, str(SCHEMA), set_default=True)
-    config_checks.check(cfg)
-    ifa_settings.check(cfg)
+    study_checks(cfg)
 
 
 @pytest.mark.parametrize("text, message", [

@@ -45,12 +45,12 @@ rule fit_gibbs_2pno:
         item_table="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/items.csv",
         person_table="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/persons.csv",
     params:
-        study=gibbs_config(),
+        study=gibbs_study_config,  # a rerun trigger: the script reads its settings from the config
         seed=gibbs_fit_seed,
     wildcard_constraints:
         design=gibbs_design_pattern(),
         method="gibbs|gibbs_omit|nuts",
-    threads: lambda wildcards: gibbs_2pno.fit_threads(gibbs_config(), wildcards.method)
+    threads: gibbs_fit_threads
     log:
         "logs/gibbs_2pno/{design}/{missing}/{method}/rep{rep}.log",
     conda:
@@ -101,7 +101,7 @@ rule gibbs_mixture_simulate:
     output:
         data="data/processed/gibbs_2pno/mixture/heights.csv",
     params:
-        mixture=gibbs_config().get("mixture", {}),
+        mixture=gibbs_mixture_config,  # a rerun trigger: the script reads its settings from the config
         seed=job_seed("data", "gibbs_2pno", "mixture"),
     log:
         "logs/data/gibbs_2pno/mixture.log",
@@ -124,7 +124,7 @@ rule fit_gibbs_mixture:
         figure=report("results/gibbs_2pno/mixture/figures/mixture.png", caption="../report/gibbs_mixture.rst",
                       category="gibbs_2pno", subcategory="mixture"),
     params:
-        mixture=gibbs_config().get("mixture", {}),
+        mixture=gibbs_mixture_config,  # a rerun trigger: the script reads its settings from the config
         seed=job_seed("fit", "gibbs_2pno", "mixture"),
     log:
         "logs/gibbs_2pno/mixture.log",

@@ -5,14 +5,18 @@ from pathlib import Path
 import pandas as pd
 
 from bayesirt import io, logs, records, runtime
-from bayesirt.studies import gibbs_2pno
+from bayesirt.studies.gibbs_2pno.conditions import MixtureCondition
+from bayesirt.studies.gibbs_2pno.settings import Settings
 
 log = logs.to_file(snakemake.log[0])
 runtime.use_library_reductions()  # a Gibbs sampler only: see bayesirt.runtime
-cfg, out_files = snakemake.params.mixture, snakemake.output
+# the fitting code (JAX) after the XLA flag above is set
+from bayesirt.studies.gibbs_2pno import figures, methods  # noqa: E402
+
+settings, out_files = Settings.from_config(snakemake.config), snakemake.output
 data = pd.read_csv(snakemake.input.data)
-out = gibbs_2pno.run_mixture(data, cfg, snakemake.params.seed)
+out = methods.fit(data, None, MixtureCondition(), settings, seed=snakemake.params.seed)
 records.write_fit(out, Path(out_files.record).parent)
 io.write_table(out.estimates, out_files.table)
-gibbs_2pno.mixture_figure(data, cfg, out_files.posterior, out_files.figure)
+figures.mixture_figure(data, settings.mixture.sd, out_files.posterior, out_files.figure)
 log.info("mixture: %s", out.record["convergence_reason"])

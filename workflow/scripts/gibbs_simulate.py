@@ -3,15 +3,15 @@ missingness and the truth, or a prepared real data set with the design's extra m
 (rule gibbs_simulate)."""
 
 from bayesirt import io, logs
-from bayesirt.studies import gibbs_2pno
+from bayesirt.studies.gibbs_2pno import data
 
 log = logs.to_file(snakemake.log[0])
 w, p = snakemake.wildcards, snakemake.params
 if "dataset" in p.design:
-    rm, truth = gibbs_2pno.observed_condition(io.read_responses(snakemake.input.dataset), w.missing,
-                                              missing_seed=p.missing_seed, where=snakemake.input.dataset)
+    rm, truth = data.observed_condition(io.read_responses(snakemake.input.dataset), w.missing,
+                                        missing_seed=p.missing_seed, where=snakemake.input.dataset)
 else:
-    rm, truth = gibbs_2pno.simulate_condition(p.design, w.missing, p.seed, missing_seed=p.missing_seed)
+    rm, truth = data.simulate_condition(p.design, w.missing, p.seed, missing_seed=p.missing_seed)
 rm.attrs.update({"design": w.design, "replication": int(w.rep)})
 io.write_table(truth, snakemake.output.truth)
 io.write_responses(rm, snakemake.output.responses)

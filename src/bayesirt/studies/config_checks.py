@@ -28,8 +28,6 @@ def check(config: dict) -> None:
         _check_rb_imputation(studies["rb_imputation"], config.get("datasets", {}))
     if "vibo" in studies:
         _check_vibo(studies["vibo"], config.get("datasets", {}))
-    if "gibbs_2pno" in studies:
-        _check_gibbs_2pno(studies["gibbs_2pno"])
     if "dcm_bbvi" in studies:
         _check_dcm_bbvi(studies["dcm_bbvi"])
 
@@ -120,15 +118,6 @@ def _check_vibo_shape(key: str, design: dict) -> None:
                               f"is {model} (give n_items, or model: grm)")
         if "n_items" not in design:
             raise ConfigError(f"config key '{key}.n_items': a {model} design needs its number of items")
-
-
-def _check_gibbs_2pno(study: dict) -> None:
-    for name, design in study.get("designs", {}).items():
-        for i, missing in enumerate(design.get("missing", [])):
-            key = f"studies.gibbs_2pno.designs.{name}.missing.{i}"
-            _, rate = _missing(key, missing)
-            if "dataset" not in design:  # a real data set's size is known only once it is read
-                _fits(key, missing, rate, int(design["n_persons"]), int(design["n_items"]), "the design")
 
 
 def _check_dcm_bbvi(study: dict) -> None:

@@ -1,34 +1,39 @@
 # Input, params and target functions of the gibbs_2pno rules (workflow/rules/gibbs_2pno.smk);
-# kept apart from the rules so that `snakemake --lint` stays clean.
-from bayesirt.studies import gibbs_2pno
+# kept apart from the rules so that `snakemake --lint` stays clean. Parse time imports only the
+# study's conditions and settings (no JAX).
+from bayesirt.studies.gibbs_2pno import conditions as gibbs_conditions
+from bayesirt.studies.gibbs_2pno import settings as gibbs_settings
+
+# What the schema cannot say about the study (a design's dataset, missingness names, missingness
+# a design cannot hold), checked once, before any job.
+gibbs_settings.check(config)
 
 
-def gibbs_config():
-    return config["studies"].get("gibbs_2pno") or {"enabled": False, "designs": {}}
+def gibbs_study_config(wildcards):
+    """The study's section of the config (its jobs run only where the study is on)."""
+    return config["studies"][gibbs_conditions.STUDY]
 
 
-def gibbs_designs():
-    s = gibbs_config()
-    return s["designs"] if s.get("enabled", True) else {}
-
-
-def gibbs_mixture_on():
-    s = gibbs_config()
-    return s.get("enabled", True) and s.get("mixture", {}).get("enabled", True)
+def gibbs_mixture_config(wildcards):
+    return gibbs_study_config(wildcards)["mixture"]
 
 
 def gibbs_design_pattern():
     """A regex alternation of design names (one that never matches if none)."""
-    return "|".join(gibbs_designs()) or "(?!x)x"
+    return "|".join(gibbs_conditions.designs(config)) or "(?!x)x"
 
 
 def gibbs_design_config(wildcards):
-    return gibbs_config()["designs"][wildcards.design]
+    return gibbs_study_config(wildcards)["designs"][wildcards.design]
 
 
 def gibbs_design_dataset(wildcards):
     """The prepared data set a real-data design fits (none for a simulated design)."""
     return design_dataset(gibbs_design_config(wildcards))
+
+
+def gibbs_fit_threads(wildcards):
+    return gibbs_settings.fit_threads(config, wildcards.method)
 
 
 def gibbs_data_seed(wildcards):
@@ -46,31 +51,31 @@ def gibbs_fit_seed(wildcards):
 
 
 def gibbs_design_conditions(wildcards):
-    return [c for c in gibbs_2pno.conditions(gibbs_config()) if c.design == wildcards.design]
+    return gibbs_conditions.design_conditions(config, wildcards.design)
 
 
 def gibbs_fit_records(wildcards):
-    return [f"{c.path}/fit.json" for c in gibbs_design_conditions(wildcards)]
+    return [f"{c.folder}/fit.json" for c in gibbs_design_conditions(wildcards)]
 
 
 def gibbs_fit_estimates(wildcards):
-    return [f"{c.path}/estimates.csv" for c in gibbs_design_conditions(wildcards)]
+    return [f"{c.folder}/estimates.csv" for c in gibbs_design_conditions(wildcards)]
 
 
 def gibbs_fit_posteriors(wildcards):
-    return [f"{c.path}/posterior.nc" for c in gibbs_design_conditions(wildcards)]
+    return [f"{c.folder}/posterior.nc" for c in gibbs_design_conditions(wildcards)]
 
 
 def gibbs_targets():
-    out = [f"results/gibbs_2pno/{name}/recovery.csv" for name in gibbs_designs()]
-    if out and gibbs_mixture_on():
+    out = [f"results/gibbs_2pno/{name}/recovery.csv" for name in gibbs_conditions.designs(config)]
+    if out and gibbs_conditions.mixture_on(config):
         out.append("results/gibbs_2pno/mixture/posterior.csv")
     return out
 
 
 def gibbs_report_parameters():
-    return {"designs": ",".join(gibbs_designs()), "results_dir": "results/gibbs_2pno",
-            "mixture": str(bool(gibbs_mixture_on()))}
+    return {"designs": ",".join(gibbs_conditions.designs(config)), "results_dir": "results/gibbs_2pno",
+            "mixture": str(bool(gibbs_conditions.mixture_on(config)))}
 
 
 STUDY_TARGETS["gibbs_2pno"] = gibbs_targets

@@ -10,6 +10,7 @@ from bayesirt import config as config_schema
 from bayesirt.config import ConfigError
 from bayesirt.studies import config_checks
 from bayesirt.studies.design_conditions import max_hidden_cells, parse_missing
+from bayesirt.studies.vibo import settings as vibo_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -50,11 +51,12 @@ def test_shipped_configs_pass(name):
     cfg = shipped(name)
     config_schema.check(cfg, SCHEMA)
     config_checks.check(cfg)
+    vibo_settings.check(cfg)
 
 
-def refused(cfg) -> str:
+def refused(cfg, checks=config_checks.check) -> str:
     with pytest.raises(ConfigError) as e:
-        config_checks.check(cfg)
+        checks(cfg)
     message = str(e.value)
     assert "\n" not in message
     return message
@@ -67,7 +69,8 @@ def test_bad_missingness_names_the_key():
                             "outside [0, 100)")
     cfg = shipped("test.yaml")
     cfg["studies"]["vibo"]["designs"]["tiny"]["missing"] = ["mcar20", "mar0"]
-    assert refused(cfg).startswith("config key 'studies.vibo.designs.tiny.missing.1': 'mar0' — a rate of 0%")
+    assert refused(cfg, vibo_settings.check).startswith(
+        "config key 'studies.vibo.designs.tiny.missing.1': 'mar0' — a rate of 0%")
     cfg = shipped("test.yaml")
     cfg["studies"]["gibbs_2pno"]["designs"]["tiny"]["missing"] = ["mnar120"]
     assert refused(cfg).startswith("config key 'studies.gibbs_2pno.designs.tiny.missing.0': 'mnar120'")
@@ -84,7 +87,7 @@ def test_missingness_a_design_cannot_hold():
     # vibo hides score_fraction of the other cells on top: 89% + 15% of the other 11% > 90% of 10 items
     design = cfg["studies"]["vibo"]["designs"]["tiny"]
     design.update(n_items=10, missing=["mcar89"])
-    assert "score_fraction" in refused(cfg)
+    assert "score_fraction" in refused(cfg, vibo_settings.check)
 
 
 def test_dcm_rates_are_distinct_whole_percents():
@@ -125,14 +128,15 @@ def test_schema_ranges_name_the_key(path, value, message):
 
 
 def parsed_like_the_workflow(cfg: dict) -> None:
-    """The three checks workflow/rules/common.smk runs on the config before any job, in order:
-    the one-line schema check, Snakemake's validation (which fills in the defaults), and the
-    studies' own parsers."""
+    """The checks the workflow runs on the config before any job, in order: the one-line schema
+    check, Snakemake's validation (which fills in the defaults), and the studies' own parsers
+    (workflow/rules/common.smk; the vibo study's in its rules)."""
     from snakemake.utils import validate
 
     config_schema.check(cfg, SCHEMA)
     validate(cfg, str(SCHEMA), set_default=True)
     config_checks.check(cfg)
+    vibo_settings.check(cfg)
 
 
 @pytest.mark.parametrize("text, message", [

@@ -10,7 +10,7 @@ five keys for each (fit, encoder, predictive draws, held-out evaluator, new pers
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 import jax
@@ -68,7 +68,7 @@ class Fitted:
     settings: dict | None = None
     losses: pd.DataFrame | None = None
     idata: object | None = None
-    timing: dict | None = None
+    timing: dict = field(default_factory=dict)  # the record's timing: evaluation adds eval_seconds
 
 
 def problem(train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Condition, settings: StudySettings,
@@ -108,7 +108,7 @@ def fit_vibo(p: Problem) -> MethodResult:
     cfg, k = p.settings.vibo, p.keys
     settings = train_settings(p.settings.training, cfg, p.y.shape[0])
     spec = vibo.VIBOSpec(p.st, p.priors, missing=VIBO_VARIANTS[p.cond.method], hidden=tuple(cfg["hidden"]))
-    res = vibo.fit(spec, k["fit"], p.y, settings, label=p.cond.path)
+    res = vibo.fit(spec, k["fit"], p.y, settings, label=p.cond.folder)
     ability = vibo.encode(res.params, spec, k["enc"], p.y)
     probs = vibo.predictive_probs(res.params, spec, k["pred"], p.y, p.rows, p.cols,
                                   n_draws=p.settings.posterior_draws)
@@ -127,7 +127,7 @@ def fit_mfvi(p: Problem) -> MethodResult:
     cfg, k = p.settings.mfvi, p.keys
     settings = train_settings(p.settings.training, cfg, p.y.shape[0])
     spec = mfvi.MFVISpec(p.st, p.priors)
-    res = mfvi.fit(spec, k["fit"], p.y, settings, label=p.cond.path)
+    res = mfvi.fit(spec, k["fit"], p.y, settings, label=p.cond.folder)
     ability = mfvi.abilities(res.params)
     draws, theta = mfvi.ability_draws(res.params, spec, k["pred"], p.settings.posterior_draws)
     probs = vibo.predictive_from_draws(draws, theta, p.st, p.rows, p.cols)
@@ -178,19 +178,19 @@ def fit_nuts(p: Problem) -> MethodResult:
                                n_samples=int(ns["n_samples"]), progress_every=0)
     init = dict(irt2pl.initial_items(y, st), ability=jnp.zeros((y.shape[0], 1)))
     res = nuts.run_nuts(p.keys["fit"], lambda q, data: irt2pl.log_joint(q, data["y"], st, p.priors), init, settings,
-                        data={"y": jnp.asarray(y)}, label=p.cond.path)
+                        data={"y": jnp.asarray(y)}, label=p.cond.folder)
     post = res.idata.posterior
     theta = post["ability"].values  # chain, draw, person, 1
     flat = lambda v: jnp.asarray(v.reshape((-1,) + v.shape[2:]))  # noqa: E731
     draw_items = {k: flat(post[k].values) for k in irt2pl.initial_items(y, st)}
     constrained = jax.vmap(lambda d: irt2pl.constrain(d, st))(draw_items)  # every draw, constrained
     pairs = {k: (np.asarray(v).mean(0), np.asarray(v).std(0)) for k, v in constrained.items()}
-    items = item_estimates(st, {"discrimination": pairs["discrimination"],
-                                **({"cuts": pairs["cuts"]} if st.model == "grm" else {"difficulty": pairs["difficulty"]})})
+    block = "cuts" if st.model == "grm" else "difficulty"
+    items = item_estimates(st, {"discrimination": pairs["discrimination"], block: pairs[block]})
     probs = vibo.predictive_from_draws(draw_items, flat(theta), st, p.rows, p.cols)
     return evaluated(p, Fitted(items, (theta.mean((0, 1)), theta.std((0, 1))), probs,
                                lambda f: records.sample_record(res, f), {"sampler": asdict(settings)},
-                               idata=res.idata, timing={}))
+                               idata=res.idata))
 
 
 METHODS: dict[str, Callable[[Problem], MethodResult]] = {
@@ -212,14 +212,13 @@ def fit(train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Conditi
 def evaluated(p: Problem, f: Fitted) -> MethodResult:
     """A method's fit with the common evaluation in its record: recovery and calibration (where
     there is a truth), scores of the scored cells and the held-out log-likelihood."""
-    timing = f.timing if f.timing is not None else {}
     est = estimates_table(f.items, (np.asarray(f.ability[0])[:, 0], np.asarray(f.ability[1])[:, 0]), p.truth, p.st)
     fields = {**p.fields, **({"settings": f.settings} if f.settings is not None else {})}
     t0 = time.perf_counter()
     fields["evaluation"] = {**evaluation(est),
                             **{f"hidden_{k}": v for k, v in scores(np.asarray(f.probs), p.cell_truth).items()},
                             "heldout_loglik": heldout(p.keys["ll"], p.st, f.items, p.y_hold, p.settings.eval_samples)}
-    timing["eval_seconds"] = time.perf_counter() - t0
+    f.timing["eval_seconds"] = time.perf_counter() - t0
     return MethodResult(f.make_record(fields), est, f.losses, f.idata)
 
 

@@ -64,8 +64,8 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from bayesirt import plotting
-from bayesirt.studies import vibo as study
+from bayesirt.studies.design_conditions import parse_missing
+from bayesirt.studies.vibo import figures, tables
 
 names = [d for d in designs.split(",") if d]  # simulated designs: a truth to recover
 real_names = [d for d in real_designs.split(",") if d]  # real data: no truth
@@ -77,7 +77,7 @@ def read(designs, table):
 
 if names:
     summary, fits, variants, timings = (read(names, t) for t in ("summary", "fits", "variants", "timings"))
-    summary = study.with_times(summary, timings)  # mean fit times come from timings.csv
+    summary = tables.with_times(summary, timings)  # mean fit times come from timings.csv
     n_reps = int(summary["replications"].min())
     print(f"{len(fits)} fits of simulated data; {n_reps} to {int(summary['replications'].max())} replications "
           "per condition")
@@ -110,7 +110,7 @@ for d in names:
 # %%
 for d in names:
     display(Markdown(f"**{d}**"))
-    display(plotting.vibo_accuracy_time(summary[summary.design == d]))
+    display(figures.accuracy_time(summary[summary.design == d]))
 
 # %% [markdown]
 # ## Calibration of the ability posteriors
@@ -120,7 +120,7 @@ for d in names:
 # %%
 for d in names:
     display(Markdown(f"**{d}**"))
-    display(plotting.vibo_calibration(summary[summary.design == d]))
+    display(figures.calibration(summary[summary.design == d]))
 
 # %% [markdown]
 # ## Missing-response prediction
@@ -145,7 +145,7 @@ if names:
 # %%
 for d in names:
     display(Markdown(f"**{d}**"))
-    display(plotting.vibo_variants(summary[summary.design == d]))
+    display(figures.variants(summary[summary.design == d]))
 if names:
     display(variants.round(4))
 
@@ -158,7 +158,7 @@ if names:
 # observed ones mislead the item estimates; what matters is how much more each method loses.
 
 # %%
-mechanisms = study.mechanism_table(summary) if names else pd.DataFrame()
+mechanisms = tables.mechanism_table(summary) if names else pd.DataFrame()
 if mechanisms.empty:
     display(Markdown("No simulated design here has MCAR and MNAR at the same rate."))
 else:
@@ -187,10 +187,10 @@ def claims(vib="vibo_one_prior"):
     t_vibo, t_nuts, t_mfvi = mean_of(vib, "wall_seconds"), mean_of("nuts", "wall_seconds"), mean_of("mfvi", "wall_seconds")
     lines.append(f"* Mean fit times: VIBO {t_vibo:.2f} s, mean-field VI {t_mfvi:.2f} s"
                  + (f", NUTS {t_nuts:.1f} s ({t_nuts / t_vibo:.0f}x VIBO's)." if np.isfinite(t_nuts) else " (no NUTS here)."))
-    for c in study.claim_verdicts(fits, timings, vib):
+    for c in tables.claim_verdicts(fits, timings, vib):
         lines.append(f"* *{c['claim']}*: {c['verdict'].text}")
     c90 = mean_of(vib, "coverage_90")
-    missing = sorted(summary.missing.unique(), key=lambda m: study.parse_missing(m)[1])
+    missing = sorted(summary.missing.unique(), key=lambda m: parse_missing(m)[1])
     hi = missing[-1]
     lines.append(f"* Calibration (a description): VIBO's 90% intervals cover {c90:.3f} of the true abilities on average "
                  f"(nominal 0.90). The seed's prior-per-missing variant covers {mean_of('vibo_prior_per_missing', 'coverage_90', hi):.3f} "
@@ -233,15 +233,15 @@ if not real_names:
 for d in real_names:
     real_summary = pd.read_csv(Path(results_dir) / d / "summary.csv")
     real_times = pd.read_csv(Path(results_dir) / d / "timings.csv")
-    real_summary = study.with_times(real_summary, real_times)
+    real_summary = tables.with_times(real_summary, real_times)
     n_real = real_summary["replications"]
     display(Markdown(f"**{d}** ({int(n_real.min())} to {int(n_real.max())} replications per condition)"))
-    agree_cols = [c for c in real_summary if c.endswith(f"_to_{study.REFERENCE}_mean")]
+    agree_cols = [c for c in real_summary if c.endswith(f"_to_{tables.REFERENCE}_mean")]
     display(real_summary[["missing", "method", "replications"] + agree_cols].dropna(axis=1, how="all")
             .round(4).reset_index(drop=True))
     display(real_summary[["missing", "method", "hidden_accuracy_mean", "hidden_log_score_mean", "heldout_loglik_mean",
                           "wall_seconds_mean"]].round(4).reset_index(drop=True))
-    display(plotting.vibo_agreement(real_summary, reference=study.REFERENCE))
+    display(figures.agreement(real_summary, reference=tables.REFERENCE))
 
 # %% [markdown]
 # Every pair of methods, not only against MML-EAP: the correlation of their ability and item

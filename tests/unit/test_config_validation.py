@@ -13,6 +13,7 @@ from bayesirt.studies import config_checks
 from bayesirt.studies.amortized_ifa import settings as ifa_settings
 from bayesirt.studies.design_conditions import max_hidden_cells, parse_missing
 from bayesirt.studies.gibbs_2pno import settings as gibbs_settings
+from bayesirt.studies.vibo import settings as vibo_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -53,6 +54,7 @@ def study_checks(cfg) -> None:
     config_checks.check(cfg)
     gibbs_settings.check(cfg)
     ifa_settings.check(cfg)
+    vibo_settings.check(cfg)
 
 
 @pytest.mark.parametrize("name", ["config.yaml", "test.yaml", "paper.yaml"])
@@ -77,7 +79,8 @@ def test_bad_missingness_names_the_key():
                             "outside [0, 100)")
     cfg = shipped("test.yaml")
     cfg["studies"]["vibo"]["designs"]["tiny"]["missing"] = ["mcar20", "mar0"]
-    assert refused(cfg).startswith("config key 'studies.vibo.designs.tiny.missing.1': 'mar0' — a rate of 0%")
+    assert refused(cfg, vibo_settings.check).startswith(
+        "config key 'studies.vibo.designs.tiny.missing.1': 'mar0' — a rate of 0%")
     cfg = shipped("test.yaml")
     cfg["studies"]["gibbs_2pno"]["designs"]["tiny"]["missing"] = ["mnar120"]
     assert refused(cfg).startswith("config key 'studies.gibbs_2pno.designs.tiny.missing.0': 'mnar120'")
@@ -94,7 +97,7 @@ def test_missingness_a_design_cannot_hold():
     # vibo hides score_fraction of the other cells on top: 89% + 15% of the other 11% > 90% of 10 items
     design = cfg["studies"]["vibo"]["designs"]["tiny"]
     design.update(n_items=10, missing=["mcar89"])
-    assert "score_fraction" in refused(cfg)
+    assert "score_fraction" in refused(cfg, vibo_settings.check)
 
 
 def test_dcm_rates_are_distinct_whole_percents():

@@ -54,7 +54,7 @@ def test_parsing_the_workflow_imports_no_jax():
     assert len(modules) >= 6, modules
     imports = "; ".join(f"from {package} import {name}" for package, name in modules)
     # the parse-time calls that reach further than the imports: a GRM design's shape
-    code = (f"import sys; {imports}; from bayesirt.studies import vibo; vibo.grm_shape('rwa'); "
+    code = (f"import sys; {imports}; from bayesirt.studies.vibo import settings; settings.grm_shape('rwa'); "
             "print(sorted(m for m in ('jax', 'tensorflow_probability', 'numpyro') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", (modules, out)

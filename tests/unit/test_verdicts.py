@@ -157,7 +157,7 @@ def test_rb_imputation_jensen_claim_is_paired_by_replication():
 
 
 def test_vibo_claims_are_paired_by_condition_and_replication():
-    from bayesirt.studies import vibo
+    from bayesirt.studies.vibo import tables
 
     rows, times = [], []
     for rep in range(4):
@@ -166,7 +166,7 @@ def test_vibo_claims_are_paired_by_condition_and_replication():
                                           ("mml", 0.30 + extra, 2.0), ("nuts", 0.30 + extra - 0.001 * rep, 100.0 + rep)):
                 rows.append({"design": "a", "missing": missing, "method": method, "rep": rep, "ability_rmse": rmse})
                 times.append({"design": "a", "missing": missing, "method": method, "rep": rep, "wall_seconds": seconds})
-    out = {c["claim"]: c["verdict"] for c in vibo.claim_verdicts(pd.DataFrame(rows), pd.DataFrame(times))}
+    out = {c["claim"]: c["verdict"] for c in tables.claim_verdicts(pd.DataFrame(rows), pd.DataFrame(times))}
     # NUTS takes 100-103 times VIBO's time in all 8 pairs
     assert out["VIBO at least 50 times faster than NUTS"].outcome == "supported"
     # against NUTS (the reference where it ran) VIBO is worse by 0 to 2% (rep 3 at mcar0: 0.303/0.297)
@@ -177,7 +177,7 @@ def test_vibo_claims_are_paired_by_condition_and_replication():
 
 
 def test_vibo_mnar_and_variant_claims():
-    from bayesirt.studies import vibo
+    from bayesirt.studies.vibo import tables
 
     rows, times = [], []
     for rep in range(4):
@@ -189,7 +189,7 @@ def test_vibo_mnar_and_variant_claims():
                 rows.append({"design": "a", "missing": missing, "method": method, "rep": rep, "ability_rmse": rmse,
                              "coverage_90": cov})
                 times.append({"design": "a", "missing": missing, "method": method, "rep": rep, "wall_seconds": 1.0})
-    out = {c["claim"]: c["verdict"] for c in vibo.claim_verdicts(pd.DataFrame(rows), pd.DataFrame(times))}
+    out = {c["claim"]: c["verdict"] for c in tables.claim_verdicts(pd.DataFrame(rows), pd.DataFrame(times))}
     # one MCAR rate only: no MCAR robustness claim; the MNAR stress claim pairs mcar20 with mnar20
     assert not any(c.startswith("VIBO no less robust to missing data (") for c in out)
     mnar = out["VIBO no less robust to missing data under MNAR than MML-EAP (mcar20 to mnar20)"]
@@ -203,7 +203,7 @@ def test_vibo_mnar_and_variant_claims():
                              "hidden_log_score_mean": -1.0} for r in rows if r["rep"] == 0])
     only_mcar = summary[summary.missing == "mcar20"].assign(design="b")  # a design without MNAR is left out
     summary = pd.concat([summary, only_mcar], ignore_index=True)
-    table = vibo.mechanism_table(summary)
+    table = tables.mechanism_table(summary)
     mml = table[table.method == "mml"].iloc[0]
     assert mml["rate"] == 20 and mml["ability_rmse_change"] == pytest.approx(0.05)
     assert mml["ability_rmse_mcar"] == pytest.approx(0.29) and len(table) == 3

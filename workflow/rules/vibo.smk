@@ -25,8 +25,8 @@ rule vibo_simulate:
         truth="data/processed/vibo/{design}/{missing}/rep{rep}/truth.csv",
     params:
         design=vibo_design_config,
-        score_fraction=vibo_config().get("score_fraction", 0.15),
-        heldout_fraction=vibo_config().get("heldout_fraction", 0.2),
+        score_fraction=vibo_score_fraction,
+        heldout_fraction=vibo_heldout_fraction,
         seed=vibo_data_seed,
         missing_seed=vibo_missing_seed,
     wildcard_constraints:
@@ -57,7 +57,7 @@ rule fit_vibo:
         seed=vibo_fit_seed,
     wildcard_constraints:
         design=vibo_design_pattern(),
-        method="vibo_one_prior|vibo_prior_per_missing|mfvi|mml|nuts",
+        method="|".join(vibo_conditions.METHODS),
     log:
         "logs/vibo/{design}/{missing}/{method}/rep{rep}.log",
     conda:

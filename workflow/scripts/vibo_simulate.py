@@ -4,17 +4,14 @@ persons and the truth; or, for a design that names a dataset, that prepared data
 training and new persons with the same missingness and scored cells, and an empty truth."""
 
 from bayesirt import io, logs
-from bayesirt.studies import vibo
+from bayesirt.studies.vibo import data
 
 log = logs.to_file(snakemake.log[0])
 w, p = snakemake.wildcards, snakemake.params
-fractions = {"score_fraction": p.score_fraction, "heldout_fraction": p.heldout_fraction, "missing_seed": p.missing_seed}
-if not vibo.has_truth(p.design):  # a design that names a prepared data set
-    train, hidden, holdout, truth = vibo.observed_condition(io.read_responses(snakemake.input.dataset), p.design,
-                                                            w.missing, p.seed, where=snakemake.input.dataset,
-                                                            **fractions)
-else:
-    train, hidden, holdout, truth = vibo.simulate_condition(p.design, w.missing, p.seed, **fractions)
+dataset = getattr(snakemake.input, "dataset", None)  # a design that names a prepared data set
+train, hidden, holdout, truth = data.condition_data(
+    p.design, w.missing, p.seed, score_fraction=p.score_fraction, heldout_fraction=p.heldout_fraction,
+    missing_seed=p.missing_seed, responses=io.read_responses(dataset) if dataset else None, where=dataset or "")
 for part in (train, holdout):
     part.attrs.update({"design": w.design, "replication": int(w.rep)})
 io.write_table(truth, snakemake.output.truth)

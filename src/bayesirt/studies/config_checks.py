@@ -3,21 +3,19 @@ parsed so that a value known to be invalid stops the run before any job, with a 
 message naming the key.
 
 The schema already checks types, ranges (replication counts, prior scales, fractions) and
-unknown keys. Here: the shape of a VIBO design (n_items for a binary model, a preset for
-the GRM; or a dataset of the config and no simulation keys), the missingness names
-(``mcar150``, ``mar0``), missingness that a design's size cannot hold (injection keeps one
-response of every person and item), DCM rates that do
+unknown keys. Here: the missingness names (``mcar150``, ``mar0``), missingness that a design's
+size cannot hold (injection keeps one response of every person and item), DCM rates that do
 not name a distinct whole-percent condition, and a simulated data set with nothing to impute.
 Each check calls the parser the studies use at run time, so the two cannot disagree.
 
-Call ``check(config)`` after the schema has filled in the defaults.
+Call ``check(config)`` after the schema has filled in the defaults. The vibo study checks its
+own block (``bayesirt.studies.vibo.settings.check``, called by its rules).
 """
 
 from __future__ import annotations
 
 from bayesirt.config import ConfigError
-from bayesirt.data import simulate
-from bayesirt.studies import dcm_conditions, vibo
+from bayesirt.studies import dcm_conditions
 from bayesirt.studies.design_conditions import max_hidden_cells, parse_missing
 
 
@@ -26,8 +24,6 @@ def check(config: dict) -> None:
     studies = config.get("studies", {})
     if "rb_imputation" in studies:
         _check_rb_imputation(studies["rb_imputation"], config.get("datasets", {}))
-    if "vibo" in studies:
-        _check_vibo(studies["vibo"], config.get("datasets", {}))
     if "dcm_bbvi" in studies:
         _check_dcm_bbvi(studies["dcm_bbvi"])
 
@@ -60,64 +56,6 @@ def _check_rb_imputation(study: dict, datasets: dict) -> None:
             "replications: 0 for the complete-data reference fit only")
 
 
-def _check_vibo(study: dict, datasets: dict) -> None:
-    score = study.get("score_fraction", 0.15)
-    heldout = study.get("heldout_fraction", 0.2)
-    for name, design in study.get("designs", {}).items():
-        key = f"studies.vibo.designs.{name}"
-        if "dataset" in design:
-            _check_vibo_dataset(key, design, datasets)
-            for i, missing in enumerate(design.get("missing", [])):  # the size is known once the data are read
-                _missing(f"{key}.missing.{i}", missing)
-            continue
-        _check_vibo_shape(key, design)
-        n, j = vibo.design_shape(design)
-        n_hold = max(int(round(heldout * n)), 1)  # as vibo.simulate_condition draws them
-        for i, missing in enumerate(design.get("missing", [])):
-            key = f"studies.vibo.designs.{name}.missing.{i}"
-            _, rate = _missing(key, missing)
-            # the scored cells are hidden on top of the design's missingness
-            _fits(key, missing, rate + score * (1 - rate), n, j, f"the training data with score_fraction {score}")
-            _fits(key, missing, rate, n_hold, j, f"the {n_hold} held-out persons")
-
-
-# real data sets whose items are known to have more than two categories (a 2pl cannot fit them)
-POLYTOMOUS_SOURCES = ("rwa", "ipip_ffm")
-
-
-def _check_vibo_dataset(key: str, design: dict, datasets: dict) -> None:
-    """A design that fits a prepared data set names one of the config's data sets and no
-    simulation key; a 2pl design does not name a questionnaire with more than two categories."""
-    name = design["dataset"]
-    if name not in datasets:
-        raise ConfigError(f"config key '{key}.dataset': '{name}' is not one of the data sets {sorted(datasets)}")
-    for sim in ("preset", "n_persons", "n_items"):
-        if sim in design:
-            raise ConfigError(f"config key '{key}.{sim}': a design that names a dataset ('{name}') takes its "
-                              f"persons and items from it; leave {sim} out (or leave dataset out to simulate)")
-    model, source = design.get("model", "2pl"), datasets[name].get("source")
-    if model == "2pl" and source in POLYTOMOUS_SOURCES:
-        raise ConfigError(f"config key '{key}.model': the data set '{name}' (source {source}) has items with more "
-                          f"than two categories; fit it with model: grm")
-
-
-def _check_vibo_shape(key: str, design: dict) -> None:
-    """A 2pl design gives n_items and no preset; a grm design a preset and no n_items."""
-    model = design.get("model", "2pl")
-    if model == "grm":
-        if "preset" not in design:
-            raise ConfigError(f"config key '{key}.preset': a grm design needs the questionnaire preset it is "
-                              f"shaped like (one of {sorted(simulate.PRESETS)})")
-        if "n_items" in design:
-            j, c = vibo.grm_shape(design["preset"])
-            raise ConfigError(f"config key '{key}.n_items': a grm design takes its items from its preset "
-                              f"'{design['preset']}' ({j} items, {c} categories); leave n_items out")
-    else:
-        if "preset" in design:
-            raise ConfigError(f"config key '{key}.preset': only a grm design has a preset; this design's model "
-                              f"is {model} (give n_items, or model: grm)")
-        if "n_items" not in design:
-            raise ConfigError(f"config key '{key}.n_items': a {model} design needs its number of items")
 
 
 def _check_dcm_bbvi(study: dict) -> None:

@@ -1,21 +1,26 @@
 # Input, params and target functions of the vibo rules (workflow/rules/vibo.smk); kept apart
-# from the rules so that `snakemake --lint` stays clean.
-from bayesirt.studies import vibo
+# from the rules so that `snakemake --lint` stays clean. Parse time: only the study's
+# conditions and settings (plain Python, no JAX).
+from bayesirt.studies.vibo import conditions as vibo_conditions
+from bayesirt.studies.vibo import settings as vibo_settings
+
+# The study's checks across keys (design shapes, missingness names and what a design can hold),
+# so that a bad value stops the run before any job.
+vibo_settings.check(config)
 
 
 def vibo_config():
-    return config["studies"].get("vibo") or {"enabled": False, "designs": {}}
+    return vibo_conditions.study_config(config) or {"enabled": False, "designs": {}}
 
 
 def vibo_designs():
-    s = vibo_config()
-    return s["designs"] if s.get("enabled", True) else {}
+    return vibo_conditions.designs(config)
 
 
 def vibo_design_pattern(truth=None):
     """A regex alternation of design names (one that never matches if none): every design, or
     only the simulated ones (truth=True) or only those that fit a prepared data set (truth=False)."""
-    names = [n for n, d in vibo_designs().items() if truth is None or vibo.has_truth(d) == truth]
+    names = [n for n, d in vibo_designs().items() if truth is None or vibo_conditions.has_truth(d) == truth]
     return "|".join(names) or "(?!x)x"
 
 
@@ -26,6 +31,14 @@ def vibo_design_config(wildcards):
 def vibo_design_dataset(wildcards):
     """The prepared data set a real-data design fits (none for a simulated design)."""
     return design_dataset(vibo_design_config(wildcards))
+
+
+def vibo_score_fraction(wildcards):
+    return vibo_config()["score_fraction"]
+
+
+def vibo_heldout_fraction(wildcards):
+    return vibo_config()["heldout_fraction"]
 
 
 def vibo_data_seed(wildcards):
@@ -44,11 +57,11 @@ def vibo_fit_seed(wildcards):
 
 
 def vibo_fit_records(wildcards):
-    return [f"{c.path}/fit.json" for c in vibo.conditions(vibo_config()) if c.design == wildcards.design]
+    return [f"{c.folder}/fit.json" for c in vibo_conditions.conditions(config) if c.design == wildcards.design]
 
 
 def vibo_fit_estimates(wildcards):
-    return [f"{c.path}/estimates.csv" for c in vibo.conditions(vibo_config()) if c.design == wildcards.design]
+    return [f"{c.folder}/estimates.csv" for c in vibo_conditions.conditions(config) if c.design == wildcards.design]
 
 
 def vibo_targets():
@@ -57,8 +70,8 @@ def vibo_targets():
 
 def vibo_report_parameters():
     designs = vibo_designs()
-    return {"designs": ",".join(n for n, d in designs.items() if vibo.has_truth(d)),
-            "real_designs": ",".join(n for n, d in designs.items() if not vibo.has_truth(d)),
+    return {"designs": ",".join(n for n, d in designs.items() if vibo_conditions.has_truth(d)),
+            "real_designs": ",".join(n for n, d in designs.items() if not vibo_conditions.has_truth(d)),
             "results_dir": "results/vibo"}
 
 

@@ -1,0 +1,60 @@
+"""The fits a config asks for in the vibo study: designs x missingness x methods x
+replications. Standard library only: Snakemake imports this module when it parses the
+workflow."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bayesirt.studies.design_conditions import DesignCondition, parse_missing
+
+STUDY = "vibo"
+METHODS = ("vibo_one_prior", "vibo_prior_per_missing", "mfvi", "mml", "nuts")
+# VIBO's two treatments of a missing response (``inference.vibo.VIBOSpec.missing``)
+VIBO_VARIANTS = {"vibo_one_prior": "one_prior", "vibo_prior_per_missing": "prior_per_missing"}
+
+
+@dataclass(frozen=True)
+class Condition(DesignCondition):
+    """One fit of the study: design, missingness (e.g. ``mcar20``), method, replication."""
+
+    study = STUDY
+
+    @property
+    def folder(self) -> str:
+        """The fit's result folder, ``results/vibo/<design>/<missing>/<method>/rep<r>``."""
+        return self.path
+
+
+def study_config(config: dict) -> dict | None:
+    """The ``studies.vibo`` block of a whole config (None where the config has none)."""
+    return config["studies"].get(STUDY)
+
+
+def designs(config: dict) -> dict:
+    """The designs of an enabled study, by name ({} where the study is off or absent)."""
+    study = study_config(config)
+    return study["designs"] if study and study["enabled"] else {}
+
+
+def has_truth(design: dict) -> bool:
+    """A simulated design has a truth to recover; a design that names a ``dataset`` has none."""
+    return "dataset" not in design
+
+
+def design_methods(design: dict, methods) -> list[str]:
+    """The study's methods for a design; NUTS only where the design asks for it."""
+    return [m for m in methods if m != "nuts" or design["nuts"]]
+
+
+def conditions(config: dict) -> list[Condition]:
+    """Every fit the whole validated ``config`` asks of the study: designs x missingness x
+    methods x replications (cheap: Snakemake calls it at parse time)."""
+    study = study_config(config)
+    out = []
+    for name, design in designs(config).items():
+        for missing in design["missing"]:
+            parse_missing(missing)
+            for method in design_methods(design, study["methods"]):
+                out += [Condition(name, missing, method, rep) for rep in range(design["replications"])]
+    return out

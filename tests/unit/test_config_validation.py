@@ -79,7 +79,7 @@ def test_bad_missingness_names_the_key():
                             "outside [0, 100)")
     cfg = shipped("test.yaml")
     cfg["studies"]["vibo"]["designs"]["tiny"]["missing"] = ["mcar20", "mar0"]
-    assert refused(cfg, vibo_settings.check).startswith(
+    assert refused(cfg).startswith(
         "config key 'studies.vibo.designs.tiny.missing.1': 'mar0' — a rate of 0%")
     cfg = shipped("test.yaml")
     cfg["studies"]["gibbs_2pno"]["designs"]["tiny"]["missing"] = ["mnar120"]
@@ -97,7 +97,7 @@ def test_missingness_a_design_cannot_hold():
     # vibo hides score_fraction of the other cells on top: 89% + 15% of the other 11% > 90% of 10 items
     design = cfg["studies"]["vibo"]["designs"]["tiny"]
     design.update(n_items=10, missing=["mcar89"])
-    assert "score_fraction" in refused(cfg, vibo_settings.check)
+    assert "score_fraction" in refused(cfg)
 
 
 def test_dcm_rates_are_distinct_whole_percents():

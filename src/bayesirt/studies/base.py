@@ -38,7 +38,7 @@ from typing import Any, Callable, NamedTuple
 
 import pandas as pd
 
-STUDIES = ("rb_imputation", "amortized_ifa", "vibo", "gibbs_2pno", "dcm_bbvi")
+from bayesirt.studies import STUDIES
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,12 @@ Rao-Blackwellized estimator, control variates, the block schedule, the loss give
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from jax.scipy.special import digamma, gammaln
 
 from bayesirt.data.simulate_lcdm import simulate_lcdm
-from bayesirt.inference import bbvi, training
+from bayesirt.inference import bbvi, bbvi_family, bbvi_gradients, bbvi_schedule, training
 from bayesirt.models import lcdm
 
 
@@ -20,7 +21,7 @@ def small():
     rm, truth, q = simulate_lcdm(11, n_persons=120, n_items=8, q_matrix=Q_SMALL)
     prob = bbvi.prepare(rm.responses, q)
     settings = bbvi.BBVISettings(n_samples=20)
-    params = bbvi.init_params(prob.n_persons, prob.design, settings)
+    params = bbvi_family.init_params(prob.n_persons, prob.design, settings)
     key = jax.random.PRNGKey(3)
     params = dict(params, rho=jax.random.normal(key, params["rho"].shape),
                   chol_off=0.1 * jax.random.normal(jax.random.fold_in(key, 1), params["chol_off"].shape),
@@ -31,9 +32,9 @@ def small():
 def test_beta_score_closed_form_matches_autodiff(small):
     prob, settings, params = small
     fm = prob.data[training.SHARED]["feature_mask"]
-    _, beta, _, _ = jax.jit(bbvi.draw, static_argnums=2)(params, jax.random.PRNGKey(0), 5, params["rho"], fm)
-    h_mu, h_off, h_ld = jax.jit(bbvi.score_beta)(params, beta, fm)
-    auto = jax.vmap(jax.vmap(jax.grad(bbvi.log_q_beta, argnums=(0, 1, 2)), (0, 0, 0, 0, 0)), (None, None, None, 0, None))
+    _, beta, _, _ = jax.jit(bbvi_family.draw, static_argnums=2)(params, jax.random.PRNGKey(0), 5, params["rho"], fm)
+    h_mu, h_off, h_ld = jax.jit(bbvi_family.score_beta)(params, beta, fm)
+    auto = jax.vmap(jax.vmap(jax.grad(bbvi_family.log_q_beta, argnums=(0, 1, 2)), (0, 0, 0, 0, 0)), (None, None, None, 0, None))
     a_mu, a_off, a_ld = jax.jit(auto)(params["mu"], params["chol_off"], params["log_diag"], beta, fm)
     np.testing.assert_allclose(h_mu, a_mu, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(h_off, jnp.tril(a_off, -1), rtol=1e-4, atol=1e-4)
@@ -45,20 +46,20 @@ def test_dirichlet_and_inverse_gamma_scores_match_autodiff():
     log_pi = jnp.log(jnp.array([0.2, 0.1, 0.7]))
     d = jnp.exp(log_d)
     closed = d * (digamma(d.sum()) - digamma(d) + log_pi)  # the seed's formula
-    np.testing.assert_allclose(jax.grad(bbvi.log_q_pi)(log_d, log_pi), closed, rtol=1e-5)
+    np.testing.assert_allclose(jax.grad(bbvi_family.log_q_pi)(log_d, log_pi), closed, rtol=1e-5)
     log_ab, s2 = jnp.log(jnp.array([3.0, 1.5])), 0.8
     a, b = jnp.exp(log_ab)
     closed = jnp.array([a * (jnp.log(b) - digamma(a) - jnp.log(s2)), a - b / s2])
-    np.testing.assert_allclose(jax.grad(bbvi.log_q_sigma2)(log_ab, s2), closed, rtol=1e-5)
+    np.testing.assert_allclose(jax.grad(bbvi_family.log_q_sigma2)(log_ab, s2), closed, rtol=1e-5)
 
 
 @pytest.mark.parametrize("alpha", [0.3, 2.5, 400.0])
 def test_gamma_sampler_moments(alpha):
     shape = (40000,)
     kx, ku, kb = jax.random.split(jax.random.PRNGKey(1), 3)
-    g = np.exp(bbvi.log_gamma_from(alpha, jax.random.normal(kx, (bbvi.N_PROPOSALS,) + shape),
-                                   jax.random.uniform(ku, (bbvi.N_PROPOSALS,) + shape, minval=1e-12),
-                                   jax.random.uniform(kb, shape, minval=1e-12)))
+    g = np.exp(bbvi_family.log_gamma_from(alpha, jax.random.normal(kx, (bbvi_family.N_PROPOSALS,) + shape),
+                                          jax.random.uniform(ku, (bbvi_family.N_PROPOSALS,) + shape, minval=1e-12),
+                                          jax.random.uniform(kb, shape, minval=1e-12)))
     se = np.sqrt(alpha / shape[0])
     assert abs(g.mean() - alpha) < 5 * se
     assert abs(g.var() / alpha - 1) < 0.05
@@ -66,7 +67,7 @@ def test_gamma_sampler_moments(alpha):
 
 def test_categorical_sampler_frequencies():
     logits = jnp.log(jnp.array([[0.1, 0.2, 0.3, 0.4], [0.97, 0.01, 0.01, 0.01]]))
-    z = bbvi.categorical_from(logits, jax.random.uniform(jax.random.PRNGKey(0), (40000, 2)))
+    z = bbvi_family.categorical_from(logits, jax.random.uniform(jax.random.PRNGKey(0), (40000, 2)))
     freq = np.stack([np.bincount(np.asarray(z[:, i]), minlength=4) / 40000 for i in range(2)])
     np.testing.assert_allclose(freq, np.exp(logits), atol=0.01)
 
@@ -90,7 +91,7 @@ def test_pi_gradient_is_unbiased(small, cv):
     prob, settings, params = small
     params = dict(params, log_d=jnp.log(jnp.array([5.0, 12.0, 30.0, 3.0])))
     batch = dict(prob.data, index=jnp.arange(prob.n_persons))
-    f = jax.jit(jax.vmap(lambda k: bbvi.gradients(params, k, batch, settings, prob.n_persons, cv)[1]["log_d"]))
+    f = jax.jit(jax.vmap(lambda k: bbvi_gradients.gradients(params, k, batch, settings, prob.n_persons, cv)[1]["log_d"]))
     draws = np.asarray(f(jax.random.split(jax.random.PRNGKey(7), 4000)))
     exact = np.asarray(_exact_pi_gradient(params, prob.n_persons, settings.priors.d0))
     se = draws.std(0) / np.sqrt(len(draws))
@@ -110,7 +111,7 @@ def _pathwise_beta_gradient(params, prob, settings, n_draws=20000):
     inv_s2 = jnp.exp(params["log_ab"][0] - params["log_ab"][1])
 
     def f(p, eps):
-        c = bbvi.chol_factor(p["chol_off"], p["log_diag"], fm)
+        c = bbvi_family.chol_factor(p["chol_off"], p["log_diag"], fm)
         u = p["mu"] + jnp.einsum("jkl,jl->jk", c, eps) * fm
         beta, log_jac = lcdm.monotone_beta(u, order) if settings.monotone else (u, 0.0)
         beta = beta * fm
@@ -141,11 +142,11 @@ def test_beta_gradient_is_unbiased(small, monotone, cv):
     params = dict(params, rho=params["rho"][:n])
     settings = settings._replace(monotone=monotone)
     if monotone:
-        mu = bbvi.init_params(prob.n_persons, prob.design, settings)["mu"]
+        mu = bbvi_family.init_params(prob.n_persons, prob.design, settings)["mu"]
         params = dict(params, mu=mu + 0.3 * jax.random.normal(jax.random.PRNGKey(4), mu.shape) * prob.design.feature_mask)
     batch = dict(prob.data, index=jnp.arange(prob.n_persons))
     keys = jax.random.split(jax.random.PRNGKey(8), 3000)
-    f = jax.jit(jax.vmap(lambda k: {n: g for n, g in bbvi.gradients(params, k, batch, settings, prob.n_persons, cv)[1].items()
+    f = jax.jit(jax.vmap(lambda k: {n: g for n, g in bbvi_gradients.gradients(params, k, batch, settings, prob.n_persons, cv)[1].items()
                                     if n in ("mu", "chol_off", "log_diag")}))
     draws = f(keys)
     ref, ref_se = _pathwise_beta_gradient(params, prob, settings)
@@ -161,7 +162,7 @@ def test_beta_gradient_is_unbiased(small, monotone, cv):
 def test_control_variates_reduce_variance(small):
     prob, settings, params = small
     var = bbvi.gradient_variance(jax.random.PRNGKey(0), params, prob, settings, n_repeats=32)
-    assert set(var) == set(bbvi.BLOCKS)
+    assert set(var) == set(bbvi_schedule.BLOCKS)
     for block in ("beta", "pi", "sigma2"):
         assert var[block]["reduction"] > 2, (block, var[block])
 
@@ -170,15 +171,15 @@ def test_loss_value_and_gradient(small):
     prob, settings, params = small
     batch = dict(prob.data, index=jnp.arange(prob.n_persons), step=0)
     key = jax.random.PRNGKey(5)
-    value, grad = jax.jit(jax.value_and_grad(bbvi.make_loss(settings, prob.n_persons)))(params, key, batch)
-    elbo, est = jax.jit(lambda p, k, b: bbvi.gradients(p, k, b, settings, prob.n_persons, False))(params, key, batch)
+    value, grad = jax.jit(jax.value_and_grad(bbvi_gradients.make_loss(settings, prob.n_persons)))(params, key, batch)
+    elbo, est = jax.jit(lambda p, k, b: bbvi_gradients.gradients(p, k, b, settings, prob.n_persons, False))(params, key, batch)
     np.testing.assert_allclose(value, -elbo, rtol=1e-6)
     for name in params:
         np.testing.assert_allclose(grad[name], -est[name], rtol=1e-6, atol=1e-6)
 
 
 def test_coordinate_ascent_moves_one_block_at_a_time():
-    tx = bbvi.coordinate_ascent([training.optax.sgd(1.0)] * 4, (2, 1, 1, 3))
+    tx = bbvi_schedule.coordinate_ascent([optax.sgd(1.0)] * 4, (2, 1, 1, 3))
     params = {"rho": jnp.zeros(2), "mu": jnp.zeros(2), "chol_off": jnp.zeros(1), "log_diag": jnp.zeros(1),
               "log_d": jnp.zeros(2), "log_ab": jnp.zeros(2)}
     grads = jax.tree.map(jnp.ones_like, params)

@@ -10,7 +10,7 @@ import pytest
 from scipy.special import ndtri as sp_ndtri
 from scipy.stats import truncnorm
 
-from bayesirt.inference import gibbs, gibbs_mixture
+from bayesirt.inference import gibbs, gibbs_expansion, gibbs_mixture, truncnormal
 from bayesirt.models.twopno import Priors
 
 N_DRAWS = 200_000
@@ -28,15 +28,15 @@ def _check_moments(x, mean, var, n_se=5.0):
 def test_ndtri_f32_matches_scipy():
     p = np.concatenate([np.logspace(-37, -1, 5000), np.linspace(0.01, 0.99, 5000),
                         1 - np.logspace(-7, -1, 500)]).astype(np.float32)
-    got = np.asarray(gibbs.ndtri_f32(jnp.asarray(p)), np.float64)
+    got = np.asarray(truncnormal.ndtri_f32(jnp.asarray(p)), np.float64)
     want = sp_ndtri(p.astype(np.float64))
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("c", [-30.0, -5.0, 0.0, 2.0, 5.0, 9.5, 10.0, 10.5, 30.0, 200.0])
 def test_normal_above_moments(c):
-    x = gibbs.normal_above(jax.random.key(7), jnp.full((N_DRAWS,), c, jnp.float32))
-    mean, var = gibbs.truncated_normal_moments(c)
+    x = truncnormal.normal_above(jax.random.key(7), jnp.full((N_DRAWS,), c, jnp.float32))
+    mean, var = truncnormal.truncated_normal_moments(c)
     x = np.asarray(x, np.float64)
     assert np.all(x >= np.float32(c))
     _check_moments(x, mean, var)
@@ -69,7 +69,7 @@ def test_z_of_missing_cells_untruncated_or_zero():
 
 def test_truncated_normal_never_below_bound():
     mean = jnp.array([-40.0, -3.0, 0.0, 3.0])
-    a = gibbs.truncated_normal(jax.random.key(0), jnp.tile(mean, 1000), jnp.full(4000, 0.5), jnp.zeros(4000))
+    a = truncnormal.truncated_normal(jax.random.key(0), jnp.tile(mean, 1000), jnp.full(4000, 0.5), jnp.zeros(4000))
     assert np.all(np.asarray(a) > 0) and np.isfinite(np.asarray(a)).all()
 
 
@@ -273,11 +273,11 @@ def test_symmetry_moves_keep_the_likelihood_and_constraints(missing):
     y, data, s = _moved_state()
     s = s._replace(z=gibbs.draw_z(jax.random.key(9), data.y, s.theta, s.a, s.d, missing))
     eta = s.theta[:, None] * s.a - s.d
-    th, d = gibbs.shift_location(jax.random.key(1), s.theta, s.a, s.d, Priors())
+    th, d = gibbs_expansion.shift_location(jax.random.key(1), s.theta, s.a, s.d, Priors())
     np.testing.assert_allclose(np.asarray(th[:, None] * s.a - d), np.asarray(eta), atol=1e-4)
-    th2, a2 = gibbs.rescale(jax.random.key(2), s.theta, s.a, Priors(), step_size=0.3)
+    th2, a2 = gibbs_expansion.rescale(jax.random.key(2), s.theta, s.a, Priors(), step_size=0.3)
     np.testing.assert_allclose(np.asarray(th2[:, None] * a2 - s.d), np.asarray(eta), atol=1e-4)
-    z3, a3, d3 = gibbs.expand_items(jax.random.key(3), s.z, data.y, s.theta, s.a, s.d, Priors(), missing)
+    z3, a3, d3 = gibbs_expansion.expand_items(jax.random.key(3), s.z, data.y, s.theta, s.a, s.d, Priors(), missing)
     g = np.asarray(a3 / s.a)
     np.testing.assert_allclose(np.asarray(d3), np.asarray(s.d) * g, rtol=1e-5)
     np.testing.assert_allclose(np.asarray(z3), np.asarray(s.z) * g, rtol=1e-5)
@@ -287,7 +287,7 @@ def test_symmetry_moves_keep_the_likelihood_and_constraints(missing):
 def test_location_move_draws_its_gaussian():
     _, _, s = _moved_state(1)
     pri = Priors(ability_mean=0.2, difficulty_var=2.0, difficulty_mean=-0.1)
-    th = jax.vmap(lambda k: gibbs.shift_location(k, s.theta, s.a, s.d, pri)[0][0])(
+    th = jax.vmap(lambda k: gibbs_expansion.shift_location(k, s.theta, s.a, s.d, pri)[0][0])(
         jax.random.split(jax.random.key(0), 50_000))
     h = np.asarray(th, np.float64) - float(s.theta[0])
     theta, a, d = (np.asarray(v, np.float64) for v in (s.theta, s.a, s.d))
@@ -299,7 +299,7 @@ def test_location_move_draws_its_gaussian():
 def test_item_scale_move_draws_its_gamma():
     y, data, s = _moved_state(2)
     z = gibbs.draw_z(jax.random.key(9), data.y, s.theta, s.a, s.d, "augment")
-    a3 = jax.vmap(lambda k: gibbs.expand_items(k, z, data.y, s.theta, s.a, s.d, Priors(), "augment")[1])(
+    a3 = jax.vmap(lambda k: gibbs_expansion.expand_items(k, z, data.y, s.theta, s.a, s.d, Priors(), "augment")[1])(
         jax.random.split(jax.random.key(0), 50_000))
     g2 = (np.asarray(a3, np.float64) / np.asarray(s.a, np.float64)) ** 2
     theta, a, d = (np.asarray(v, np.float64) for v in (s.theta, s.a, s.d))
@@ -319,7 +319,7 @@ def test_scale_move_is_reversible_on_the_prior():
 
     def run(k, th, a):
         def body(c, kk):
-            return gibbs.rescale(kk, c[0], c[1], pri), None
+            return gibbs_expansion.rescale(kk, c[0], c[1], pri), None
         return jax.lax.scan(body, (th, a), jax.random.split(k, 30))[0]
 
     th, a = jax.vmap(run)(jax.random.split(jax.random.key(1), copies), theta0, a0)
@@ -330,9 +330,9 @@ def test_scale_move_is_reversible_on_the_prior():
 
 
 def test_uniform_open_is_uniform_on_the_open_interval():
-    u = np.asarray(gibbs.uniform_open(jax.random.key(0), (1001, 7)), np.float64)  # odd count
+    u = np.asarray(truncnormal.uniform_open(jax.random.key(0), (1001, 7)), np.float64)  # odd count
     assert u.shape == (1001, 7) and u.min() > 0 and u.max() < 1
     _check_moments(u.ravel(), 0.5, 1 / 12)
-    u2 = np.asarray(gibbs.uniform_open(jax.random.key(1), (1001, 7)))
+    u2 = np.asarray(truncnormal.uniform_open(jax.random.key(1), (1001, 7)))
     assert not np.allclose(u, u2)
-    np.testing.assert_array_equal(u, np.asarray(gibbs.uniform_open(jax.random.key(0), (1001, 7))))
+    np.testing.assert_array_equal(u, np.asarray(truncnormal.uniform_open(jax.random.key(0), (1001, 7))))

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from bayesirt.imputation import checks, stacking
+from bayesirt.imputation import checks, stacking, stacking_submodels
 from bayesirt.io import Item, ResponseMatrix
 
 
@@ -40,7 +40,7 @@ def fitted():
 def test_contingency_tables_count_observed_pairs():
     rm, _, _ = correlated(n=300, seed=1)
     y = rm.responses
-    counts = stacking.contingency_tables(y, rm.n_categories)
+    counts = stacking_submodels.contingency_tables(y, rm.n_categories)
     for t, j in [(0, 1), (2, 4), (5, 0)]:
         for a in range(4):
             for k in range(rm.n_categories[t]):

@@ -12,7 +12,8 @@ import yaml
 from scipy import stats
 
 from bayesirt import records
-from bayesirt.inference.training import TrainSettings, blocks, train, trend
+from bayesirt.inference.stopping import blocks, trend
+from bayesirt.inference.training import TrainSettings, train
 
 SCHEMA = yaml.safe_load((Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "fit_record.schema.yaml")
                         .read_text())

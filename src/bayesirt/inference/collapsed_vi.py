@@ -30,7 +30,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesirt.inference import training
-from bayesirt.inference.bbvi import Problem, chol_factor, monotone_moments, prepare  # noqa: F401  (one data preparation)
+from bayesirt.inference.bbvi import Problem, monotone_moments, prepare  # noqa: F401  (one data preparation)
+from bayesirt.inference.bbvi_family import chol_factor
 from bayesirt.models import lcdm
 
 

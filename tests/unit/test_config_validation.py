@@ -9,7 +9,9 @@ import yaml
 from bayesirt import config as config_schema
 from bayesirt.config import ConfigError
 from bayesirt.studies import config_checks
+from bayesirt.studies.dcm_bbvi import settings as dcm_settings
 from bayesirt.studies.design_conditions import max_hidden_cells, parse_missing
+from bayesirt.studies.rb_imputation import settings as rb_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -36,6 +38,14 @@ def test_bound_on_hidden_cells():
     assert max_hidden_cells(1, 10) == 0
 
 
+def check_studies(cfg) -> None:
+    """The studies' checks the workflow runs at parse time: config_checks (common.smk) and the
+    study packages' own (their rules files)."""
+    config_checks.check(cfg)
+    for settings in (rb_settings, dcm_settings):
+        settings.check(cfg)
+
+
 def shipped(name):
     """A shipped config with the schema's defaults filled in, as the workflow sees it."""
     from snakemake.utils import validate
@@ -49,12 +59,12 @@ def shipped(name):
 def test_shipped_configs_pass(name):
     cfg = shipped(name)
     config_schema.check(cfg, SCHEMA)
-    config_checks.check(cfg)
+    check_studies(cfg)
 
 
 def refused(cfg) -> str:
     with pytest.raises(ConfigError) as e:
-        config_checks.check(cfg)
+        check_studies(cfg)
     message = str(e.value)
     assert "\n" not in message
     return message
@@ -103,7 +113,7 @@ def test_nothing_to_impute_on_complete_simulated_data():
     cfg["studies"]["rb_imputation"]["missing"] = "mcar0"
     assert "nothing to impute" in refused(cfg)
     cfg["studies"]["rb_imputation"]["replications"] = 0
-    config_checks.check(cfg)
+    check_studies(cfg)
 
 
 @pytest.mark.parametrize("path, value, message", [
@@ -132,7 +142,7 @@ def parsed_like_the_workflow(cfg: dict) -> None:
 
     config_schema.check(cfg, SCHEMA)
     validate(cfg, str(SCHEMA), set_default=True)
-    config_checks.check(cfg)
+    check_studies(cfg)
 
 
 @pytest.mark.parametrize("text, message", [

@@ -6,9 +6,9 @@ The schema already checks types, ranges (replication counts, prior scales, fract
 unknown keys. Here: the shape of a VIBO design (n_items for a binary model, a preset for
 the GRM; or a dataset of the config and no simulation keys), the missingness names
 (``mcar150``, ``mar0``), missingness that a design's size cannot hold (injection keeps one
-response of every person and item), DCM rates that do
-not name a distinct whole-percent condition, and a simulated data set with nothing to impute.
-Each check calls the parser the studies use at run time, so the two cannot disagree.
+response of every person and item). Each check calls the parser the studies use at run time,
+so the two cannot disagree. The study packages check their own keys (``<study>.settings.check``,
+called by their rules files): rb_imputation, dcm_bbvi.
 
 Call ``check(config)`` after the schema has filled in the defaults.
 """
@@ -17,21 +17,17 @@ from __future__ import annotations
 
 from bayesirt.config import ConfigError
 from bayesirt.data import simulate
-from bayesirt.studies import dcm_conditions, vibo
+from bayesirt.studies import vibo
 from bayesirt.studies.design_conditions import max_hidden_cells, parse_missing
 
 
 def check(config: dict) -> None:
     """Raise ConfigError naming the first offending key; return None when all is well."""
     studies = config.get("studies", {})
-    if "rb_imputation" in studies:
-        _check_rb_imputation(studies["rb_imputation"], config.get("datasets", {}))
     if "vibo" in studies:
         _check_vibo(studies["vibo"], config.get("datasets", {}))
     if "gibbs_2pno" in studies:
         _check_gibbs_2pno(studies["gibbs_2pno"])
-    if "dcm_bbvi" in studies:
-        _check_dcm_bbvi(studies["dcm_bbvi"])
 
 
 def _missing(key: str, value: str) -> tuple[str, float]:
@@ -49,17 +45,6 @@ def _fits(key: str, value, rate: float, n_persons: int, n_items: int, what: str)
             f"config key '{key}': {value!r} — hiding {need} of the {n_persons * n_items} cells of {what} "
             f"({n_persons} persons x {n_items} items) is impossible: one response of every person and item is "
             f"kept, so at most {most} ({100 * most / (n_persons * n_items):.0f}%) can be hidden")
-
-
-def _check_rb_imputation(study: dict, datasets: dict) -> None:
-    key = "studies.rb_imputation.missing"
-    _, rate = _missing(key, study.get("missing", "mcar15"))
-    source = datasets.get(study.get("dataset"), {}).get("source")
-    if rate == 0 and source == "simulate" and study.get("enabled", True) and study.get("replications", 0) > 0:
-        raise ConfigError(
-            f"config key '{key}': '{study['missing']}' — the data set '{study['dataset']}' is simulated without "
-            "missing responses, so a rate of 0% leaves nothing to impute; give a rate above 0, or "
-            "replications: 0 for the complete-data reference fit only")
 
 
 def _check_vibo(study: dict, datasets: dict) -> None:
@@ -130,21 +115,3 @@ def _check_gibbs_2pno(study: dict) -> None:
             if "dataset" not in design:  # a real data set's size is known only once it is read
                 _fits(key, missing, rate, int(design["n_persons"]), int(design["n_items"]), "the design")
 
-
-def _check_dcm_bbvi(study: dict) -> None:
-    for name, design in study.get("designs", {}).items():
-        spec = dcm_conditions.design_spec(name, design)
-        labels = {}
-        for i, rate in enumerate(design.get("missing", [0.0, 0.2])):
-            key = f"studies.dcm_bbvi.designs.{name}.missing.{i}"
-            label = dcm_conditions.missing_label(rate)
-            # conditions are named and stored by whole percent (mcar20): another rate would be
-            # fitted under a name that says something else
-            if abs(100 * float(rate) - round(100 * float(rate))) > 1e-9:
-                raise ConfigError(f"config key '{key}': {rate} — DCM missingness rates are whole percents "
-                                  f"(the condition is named {label}); write e.g. {round(float(rate), 2)}")
-            if label in labels:
-                raise ConfigError(f"config key '{key}': {rate} repeats the condition {label} "
-                                  f"(missing.{labels[label]})")
-            labels[label] = i
-            _fits(key, rate, float(rate), int(spec["n_persons"]), int(spec["n_items"]), "the design")

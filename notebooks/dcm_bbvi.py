@@ -56,7 +56,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Image, Markdown, display
 
-from bayesirt import plotting
+from bayesirt.studies.dcm_bbvi import figures
 
 
 def show(fig):
@@ -89,7 +89,7 @@ display(summary[["design", "missing", "method", "fits", "converged", "pattern_ac
 display(profile.pivot_table(index=["design", "missing", "method"], columns="profile", values="accuracy").round(3))
 
 # %%
-show(plotting.dcm_accuracy(summary, seed_accuracy))
+show(figures.accuracy(summary, seed_accuracy))
 
 # %% [markdown]
 # ## Coefficients against the truth
@@ -99,19 +99,19 @@ show(plotting.dcm_accuracy(summary, seed_accuracy))
 
 # %%
 for (design, missing), _ in estimates.groupby(["design", "missing"], sort=False):
-    show(plotting.dcm_beta_intervals(estimates, design, missing))
+    show(figures.beta_intervals(estimates, design, missing))
 
 # %% [markdown]
 # ## ELBO traces and gradient variance
 
 # %%
-show(plotting.dcm_elbo_traces(elbo))
+show(figures.elbo_traces(elbo))
 
 # %%
 if len(variance):
     display(variance.groupby("block", sort=False)[["variance_plain", "variance_control_variates", "reduction"]]
             .median().style.format("{:.3g}"))
-    show(plotting.dcm_gradient_variance(variance))
+    show(figures.gradient_variance(variance))
 
 # %% [markdown]
 # ## Time per method

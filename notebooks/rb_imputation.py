@@ -59,7 +59,7 @@ import pandas as pd
 from IPython.display import Image, Markdown, display
 
 from bayesirt import plotting
-from bayesirt.studies import rb_imputation as study
+from bayesirt.studies.rb_imputation import tables
 
 results = Path(results_dir)
 names = [d for d in datasets.split(",") if d]
@@ -176,7 +176,7 @@ for d in comparisons:
     rb = [c for c in disc.index if c.startswith("rao_blackwell") and not c.startswith("rao_blackwell_batch")]
     nv = [c for c in disc.index if c.startswith("naive_average")]
     if rb and nv:
-        v = study.jensen_verdict(pd.read_csv(results / d / missing / "summary.csv"), rb[0], nv[0])
+        v = tables.jensen_verdict(pd.read_csv(results / d / missing / "summary.csv"), rb[0], nv[0])
         text.append("Claim: averaging likelihoods instead of log-likelihoods over the imputed copies reduces "
                     "the error (seed 000's Jensen argument). "
                     + v.text[0].upper() + v.text[1:])

@@ -15,7 +15,7 @@ data sets from the same generator and reports the distribution of the oracle's p
 
 import numpy as np
 
-from bayesirt.studies import dcm_bbvi
+from bayesirt.studies.dcm_bbvi import conditions, data, methods
 
 # Ten, not three: the oracle's accuracy varies between data sets with sd 0.013 (the Q-matrix and
 # the item parameters are redrawn), so three sets (0.957, 0.943, 0.958) said little about 0.967
@@ -26,27 +26,27 @@ ORACLE_DATA_SETS = 200
 
 def oracle_over_data_sets(spec) -> dict:
     """The oracle's pattern accuracy on ``ORACLE_DATA_SETS`` fresh data sets of the generator."""
-    acc = np.array([dcm_bbvi.oracle_accuracy(*dcm_bbvi.simulate(spec, 0.0, 30_000 + k))["pattern_accuracy"]
+    acc = np.array([methods.oracle_accuracy(*data.simulate(spec, 0.0, 30_000 + k))["pattern_accuracy"]
                     for k in range(ORACLE_DATA_SETS)])
     return {"data_sets": ORACLE_DATA_SETS, "mean": float(acc.mean()), "sd": float(acc.std(ddof=1)),
             "quantiles_5_50_95": np.quantile(acc, [0.05, 0.5, 0.95]).tolist(), "max": float(acc.max()),
-            "share_at_or_above_seed": float(np.mean(acc >= dcm_bbvi.SEED_ACCURACY))}
+            "share_at_or_above_seed": float(np.mean(acc >= conditions.SEED_ACCURACY))}
 
 
 def run() -> dict:
-    spec = dcm_bbvi.DESIGNS["seed"]
+    spec = conditions.DESIGNS["seed"]
     per = {m: [] for m in METHODS}
     oracle, variance = [], None
     for s in DATA_SEEDS:
-        rm, truth, q = dcm_bbvi.simulate(spec, 0.0, s)
-        oracle.append(dcm_bbvi.oracle_accuracy(rm, truth, q)["pattern_accuracy"])
+        rm, truth, q = data.simulate(spec, 0.0, s)
+        oracle.append(methods.oracle_accuracy(rm, truth, q)["pattern_accuracy"])
         for m in METHODS:
-            rec = dcm_bbvi.run_fit(m, rm, truth, q, seed=1).record
+            rec = methods.fit(m, rm, truth, q, seed=1).record
             per[m].append(rec)
             if m == "bbvi" and variance is None:
                 variance = rec["gradient_variance"]
     out = {"sizes": {"persons": 1000, "items": 30, "attributes": 2, "bbvi_samples": 50, "data_sets": len(DATA_SEEDS)},
-           "seed_pattern_accuracy": dcm_bbvi.SEED_ACCURACY,
+           "seed_pattern_accuracy": conditions.SEED_ACCURACY,
            "oracle_pattern_accuracy": float(np.mean(oracle)), "oracle_pattern_accuracy_per_data_set": oracle}
     em_acc = np.array([r["accuracy"]["pattern_accuracy"] for r in per["em"]])
     met = True
@@ -65,7 +65,7 @@ def run() -> dict:
         out[f"{m}_beta_coverage_95"] = float(np.mean([r["recovery"]["beta_coverage_95"] for r in recs]))
         if m.startswith("bbvi"):
             out[f"{m}_points_below_em_worst"] = float(100 * np.max(em_acc - acc))
-            ok = (acc.mean() >= dcm_bbvi.SEED_ACCURACY and np.all(acc >= em_acc - 0.01) and max(secs) <= 10.0
+            ok = (acc.mean() >= conditions.SEED_ACCURACY and np.all(acc >= em_acc - 0.01) and max(secs) <= 10.0
                   and out[f"{m}_converged"])
             out[f"{m}_targets_met"] = bool(ok)
             met = met and ok
@@ -74,7 +74,7 @@ def run() -> dict:
     out["profile_accuracy"] = {m: recs[0]["accuracy"]["profile_accuracy"] for m, recs in per.items()}
     out["gradient_variance_reduction"] = {b: v["reduction"] for b, v in variance.items()}
     out["gradient_variance"] = variance
-    out["targets"] = {"pattern_accuracy_min": dcm_bbvi.SEED_ACCURACY, "within_em_points": 1.0, "bbvi_seconds_max": 10.0}
+    out["targets"] = {"pattern_accuracy_min": conditions.SEED_ACCURACY, "within_em_points": 1.0, "bbvi_seconds_max": 10.0}
     out["targets_met"] = bool(met)
     out["wall_seconds"] = out["bbvi_seconds"]
     return out

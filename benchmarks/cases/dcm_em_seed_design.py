@@ -6,19 +6,19 @@ observed information are computed after it and timed apart.
 
 import time
 
-from bayesirt.studies import dcm_bbvi
+from bayesirt.studies.dcm_bbvi import conditions, data, methods
 
 DATA_SEED = 20020
 
 
 def run() -> dict:
-    spec = dcm_bbvi.DESIGNS["seed"]
-    rm, truth, q = dcm_bbvi.simulate(spec, 0.0, DATA_SEED)
+    spec = conditions.DESIGNS["seed"]
+    rm, truth, q = data.simulate(spec, 0.0, DATA_SEED)
     t0 = time.perf_counter()
-    rec = dcm_bbvi.run_fit("em", rm, truth, q, seed=1).record
+    rec = methods.fit("em", rm, truth, q, seed=1).record
     total = time.perf_counter() - t0
-    rm20, truth20, q20 = dcm_bbvi.simulate(spec, 0.2, DATA_SEED)
-    rec20 = dcm_bbvi.run_fit("em", rm20, truth20, q20, seed=1).record
+    rm20, truth20, q20 = data.simulate(spec, 0.2, DATA_SEED)
+    rec20 = methods.fit("em", rm20, truth20, q20, seed=1).record
     return {
         "sizes": {"persons": rm.n_persons, "items": rm.n_items, "attributes": 2},
         "em_seconds": rec["timing"]["wall_seconds"],

@@ -1,7 +1,7 @@
 """The LCDM's monotonicity option (issue #12) on the seed's design (1,000 x 30, 2 attributes): EM and BBVI with control variates (bbvi_cv), each with and without monotone coefficients: pattern accuracy, time, smallest main effect.
 
 Three data sets of the seed's generator (the first three of ``dcm_bbvi_seed_design``; their
-true coefficients are monotone), every fit with the study's settings (``dcm_bbvi.run_fit``)
+true coefficients are monotone), every fit with the study's settings (``dcm_bbvi.methods.fit``)
 and ``monotone`` on or off; the BBVI gradient-variance measurement is skipped (not what this
 case is about, and a quarter of a BBVI fit's time). Times are the fit's wall time after
 compilation, as in the study's records.
@@ -9,21 +9,21 @@ compilation, as in the study's records.
 
 import numpy as np
 
-from bayesirt.studies import dcm_bbvi
+from bayesirt.studies.dcm_bbvi import conditions, data, methods
 
 DATA_SEEDS = (20020, 20021, 20022)
 METHODS = ("em", "bbvi_cv")
 
 
 def run() -> dict:
-    spec = dcm_bbvi.DESIGNS["seed"]
+    spec = conditions.DESIGNS["seed"]
     rows = {f"{m}{'_monotone' if mono else ''}": [] for m in METHODS for mono in (False, True)}
     for s in DATA_SEEDS:
-        rm, truth, q = dcm_bbvi.simulate(spec, 0.0, s)
+        rm, truth, q = data.simulate(spec, 0.0, s)
         for m in METHODS:
             for mono in (False, True):
-                out = dcm_bbvi.run_fit(m, rm, truth, q, seed=1,
-                                       config=dcm_bbvi.StudyConfig(monotone=mono, variance_repeats=0))
+                out = methods.fit(m, rm, truth, q, seed=1,
+                                  config=methods.StudyConfig(monotone=mono, variance_repeats=0))
                 est = out.estimates
                 b = est[est.parameter == "beta"]
                 main = b[b.category.isin([1, 2])]  # with 2 attributes, features 1 and 2 are the main effects

@@ -12,29 +12,29 @@ import resource
 import time
 from dataclasses import replace
 
-from bayesirt.studies import dcm_bbvi
+from bayesirt.studies.dcm_bbvi import conditions, data, methods
 
 DATA_SEED = 20021
 N_PERSONS, N_ITEMS, MISSING = 100_000, 30, 0.2
 
 
 def run() -> dict:
-    spec = dict(dcm_bbvi.DESIGNS["larger"], n_items=N_ITEMS, n_persons=N_PERSONS)
+    spec = dict(conditions.DESIGNS["larger"], n_items=N_ITEMS, n_persons=N_PERSONS)
     t0 = time.perf_counter()
-    rm, truth, q = dcm_bbvi.simulate(spec, MISSING, DATA_SEED)
+    rm, truth, q = data.simulate(spec, MISSING, DATA_SEED)
     simulate_seconds = time.perf_counter() - t0
-    config = dcm_bbvi.StudyConfig(
+    config = methods.StudyConfig(
         n_samples=10, variance_repeats=0,
-        collapsed_train=replace(dcm_bbvi.COLLAPSED_TRAIN, batch_size=5000, max_steps=6000),
-        bbvi_train=replace(dcm_bbvi.BBVI_TRAIN, max_steps=640, progress_every=1),
-        em=dcm_bbvi.StudyConfig().em._replace(standard_errors=False))
+        collapsed_train=replace(methods.COLLAPSED_TRAIN, batch_size=5000, max_steps=6000),
+        bbvi_train=replace(methods.BBVI_TRAIN, max_steps=640, progress_every=1),
+        em=methods.StudyConfig().em._replace(standard_errors=False))
     out = {"sizes": {"persons": N_PERSONS, "items": N_ITEMS, "attributes": 4, "profiles": 16,
                      "missing_rate": float((rm.responses < 0).mean()), "collapsed_batch": 5000, "bbvi_samples": 10},
            "simulate_seconds": simulate_seconds}
-    oracle = dcm_bbvi.oracle_accuracy(rm, truth, q)
+    oracle = methods.oracle_accuracy(rm, truth, q)
     out["oracle_pattern_accuracy"] = oracle["pattern_accuracy"]
     for m in ("collapsed_vi", "em", "bbvi"):
-        rec = dcm_bbvi.run_fit(m, rm, truth, q, seed=1, config=config).record
+        rec = methods.fit(m, rm, truth, q, seed=1, config=config).record
         out[f"{m}_seconds"] = rec["timing"]["wall_seconds"]
         out[f"{m}_compile_seconds"] = rec["timing"]["compile_seconds"]
         out[f"{m}_steps"] = rec["steps"]

@@ -9,7 +9,7 @@ zero_fill: rao_blackwell with M = 5 <= 1.5x, exact_marginal <= 1.2x.
 
 import numpy as np
 
-from bayesirt.studies import rb_imputation
+from bayesirt.studies.rb_imputation import data, methods
 from bayesirt.data import missingness, simulate
 from bayesirt.imputation import stacking
 from bayesirt.inference.training import TrainSettings
@@ -28,9 +28,9 @@ def step_times(rm, model) -> dict:
     best = {}
     for _ in range(REPEATS):
         for name, m in TIMED:
-            config = rb_imputation.StudyConfig(n_copies=m, settings=TrainSettings(
+            config = methods.StudyConfig(n_copies=m, settings=TrainSettings(
                 max_steps=TIMED_STEPS, min_steps=TIMED_STEPS, progress_every=0))
-            out = rb_imputation.fit_objective(rm, model, name, seed=FIT_SEED, config=config)
+            out = methods.fit(name, data.Data(rm, None, model), seed=FIT_SEED, config=config)
             condition = out.record["condition"]  # e.g. rao_blackwell_M5
             ms = 1000 * out.record["timing"]["wall_seconds"] / out.record["steps"]
             best[condition] = min(best.get(condition, np.inf), ms)
@@ -40,16 +40,16 @@ def step_times(rm, model) -> dict:
 def run() -> dict:
     rm, truth = simulate.from_preset("rwa", DATA_SEED, N_PERSONS)
     rm_missing, hidden = missingness.inject(rm, kind="mcar", rate=0.15, seed=MASK_SEED)
-    model, _ = rb_imputation.fit_imputation_model(rm_missing, stacking.StackingSettings())
-    cells = rb_imputation.imputation_extra_data(model, rm_missing)["shared"]["missing_cells"]
+    model, _ = data.fit_imputation_model(rm_missing, stacking.StackingSettings())
+    cells = methods.imputation_extra_data(model, rm_missing)["shared"]["missing_cells"]
     block_slots = int(np.prod(cells.block_person.shape)) if cells.blocks else None
     ms = step_times(rm_missing, model)
     ratio = {k: v / ms["zero_fill"] for k, v in ms.items()}
 
     fitted = {}
     for name, m in FITTED:
-        config = rb_imputation.StudyConfig(n_copies=m)
-        out = rb_imputation.fit_objective(rm_missing, model, name, seed=FIT_SEED, config=config, truth=truth)
+        config = methods.StudyConfig(n_copies=m)
+        out = methods.fit(name, data.Data(rm_missing, truth, model), seed=FIT_SEED, config=config)
         rec = out.record
         d = out.estimates[out.estimates.parameter == "discrimination"]
         fitted[rec["condition"]] = {

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesirt.studies import grm_advi
-from bayesirt.studies import rb_imputation
+from bayesirt.studies.rb_imputation import methods, tables
 from bayesirt.data import missingness, simulate
 from bayesirt.inference import objectives
 from bayesirt.models import factorized_grm as fgrm
@@ -45,14 +45,14 @@ def oracle_fit(rm, truth, reference, config) -> dict:
                                   extra_data=extra, posterior_draws=500, label="oracle_exact_marginal",
                                   fields={"condition": "oracle_exact_marginal", "objective": "exact_marginal",
                                           "replication": 0})
-    tab = rb_imputation.error_table(out.estimates, reference.estimates)
-    return {**rb_imputation.summary_row(out.record, tab), "errors": tab.to_dict(orient="records")}
+    tab = tables.error_table(out.estimates, reference.estimates)
+    return {**tables.summary_row(out.record, tab), "errors": tab.to_dict(orient="records")}
 
 
 def run() -> dict:
     rm, truth = simulate.from_preset("rwa", DATA_SEED, N_PERSONS)
-    config = rb_imputation.StudyConfig()
-    rep = rb_imputation.run_replication(rm, truth, mask_seed=MASK_SEED, fit_seed=FIT_SEED, config=config)
+    config = methods.StudyConfig()
+    rep = methods.run_replication(rm, truth, mask_seed=MASK_SEED, fit_seed=FIT_SEED, config=config)
     summary = rep.tables["summary"].set_index("objective")
     disc = summary["discrimination_rmse_vs_complete_data"].to_dict()
     expectation = {
@@ -74,5 +74,5 @@ def run() -> dict:
         "expectation": expectation,
         "targets": {"exact_marginal_and_rao_blackwell_closer_than_zero_fill": True},
         "targets_met": all(expectation.values()),
-        "config": rb_imputation.config_record(config),
+        "config": methods.config_record(config),
     }

@@ -13,21 +13,21 @@ import pytest
 
 from bayesirt.inference import bbvi, collapsed_vi
 from bayesirt.inference.sampling import SamplerSettings
-from bayesirt.studies import dcm_bbvi
+from bayesirt.studies.dcm_bbvi import conditions, data, methods
 
-SPEC = dcm_bbvi.DESIGNS["seed"]
+SPEC = conditions.DESIGNS["seed"]
 
 
 @pytest.fixture(scope="module", params=[0.0, 0.2], ids=["complete", "mcar20"])
 def seed_data(request):
-    rm, truth, q = dcm_bbvi.simulate(SPEC, request.param, 31)
-    return rm, truth, q, dcm_bbvi.oracle_accuracy(rm, truth, q)["pattern_accuracy"]
+    rm, truth, q = data.simulate(SPEC, request.param, 31)
+    return rm, truth, q, methods.oracle_accuracy(rm, truth, q)["pattern_accuracy"]
 
 
 @pytest.fixture(scope="module")
 def em_fit(seed_data):
     rm, truth, q, _ = seed_data
-    return dcm_bbvi.run_fit("em", rm, truth, q, seed=0)
+    return methods.fit("em", rm, truth, q, seed=0)
 
 
 def test_em_recovers_the_simulated_parameters(seed_data, em_fit):
@@ -45,7 +45,7 @@ def test_em_recovers_the_simulated_parameters(seed_data, em_fit):
 @pytest.mark.parametrize("method", ["bbvi_cv", "collapsed_vi"])
 def test_vi_matches_em(seed_data, em_fit, method):
     rm, truth, q, _ = seed_data
-    rec = dcm_bbvi.run_fit(method, rm, truth, q, seed=0).record
+    rec = methods.fit(method, rm, truth, q, seed=0).record
     assert rec["converged"]
     assert rec["accuracy"]["pattern_accuracy"] >= em_fit.record["accuracy"]["pattern_accuracy"] - 0.01
     assert rec["recovery"]["beta"]["rmse"] < 0.25
@@ -57,7 +57,7 @@ def test_seed_bbvi_classifies_but_its_coefficients_are_noisy(seed_data, em_fit):
     # the seed's plain score-function BBVI (M = 50): pattern accuracy within 3 points of EM; its
     # coefficient estimates are what control variates fix (recorded, not held to a bound here)
     rm, truth, q, _ = seed_data
-    rec = dcm_bbvi.run_fit("bbvi", rm, truth, q, seed=0).record
+    rec = methods.fit("bbvi", rm, truth, q, seed=0).record
     assert rec["accuracy"]["pattern_accuracy"] >= em_fit.record["accuracy"]["pattern_accuracy"] - 0.03
     for block in ("beta", "pi", "sigma2"):
         assert rec["gradient_variance"][block]["reduction"] > 10
@@ -65,7 +65,7 @@ def test_seed_bbvi_classifies_but_its_coefficients_are_noisy(seed_data, em_fit):
 
 @pytest.mark.slow
 def test_nuts_reference_agrees_with_collapsed_vi():
-    rm, truth, q = dcm_bbvi.simulate(SPEC, 0.0, 31)
+    rm, truth, q = data.simulate(SPEC, 0.0, 31)
     prob = bbvi.prepare(rm.responses, q, allow_zero_rows=True)
     samp = collapsed_vi.run_collapsed_nuts(jax.random.PRNGKey(0), prob,
                                            SamplerSettings(n_chains=4, n_warmup=400, n_samples=400, progress_every=0))
@@ -75,7 +75,7 @@ def test_nuts_reference_agrees_with_collapsed_vi():
     fm = prob.design.feature_mask
     real = beta[fm[beta["item"].astype(int), beta["feature"].astype(int)] > 0]
     assert real["r_hat"].max() < 1.02
-    vi = collapsed_vi.fit_collapsed(jax.random.PRNGKey(1), prob, train=dcm_bbvi.COLLAPSED_TRAIN)
+    vi = collapsed_vi.fit_collapsed(jax.random.PRNGKey(1), prob, train=methods.COLLAPSED_TRAIN)
     mu = np.asarray(vi.params["mu"])[real["item"].astype(int), real["feature"].astype(int)]
     # posterior means agree to a fraction of a posterior sd
     assert np.mean(np.abs(mu - real["mean"]) / real["sd"]) < 0.5
@@ -84,7 +84,7 @@ def test_nuts_reference_agrees_with_collapsed_vi():
 @pytest.mark.slow
 def test_monotone_collapsed_vi_matches_em(seed_data, em_fit):
     rm, truth, q, _ = seed_data
-    out = dcm_bbvi.run_fit("collapsed_vi", rm, truth, q, seed=0, config=dcm_bbvi.StudyConfig(monotone=True))
+    out = methods.fit("collapsed_vi", rm, truth, q, seed=0, config=methods.StudyConfig(monotone=True))
     rec = out.record
     assert rec["converged"] and rec["monotone"]
     assert rec["accuracy"]["pattern_accuracy"] >= em_fit.record["accuracy"]["pattern_accuracy"] - 0.01
@@ -96,7 +96,7 @@ def test_monotone_collapsed_vi_matches_em(seed_data, em_fit):
 def test_monotone_em_matches_em_on_monotone_data(seed_data, em_fit):
     # the generator's items are monotone and N = 1,000: the constrained maximum is the plain one
     rm, truth, q, _ = seed_data
-    rec = dcm_bbvi.run_fit("em", rm, truth, q, seed=0, config=dcm_bbvi.StudyConfig(monotone=True)).record
+    rec = methods.fit("em", rm, truth, q, seed=0, config=methods.StudyConfig(monotone=True)).record
     assert rec["converged"] and rec["monotone"]
     assert rec["loglik"] <= em_fit.record["loglik"] + 0.01
     assert rec["loglik"] == pytest.approx(em_fit.record["loglik"], abs=0.05)
@@ -109,10 +109,10 @@ def test_monotone_bbvi_cv_classifies_as_plain_bbvi_cv():
     # effects >= 0 and pattern accuracy within 1 point of unconstrained bbvi_cv
     from dataclasses import replace
 
-    rm, truth, q = dcm_bbvi.simulate(SPEC, 0.0, 31)
-    config = dcm_bbvi.StudyConfig(variance_repeats=0)
-    plain = dcm_bbvi.run_fit("bbvi_cv", rm, truth, q, seed=0, config=config)
-    mono = dcm_bbvi.run_fit("bbvi_cv", rm, truth, q, seed=0, config=replace(config, monotone=True))
+    rm, truth, q = data.simulate(SPEC, 0.0, 31)
+    config = methods.StudyConfig(variance_repeats=0)
+    plain = methods.fit("bbvi_cv", rm, truth, q, seed=0, config=config)
+    mono = methods.fit("bbvi_cv", rm, truth, q, seed=0, config=replace(config, monotone=True))
     assert mono.record["converged"] and mono.record["monotone"]
     b = mono.estimates[mono.estimates.parameter == "beta"]
     assert (b[b.category.isin([1, 2])]["mean"] >= 0).all()  # the main effects (2 attributes)

@@ -15,8 +15,8 @@ At 9,881 persons the same ordering is in results/benchmarks/rb_study_sim.json.
 import numpy as np
 import pytest
 
-from bayesirt.studies import rb_imputation
 from bayesirt.data import simulate
+from bayesirt.studies.rb_imputation import conditions, methods, tables
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def replication():
     rm, truth = simulate.from_preset("rwa", 20261121, 2000)
-    return rb_imputation.run_replication(rm, truth, mask_seed=1, fit_seed=1, config=rb_imputation.StudyConfig())
+    return methods.run_replication(rm, truth, mask_seed=1, fit_seed=1, config=methods.StudyConfig())
 
 
 def disc(rep, objective, against="complete_data"):
@@ -63,9 +63,9 @@ def test_averaging_log_likelihoods_attenuates_discriminations(replication):
 
 def test_tables_are_complete(replication):
     e = replication.tables["errors"]
-    assert set(e.condition) == {"reference", *rb_imputation.condition_names({"objectives": rb_imputation.OBJECTIVES,
-                                                                             "n_copies": [3]})}
-    assert set(e.parameter) == set(rb_imputation.COMPARED)
+    assert set(e.condition) == {"reference", *conditions.condition_names({"objectives": conditions.OBJECTIVES,
+                                                                          "n_copies": [3]})}
+    assert set(e.parameter) == set(tables.COMPARED)
     assert np.isfinite(e["rmse"]).all()
-    agg = rb_imputation.aggregate([e.assign(objective=e.condition), e.assign(objective=e.condition, rep=1)])
+    agg = tables.across_replications([e.assign(objective=e.condition), e.assign(objective=e.condition, rep=1)])
     assert (agg["n_reps"] == 2).all()

@@ -1,5 +1,4 @@
-"""Parse-time config checks (bayesirt.config, bayesirt.studies.config_checks and the studies'
-``settings.check``): each bad value is refused with a one-line message that names its key; the
+"""Parse-time config checks (bayesirt.config and the studies' ``settings.check``): each bad value is refused with a one-line message that names its key; the
 shipped configs pass."""
 
 from pathlib import Path
@@ -9,11 +8,8 @@ import yaml
 
 from bayesirt import config as config_schema
 from bayesirt.config import ConfigError
-from bayesirt.studies import config_checks
-from bayesirt.studies.amortized_ifa import settings as ifa_settings
+from bayesirt.studies import check_config as study_checks
 from bayesirt.studies.design_conditions import max_hidden_cells, parse_missing
-from bayesirt.studies.gibbs_2pno import settings as gibbs_settings
-from bayesirt.studies.vibo import settings as vibo_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -47,14 +43,6 @@ def shipped(name):
     cfg = yaml.safe_load((ROOT / "config" / name).read_text())
     validate(cfg, str(SCHEMA), set_default=True)
     return cfg
-
-
-def study_checks(cfg) -> None:
-    """The studies' own checks, as the workflow's rules run them at parse time."""
-    config_checks.check(cfg)
-    gibbs_settings.check(cfg)
-    ifa_settings.check(cfg)
-    vibo_settings.check(cfg)
 
 
 @pytest.mark.parametrize("name", ["config.yaml", "test.yaml", "paper.yaml"])
@@ -139,8 +127,8 @@ def test_schema_ranges_name_the_key(path, value, message):
 
 def parsed_like_the_workflow(cfg: dict) -> None:
     """The checks the workflow runs on the config before any job, in order: the one-line schema
-    check, Snakemake's validation (which fills in the defaults; both in common.smk), and the
-    studies' own parsers (config_checks, and amortized_ifa's settings.check in its rules)."""
+    check, Snakemake's validation (which fills in the defaults) and every study's
+    ``settings.check`` (``studies.check_config``), all in common.smk."""
     from snakemake.utils import validate
 
     config_schema.check(cfg, SCHEMA)

@@ -1,16 +1,69 @@
-"""Study dcm_bbvi: scoring by profile index (bit order), designs, the oracle, bad input."""
+"""Study dcm_bbvi: scoring by profile index (bit order), designs, the oracle, bad input, the
+conditions and settings of a config."""
+
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
+from bayesirt.config import ConfigError
 from bayesirt.models import lcdm
-from bayesirt.studies import dcm_bbvi
+from bayesirt.studies import base
+from bayesirt.studies.dcm_bbvi import conditions, data, methods, settings
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def validated(name="test.yaml", **study) -> dict:
+    """A shipped config with the schema's defaults filled in, as the workflow sees it; ``study``
+    replaces keys of its studies.dcm_bbvi."""
+    from snakemake.utils import validate
+
+    cfg = yaml.safe_load((ROOT / "config" / name).read_text())
+    cfg["studies"]["dcm_bbvi"].update(study)
+    validate(cfg, str(SCHEMA), set_default=True)
+    return cfg
+
+
+def test_the_study_loads_and_its_conditions_are_result_folders():
+    study = base.load("dcm_bbvi")
+    assert study.name == "dcm_bbvi" and tuple(study.methods) == conditions.METHODS
+    assert all(callable(f) for f in (study.conditions, study.fit, study.aggregate, study.figures,
+                                     *study.methods.values()))
+    fits = study.conditions(validated())
+    assert [f.folder for f in fits] == ["results/dcm_bbvi/seed/mcar20/em/rep0", "results/dcm_bbvi/seed/mcar20/bbvi/rep0"]
+    assert [f.method for f in fits] == ["em", "bbvi"]
+    # NUTS only on nuts_designs; the schema's defaults: missing [0.0, 0.2], one replication
+    fits = study.conditions(validated(designs={"seed": {}, "larger": {"replications": 2}},
+                                      methods=["em", "nuts"]))
+    assert [f.folder.removeprefix("results/dcm_bbvi/") for f in fits] == [
+        "seed/mcar0/em/rep0", "seed/mcar0/nuts/rep0", "seed/mcar20/em/rep0", "seed/mcar20/nuts/rep0",
+        "larger/mcar0/em/rep0", "larger/mcar0/em/rep1", "larger/mcar20/em/rep0", "larger/mcar20/em/rep1"]
+    assert study.conditions(validated(enabled=False)) == []
+
+
+def test_settings_defaults_are_the_schemas():
+    # a config that sets no key of the study gets the methods' settings StudyConfig() has
+    assert methods.study_config(settings.Settings.from_config(validated("config.yaml"))) == methods.StudyConfig()
+    config = methods.study_config(settings.Settings.from_config(validated()))
+    assert config.n_samples == 10 and config.variance_repeats == 4
+    assert config.bbvi_train.max_steps == 160 and config.bbvi_train.window == methods.BBVI_TRAIN.window
+    paper = methods.study_config(settings.Settings.from_config(validated("paper.yaml")))
+    assert (paper.nuts.n_chains, paper.nuts.n_warmup, paper.nuts.n_samples, paper.nuts.progress_every) == (4, 1000, 1000, 0)
+
+
+def test_check_refuses_rates_the_conditions_cannot_name():
+    settings.check(validated())
+    with pytest.raises(ConfigError, match=r"^config key 'studies.dcm_bbvi.designs.seed.missing.1': 0.2 repeats"):
+        settings.check(validated(designs={"seed": {"missing": [0.2, 0.2]}}))
 
 
 def test_accuracy_scores_by_profile_index():
     true = np.array([0, 1, 2, 3, 1, 2])
     prob = np.eye(4)[[0, 1, 1, 3, 2, 2]]  # person 2 ("01") called "10"; person 4 ("10") called "01"
-    acc = dcm_bbvi.accuracy(prob, true, 2)
+    acc = methods.accuracy(prob, true, 2)
     assert acc["pattern_accuracy"] == pytest.approx(4 / 6)
     # swapped attributes are wrong on both attributes
     assert acc["attribute_accuracy"] == pytest.approx(1 - 4 / 12)
@@ -18,7 +71,7 @@ def test_accuracy_scores_by_profile_index():
 
 
 def test_larger_design_q_matrix_measures_one_or_two_attributes():
-    rm, truth, q = dcm_bbvi.simulate(dcm_bbvi.DESIGNS["larger"], 0.2, 3, n_persons=300)
+    rm, truth, q = data.simulate(conditions.DESIGNS["larger"], 0.2, 3, n_persons=300)
     assert q.shape == (20, 4) and set(q.sum(1)) <= {1, 2} and np.all(q.sum(0) > 0)
     lcdm.check_q_matrix(q, 20)
     assert 0.18 < (rm.responses < 0).mean() < 0.22
@@ -33,16 +86,16 @@ def test_larger_design_q_matrix_measures_one_or_two_attributes():
 
 
 def test_oracle_accuracy_is_high_on_the_seed_design():
-    rm, truth, q = dcm_bbvi.simulate(dcm_bbvi.DESIGNS["seed"], 0.0, 5, n_persons=400)
-    assert dcm_bbvi.oracle_accuracy(rm, truth, q)["pattern_accuracy"] > 0.9
+    rm, truth, q = data.simulate(conditions.DESIGNS["seed"], 0.0, 5, n_persons=400)
+    assert methods.oracle_accuracy(rm, truth, q)["pattern_accuracy"] > 0.9
 
 
 def test_unknown_method_and_bad_q():
-    rm, truth, q = dcm_bbvi.simulate(dcm_bbvi.DESIGNS["seed"], 0.0, 5, n_persons=50)
+    rm, truth, q = data.simulate(conditions.DESIGNS["seed"], 0.0, 5, n_persons=50)
     with pytest.raises(ValueError, match="unknown method 'gibbs'"):
-        dcm_bbvi.run_fit("gibbs", rm, truth, q, seed=0)
+        methods.fit("gibbs", rm, truth, q, seed=0)
     with pytest.raises(ValueError, match="has 29 rows but the responses have 30 items"):
-        dcm_bbvi.run_fit("em", rm, truth, q[:-1], seed=0)
+        methods.fit("em", rm, truth, q[:-1], seed=0)
 
 
 @pytest.mark.parametrize("method", ["em", "bbvi_cv"])
@@ -51,14 +104,14 @@ def test_the_monotone_key_reaches_em_and_bbvi(method):
     # constraints (a short BBVI run: this checks the wiring, not the fit)
     from dataclasses import replace
 
-    rm, truth, q = dcm_bbvi.simulate(dcm_bbvi.DESIGNS["seed"], 0.0, 5, n_persons=200)
-    config = dcm_bbvi.study_settings({"designs": {}, "monotone": True, "variance_repeats": 0,
-                                      "bbvi_training": {"max_steps": 80, "min_steps": 80}})
+    rm, truth, q = data.simulate(conditions.DESIGNS["seed"], 0.0, 5, n_persons=200)
+    config = methods.study_config(settings.Settings.from_config(validated(
+        monotone=True, variance_repeats=0, n_samples=50, bbvi_training={"max_steps": 80, "min_steps": 80})))
     assert config.monotone
-    out = dcm_bbvi.run_fit(method, rm, truth, q, seed=0, config=config)
+    out = methods.fit(method, rm, truth, q, seed=0, config=config)
     assert out.record["monotone"] is True
     b = out.estimates[out.estimates.parameter == "beta"]
     assert (b[b.category.isin([1, 2])]["mean"] >= 0).all()  # the main effects (2 attributes)
     if method == "em":  # (a second BBVI compilation would double the test's time)
-        plain = dcm_bbvi.run_fit(method, rm, truth, q, seed=0, config=replace(config, monotone=False))
+        plain = methods.fit(method, rm, truth, q, seed=0, config=replace(config, monotone=False))
         assert plain.record["monotone"] is False

@@ -138,8 +138,8 @@ def test_every_objective_runs_with_the_mixture_model():
     # the mixture plugs into the imputation objectives through their cell-probability hook:
     # with one-hot imputation PMFs at the hidden responses every objective's likelihood is
     # the complete-data likelihood of the mixture, exactly (M copies all equal)
-    from bayesirt.studies import rb_imputation
     from bayesirt.inference import objectives
+    from bayesirt.studies.rb_imputation import methods
     rm, truth = simulate.simulate_mixture_grm(6, 50, [3, 2], 4, n_dimensions=2)
     st = mix.structure_of(rm, 2)
     p = params_of(rm, truth, 2)
@@ -151,7 +151,7 @@ def test_every_objective_runs_with_the_mixture_model():
     batch = {"y": jnp.asarray(y_missing), "index": jnp.arange(rm.n_persons), **data}
     complete = np.asarray(mix.log_likelihood(p, jnp.asarray(y), st))
     for name in objectives.NAMES:
-        ll = rb_imputation.model_objective(name, st, 3)(p, batch, jax.random.key(0))
+        ll = methods.model_objective(name, st, 3)(p, batch, jax.random.key(0))
         if name == "zero_fill":
             np.testing.assert_allclose(ll, mix.log_likelihood(p, jnp.asarray(y_missing), st), rtol=1e-5)
         elif name == "rao_blackwell_batch":

@@ -6,16 +6,69 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
-from bayesirt.studies import rb_imputation
+from bayesirt.config import ConfigError
+from bayesirt.studies import base
+from bayesirt.studies.rb_imputation import conditions, settings, tables
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def validated(name="test.yaml") -> dict:
+    """A shipped config with the schema's defaults filled in, as the workflow sees it."""
+    from snakemake.utils import validate
+
+    cfg = yaml.safe_load((ROOT / "config" / name).read_text())
+    validate(cfg, str(SCHEMA), set_default=True)
+    return cfg
 
 
 def test_condition_names_and_parsing():
     study = {"objectives": ["zero_fill", "rao_blackwell", "exact_marginal"], "n_copies": [3, 5]}
-    names = rb_imputation.condition_names(study)
+    names = conditions.condition_names(study)
     assert names == ["zero_fill", "rao_blackwell_M3", "rao_blackwell_M5", "exact_marginal"]
-    assert [rb_imputation.parse_condition(n) for n in names] == [
+    assert [conditions.parse_condition(n) for n in names] == [
         ("zero_fill", None), ("rao_blackwell", 3), ("rao_blackwell", 5), ("exact_marginal", None)]
+
+
+def test_the_objectives_are_those_of_inference_objectives():
+    # conditions.py names them without importing inference.objectives (JAX) at parse time
+    from bayesirt.inference import objectives
+
+    assert conditions.OBJECTIVES == objectives.NAMES
+    assert set(conditions.COPIES) < set(objectives.NAMES)
+
+
+def test_the_study_loads_and_its_conditions_are_result_folders():
+    study = base.load("rb_imputation")
+    assert study.name == "rb_imputation" and set(study.methods) == set(conditions.METHODS)
+    assert all(callable(f) for f in (study.conditions, study.fit, study.aggregate, study.figures,
+                                     *study.methods.values()))
+    fits = study.conditions(validated())
+    # the reference, then test.yaml's one replication of its four objectives (M = 2)
+    assert [f.folder for f in fits] == ["results/rb_imputation/rwa_sim/reference"] + [
+        f"results/rb_imputation/rwa_sim/mcar15/rep0/{c}"
+        for c in ("zero_fill", "naive_average_M2", "rao_blackwell_M2", "exact_marginal")]
+    assert [f.method for f in fits] == ["complete", "zero_fill", "naive_average", "rao_blackwell", "exact_marginal"]
+    assert fits[2].n_copies == 2 and fits[1].n_copies is None
+    cfg = validated()
+    cfg["studies"]["rb_imputation"]["enabled"] = False
+    assert study.conditions(cfg) == []
+    del cfg["studies"]["rb_imputation"]
+    assert study.conditions(cfg) == []
+
+
+def test_settings_from_the_validated_config():
+    cfg = validated()
+    s = settings.Settings.from_config(cfg)
+    assert s.training["max_steps"] == 300 and s.training["n_draws"] == 1  # test.yaml's, the schema's
+    assert s.posterior_draws == 50 and s.n_dimensions == 1 and s.priors == cfg["priors"]
+    settings.check(cfg)
+    cfg["studies"]["rb_imputation"]["missing"] = "mar0"
+    with pytest.raises(ConfigError, match=r"^config key 'studies.rb_imputation.missing': 'mar0' — a rate of 0%"):
+        settings.check(cfg)
 
 
 # The study's settings are checked by the config schema alone (one line naming the key),
@@ -28,15 +81,12 @@ def test_condition_names_and_parsing():
     ({"missing": "mcar"}, "config key 'studies.rb_imputation.missing'"),
 ])
 def test_config_errors_name_the_key(bad, message):
-    import yaml
+    from bayesirt.config import check
 
-    from bayesirt.config import ConfigError, check
-
-    root = Path(__file__).resolve().parents[2]
-    config = yaml.safe_load((root / "config" / "test.yaml").read_text())
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     config["studies"]["rb_imputation"].update(bad)
     with pytest.raises(ConfigError, match=re.escape(message)):
-        check(config, root / "workflow" / "schemas" / "config.schema.yaml")
+        check(config, SCHEMA)
 
 
 def table(values, true=None):
@@ -52,12 +102,27 @@ def table(values, true=None):
 def test_error_table_against_reference_and_truth():
     ref = table([1.0, 2.0, 3.0, 4.0])
     est = table([1.5, 2.0, 3.0, 3.5], true=[1.0, 1.0, 1.0, 1.0])
-    e = rb_imputation.error_table(est, ref).set_index(["against", "scale"])
+    e = tables.error_table(est, ref).set_index(["against", "scale"])
     assert e.loc[("complete_data", "all"), "rmse"] == pytest.approx(np.sqrt(0.125))
     assert e.loc[("complete_data", "A"), "bias"] == pytest.approx(0.25)
     assert e.loc[("complete_data", "B"), "bias"] == pytest.approx(-0.25)
     assert e.loc[("truth", "all"), "bias"] == pytest.approx(1.5)
     with pytest.raises(ValueError, match="same parameters"):
-        rb_imputation.error_table(table([1.0, 2.0, 3.0, 4.0, 5.0]), ref)
-    agg = rb_imputation.aggregate([e.reset_index().assign(objective="x"), e.reset_index().assign(objective="x")])
+        tables.error_table(table([1.0, 2.0, 3.0, 4.0, 5.0]), ref)
+    agg = tables.across_replications([e.reset_index().assign(objective="x"), e.reset_index().assign(objective="x")])
     assert (agg["n_reps"] == 2).all() and np.allclose(agg["rmse_sd"], 0.0)
+
+
+def test_reference_figures_on_real_and_simulated_data(tmp_path):
+    # real data (no truth): the reference fit's discriminations item by item; simulated: against the truth
+    from bayesirt.studies.rb_imputation import figures
+
+    est = pd.concat([table([1.0, 1.2, 0.8, 1.5]), table([0.1, -0.2, 0.3, 0.0]).assign(parameter="ability")])
+    loss = {"reference": pd.DataFrame({"step": np.arange(40), "loss": np.linspace(5, 1, 40)})}
+    for name, estimates in (("real", est), ("simulated", est.assign(true=1.0))):
+        outputs = {"loss_figure": tmp_path / f"{name}_loss.png", "scatter_figure": tmp_path / f"{name}.png"}
+        figures.reference_figures(estimates, loss, outputs)
+        assert all(p.read_bytes().startswith(b"\x89PNG") for p in outputs.values())
+    table_real = tables.recovery(est, "reference")
+    assert table_real.empty and list(table_real.columns) == ["fit", *tables.RECOVERY_COLUMNS]
+    assert set(tables.recovery(est.assign(true=1.0), "reference")["fit"]) == {"reference"}

@@ -143,16 +143,16 @@ def test_mse_outliers_name_the_extreme_true_value():
 
 
 def test_rb_imputation_jensen_claim_is_paired_by_replication():
-    from bayesirt.studies import rb_imputation
+    from bayesirt.studies.rb_imputation import tables
 
     rows = []
     for rep, (rb, naive) in enumerate([(0.10, 0.20), (0.12, 0.25), (0.11, 0.19), (0.09, 0.22), (0.10, 0.21)]):
         rows += [{"condition": "rao_blackwell_M3", "rep": rep, "discrimination_rmse_vs_complete_data": rb},
                  {"condition": "naive_average_M3", "rep": rep, "discrimination_rmse_vs_complete_data": naive}]
-    v = rb_imputation.jensen_verdict(pd.DataFrame(rows), "rao_blackwell_M3", "naive_average_M3")
+    v = tables.jensen_verdict(pd.DataFrame(rows), "rao_blackwell_M3", "naive_average_M3")
     assert v.outcome == "supported" and v.n == 5 and v.mean_difference == pytest.approx(-0.11)
     assert v.text.startswith("the discrimination RMSE of rao_blackwell_M3 (against naive_average_M3) is lower in 5 of 5")
-    one = rb_imputation.jensen_verdict(pd.DataFrame(rows[:2]), "rao_blackwell_M3", "naive_average_M3")
+    one = tables.jensen_verdict(pd.DataFrame(rows[:2]), "rao_blackwell_M3", "naive_average_M3")
     assert one.outcome == "inconclusive" and one.n == 1
 
 

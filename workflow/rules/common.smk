@@ -15,15 +15,15 @@ from snakemake.utils import validate
 
 from bayesirt.config import check as check_config
 from bayesirt.seeds import derive
-from bayesirt.studies import config_checks
+from bayesirt.studies import check_config as check_study_configs
 
 
 # A one-line error naming the key first; then Snakemake's validation fills in the defaults.
 check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 validate(config, schema="../schemas/config.schema.yaml", set_default=True)
 # What the schema cannot say (missingness names such as mcar150 or mar0, missingness a design
-# cannot hold), checked by the studies' own parsers, so that it stops the run before any job.
-config_checks.check(config)
+# cannot hold): every study's settings.check, so that a bad value stops the run before any job.
+check_study_configs(config)
 
 # Interpreter of this workflow: shell rules call it explicitly so they use the same environment.
 PYTHON = sys.executable

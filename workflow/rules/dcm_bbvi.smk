@@ -38,7 +38,7 @@ rule fit_dcm_bbvi:
         estimates="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/estimates.csv",
         loss="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/loss.csv",
     params:
-        study=dcm_config(),
+        settings=dcm_fit_settings,
         seed=dcm_fit_seed,
     wildcard_constraints:
         design=dcm_design_pattern(),
@@ -62,7 +62,7 @@ rule fit_dcm_bbvi_nuts:
         estimates="results/dcm_bbvi/{design}/{missing}/nuts/rep{rep}/estimates.csv",
         posterior="results/dcm_bbvi/{design}/{missing}/nuts/rep{rep}/posterior.nc",
     params:
-        study=dcm_config(),
+        settings=dcm_fit_settings,
         seed=dcm_fit_seed,
     wildcard_constraints:
         design=dcm_design_pattern(),

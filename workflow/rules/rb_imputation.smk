@@ -21,10 +21,7 @@ rule fit_reference:
         loss="results/rb_imputation/{dataset}/reference/loss.csv",
         posterior="results/rb_imputation/{dataset}/reference/posterior.nc",
     params:
-        training=config["training"],
-        priors=config["priors"],
-        posterior_draws=config["posterior_draws"],
-        n_dimensions=rb_setting("n_dimensions"),
+        settings=rb_fit_settings,
         seed=reference_seed,
     log:
         "logs/rb_imputation/{dataset}/reference.log",
@@ -68,10 +65,7 @@ rule fit_objective:
         loss="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/loss.csv",
         posterior="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/posterior.nc",
     params:
-        training=config["training"],
-        priors=config["priors"],
-        posterior_draws=config["posterior_draws"],
-        n_dimensions=rb_setting("n_dimensions"),
+        settings=rb_fit_settings,
         seed=replication_seed,
     log:
         "logs/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}.log",
@@ -82,7 +76,8 @@ rule fit_objective:
 
 
 rule recovery_table:
-    # Recovery of the true parameters (simulated data) by the complete-data fit.
+    # Recovery of the true parameters (simulated data) by the complete-data fit; on real data
+    # its estimates item by item.
     input:
         estimates="results/rb_imputation/{dataset}/reference/estimates.csv",
         record="results/rb_imputation/{dataset}/reference/fit.json",

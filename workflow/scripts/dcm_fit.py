@@ -2,20 +2,17 @@
 
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
-from bayesirt import io, logs, records
-from bayesirt.studies import dcm_bbvi
+from bayesirt import logs, records
+from bayesirt.studies.dcm_bbvi import data, methods
+from bayesirt.studies.dcm_bbvi.conditions import FitSpec
 
 log = logs.to_file(snakemake.log[0])
 w = snakemake.wildcards
 method = getattr(w, "method", "nuts")
-spec = dcm_bbvi.FitSpec(w.design, w.missing, method, int(w.rep))
-rm = io.read_responses(snakemake.input.responses)
-truth = pd.read_csv(snakemake.input.truth)
-out = dcm_bbvi.run_fit(method, rm, truth, np.asarray(rm.attrs["q_matrix"]), seed=snakemake.params.seed,
-                       config=dcm_bbvi.study_settings(snakemake.params.study), fields=dcm_bbvi.fit_spec_fields(spec))
+spec = FitSpec(w.design, w.missing, method, int(w.rep))
+rm, truth, q = data.read(snakemake.input.responses, snakemake.input.truth)
+out = methods.fit(method, rm, truth, q, seed=snakemake.params.seed,
+                  config=methods.study_config(snakemake.params.settings), fields=spec.fields)
 if not out.record["converged"]:
     log.warning("fit did not converge: %s", out.record["convergence_reason"])
 log.info("%s: pattern accuracy %.3f", method, out.record["accuracy"]["pattern_accuracy"])

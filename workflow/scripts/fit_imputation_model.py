@@ -3,9 +3,9 @@
 import time
 
 from bayesirt import io, logs
-from bayesirt.studies import rb_imputation
 from bayesirt.data import missingness
 from bayesirt.imputation import stacking
+from bayesirt.studies.rb_imputation import data
 
 log = logs.to_file(snakemake.log[0])
 rm_missing = io.read_responses(snakemake.input.responses)
@@ -13,9 +13,9 @@ rm_complete = io.read_responses(snakemake.input.complete)
 hidden = missingness.read_hidden(snakemake.input.hidden, rm_missing)
 settings = stacking.StackingSettings(**snakemake.params.settings, seed=snakemake.params.seed)
 t0 = time.perf_counter()
-model, checks = rb_imputation.fit_imputation_model(rm_missing, settings)
+model, checks = data.fit_imputation_model(rm_missing, settings)
 seconds = time.perf_counter() - t0
-scores = rb_imputation.imputation_scores(model, rm_missing, rm_complete, hidden)
+scores = data.imputation_scores(model, rm_missing, rm_complete, hidden)
 log.info("imputation model: %d sub-models in %.1f s; hidden cells: log score %.3f (marginal %.3f), "
          "accuracy %.3f (marginal %.3f)", model.weights.size, seconds, scores["log_score"],
          scores["marginal_log_score"], scores["accuracy"], scores["marginal_accuracy"])

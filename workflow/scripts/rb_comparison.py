@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 
 from bayesirt import io, logs
-from bayesirt.studies import rb_imputation
+from bayesirt.studies.rb_imputation import figures, tables
 
 log = logs.to_file(snakemake.log[0])
 reference = pd.read_csv(snakemake.input.reference)
@@ -17,8 +17,8 @@ for record_path in snakemake.input.fits:
     if record["replication"] == 0:  # the figures show the first replication
         estimates[record["condition"]] = fits[-1][1]
         losses[record["condition"]] = pd.read_csv(folder / "loss.csv")
-tables = rb_imputation.compare(reference, fits, [io.read_json(p) for p in snakemake.input.imputation])
+tabs = tables.aggregate(reference, fits, [io.read_json(p) for p in snakemake.input.imputation])
 for name in ("errors", "summary", "aggregate", "imputation", "timings"):
-    io.write_table(tables[name], snakemake.output[name])
-rb_imputation.figures(tables["errors"], estimates, losses, dict(snakemake.output.items()))
+    io.write_table(tabs[name], snakemake.output[name])
+figures.figures(tabs["errors"], estimates, losses, dict(snakemake.output.items()))
 log.info("compared %d fits over %d replications", len(fits), len({r["replication"] for r, _ in fits}))

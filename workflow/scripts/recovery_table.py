@@ -1,24 +1,15 @@
-"""Recovery table and figures of a data set's fits (rule recovery_table)."""
+"""Recovery table and figures of the complete-data reference fit (rule recovery_table)."""
 
 import pandas as pd
 
-from bayesirt import io, logs, plotting
-from bayesirt.evaluation.recovery import recovery_table
+from bayesirt import io, logs
+from bayesirt.studies.rb_imputation import figures, tables
 
 log = logs.to_file(snakemake.log[0])
 estimates = pd.read_csv(snakemake.input.estimates)
 record = io.read_json(snakemake.input.record)
-if "true" in estimates:
-    table = recovery_table(estimates)
-else:
+if "true" not in estimates:
     log.info("no true values (real data): recovery table left empty")
-    table = pd.DataFrame(columns=["parameter", "scale", "rmse", "bias", "mse", "corr", "n"])
-table.insert(0, "fit", record["condition"])
-io.write_table(table, snakemake.output.table)
-losses = {record["condition"]: pd.read_csv(snakemake.input.loss)}
-plotting.save(plotting.loss_curves(losses), snakemake.output.loss_figure)
-if "true" in estimates:
-    figure = plotting.true_vs_estimated(estimates)
-else:
-    figure = plotting.item_estimates(estimates)
-plotting.save(figure, snakemake.output.scatter_figure)
+io.write_table(tables.recovery(estimates, record["condition"]), snakemake.output.table)
+figures.reference_figures(estimates, {record["condition"]: pd.read_csv(snakemake.input.loss)},
+                          dict(snakemake.output.items()))

@@ -68,7 +68,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesirt.inference.objective_names import uses_copies  # noqa: F401  (re-exported)
 from bayesirt.inference.training import SHARED
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import grm

@@ -1,10 +1,7 @@
 # Input, params and target functions of the amortized_ifa rules (workflow/rules/amortized_ifa.smk);
 # kept apart from the rules so that `snakemake --lint` stays clean. Parse time imports only the
-# study's conditions and settings (standard library).
+# study's conditions (standard library).
 from bayesirt.studies.amortized_ifa import conditions as ifa_conditions
-from bayesirt.studies.amortized_ifa import settings as ifa_settings
-
-ifa_settings.check(config)
 
 
 def ifa_config():

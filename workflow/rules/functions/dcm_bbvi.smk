@@ -1,23 +1,30 @@
 # Input, params and target functions of the dcm_bbvi rules (workflow/rules/dcm_bbvi.smk);
 # kept apart from the rules so that `snakemake --lint` stays clean.
-from bayesirt.studies import dcm_conditions
+from bayesirt.studies.dcm_bbvi import conditions as dcm_conditions
+from bayesirt.studies.dcm_bbvi import settings as dcm_settings
 
 
 def dcm_config():
+    # a config may leave the study out (e.g. an example that runs another study only)
     return config["studies"].get("dcm_bbvi") or {"enabled": False, "designs": {}}
 
 
 def dcm_fits():
-    return dcm_conditions.conditions(dcm_config())
+    return dcm_conditions.conditions(config)
 
 
 def dcm_design_pattern():
     """A regex alternation of design names (one that never matches if none)."""
-    return "|".join(dcm_config().get("designs", {})) if dcm_fits() else "(?!x)x"
+    return "|".join(dcm_config()["designs"]) if dcm_fits() else "(?!x)x"
 
 
 def dcm_design_spec(wildcards):
     return dcm_conditions.design_spec(wildcards.design, dcm_config()["designs"][wildcards.design])
+
+
+def dcm_fit_settings(wildcards):
+    """What a fit takes from the config (dcm_bbvi.settings.Settings)."""
+    return dcm_settings.Settings.from_config(config)
 
 
 def dcm_data_seed(wildcards):

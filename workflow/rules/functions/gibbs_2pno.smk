@@ -4,10 +4,6 @@
 from bayesirt.studies.gibbs_2pno import conditions as gibbs_conditions
 from bayesirt.studies.gibbs_2pno import settings as gibbs_settings
 
-# What the schema cannot say about the study (a design's dataset, missingness names, missingness
-# a design cannot hold), checked once, before any job.
-gibbs_settings.check(config)
-
 
 def gibbs_study_config(wildcards):
     """The study's section of the config (its jobs run only where the study is on)."""

@@ -1,6 +1,7 @@
 # Input, params and target functions of the rb_imputation rules (workflow/rules/rb_imputation.smk);
 # kept apart from the rules so that `snakemake --lint` stays clean.
-from bayesirt.studies.rb_conditions import condition_names
+from bayesirt.studies.rb_imputation import conditions as rb_study
+from bayesirt.studies.rb_imputation import settings as rb_study_settings
 
 
 def rb_config():
@@ -11,6 +12,11 @@ def rb_config():
 def rb_setting(name):
     """A setting of the study, looked up when a job of it is built (only when the study is on)."""
     return lambda wildcards: rb_config()[name]
+
+
+def rb_fit_settings(wildcards):
+    """What a fit takes from the config (rb_imputation.settings.Settings)."""
+    return rb_study_settings.Settings.from_config(config)
 
 
 def rb_datasets():
@@ -30,16 +36,11 @@ def imputation_seed(wildcards):
     return job_seed("imputation", "rb_imputation", wildcards.dataset, wildcards.missing, wildcards.rep)
 
 
-def rb_conditions():
-    """Fit conditions of the study: objectives, with _M<copies> for the copy-based ones."""
-    return condition_names(rb_config())
-
-
 def rb_fits(wildcards):
-    """Every fit record of one data set and missingness design, over replications and conditions."""
-    return expand("results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/fit.json",
-                  dataset=wildcards.dataset, missing=wildcards.missing,
-                  rep=range(rb_config()["replications"]), condition=rb_conditions())
+    """Every fit record of one data set and missingness design: replication by replication, the
+    objectives with _M<copies> for the copy-based ones (rb_imputation.conditions)."""
+    return [f"{fit.folder}/fit.json" for fit in rb_study.conditions(config)
+            if fit.rep is not None and fit.dataset == wildcards.dataset and fit.missing == wildcards.missing]
 
 
 def rb_imputation_records(wildcards):

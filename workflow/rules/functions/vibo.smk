@@ -1,12 +1,7 @@
 # Input, params and target functions of the vibo rules (workflow/rules/vibo.smk); kept apart
 # from the rules so that `snakemake --lint` stays clean. Parse time: only the study's
-# conditions and settings (plain Python, no JAX).
+# conditions (plain Python, no JAX).
 from bayesirt.studies.vibo import conditions as vibo_conditions
-from bayesirt.studies.vibo import settings as vibo_settings
-
-# The study's checks across keys (design shapes, missingness names and what a design can hold),
-# so that a bad value stops the run before any job.
-vibo_settings.check(config)
 
 
 def vibo_config():

@@ -1,7 +1,9 @@
-"""The parse-time part of study ``dcm_bbvi`` (bayesirt.studies.dcm_bbvi): its designs, the fits a
-config asks for, and the names of their conditions. Snakemake reads these when it parses the
-workflow, on every run and, on a cluster, in every job, so this module imports nothing heavy
-(no JAX): the fitting side stays in ``dcm_bbvi``, which re-exports these names."""
+"""The fits a config asks of study ``dcm_bbvi``: its designs, methods and the names of its
+missingness conditions.
+
+Snakemake imports this module when it parses the workflow, on every run and, on a cluster, in
+every job: standard library only.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +14,10 @@ METHODS = ("em", "bbvi", "bbvi_cv", "collapsed_vi", "nuts")
 MONOTONE_METHODS = ("em", "bbvi", "bbvi_cv", "collapsed_vi")  # the methods that honour ``monotone``
 SEED_ACCURACY = 0.967  # the seed's reported overall classification accuracy
 
+# Designs (the config's design names): ``seed`` (1,000 persons, 30 items, 2 attributes, the
+# generator of the seeds README) and ``larger`` (2,000 persons, 20 items measuring 1-2 of 4
+# attributes; intercepts U(-3, -0.1), main effects U(1, 5); interactions U(-min main effect, 2),
+# so every item stays monotone in each attribute).
 DESIGNS = {
     "seed": {"n_persons": 1000, "n_items": 30, "n_attributes": 2, "q_rows": "uniform",
              "intercept": (-1.15, -1.05), "main_single": (2.9, 3.1), "main_multi": (1.45, 1.55),
@@ -33,6 +39,12 @@ class FitSpec:
     def folder(self) -> str:
         return f"results/{STUDY}/{self.design}/{self.missing}/{self.method}/rep{self.rep}"
 
+    @property
+    def fields(self) -> dict:
+        """The fit record's fields that name the condition."""
+        return {"design": self.design, "condition": f"{self.missing}/{self.method}", "replication": self.rep,
+                "dataset": f"{STUDY}_{self.design}_{self.missing}"}
+
 
 def missing_label(rate: float) -> str:
     return f"mcar{round(100 * float(rate)):d}"
@@ -44,17 +56,18 @@ def missing_rate(label: str) -> float:
     return float(label[4:]) / 100
 
 
-def conditions(study_config: dict) -> list[FitSpec]:
-    """Every fit a config asks for (cheap: called when the workflow is parsed). NUTS runs only
-    on the designs listed under ``nuts_designs``."""
-    if not study_config or not study_config.get("enabled", True):
+def conditions(config: dict) -> list[FitSpec]:
+    """Every fit the validated config asks for. NUTS runs only on the designs listed under
+    ``nuts_designs``."""
+    study = config["studies"].get(STUDY)  # a config may leave the study out
+    if not study or not study["enabled"]:
         return []
     fits = []
-    for name, design in study_config.get("designs", {}).items():
-        for rate in design.get("missing", [0.0, 0.2]):
-            for rep in range(design.get("replications", 1)):
-                for method in study_config.get("methods", METHODS[:4]):
-                    if method == "nuts" and name not in study_config.get("nuts_designs", ["seed"]):
+    for name, design in study["designs"].items():
+        for rate in design["missing"]:
+            for rep in range(design["replications"]):
+                for method in study["methods"]:
+                    if method == "nuts" and name not in study["nuts_designs"]:
                         continue
                     fits.append(FitSpec(name, missing_label(rate), method, rep))
     return fits
@@ -62,11 +75,10 @@ def conditions(study_config: dict) -> list[FitSpec]:
 
 def design_spec(name: str, design: dict) -> dict:
     """The generator of a named design (``DESIGNS``) with the config's sizes."""
-    generator = design.get("generator", name)
-    if generator not in DESIGNS:
-        raise ValueError(f"dcm_bbvi: design {name!r} has generator {generator!r}; expected one of {', '.join(DESIGNS)}")
-    spec = dict(DESIGNS[generator])
+    if name not in DESIGNS:
+        raise ValueError(f"dcm_bbvi: design {name!r}; expected one of {', '.join(DESIGNS)}")
+    spec = dict(DESIGNS[name])
     for key in ("n_persons", "n_items"):
-        if key in design:
+        if key in design:  # no default: the design's own size
             spec[key] = design[key]
     return spec

@@ -1,0 +1,43 @@
+"""The data of one ``dcm_bbvi`` condition: LCDM responses simulated from a design
+(``conditions.DESIGNS``, with the config's sizes) with MCAR missingness at the condition's rate,
+the truth (coefficients, profile probabilities, each person's profile) and the Q-matrix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from bayesirt import io
+from bayesirt.data import missingness
+from bayesirt.data.simulate_lcdm import simulate_lcdm
+
+
+def q_matrix(spec: dict, rng: np.random.Generator) -> np.ndarray | None:
+    a, j = spec["n_attributes"], spec["n_items"]
+    if spec["q_rows"] == "uniform":
+        return None  # the simulator's default: rows uniform over all 2^A patterns
+    q = np.zeros((j, a), np.int8)
+    for i in range(j):
+        q[i, rng.choice(a, size=rng.integers(1, 3), replace=False)] = 1
+    q[:a] = np.eye(a, dtype=np.int8)  # every attribute measured, alone, at least once
+    return q
+
+
+def simulate(spec: dict, missing: float, seed: int, n_persons: int | None = None):
+    """(ResponseMatrix with -1 for hidden cells, truth table, Q-matrix) for one design."""
+    rng = np.random.default_rng(seed)
+    n = n_persons or spec["n_persons"]
+    rm, truth, q = simulate_lcdm(seed, n_persons=n, n_attributes=spec["n_attributes"], n_items=spec["n_items"],
+                                 q_matrix=q_matrix(spec, rng), intercept=spec["intercept"],
+                                 main_single=spec["main_single"], main_multi=spec["main_multi"],
+                                 interaction=spec["interaction"])
+    if missing > 0:
+        rm, _ = missingness.inject(rm, kind="mcar", rate=missing, seed=seed + 1)
+    return rm, truth, q
+
+
+def read(responses, truth) -> tuple[io.ResponseMatrix, pd.DataFrame, np.ndarray]:
+    """(responses, truth, Q-matrix) of a condition from the workflow's files (the Q-matrix is in
+    the responses' sidecar)."""
+    rm = io.read_responses(responses)
+    return rm, pd.read_csv(truth), np.asarray(rm.attrs["q_matrix"])

@@ -1,0 +1,71 @@
+"""The config of study ``dcm_bbvi``: its checks across keys, and the settings its fits take.
+
+``check(config)`` refuses what the schema cannot express; ``Settings.from_config(config)`` holds
+what the fitting jobs read from the validated config (the schema has filled in every default),
+as plain values: light enough for parse time, where the rules build it as a job's params.
+``methods.study_config`` turns it into the library's settings objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bayesirt.config import ConfigError
+from bayesirt.studies.dcm_bbvi.conditions import STUDY, design_spec, missing_label
+from bayesirt.studies.design_conditions import max_hidden_cells
+
+
+def check(config: dict) -> None:
+    """Raise ConfigError naming the offending key: a missingness rate that is not a whole
+    percent, two rates of one design that name the same condition, or a rate the design's
+    persons x items matrix cannot hold."""
+    study = config["studies"].get(STUDY)
+    if study is None:
+        return
+    for name, design in study["designs"].items():
+        spec = design_spec(name, design)
+        labels = {}
+        for i, rate in enumerate(design["missing"]):
+            key = f"studies.{STUDY}.designs.{name}.missing.{i}"
+            label = missing_label(rate)
+            # conditions are named and stored by whole percent (mcar20): another rate would be
+            # fitted under a name that says something else
+            if abs(100 * float(rate) - round(100 * float(rate))) > 1e-9:
+                raise ConfigError(f"config key '{key}': {rate} — DCM missingness rates are whole percents "
+                                  f"(the condition is named {label}); write e.g. {round(float(rate), 2)}")
+            if label in labels:
+                raise ConfigError(f"config key '{key}': {rate} repeats the condition {label} "
+                                  f"(missing.{labels[label]})")
+            labels[label] = i
+            _fits(key, rate, float(rate), int(spec["n_persons"]), int(spec["n_items"]))
+
+
+def _fits(key: str, value, rate: float, n_persons: int, n_items: int) -> None:
+    """The design's persons x items matrix can hold ``rate`` hidden cells (a necessary bound)."""
+    need, most = round(rate * n_persons * n_items), max_hidden_cells(n_persons, n_items)
+    if need > most:
+        raise ConfigError(
+            f"config key '{key}': {value!r} — hiding {need} of the {n_persons * n_items} cells of the design "
+            f"({n_persons} persons x {n_items} items) is impossible: one response of every person and item is "
+            f"kept, so at most {most} ({100 * most / (n_persons * n_items):.0f}%) can be hidden")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every fit of the study takes from the validated config."""
+
+    n_samples: int  # M of BBVI
+    variance_repeats: int  # draws of the gradient estimator for its variance (BBVI fits)
+    monotone: bool  # MONOTONE_METHODS: monotone coefficients (models.lcdm.monotone_beta)
+    bbvi_training: dict  # overrides of methods.BBVI_TRAIN
+    collapsed_training: dict  # overrides of methods.COLLAPSED_TRAIN
+    nuts: dict  # inference.chains.SamplerSettings fields
+    priors: dict  # models.lcdm.Priors
+
+    @classmethod
+    def from_config(cls, config: dict) -> Settings:
+        study = config["studies"][STUDY]
+        return cls(n_samples=study["n_samples"], variance_repeats=study["variance_repeats"],
+                   monotone=study["monotone"], bbvi_training=dict(study["bbvi_training"]),
+                   collapsed_training=dict(study["collapsed_training"]), nuts=dict(study["nuts"]),
+                   priors=dict(study["priors"]))

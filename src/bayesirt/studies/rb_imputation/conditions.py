@@ -1,0 +1,77 @@
+"""The fits a config asks of study ``rb_imputation``, and the names of their conditions.
+
+Snakemake imports this module when it parses the workflow, on every run and, on a cluster, in
+every job: standard library only. It also holds the one fact about the imputation objectives
+that naming the conditions needs, which of them draw imputed copies (``COPIES``), so that
+parsing never imports ``inference.objectives`` (JAX).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+STUDY = "rb_imputation"
+# the imputation objectives, as ``inference.objectives.NAMES`` (a unit test holds them equal)
+OBJECTIVES = ("zero_fill", "naive_average", "rao_blackwell", "rao_blackwell_batch", "exact_marginal")
+# the objectives that average over M imputed copies: their conditions carry _M<copies>
+COPIES = ("naive_average", "rao_blackwell", "rao_blackwell_batch")
+COMPLETE = "complete"  # the method (record field ``objective``) of the complete-data reference fit
+METHODS = (COMPLETE, *OBJECTIVES)
+REFERENCE = "reference"  # the condition name of the complete-data fit
+
+
+def uses_copies(objective: str) -> bool:
+    """Whether an objective draws imputed copies (and so has an M)."""
+    return objective in COPIES
+
+
+def condition_names(study: dict) -> list[str]:
+    """Fit conditions of a config's ``studies.rb_imputation``: the objectives, with
+    ``_M<copies>`` for each M of ``n_copies`` where the objective draws imputed copies."""
+    out = []
+    for objective in study["objectives"]:
+        if uses_copies(objective):
+            out += [f"{objective}_M{m}" for m in study["n_copies"]]
+        else:
+            out.append(objective)
+    return out
+
+
+def parse_condition(condition: str) -> tuple[str, int | None]:
+    """(objective, M or None) of a condition name such as ``rao_blackwell_M5``."""
+    objective, copies = re.fullmatch(r"([a-z_]+?)(?:_M(\d+))?", condition).groups()
+    return objective, (int(copies) if copies else None)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One fit of the study: the complete-data reference of a data set (``rep`` None), or one
+    objective (``method``) with its M (``n_copies``) on one replication's masked responses."""
+
+    dataset: str
+    condition: str  # REFERENCE, or an objective with _M<copies> where it draws copies
+    method: str  # COMPLETE or an objective
+    missing: str | None = None  # the injected missingness, e.g. mcar15 (None: the reference)
+    rep: int | None = None
+    n_copies: int | None = None
+
+    @property
+    def folder(self) -> str:
+        if self.rep is None:
+            return f"results/{STUDY}/{self.dataset}/{REFERENCE}"
+        return f"results/{STUDY}/{self.dataset}/{self.missing}/rep{self.rep}/{self.condition}"
+
+
+def conditions(config: dict) -> list[Fit]:
+    """Every fit the validated config asks for: the reference, then each replication's
+    conditions in the order of ``condition_names`` (none when the study is off)."""
+    study = config["studies"].get(STUDY)  # a config may leave the study out
+    if not study or not study["enabled"]:
+        return []
+    fits = [Fit(study["dataset"], REFERENCE, COMPLETE)]
+    for rep in range(study["replications"]):
+        for name in condition_names(study):
+            objective, copies = parse_condition(name)
+            fits.append(Fit(study["dataset"], name, objective, study["missing"], rep, copies))
+    return fits

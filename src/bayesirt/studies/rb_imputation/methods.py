@@ -1,0 +1,176 @@
+"""The fits of study ``rb_imputation``: the factorized GRM (or, with ``n_dimensions`` > 1, the
+mixture GRM) by mean-field ADVI (``studies.grm_advi``), on the complete data (``complete``, the
+reference) or with one imputation objective of ``inference.objectives`` on a replication's
+masked responses.
+
+``METHODS`` maps each method to its function, ``fit`` looks one up; ``run_replication`` chains
+one replication in one process (benchmarks, statistical tests) through the same functions the
+workflow's jobs call: reference fit -> missingness injection -> imputation model (checked and
+scored on the hidden cells) -> one fit per objective -> the study's tables.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from bayesirt import io
+from bayesirt.imputation import stacking
+from bayesirt.imputation.checks import validate_imputation_model
+from bayesirt.inference import objectives
+from bayesirt.inference.training import TrainSettings
+from bayesirt.models import factorized_grm as fgrm
+from bayesirt.models import mixture_grm
+from bayesirt.studies import grm_advi
+from bayesirt.studies.base import MethodResult
+from bayesirt.studies.rb_imputation import data as study_data
+from bayesirt.studies.rb_imputation import tables
+from bayesirt.studies.rb_imputation.conditions import COMPLETE, OBJECTIVES, REFERENCE, STUDY, uses_copies
+from bayesirt.studies.rb_imputation.settings import Settings
+
+log = logging.getLogger("bayesirt")
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    objectives: tuple = OBJECTIVES
+    n_copies: int = 3  # M, as in the seed
+    n_dimensions: int = 1  # > 1: the mixture GRM of seed section 1.3
+    missing_kind: str = "mcar"
+    missing_rate: float = 0.15
+    settings: TrainSettings = field(default_factory=TrainSettings)
+    priors: fgrm.Priors = field(default_factory=fgrm.Priors)
+    stacking: stacking.StackingSettings = field(default_factory=stacking.StackingSettings)
+    n_draws: int = 1  # draws of the parameters per step of the reference fit (the objectives draw one)
+    posterior_draws: int = 500
+
+
+def study_config(settings: Settings, n_copies: int = 1) -> StudyConfig:
+    """The fits' settings from the config's (``settings.Settings``), with M = ``n_copies``."""
+    training = dict(settings.training)
+    n_draws = training.pop("n_draws")
+    return StudyConfig(n_copies=n_copies, n_dimensions=settings.n_dimensions, settings=TrainSettings(**training),
+                       priors=fgrm.Priors(**settings.priors), n_draws=n_draws, posterior_draws=settings.posterior_draws)
+
+
+def _result(out) -> MethodResult:
+    return MethodResult(out.record, out.estimates, out.losses, out.idata)
+
+
+def reference(data: study_data.Data, *, seed: int, config: StudyConfig, fields: dict | None = None) -> MethodResult:
+    """The complete-data fit (before injection): the yardstick of every objective."""
+    fields = {"study": STUDY, "condition": REFERENCE, "objective": COMPLETE, "replication": None, **(fields or {})}
+    return _result(grm_advi.fit(
+        data.responses, seed=seed, settings=config.settings, priors=config.priors, truth=data.truth,
+        n_draws=config.n_draws, posterior_draws=config.posterior_draws, n_dimensions=config.n_dimensions,
+        fields=fields, label=f"reference {fields.get('dataset', '')}".strip()))
+
+
+ELBO_NOTES = {
+    "zero_fill": "ELBO of the observed cells only",
+    "exact_marginal": "ELBO of the observed cells with missing cells marginalised over the imputation PMFs",
+}
+
+
+def objective(name: str, data: study_data.Data, *, seed: int, config: StudyConfig,
+              fields: dict | None = None) -> MethodResult:
+    """ADVI fit on the masked responses with one imputation objective (the imputation PMFs of
+    ``data.imputation`` unless ``zero_fill``)."""
+    rm_missing, model = data.responses, data.imputation
+    st = grm_advi.structure(rm_missing, config.n_dimensions)
+    extra, checks = None, None
+    if name != "zero_fill":
+        checks = validate_imputation_model(model, [it.name for it in rm_missing.items], rm_missing.n_categories)
+        extra = imputation_extra_data(model, rm_missing)
+    n_copies = config.n_copies if uses_copies(name) else None
+    condition = name if n_copies is None else f"{name}_M{n_copies}"
+    fields = {"study": STUDY, "condition": condition, "objective": name, "n_copies": n_copies,
+              "missing_cells": int((rm_missing.responses < 0).sum()), **(fields or {})}
+    out = grm_advi.fit(
+        rm_missing, seed=seed, settings=config.settings, priors=config.priors, truth=data.truth,
+        log_likelihood=model_objective(name, st, config.n_copies), extra_data=extra,
+        posterior_draws=config.posterior_draws, n_dimensions=config.n_dimensions, fields=fields,
+        label=f"{condition} rep{fields.get('replication', 0)}")
+    if checks is not None:
+        out.record["imputation_checks"] = checks
+    # the ELBO of a copies objective is evaluated with its own stochastic likelihood estimate
+    out.record["elbo_note"] = ELBO_NOTES.get(name, "stochastic: ELBO with the objective's M-copy likelihood estimate")
+    return _result(out)
+
+
+METHODS = {COMPLETE: reference, **{name: partial(objective, name) for name in OBJECTIVES}}
+
+
+def fit(method: str, data: study_data.Data, *, seed: int, config: StudyConfig,
+        fields: dict | None = None) -> MethodResult:
+    """One fit: ``complete`` (the reference) or an imputation objective (``METHODS``)."""
+    if method not in METHODS:
+        raise ValueError(f"unknown objective {method!r}; known: {', '.join(METHODS)}")
+    return METHODS[method](data, seed=seed, config=config, fields=fields)
+
+
+def imputation_extra_data(model, rm_missing: io.ResponseMatrix) -> dict:
+    """Imputation PMFs of every missing cell as the fit's ``extra_data`` (the cell layout of
+    ``objectives.imputation_data``: a flat cell list shared by all batches, plus per-person
+    start and count)."""
+    persons, items = np.nonzero(rm_missing.responses < 0)
+    pmf = stacking.predict_pmf(model, rm_missing.responses, persons, items)
+    return objectives.imputation_data(rm_missing.responses, persons, items, pmf, rm_missing.n_categories)
+
+
+def model_objective(objective: str, st, n_copies: int):
+    """The objective for the study's model: the factorized GRM's own, or with the mixture
+    GRM's observed-cell likelihood and cell probabilities plugged in (``objectives.make``)."""
+    if isinstance(st, mixture_grm.Structure):
+        return objectives.make(
+            objective, st, n_copies,
+            cell_probs=lambda params, persons, items: mixture_grm.category_probs(params, persons, items, st),
+            observed_log_lik=lambda params, batch: mixture_grm.log_likelihood(params, batch["y"], st))
+    return objectives.make(objective, st, n_copies)
+
+
+# ----------------------------------------------------------------------------- one process
+
+class Replication(NamedTuple):
+    reference: MethodResult
+    fits: dict  # condition -> MethodResult
+    imputation: stacking.StackingModel
+    imputation_checks: dict
+    imputation_scores: dict
+    tables: dict  # tables.aggregate(...)
+    hidden: np.ndarray
+    seconds: float
+
+
+def run_replication(rm_complete: io.ResponseMatrix, truth: pd.DataFrame | None, *, mask_seed: int,
+                    fit_seed: int, config: StudyConfig = StudyConfig(), rep: int = 0) -> Replication:
+    """One replication in one process, through the same functions the workflow's rules call;
+    the fits share ``fit_seed`` (common random numbers across objectives)."""
+    t0 = time.perf_counter()
+    ref = fit(COMPLETE, study_data.Data(rm_complete, truth), seed=fit_seed, config=config)
+    rm_missing, hidden = study_data.mask(rm_complete, config.missing_kind, config.missing_rate, mask_seed)
+    model, checks = study_data.fit_imputation_model(rm_missing, config.stacking)
+    scores = study_data.imputation_scores(model, rm_missing, rm_complete, hidden)
+    log.info("rb_imputation rep %d: imputation log score %.3f (marginal %.3f), accuracy %.3f",
+             rep, scores["log_score"], scores["marginal_log_score"], scores["accuracy"])
+    outs = {}
+    for name in config.objectives:
+        out = fit(name, study_data.Data(rm_missing, truth, model), seed=fit_seed, config=config,
+                  fields={"replication": rep})
+        outs[out.record["condition"]] = out
+    tabs = tables.aggregate(ref.estimates, [(o.record, o.estimates) for o in outs.values()],
+                            [{"replication": rep, "scores": scores}])
+    return Replication(ref, outs, model, checks, scores, tabs, hidden, time.perf_counter() - t0)
+
+
+def config_record(config: StudyConfig) -> dict:
+    return {"objectives": list(config.objectives), "n_copies": config.n_copies, "n_dimensions": config.n_dimensions,
+            "missing_kind": config.missing_kind, "missing_rate": config.missing_rate,
+            "settings": asdict(config.settings), "priors": asdict(config.priors),
+            "stacking": asdict(config.stacking)}

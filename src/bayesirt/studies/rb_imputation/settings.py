@@ -1,0 +1,52 @@
+"""The config of study ``rb_imputation``: its checks across keys, and the settings its fits take.
+
+``check(config)`` refuses what the schema cannot express; ``Settings.from_config(config)`` holds
+what the fitting jobs read from the validated config (the schema has filled in every default),
+as plain values: light enough for parse time, where the rules build it as a job's params.
+``methods.study_config`` turns it into the library's settings objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bayesirt.config import ConfigError
+from bayesirt.studies.design_conditions import parse_missing
+from bayesirt.studies.rb_imputation.conditions import STUDY
+
+
+def check(config: dict) -> None:
+    """Raise ConfigError naming the offending key: a missingness name that does not parse
+    (``mcar150``, ``mar0``), or a rate of 0% on a simulated data set, which leaves nothing to
+    impute."""
+    study = config["studies"].get(STUDY)
+    if study is None:
+        return
+    key = f"studies.{STUDY}.missing"
+    try:
+        _, rate = parse_missing(study["missing"])
+    except ValueError as e:
+        raise ConfigError(f"config key '{key}': {e}") from None
+    source = config["datasets"][study["dataset"]]["source"]
+    if rate == 0 and source == "simulate" and study["enabled"] and study["replications"] > 0:
+        raise ConfigError(
+            f"config key '{key}': '{study['missing']}' — the data set '{study['dataset']}' is simulated without "
+            "missing responses, so a rate of 0% leaves nothing to impute; give a rate above 0, or "
+            "replications: 0 for the complete-data reference fit only")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every fit of the study takes from the validated config (the imputation model's
+    settings, ``studies.rb_imputation.stacking``, go to its own job)."""
+
+    training: dict  # the config's training (TrainSettings fields, and n_draws of the reference fit)
+    priors: dict  # the config's priors (models.factorized_grm.Priors)
+    posterior_draws: int  # draws of the fitted surrogate for estimates and posterior.nc
+    n_dimensions: int  # abilities per scale (> 1: the mixture GRM)
+
+    @classmethod
+    def from_config(cls, config: dict) -> Settings:
+        study = config["studies"][STUDY]
+        return cls(training=dict(config["training"]), priors=dict(config["priors"]),
+                   posterior_draws=config["posterior_draws"], n_dimensions=study["n_dimensions"])

@@ -8,7 +8,10 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 import bayesirt
+from bayesirt.studies import STUDIES
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = ROOT / "pyproject.toml"
@@ -58,3 +61,16 @@ def test_parsing_the_workflow_imports_no_jax():
             "print(sorted(m for m in ('jax', 'tensorflow_probability', 'numpyro') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", (modules, out)
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_a_study_conditions_load_plain_python_and_its_settings_no_jax(study):
+    # what Snakemake's parse really loads, package __init__ files included (the import contracts
+    # see only the modules' own imports): conditions nothing beyond the standard library,
+    # settings (whose checks run at parse time too) no JAX
+    heavy = "('jax', 'tensorflow_probability', 'numpyro', 'matplotlib', 'numpy', 'pandas')"
+    check = f"print(sorted(m for m in {heavy} if m in sys.modules))"
+    code = f"import sys; import bayesirt.studies.{study}.conditions; {check}; import bayesirt.studies.{study}.settings; {check}"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "[]", out
+    assert not {"jax", "tensorflow_probability", "numpyro", "matplotlib"} & set(eval(out[1])), out

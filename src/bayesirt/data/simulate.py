@@ -6,16 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from bayesirt.data.grm_presets import PRESETS
 from bayesirt.data.grm_sampling import sample_grm
 from bayesirt.io import Item, ResponseMatrix
+from bayesirt.models import factorized_grm, mixture_grm
 from bayesirt.tables import factorized_grm_table, mixture_grm_table
 
-# Shapes of the real questionnaires, so the default config runs every study offline.
-PRESETS = {
-    # Right-Wing Authoritarianism scale as used in seed 000: 22 items, 9 categories, 2 scales.
-    "rwa": {"items_per_scale": [11, 11], "n_categories": 9, "scale_names": ["A", "B"],
-            "item_prefix": "Q"},
-}
 
 
 def simulate_factorized_grm(seed: int, n_persons: int, items_per_scale: list[int], n_categories: int,
@@ -26,9 +22,6 @@ def simulate_factorized_grm(seed: int, n_persons: int, items_per_scale: list[int
         raise ValueError(f"n_persons must be positive, got {n_persons}")
     if n_categories < 2:
         raise ValueError(f"n_categories must be at least 2, got {n_categories}")
-    # the models (JAX) are imported here, not at the top: the workflow reads PRESETS when it parses
-    from bayesirt.models import factorized_grm
-
     rng = np.random.default_rng(seed)
     scale_names = scale_names or [f"S{s + 1}" for s in range(len(items_per_scale))]
     truth = factorized_grm.draw_parameters(rng, n_persons, items_per_scale, n_categories, ability_corr)
@@ -51,8 +44,6 @@ def simulate_mixture_grm(seed: int, n_persons: int, items_per_scale: list[int], 
                          n_dimensions: int, scale_names: list[str] | None = None
                          ) -> tuple[ResponseMatrix, pd.DataFrame]:
     """Responses from the mixture GRM and its true parameters (tidy, with a ``dimension``)."""
-    from bayesirt.models import mixture_grm  # JAX: imported where used, as above
-
     rng = np.random.default_rng(seed)
     scale_names = scale_names or [f"S{s + 1}" for s in range(len(items_per_scale))]
     truth = mixture_grm.draw_parameters(rng, n_persons, items_per_scale, n_categories, n_dimensions)

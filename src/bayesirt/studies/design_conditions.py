@@ -1,5 +1,6 @@
 """What the simulation studies over designs share: one fit's condition (design, missingness,
-method, replication) with its result folder, and the missingness names of their configs."""
+method, replication) with its result folder, and the missingness names of their configs
+(standard library only: the studies' ``conditions`` use it when the workflow is parsed)."""
 
 from __future__ import annotations
 
@@ -44,3 +45,4 @@ def max_hidden_cells(n_persons: int, n_items: int) -> int:
     it keeps one response of every person and of every item (``data.missingness.inject``), at
     least max(persons, items) cells."""
     return n_persons * n_items - max(n_persons, n_items)
+

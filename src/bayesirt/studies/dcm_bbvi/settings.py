@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from bayesirt.config import ConfigError
 from bayesirt.studies.dcm_bbvi.conditions import STUDY, design_spec, missing_label
-from bayesirt.studies.design_conditions import max_hidden_cells
+from bayesirt.studies.design_checks import check_hidden_cells
 
 
 def check(config: dict) -> None:
@@ -37,17 +37,7 @@ def check(config: dict) -> None:
                 raise ConfigError(f"config key '{key}': {rate} repeats the condition {label} "
                                   f"(missing.{labels[label]})")
             labels[label] = i
-            _fits(key, rate, float(rate), int(spec["n_persons"]), int(spec["n_items"]))
-
-
-def _fits(key: str, value, rate: float, n_persons: int, n_items: int) -> None:
-    """The design's persons x items matrix can hold ``rate`` hidden cells (a necessary bound)."""
-    need, most = round(rate * n_persons * n_items), max_hidden_cells(n_persons, n_items)
-    if need > most:
-        raise ConfigError(
-            f"config key '{key}': {value!r} — hiding {need} of the {n_persons * n_items} cells of the design "
-            f"({n_persons} persons x {n_items} items) is impossible: one response of every person and item is "
-            f"kept, so at most {most} ({100 * most / (n_persons * n_items):.0f}%) can be hidden")
+            check_hidden_cells(key, rate, float(rate), int(spec["n_persons"]), int(spec["n_items"]))
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bayesirt.config import ConfigError
-from bayesirt.studies.design_conditions import max_hidden_cells, parse_missing
+from bayesirt.studies.design_checks import check_hidden_cells, checked_missing
 from bayesirt.studies.gibbs_2pno.conditions import STUDY, study_config
 
 # NUTS's sampler keeps every draw and runs its chains in one process; the config gives only
@@ -37,26 +37,9 @@ def check(config: dict) -> None:
     for name, design in study["designs"].items():
         for i, missing in enumerate(design["missing"]):
             key = f"studies.gibbs_2pno.designs.{name}.missing.{i}"
-            _, rate = _missing(key, missing)
+            _, rate = checked_missing(key, missing)
             if "dataset" not in design:  # a real data set's size is known only once it is read
-                _fits(key, missing, rate, int(design["n_persons"]), int(design["n_items"]), "the design")
-
-
-def _missing(key: str, value: str) -> tuple[str, float]:
-    try:
-        return parse_missing(value)
-    except ValueError as e:
-        raise ConfigError(f"config key '{key}': {e}") from None
-
-
-def _fits(key: str, value, rate: float, n_persons: int, n_items: int, what: str) -> None:
-    """The design's persons x items matrix can hold ``rate`` hidden cells (a necessary bound)."""
-    need, most = round(rate * n_persons * n_items), max_hidden_cells(n_persons, n_items)
-    if need > most:
-        raise ConfigError(
-            f"config key '{key}': {value!r} — hiding {need} of the {n_persons * n_items} cells of {what} "
-            f"({n_persons} persons x {n_items} items) is impossible: one response of every person and item is "
-            f"kept, so at most {most} ({100 * most / (n_persons * n_items):.0f}%) can be hidden")
+                check_hidden_cells(key, missing, rate, int(design["n_persons"]), int(design["n_items"]), "the design")
 
 
 @dataclass(frozen=True)

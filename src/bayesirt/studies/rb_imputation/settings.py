@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bayesirt.config import ConfigError
-from bayesirt.studies.design_conditions import parse_missing
+from bayesirt.studies.design_checks import checked_missing
 from bayesirt.studies.rb_imputation.conditions import STUDY
 
 
@@ -23,10 +23,7 @@ def check(config: dict) -> None:
     if study is None:
         return
     key = f"studies.{STUDY}.missing"
-    try:
-        _, rate = parse_missing(study["missing"])
-    except ValueError as e:
-        raise ConfigError(f"config key '{key}': {e}") from None
+    _, rate = checked_missing(key, study["missing"])
     source = config["datasets"][study["dataset"]]["source"]
     if rate == 0 and source == "simulate" and study["enabled"] and study["replications"] > 0:
         raise ConfigError(

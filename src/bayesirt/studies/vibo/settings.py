@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bayesirt.config import ConfigError
-from bayesirt.data.simulate import PRESETS
-from bayesirt.studies.design_conditions import max_hidden_cells, parse_missing
+from bayesirt.data.grm_presets import PRESETS
+from bayesirt.studies.design_checks import check_hidden_cells, checked_missing
 from bayesirt.studies.vibo.conditions import STUDY, study_config
 
 MODELS = ("2pl", "grm")
@@ -30,7 +30,7 @@ def design_model(design: dict) -> str:
 
 
 def grm_shape(preset: str) -> tuple[int, int]:
-    """(items, categories) of a GRM design's questionnaire preset (``data.simulate.PRESETS``)."""
+    """(items, categories) of a GRM design's questionnaire preset (``data.grm_presets.PRESETS``)."""
     if preset not in PRESETS:
         raise ValueError(f"simulation preset '{preset}' is not known; expected one of {sorted(PRESETS)}")
     p = PRESETS[preset]
@@ -105,34 +105,17 @@ def check(config: dict) -> None:
         if "dataset" in design:
             _check_dataset(key, design, datasets)
             for i, missing in enumerate(design["missing"]):  # the size is known once the data are read
-                _missing(f"{key}.missing.{i}", missing)
+                checked_missing(f"{key}.missing.{i}", missing)
             continue
         _check_shape(key, design)
         n, j = design_shape(design)
         n_hold = heldout_persons(n, heldout)  # as data.simulate_condition draws them
         for i, missing in enumerate(design["missing"]):
             key = f"studies.vibo.designs.{name}.missing.{i}"
-            _, rate = _missing(key, missing)
+            _, rate = checked_missing(key, missing)
             # the scored cells are hidden on top of the design's missingness
-            _fits(key, missing, rate + score * (1 - rate), n, j, f"the training data with score_fraction {score}")
-            _fits(key, missing, rate, n_hold, j, f"the {n_hold} held-out persons")
-
-
-def _missing(key: str, value: str) -> tuple[str, float]:
-    try:
-        return parse_missing(value)
-    except ValueError as e:
-        raise ConfigError(f"config key '{key}': {e}") from None
-
-
-def _fits(key: str, value, rate: float, n_persons: int, n_items: int, what: str) -> None:
-    """The design's persons x items matrix can hold ``rate`` hidden cells (a necessary bound)."""
-    need, most = round(rate * n_persons * n_items), max_hidden_cells(n_persons, n_items)
-    if need > most:
-        raise ConfigError(
-            f"config key '{key}': {value!r} — hiding {need} of the {n_persons * n_items} cells of {what} "
-            f"({n_persons} persons x {n_items} items) is impossible: one response of every person and item is "
-            f"kept, so at most {most} ({100 * most / (n_persons * n_items):.0f}%) can be hidden")
+            check_hidden_cells(key, missing, rate + score * (1 - rate), n, j, f"the training data with score_fraction {score}")
+            check_hidden_cells(key, missing, rate, n_hold, j, f"the {n_hold} held-out persons")
 
 
 def _check_dataset(key: str, design: dict, datasets: dict) -> None:

@@ -1,0 +1,76 @@
+"""Every study keeps the contract of bayesirt.studies.base: the same modules, a registry whose
+methods return MethodResult, conditions of the test config in the study's result folder, and
+settings checks that pass on the shipped configs."""
+
+import importlib
+import inspect
+import pkgutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from snakemake.utils import validate
+
+from bayesirt import records
+from bayesirt.studies import STUDIES, base, check_config
+
+ROOT = Path(__file__).resolve().parents[2]
+MODULES = {"conditions", "settings", "data", "methods", "tables", "figures"}
+
+
+def validated(name: str) -> dict:
+    config = yaml.safe_load((ROOT / "config" / name).read_text())
+    validate(config, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"), set_default=True)
+    return config
+
+
+def test_the_studies_are_the_packages_under_studies():
+    packages = {m.name for m in pkgutil.iter_modules(importlib.import_module("bayesirt.studies").__path__) if m.ispkg}
+    assert packages == set(STUDIES)
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_a_study_has_the_contract_modules_and_entry_points(name):
+    package = importlib.import_module(f"bayesirt.studies.{name}")
+    assert {m.name for m in pkgutil.iter_modules(package.__path__)} == MODULES
+    assert package.__doc__ and len(package.__doc__) > 200  # what it compares, and how
+    study = base.load(name)
+    assert study.name == name
+    for entry in (study.conditions, study.fit, study.aggregate, study.figures):
+        assert callable(entry)
+    conditions = importlib.import_module(f"bayesirt.studies.{name}.conditions")
+    assert conditions.STUDY == name
+    # every method a config may name has a function, and every function says it returns MethodResult
+    assert set(conditions.METHODS) <= set(study.methods)
+    for method, function in study.methods.items():
+        assert inspect.signature(function).return_annotation in ("MethodResult", base.MethodResult), method
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_the_test_config_conditions_are_in_the_study_folder(name):
+    config = validated("test.yaml")
+    fits = base.load(name).conditions(config)
+    assert fits, f"config/test.yaml asks {name} for no fit"
+    methods = base.load(name).methods
+    for fit in fits:
+        assert fit.folder.startswith(f"results/{name}/"), fit.folder
+        assert fit.method in methods, fit
+    assert len({fit.folder for fit in fits}) == len(fits)  # one folder per fit
+
+
+@pytest.mark.parametrize("config", ["config.yaml", "test.yaml", "paper.yaml"])
+def test_the_shipped_configs_pass_every_study_check(config):
+    check_config(validated(config))
+
+
+def test_method_result_splits_items_from_abilities_and_is_what_the_writer_writes(tmp_path):
+    estimates = pd.DataFrame({"parameter": ["discrimination", "ability", "loading", "ability"],
+                              "item": [0, None, 1, None], "person": [None, 0, -1, 1], "mean": [1.0, 0.1, 0.5, -0.2]})
+    result = base.MethodResult({"method": "x", "timing": {"wall_seconds": 1.5}}, estimates)
+    assert list(result.items["parameter"]) == ["discrimination", "loading"]
+    assert list(result.abilities["person"]) == [0, 1]
+    assert result.timing == {"wall_seconds": 1.5}
+    records.write_fit(result, tmp_path)
+    assert (tmp_path / "fit.json").exists() and (tmp_path / "estimates.csv").exists()
+    assert not (tmp_path / "loss.csv").exists()  # no loss history, no file

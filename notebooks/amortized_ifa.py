@@ -59,6 +59,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
+from bayesirt import plotting
 from bayesirt.studies.amortized_ifa import figures, tables
 
 results = Path(results_dir)
@@ -105,7 +106,7 @@ for d in conf:
     mse = table(d, "parameter_mse")
     display(Markdown(f"### `{d}`: {tables.replications_label(tables.n_replications(table(d, 'fits')))} "
                      "per method and R"))
-    display(figures.mse_boxes(mse))
+    plotting.show(figures.mse_boxes(mse))
     display(Markdown(tables.mse_note(mse)))
 
 # %% [markdown]
@@ -118,10 +119,10 @@ for d in conf:
 for d in conf:
     fits = table(d, "fits")
     display(Markdown(f"### `{d}`: {tables.replications_label(tables.n_replications(fits))} per method and R"))
-    display(figures.method_boxes(fits, ["loglik_independent", "loglik_own_proposal"],
+    plotting.show(figures.method_boxes(fits, ["loglik_independent", "loglik_own_proposal"],
                                  ["held-out log-lik. per person\n(method-independent)",
                                   "held-out log-lik. per person\n(own proposal, eq. 27)"]))
-    display(figures.method_boxes(table(d, "timings"), ["wall_seconds"], ["fit time (s)"]))
+    plotting.show(figures.method_boxes(table(d, "timings"), ["wall_seconds"], ["fit time (s)"]))
 
 # %% [markdown]
 # ## The learned latent distribution (multimodal designs)
@@ -133,7 +134,7 @@ for d in conf:
 # %%
 for d in conf:
     display(Markdown(f"### `{d}`"))
-    display(figures.latent_density(table(d, "latent"), table(d, "latent_density")))
+    plotting.show(figures.latent_density(table(d, "latent"), table(d, "latent_density")))
 
 # %% [markdown]
 # ## Exploratory design: scree plot (Figure 6)
@@ -143,7 +144,7 @@ for d in conf:
 for d in expl:
     display(Markdown(f"### `{d}`"))
     scree = table(d, "scree")
-    display(figures.scree(scree))
+    plotting.show(figures.scree(scree))
     display(scree.round(4))
 
 # %% [markdown]
@@ -176,7 +177,7 @@ for d in expl:
         "mean time (s)": f"{t.loc[r['method'], 'mean']:.1f}" + (
             f" (SD = {t.loc[r['method'], 'std']:.1f})" if np.isfinite(t.loc[r["method"], "std"]) else ""),
     } for _, r in st.iterrows()]))
-    display(figures.loadings_heatmap(table(d, "reference_loadings")))
+    plotting.show(figures.loadings_heatmap(table(d, "reference_loadings")))
 
 # %% [markdown]
 # ## Which of the paper's claims do our results support?

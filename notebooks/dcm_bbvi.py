@@ -49,23 +49,13 @@ display(Markdown(verdict))
 flags
 
 # %%
-import io
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import pandas as pd
-from IPython.display import Image, Markdown, display
+from IPython.display import Markdown, display
 
+from bayesirt import plotting
 from bayesirt.studies.dcm_bbvi import figures
-
-
-def show(fig):
-    """A figure as an embedded PNG (the plotting module draws off screen)."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    display(Image(data=buf.getvalue()))
-
 
 results = Path(results_dir)
 summary = pd.read_csv(results / "summary.csv")
@@ -89,7 +79,7 @@ display(summary[["design", "missing", "method", "fits", "converged", "pattern_ac
 display(profile.pivot_table(index=["design", "missing", "method"], columns="profile", values="accuracy").round(3))
 
 # %%
-show(figures.accuracy(summary, seed_accuracy))
+plotting.show(figures.accuracy(summary, seed_accuracy))
 
 # %% [markdown]
 # ## Coefficients against the truth
@@ -99,19 +89,19 @@ show(figures.accuracy(summary, seed_accuracy))
 
 # %%
 for (design, missing), _ in estimates.groupby(["design", "missing"], sort=False):
-    show(figures.beta_intervals(estimates, design, missing))
+    plotting.show(figures.beta_intervals(estimates, design, missing))
 
 # %% [markdown]
 # ## ELBO traces and gradient variance
 
 # %%
-show(figures.elbo_traces(elbo))
+plotting.show(figures.elbo_traces(elbo))
 
 # %%
 if len(variance):
     display(variance.groupby("block", sort=False)[["variance_plain", "variance_control_variates", "reduction"]]
             .median().style.format("{:.3g}"))
-    show(figures.gradient_variance(variance))
+    plotting.show(figures.gradient_variance(variance))
 
 # %% [markdown]
 # ## Time per method

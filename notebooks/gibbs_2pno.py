@@ -47,7 +47,6 @@ flags
 # %%
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from IPython.display import Image, Markdown, display
 

@@ -85,7 +85,7 @@ summary
 # %%
 for d in names:
     loss = pd.read_csv(results / d / "reference" / "loss.csv")
-    display(plotting.loss_curves({f"reference ({d})": loss}))
+    plotting.show(plotting.loss_curves({f"reference ({d})": loss}))
 
 # %% [markdown]
 # ## Recovery of the true parameters
@@ -98,7 +98,7 @@ for d in names:
     if "true" not in est:
         display(Markdown(f"`{d}` is real data: no true values to compare with."))
         continue
-    display(plotting.true_vs_estimated(est))
+    plotting.show(plotting.true_vs_estimated(est))
     table = pd.read_csv(results / d / "recovery.csv")
     display(table[table.scale == "all"].drop(columns=["fit", "scale"]).round(3))
 

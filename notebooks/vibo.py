@@ -65,6 +65,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from bayesirt.studies.design_conditions import parse_missing
+from bayesirt import plotting
 from bayesirt.studies.vibo import figures, tables
 
 names = [d for d in designs.split(",") if d]  # simulated designs: a truth to recover
@@ -110,7 +111,7 @@ for d in names:
 # %%
 for d in names:
     display(Markdown(f"**{d}**"))
-    display(figures.accuracy_time(summary[summary.design == d]))
+    plotting.show(figures.accuracy_time(summary[summary.design == d]))
 
 # %% [markdown]
 # ## Calibration of the ability posteriors
@@ -120,7 +121,7 @@ for d in names:
 # %%
 for d in names:
     display(Markdown(f"**{d}**"))
-    display(figures.calibration(summary[summary.design == d]))
+    plotting.show(figures.calibration(summary[summary.design == d]))
 
 # %% [markdown]
 # ## Missing-response prediction
@@ -145,7 +146,7 @@ if names:
 # %%
 for d in names:
     display(Markdown(f"**{d}**"))
-    display(figures.variants(summary[summary.design == d]))
+    plotting.show(figures.variants(summary[summary.design == d]))
 if names:
     display(variants.round(4))
 
@@ -241,7 +242,7 @@ for d in real_names:
             .round(4).reset_index(drop=True))
     display(real_summary[["missing", "method", "hidden_accuracy_mean", "hidden_log_score_mean", "heldout_loglik_mean",
                           "wall_seconds_mean"]].round(4).reset_index(drop=True))
-    display(figures.agreement(real_summary, reference=tables.REFERENCE))
+    plotting.show(figures.agreement(real_summary, reference=tables.REFERENCE))
 
 # %% [markdown]
 # Every pair of methods, not only against MML-EAP: the correlation of their ability and item

@@ -7,6 +7,8 @@ renders with Agg whatever the backend is.
 
 from __future__ import annotations
 
+import io as io_bytes
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -23,6 +25,19 @@ def save(fig, path, dpi: int = 120) -> None:
     with io.atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=dpi, format="png", bbox_inches="tight", metadata={"Software": None}, backend="agg")
     plt.close(fig)
+
+
+def show(fig, dpi: int = 100) -> None:
+    """Show a figure in a notebook as one embedded PNG, drawn with Agg, and close it: whatever
+    the notebook's matplotlib backend, the figure appears once, where it is shown (an inline
+    backend would otherwise draw it again at the end of the cell)."""
+    # IPython is there whenever a notebook runs; the rest of the library does not need it
+    from IPython.display import Image, display
+
+    buffer = io_bytes.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", backend="agg")
+    plt.close(fig)
+    display(Image(data=buffer.getvalue()))
 
 
 def loss_curves(losses: dict[str, pd.DataFrame], smooth: int = 25):

@@ -232,3 +232,21 @@ def test_snakemake_report_shows_every_figure_with_its_caption(local_run, tmp_pat
     # every caption is shown but that of a real-data vibo design's figure (the test config reads no real data)
     real_only = {" ".join((ROOT / "workflow" / "report" / "vibo_agreement.rst").read_text().split()[:6])}
     assert len(results) == 6 + 4 + 4 + 3 + 3 * 2 + 4 + 6 and shown == captions - real_only
+
+
+def test_every_report_embeds_its_figures(local_run):
+    # A figure a notebook draws reaches the HTML as an image, once, never as its text stand-in
+    # ("<Figure size 720x340 with 2 Axes>", what a notebook shows of a figure when matplotlib was
+    # switched to a file-only backend before the notebook's own could take over).
+    reports = sorted((local_run / "results" / "reports").glob("*.ipynb"))
+    assert len(reports) == 5
+    for notebook in reports:
+        cells = json.loads(notebook.read_text())["cells"]
+        outputs = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
+        texts = ["".join(o.get("data", {}).get("text/plain", "")) for o in outputs]
+        stand_ins = [t for t in texts if t.startswith("<Figure size")]
+        images = sum("image/png" in o.get("data", {}) for o in outputs)
+        assert not stand_ins, (notebook.name, stand_ins)
+        assert images >= 4, (notebook.name, images)  # each report of the test config draws four or more
+        html = notebook.with_suffix(".html").read_text()
+        assert "&lt;Figure size" not in html and html.count("data:image/png") >= images, notebook.name

@@ -28,7 +28,7 @@ export XLA_FLAGS ?= --xla_backend_optimization_level=1
 PROFILE := --workflow-profile workflow/profiles/local
 ARGS ?=
 
-.PHONY: run test test-all setup lock wheelhouse clean
+.PHONY: run test test-all docs setup lock wheelhouse clean
 
 setup: $(STAMP)
 
@@ -51,6 +51,10 @@ test: $(STAMP)
 test-all: $(STAMP)
 	$(VENV)/bin/python -m pytest
 
+# The documentation site, built into site/ (offline; warnings are errors, as in CI).
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
+
 # Re-pin: resolve pyproject's ranges to exact versions into requirements.lock.
 lock: $(STAMP)
 	$(VENV)/bin/python -m pip freeze --exclude-editable > requirements.lock
@@ -70,4 +74,4 @@ wheelhouse:
 		$(if $(WITH_JAX),--with-jax)
 
 clean:
-	rm -rf results logs data/processed .snakemake
+	rm -rf results logs data/processed .snakemake site

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import resource
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import jax
@@ -87,14 +88,14 @@ def confirmatory_8k(method: str) -> dict:
     variant = {}
     t0 = time.perf_counter()
     if method == "iwae":
-        cfg = iwae.IWAEConfig(n_importance=5, hidden=(100,), learning_rate=lr, warmup_steps=warmup)
-        res = iwae.fit(key, y_train, st, cfg, settings)
+        cfg = iwae.IWAESettings(n_importance=5, hidden=(100,), learning_rate=lr, warmup_steps=warmup)
+        res = iwae.fit(key, y_train, st, replace(cfg, train=settings))
         fit_total = time.perf_counter() - t0
         draw = iwae.proposal(res.params, st, cfg)
         # not the paper's method: the same IWAE with a full-covariance Gaussian q
-        cfg_full = iwae.IWAEConfig(n_importance=5, hidden=(100,), learning_rate=lr, full_covariance=True)
+        cfg_full = iwae.IWAESettings(n_importance=5, hidden=(100,), learning_rate=lr, full_covariance=True)
         t_full = time.perf_counter()
-        res_full = iwae.fit(key, y_train, st, cfg_full, settings, label="iwae_full")
+        res_full = iwae.fit(key, y_train, st, replace(cfg_full, train=settings), label="iwae_full")
         full_total = time.perf_counter() - t_full
         ll_i, ll_o = evaluate(res_full.params, iwae.proposal(res_full.params, st, cfg_full))
         variant = {"iwae_full_covariance": {
@@ -103,9 +104,9 @@ def confirmatory_8k(method: str) -> dict:
             "heldout_loglik_per_person_method_independent": ll_i, "heldout_loglik_per_person_own_proposal": ll_o,
             **loading_metrics(res_full.params["model"], st, truth)}}
     else:
-        cfg = iwavb.IWAVBConfig(n_importance=5, encoder_hidden=128, discriminator_hidden=(256, 128),
+        cfg = iwavb.IWAVBSettings(n_importance=5, encoder_hidden=128, discriminator_hidden=(256, 128),
                                 learning_rate=lr, discriminator_learning_rate=3 * lr, warmup_steps=warmup)
-        res = iwavb.fit(key, y_train, st, cfg, settings)
+        res = iwavb.fit(key, y_train, st, replace(cfg, train=settings))
         fit_total = time.perf_counter() - t0
         draw = iwavb.proposal(res.params, st, cfg)
     t1 = time.perf_counter()

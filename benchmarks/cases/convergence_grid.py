@@ -96,9 +96,9 @@ def _iwae_cells(stopping: str) -> list[dict]:
                                      min_learning_rate=lr / 10, clip_norm=10.0, batch_size=batch, max_steps=6000,
                                      min_steps=600, check_every=100, window=300, rel_tol=5e-4, patience=2,
                                      progress_every=0, stopping=stopping)
-            cfg = iwae.IWAEConfig(n_importance=5, hidden=(100,), learning_rate=lr)
+            cfg = iwae.IWAESettings(n_importance=5, hidden=(100,), learning_rate=lr)
             t0 = time.perf_counter()
-            res = iwae.fit(jax.random.key(1), y_train, st, cfg, settings, label=f"iwae_b{batch}_lr{lr:g}")
+            res = iwae.fit(jax.random.key(1), y_train, st, dataclasses.replace(cfg, train=settings), label=f"iwae_b{batch}_lr{lr:g}")
             seconds = time.perf_counter() - t0
             ll = loglik.laplace_is_loglik(jax.random.key(2), res.params["model"], st, y_hold, n_samples=1000)
             HELDOUT[batch, lr] = np.asarray(ll, np.float64)

@@ -44,7 +44,7 @@ def run() -> dict:
     processes = len(usable_cpus())
     settings = SamplerSettings(n_chains=CHAINS, n_warmup=SWEEPS // 2, n_samples=SWEEPS // 2, chunk=250,
                                progress_every=0, chain_processes=processes)
-    res = gibbs.run(jax.random.key(FIT_SEED), y, settings, abilities=False)
+    res = gibbs.fit(jax.random.key(FIT_SEED), y, None, gibbs.GibbsSettings(settings, abilities=False))
     stats = item_stats(res.summary)
     post = res.idata.posterior
     a_rmse = float(np.sqrt(np.mean((post["discrimination"].mean(("chain", "draw")).values - a) ** 2)))
@@ -55,7 +55,7 @@ def run() -> dict:
         yy, *_ = simulate(DATA_SEED + n + j, n, j)
         s = SamplerSettings(n_chains=CHAINS, n_warmup=LADDER_SWEEPS // 2, n_samples=LADDER_SWEEPS // 2,
                             chunk=LADDER_SWEEPS // 2, progress_every=0)
-        r = gibbs.run(jax.random.key(FIT_SEED), yy, s, abilities=False)
+        r = gibbs.fit(jax.random.key(FIT_SEED), yy, None, gibbs.GibbsSettings(s, abilities=False))
         ladder.append({"persons": n, "items": j, "cells": n * j, "seconds_per_sweep": r.wall_seconds / LADDER_SWEEPS})
     cells = np.array([x["cells"] for x in ladder], float)
     per_sweep = np.array([x["seconds_per_sweep"] for x in ladder])

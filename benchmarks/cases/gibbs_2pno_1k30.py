@@ -30,7 +30,7 @@ DATA_SEED, FIT_SEED = 20261010, 1
 def _run(y, chains, processes=1):
     settings = SamplerSettings(n_chains=chains, n_warmup=SWEEPS // 2, n_samples=SWEEPS // 2, chunk=2500,
                                progress_every=0, chain_processes=processes)
-    return gibbs.run(jax.random.key(FIT_SEED), y, settings, abilities=False)
+    return gibbs.fit(jax.random.key(FIT_SEED), y, None, gibbs.GibbsSettings(settings, abilities=False))
 
 
 def run() -> dict:

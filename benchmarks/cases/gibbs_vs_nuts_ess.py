@@ -43,7 +43,7 @@ def _nuts_item_ess(idata):
 def run() -> dict:
     load_before = load_average()
     y, *_ = simulate(DATA_SEED, N, J)
-    g = gibbs.run(jax.random.key(FIT_SEED), y, GIBBS, abilities=False)
+    g = gibbs.fit(jax.random.key(FIT_SEED), y, None, gibbs.GibbsSettings(GIBBS, abilities=False))
     gs = item_stats(g.summary)
     start = twopno.unconstrain(twopno.initial_values(y))
     nt = run_nuts(jax.random.key(FIT_SEED), twopno.make_log_density(y), start, NUTS)

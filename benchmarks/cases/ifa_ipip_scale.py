@@ -21,6 +21,8 @@ trunk 256 and discriminator (512, 256) (paper 4.1). Batch size 1024 (the paper u
 CPU larger batches amortise per-step overhead).
 """
 
+from dataclasses import replace
+
 import sys
 import time
 from pathlib import Path
@@ -61,9 +63,9 @@ def run() -> dict:
                              min_steps=min(2 * steps_per_epoch, 2000), check_every=50,
                              window=max(min(steps_per_epoch, 1000), 100), rel_tol=1e-4, patience=2,
                              progress_every=20)
-    cfg = iwae.IWAEConfig(n_importance=25, hidden=(130,), learning_rate=lr)
+    cfg = iwae.IWAESettings(n_importance=25, hidden=(130,), learning_rate=lr)
     t1 = time.perf_counter()
-    res = iwae.fit(jax.random.key(1), y_train, st, cfg, settings, label="iwae_ipip")
+    res = iwae.fit(jax.random.key(1), y_train, st, replace(cfg, train=settings), label="iwae_ipip")
     iwae_total = time.perf_counter() - t1
     iwae_step = res.wall_seconds / res.steps
     iwae_epoch = iwae_step * steps_per_epoch
@@ -80,10 +82,10 @@ def run() -> dict:
     vb_settings = settings if full_iwavb else TrainSettings(
         **{**settings.__dict__, "max_steps": iwavb_steps, "min_steps": iwavb_steps})
     configs = {
-        "paper_sizes": iwavb.IWAVBConfig(n_importance=25, encoder_hidden=256, noise_hidden=(64,),
+        "paper_sizes": iwavb.IWAVBSettings(n_importance=25, encoder_hidden=256, noise_hidden=(64,),
                                          discriminator_hidden=(512, 256), learning_rate=lr / 3,
                                          discriminator_learning_rate=lr),
-        "light": iwavb.IWAVBConfig(n_importance=25, encoder_hidden=128, noise_hidden=(32,),
+        "light": iwavb.IWAVBSettings(n_importance=25, encoder_hidden=128, noise_hidden=(32,),
                                    discriminator_hidden=(64, 32), n_contrast=4, learning_rate=lr,
                                    discriminator_learning_rate=3 * lr),
     }
@@ -91,7 +93,7 @@ def run() -> dict:
     for name, vb_cfg in configs.items():
         s = vb_settings if (full_iwavb and name == "light") else TrainSettings(
             **{**settings.__dict__, "max_steps": iwavb_steps, "min_steps": iwavb_steps})
-        vb = iwavb.fit(jax.random.key(1), y_train, st, vb_cfg, s, label=f"iwavb_{name}")
+        vb = iwavb.fit(jax.random.key(1), y_train, st, replace(vb_cfg, train=s), label=f"iwavb_{name}")
         step = vb.wall_seconds / vb.steps
         vb_runs[name] = {"steps": vb.steps, "wall_seconds": vb.wall_seconds, "compile_seconds": vb.compile_seconds,
                          "seconds_per_step": step, "seconds_per_epoch": step * steps_per_epoch,

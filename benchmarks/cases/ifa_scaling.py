@@ -7,6 +7,8 @@ slope of epoch time against N within [0.9, 1.1]. ``IFA_SCALING_SIZES`` (comma-se
 overrides the sizes.
 """
 
+from dataclasses import replace
+
 import os
 import sys
 import time
@@ -37,9 +39,9 @@ def run() -> dict:
         epochs = -(-200 // steps)
         settings = TrainSettings(learning_rate=0.003, batch_size=BATCH, max_steps=epochs * steps,
                                  min_steps=10 * epochs * steps, check_every=steps, progress_every=0)
-        cfg = iwae.IWAEConfig(n_importance=25, hidden=(130,), learning_rate=0.003)
+        cfg = iwae.IWAESettings(n_importance=25, hidden=(130,), learning_rate=0.003)
         t0 = time.perf_counter()
-        res = iwae.fit(jax.random.key(0), rm.responses, st, cfg, settings, label=f"scaling_{n}")
+        res = iwae.fit(jax.random.key(0), rm.responses, st, replace(cfg, train=settings), label=f"scaling_{n}")
         rows.append({"persons": n, "steps": res.steps, "epochs": res.steps // steps,
                      "epoch_seconds": res.wall_seconds / (res.steps // steps),
                      "seconds_per_step": res.wall_seconds / res.steps, "compile_seconds": res.compile_seconds,

@@ -3,7 +3,7 @@
 The synthetic file is written by ``bayesirt.data.ipip_synthetic.write_synthetic_raw`` into
 results/benchmarks/ipip_synthetic/ (git-ignored; reused when present with the same size and
 seed). Parsing and the full preprocessing (IPC filter, empty persons, the four careless-responder
-flags with the Guttman bootstrap cut-offs, whose GRMs are fitted by ``bayesirt.inference.mml.fit``)
+flags with the Guttman bootstrap cut-offs, whose GRMs are fitted by ``bayesirt.inference.mml.fit_arrays``)
 run in a child process through ``ipip.load``, the same code the workflow uses, so that its peak
 resident memory is measured alone
 (``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss``).
@@ -30,7 +30,7 @@ import json, sys, time
 from bayesirt.data import ipip
 from bayesirt.inference import mml
 t0 = time.perf_counter()
-rm, counts = ipip.load(sys.argv[1], fit_grm=mml.fit)
+rm, counts = ipip.load(sys.argv[1], fit_grm=mml.fit_arrays)
 wall = time.perf_counter() - t0
 print(json.dumps({"wall_seconds": wall, "persons": rm.n_persons, "items": rm.n_items,
                   "row_counts": counts.to_dict(orient="records"),

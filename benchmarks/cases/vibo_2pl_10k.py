@@ -39,35 +39,35 @@ def run() -> dict:
     a, d, theta = pick("discrimination"), pick("difficulty"), pick("ability")
     y, y_new = y_all[:N], y_all[N:]
     st = irt2pl.Structure("2pl", J, 1)
-    spec = vibo.VIBOSpec(st)
+    vs = vibo.VIBOSettings(train=SETTINGS)
 
-    fit = vibo.fit(spec, jax.random.key(0), y, SETTINGS)
-    mean, sd = vibo.encode(fit.params, spec, jax.random.key(1), y)
+    fit = vibo.fit(jax.random.key(0), y, st, vs)
+    mean, sd = vibo.encode(fit.params, st, vs, jax.random.key(1), y)
     vibo_ab = metrics(mean[:, 0], theta[:N])
     cov90 = float(np.mean(np.abs(mean[:, 0] - theta[:N]) < 1.6449 * sd[:, 0]))
     cov50 = float(np.mean(np.abs(mean[:, 0] - theta[:N]) < 0.6745 * sd[:, 0]))
-    items = vibo.item_posterior(fit.params, spec)
+    items = vibo.item_posterior(fit.params, st)
 
-    ml = mml.fit(y, 2, n_nodes=41)
+    ml = mml.fit(None, y, mml.Structure(2), mml.MMLSettings(n_nodes=41))
     # EAP on 61 nodes: with 100 items a posterior sd is ~0.25, finer than 21 nodes resolve
     eap, psd = (v[:, 0] for v in mml.posterior(y, ml.discrimination, ml.cuts, 2, n_nodes=61)[1:])
     mml_ab = metrics(eap, theta[:N])
 
     # amortized scoring of new persons: compile once, then time
     t0 = time.perf_counter()
-    vibo.encode(fit.params, spec, jax.random.key(2), y_new[:10])
+    vibo.encode(fit.params, st, vs, jax.random.key(2), y_new[:10])
     score_compile = time.perf_counter() - t0
     t0 = time.perf_counter()
-    new_mean, new_sd = vibo.encode(fit.params, spec, jax.random.key(2), y_new)
+    new_mean, new_sd = vibo.encode(fit.params, st, vs, jax.random.key(2), y_new)
     score_seconds = time.perf_counter() - t0
-    refit = mfvi.score_new(fit.params, mfvi.MFVISpec(st), jax.random.key(3), y_new,
+    refit = mfvi.score_new(fit.params, st, mfvi.MFVISettings(), jax.random.key(3), y_new,
                            TrainSettings(learning_rate=0.05, max_steps=2000, progress_every=0))
     new_eap = mml.posterior(y_new, ml.discrimination, ml.cuts, 2, n_nodes=61)[1][:, 0]
 
     # missing-response prediction on the hidden cells of the training persons
     rows, cols = np.nonzero(hidden[:N])
     truth_cells = full[:N][rows, cols].astype(int)
-    vibo_pred = scores(vibo.predictive_probs(fit.params, spec, jax.random.key(4), y, rows, cols, n_draws=100), truth_cells)
+    vibo_pred = scores(vibo.predictive_probs(fit.params, st, vs, jax.random.key(4), y, rows, cols, n_draws=100), truth_cells)
     mml_pred = scores(mml.predictive_probs(y, ml.discrimination, ml.cuts, rows, cols, 2, n_nodes=61), truth_cells)
 
     # held-out log-likelihood per new person, one evaluator for every set of item estimates

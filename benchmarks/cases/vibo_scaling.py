@@ -37,7 +37,7 @@ def responses(n, seed):
 def run() -> dict:
     top = int(os.environ.get("VIBO_SCALING_MAX", 1_000_000))
     sizes = [n for n in (10_000, 30_000, 100_000, 300_000, 1_000_000) if n <= top]
-    spec = vibo.VIBOSpec(irt2pl.Structure("2pl", J, 1))
+    st = irt2pl.Structure("2pl", J, 1)
     rows = []
     for n in sizes:
         y = responses(n, n)
@@ -45,7 +45,7 @@ def run() -> dict:
         steps = -(-steps // 50) * 50
         settings = TrainSettings(learning_rate=0.02, batch_size=BATCH, max_steps=steps, min_steps=steps,
                                  check_every=50, progress_every=0)
-        fit = vibo.fit(spec, jax.random.key(0), y, settings)
+        fit = vibo.fit(jax.random.key(0), y, st, vibo.VIBOSettings(train=settings))
         per_step = fit.wall_seconds / fit.steps
         rows.append({"persons": n, "steps": fit.steps, "wall_seconds": fit.wall_seconds,
                      "compile_seconds": fit.compile_seconds, "seconds_per_epoch": per_step * n / BATCH,

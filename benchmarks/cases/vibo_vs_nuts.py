@@ -44,18 +44,18 @@ def run() -> dict:
     st = irt2pl.Structure("2pl", J, 1)
     priors = irt2pl.ItemPriors()
 
-    spec = vibo.VIBOSpec(st, priors)
+    vs = vibo.VIBOSettings(priors, train=VIBO_SETTINGS)
     # The same fit three times (same key, same result); its time is the median. The first run in
     # a process also pays one-time costs that are not the method's (thread pools, first touch of
     # buffers: 0.86 s against 0.40 s for the second, measured), like compilation.
-    fits = [vibo.fit(spec, jax.random.key(0), y, VIBO_SETTINGS) for _ in range(VIBO_REPEATS)]
+    fits = [vibo.fit(jax.random.key(0), y, st, vs) for _ in range(VIBO_REPEATS)]
     fit = fits[0]
     vibo_seconds = float(np.median([f.wall_seconds for f in fits]))
-    mean, sd = vibo.encode(fit.params, spec, jax.random.key(1), y)
+    mean, sd = vibo.encode(fit.params, st, vs, jax.random.key(1), y)
     v = summary(mean[:, 0], sd[:, 0], theta)
 
-    mf = mfvi.fit(mfvi.MFVISpec(st, priors), jax.random.key(0), y,
-                  TrainSettings(learning_rate=0.05, max_steps=3000, progress_every=0))
+    mf = mfvi.fit(jax.random.key(0), y, st,
+                  mfvi.MFVISettings(priors, train=TrainSettings(learning_rate=0.05, max_steps=3000, progress_every=0)))
     mm, ms = mfvi.abilities(mf.params)
     m = summary(mm[:, 0], ms[:, 0], theta)
 

@@ -75,7 +75,7 @@ def test_nuts_reference_agrees_with_collapsed_vi():
     fm = prob.design.feature_mask
     real = beta[fm[beta["item"].astype(int), beta["feature"].astype(int)] > 0]
     assert real["r_hat"].max() < 1.02
-    vi = collapsed_vi.fit_collapsed(jax.random.PRNGKey(1), prob, train=methods.COLLAPSED_TRAIN)
+    vi = collapsed_vi.fit(jax.random.PRNGKey(1), prob, collapsed_vi.CollapsedSettings(train=methods.COLLAPSED_TRAIN))
     mu = np.asarray(vi.params["mu"])[real["item"].astype(int), real["feature"].astype(int)]
     # posterior means agree to a fraction of a posterior sd
     assert np.mean(np.abs(mu - real["mean"]) / real["sd"]) < 0.5

@@ -32,7 +32,7 @@ def test_recovery_1000_by_20():
     correlation > 0.9, at least 80% of the 40 item parameters inside their 90% intervals,
     max R-hat < 1.05 (4 chains x 2000 draws after 1000 burn-in)."""
     y, a, d, theta = simulate(20260101, 1000, 20)
-    res = gibbs.run(jax.random.key(1), y, SamplerSettings(n_chains=4, n_warmup=1000, n_samples=2000))
+    res = gibbs.fit(jax.random.key(1), y, None, gibbs.GibbsSettings(SamplerSettings(n_chains=4, n_warmup=1000, n_samples=2000)))
     assert not res.diverged, res.reason
     post = res.idata.posterior
     a_hat = post["discrimination"].mean(("chain", "draw")).values
@@ -54,8 +54,8 @@ def test_gibbs_agrees_with_nuts_500_by_20():
     """Same posterior, two samplers: every item parameter's posterior mean within 4 combined
     Monte Carlo standard errors (ArviZ MCSE of both), and posterior sd within 15%."""
     y, *_ = simulate(20260102, 500, 20)
-    gibbs_res = gibbs.run(jax.random.key(2), y, SamplerSettings(n_chains=4, n_warmup=1000, n_samples=5000),
-                          abilities=False)
+    gibbs_res = gibbs.fit(jax.random.key(2), y, None,
+                          gibbs.GibbsSettings(SamplerSettings(n_chains=4, n_warmup=1000, n_samples=5000), abilities=False))
     log_density = twopno.make_log_density(y)
     start = twopno.unconstrain(twopno.initial_values(y))
     nuts_res = run_nuts(jax.random.key(3), log_density, start,
@@ -78,7 +78,7 @@ def test_missing_augmented_and_left_out_give_the_same_posterior():
     combined MCSE, sds within 10%."""
     y, *_ = simulate(20260103, 400, 10, missing=0.3)
     settings = SamplerSettings(n_chains=4, n_warmup=500, n_samples=3000, progress_every=0)
-    res = {m: gibbs.run(jax.random.key(4), y, settings, missing=m, abilities=False) for m in gibbs.MISSING_MODES}
+    res = {m: gibbs.fit(jax.random.key(4), y, None, gibbs.GibbsSettings(settings, missing=m, abilities=False)) for m in gibbs.MISSING_MODES}
     for name in ("discrimination", "difficulty"):
         s = {m: r.summary[r.summary.parameter == name].reset_index(drop=True) for m, r in res.items()}
         diff = np.abs(s["augment"]["mean"] - s["omit"]["mean"])

@@ -6,6 +6,8 @@ Tolerances were set from the estimators' sampling error at this N (see each test
 margin; a failure means the method no longer recovers the generating parameters.
 """
 
+from dataclasses import replace
+
 import jax
 import numpy as np
 import pytest
@@ -49,8 +51,8 @@ def test_iwae_confirmatory_recovery():
     rm, truth = data()
     y, y_hold = rm.responses[:N_PERSONS], rm.responses[N_PERSONS:]
     st = mgrm.structure(rm.n_categories, 2, sm.q_matrix(rm), positive_loadings=True)
-    cfg = iwae.IWAEConfig(n_importance=5, hidden=(64,), learning_rate=0.01)
-    res = iwae.fit(jax.random.key(0), y, st, cfg, settings(0.01))
+    cfg = iwae.IWAESettings(n_importance=5, hidden=(64,), learning_rate=0.01)
+    res = iwae.fit(jax.random.key(0), y, st, replace(cfg, train=settings(0.01)))
     assert res.converged
     lam_rmse, cut_rmse, corr_err = recovery(res.params["model"], st, truth)
     assert lam_rmse < 0.15 and cut_rmse < 0.15 and corr_err < 0.1, (lam_rmse, cut_rmse, corr_err)
@@ -65,8 +67,8 @@ def test_iwae_exploratory_recovers_structure_after_geomin():
     rm, truth = data()
     y = rm.responses[:N_PERSONS]
     st = mgrm.structure(rm.n_categories, 2, None)
-    cfg = iwae.IWAEConfig(n_importance=5, hidden=(64,), learning_rate=0.01)
-    res = iwae.fit(jax.random.key(1), y, st, cfg, settings(0.01))
+    cfg = iwae.IWAESettings(n_importance=5, hidden=(64,), learning_rate=0.01)
+    res = iwae.fit(jax.random.key(1), y, st, replace(cfg, train=settings(0.01)))
     lam_t = truth[truth.parameter == "loading"].value.to_numpy().reshape(16, 2)
     out = rotation.rotate_and_align(np.asarray(mgrm.loadings(res.params["model"], st)), lam_t)
     assert out["congruence"].min() > 0.95, out["congruence"]
@@ -80,9 +82,9 @@ def test_iwavb_confirmatory_recovery():
     rm, truth = data()
     y, y_hold = rm.responses[:N_PERSONS], rm.responses[N_PERSONS:]
     st = mgrm.structure(rm.n_categories, 2, sm.q_matrix(rm), positive_loadings=True)
-    cfg = iwavb.IWAVBConfig(n_importance=5, encoder_hidden=64, noise_hidden=(32,), discriminator_hidden=(128, 64),
+    cfg = iwavb.IWAVBSettings(n_importance=5, encoder_hidden=64, noise_hidden=(32,), discriminator_hidden=(128, 64),
                             learning_rate=0.01, discriminator_learning_rate=0.03)
-    res = iwavb.fit(jax.random.key(0), y, st, cfg, settings(0.01))
+    res = iwavb.fit(jax.random.key(0), y, st, replace(cfg, train=settings(0.01)))
     lam_rmse, cut_rmse, corr_err = recovery(res.params["model"], st, truth)
     assert lam_rmse < 0.15 and cut_rmse < 0.15 and corr_err < 0.1, (lam_rmse, cut_rmse, corr_err)
     ll_fit = loglik.quadrature_loglik(res.params["model"], st, y_hold).mean()

@@ -20,13 +20,13 @@ def fit_and_compare(missing, n=3000, j=40, rate=0.15, kind="mcar"):
     y = inject(rm, kind, rate, seed=32)[0].responses
     pick = lambda p: truth[truth.parameter == p].value.to_numpy()
     a, theta = pick("discrimination"), pick("ability")
-    spec = vibo.VIBOSpec(irt2pl.Structure("2pl", j, 1), missing=missing)
-    fit = vibo.fit(spec, jax.random.key(0), y, SETTINGS)
-    mean, sd = vibo.encode(fit.params, spec, jax.random.key(1), y)
-    eap = mml.fit(y, 2).ability[:, 0]
+    st, vs = irt2pl.Structure("2pl", j, 1), vibo.VIBOSettings(missing=missing, train=SETTINGS)
+    fit = vibo.fit(jax.random.key(0), y, st, vs)
+    mean, sd = vibo.encode(fit.params, st, vs, jax.random.key(1), y)
+    eap = mml.fit(None, y, mml.Structure(2)).ability[:, 0]
     return {"fit": fit, "vibo": metrics(mean[:, 0], theta), "eap": metrics(eap, theta),
             "cov90": float(np.mean(np.abs(mean[:, 0] - theta) < 1.6449 * sd[:, 0])),
-            "disc": metrics(vibo.item_posterior(fit.params, spec)["discrimination"][0][:, 0], a)}
+            "disc": metrics(vibo.item_posterior(fit.params, st)["discrimination"][0][:, 0], a)}
 
 
 def test_vibo_matches_mml_eap_on_2pl_with_missing_responses():
@@ -62,13 +62,13 @@ def test_vibo_matches_mml_eap_on_the_rwa_shaped_grm():
     theta, a = pick("ability"), pick("discrimination")
     tau = pick("base_difficulty")[:, None] + np.concatenate([np.zeros((j, 1)), np.cumsum(pick("increments").reshape(j, c - 2), 1)], 1)
     cuts = (a[:, None] * tau).ravel()
-    spec = vibo.VIBOSpec(irt2pl.Structure("grm", j, 1, n_categories=(c,) * j))
-    fit = vibo.fit(spec, jax.random.key(0), y, SETTINGS)
+    st, vs = irt2pl.Structure("grm", j, 1, n_categories=(c,) * j), vibo.VIBOSettings(train=SETTINGS)
+    fit = vibo.fit(jax.random.key(0), y, st, vs)
     assert fit.converged, fit.reason
-    mean, sd = vibo.encode(fit.params, spec, jax.random.key(1), y)
-    ref = mml.fit(y, c, n_nodes=41)
+    mean, sd = vibo.encode(fit.params, st, vs, jax.random.key(1), y)
+    ref = mml.fit(None, y, mml.Structure(c), mml.MMLSettings(n_nodes=41))
     _, eap, _ = mml.posterior(y, ref.discrimination, ref.cuts, c, n_nodes=61)
-    post = vibo.item_posterior(fit.params, spec)
+    post = vibo.item_posterior(fit.params, st)
     v, e = metrics(mean[:, 0], theta), metrics(eap[:, 0], theta)
     assert e["corr"] - v["corr"] < 0.01 and v["rmse"] < 1.08 * e["rmse"]
     assert metrics(post["discrimination"][0][:, 0], a)["rmse"] < metrics(ref.discrimination, a)["rmse"] + 0.1

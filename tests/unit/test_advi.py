@@ -46,7 +46,7 @@ def test_recovers_exact_posterior(batch_size):
     # the stopping rule (which stops on the windowed loss, dominated here by Monte Carlo noise)
     settings = TrainSettings(learning_rate=0.05, batch_size=batch_size, max_steps=4000,
                              min_steps=4000, lr_decay_steps=800, progress_every=0)
-    res = advi.fit(model, q0, jax.random.key(1), d, N, settings, n_draws=4)
+    res = advi.fit(jax.random.key(1), d, model, advi.ADVISettings(n_draws=4, train=settings), init=q0)
     q = res.params
     sd = lambda name: np.asarray(jax.nn.softplus(q["raw_scale"][name]))
     # tolerances: a few Monte Carlo standard errors of the stochastic optimum (seed 1)

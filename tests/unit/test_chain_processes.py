@@ -58,7 +58,7 @@ def test_gibbs_draws_match_one_process():
     theta, a, d = rng.normal(size=(150, 1)), rng.uniform(0.5, 2, 8), rng.normal(size=8)
     y = (rng.random((150, 8)) < 0.5 * (1 + np.tanh(a * theta - d))).astype(int)
     y[rng.random(y.shape) < 0.1] = -1
-    runs = [gibbs.run(jax.random.key(5), y, _settings(n_warmup=50, n_samples=100, chain_processes=p))
+    runs = [gibbs.fit(jax.random.key(5), y, None, gibbs.GibbsSettings(_settings(n_warmup=50, n_samples=100, chain_processes=p)))
             for p in (1, 2)]
     for name in ("discrimination", "difficulty"):
         np.testing.assert_allclose(runs[1].idata.posterior[name].values, runs[0].idata.posterior[name].values,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bayesirt.data.simulate_lcdm import simulate_lcdm
-from bayesirt.inference import dcm_em
+from bayesirt.inference import bbvi, dcm_em
 from bayesirt.models import lcdm
 
 Q = np.array([[1, 0], [0, 1], [1, 1], [1, 0], [0, 1], [1, 1], [1, 0], [0, 1], [1, 1], [1, 0]])
@@ -34,7 +34,7 @@ def _objective(fit, y, q, ridge):
 def test_em_reaches_a_stationary_point(data):
     y, q, _ = data
     settings = dcm_em.EMSettings(tol=1e-6, standard_errors=False)
-    fit = dcm_em.fit_em(y, q, settings)
+    fit = dcm_em.fit(None, bbvi.prepare(y, q), settings)
     assert fit.converged and fit.n_iter > 2
     f = _objective(fit, y, q, settings.ridge)
     g_beta, g_theta = jax.grad(f, argnums=(0, 1))(jnp.asarray(fit.beta), jnp.asarray(fit.log_pi))
@@ -47,22 +47,22 @@ def test_em_reaches_a_stationary_point(data):
 
 def test_standard_errors_are_finite_and_shrink_with_information(data):
     y, q, _ = data
-    fit = dcm_em.fit_em(y, q)
+    fit = dcm_em.fit(None, bbvi.prepare(y, q))
     des = lcdm.design(q)
     assert np.all(np.isfinite(fit.beta_se[des.feature_mask > 0])) and np.all(np.isnan(fit.beta_se[des.feature_mask == 0]))
     assert np.all(fit.pi_se > 0) and np.all(fit.pi_se < 0.1)
-    more = dcm_em.fit_em(np.concatenate([y] * 4), q)
+    more = dcm_em.fit(None, bbvi.prepare(np.concatenate([y] * 4), q))
     np.testing.assert_allclose(more.beta_se[des.feature_mask > 0], fit.beta_se[des.feature_mask > 0] / 2, rtol=0.1)
 
 
 def test_em_rejects_bad_input():
     y = np.zeros((5, 3), int)
     with pytest.raises(ValueError, match="attribute 2 .* measured by no item"):
-        dcm_em.fit_em(y, np.array([[1, 0], [1, 0], [1, 0]]))
+        dcm_em.fit(None, bbvi.prepare(y, np.array([[1, 0], [1, 0], [1, 0]])))
     with pytest.raises(ValueError, match="item 2 .* measures no attribute"):
-        dcm_em.fit_em(y, np.array([[1, 0], [0, 0], [0, 1]]))
+        dcm_em.fit(None, bbvi.prepare(y, np.array([[1, 0], [0, 0], [0, 1]])))
     with pytest.raises(ValueError, match="holds 5"):
-        dcm_em.fit_em(np.full((5, 3), 5), np.eye(3, dtype=int))
+        dcm_em.fit(None, bbvi.prepare(np.full((5, 3), 5), np.eye(3, dtype=int)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,8 +88,8 @@ def _loglik64(beta, log_pi, y, q, ridge):
 def test_monotone_em_equals_plain_em_when_the_mle_is_monotone(data):
     y, q, _ = data
     settings = dcm_em.EMSettings(tol=1e-6, standard_errors=False)
-    plain = dcm_em.fit_em(y, q, settings)
-    mono = dcm_em.fit_em(y, q, settings._replace(monotone=True))
+    plain = dcm_em.fit(None, bbvi.prepare(y, q), settings)
+    mono = dcm_em.fit(None, bbvi.prepare(y, q), settings._replace(monotone=True))
     des = lcdm.design(q)
     assert plain.converged and mono.converged
     assert _is_monotone(plain.beta, des)  # this data set's unconstrained optimum is monotone ...
@@ -117,8 +117,8 @@ def zero_main_data():
 def test_monotone_em_sits_on_the_boundary_with_the_kkt_condition(zero_main_data):
     y, q = zero_main_data, Q_ZERO
     settings = dcm_em.EMSettings(tol=1e-6, max_iter=5000)
-    plain = dcm_em.fit_em(y, q, settings._replace(standard_errors=False))
-    mono = dcm_em.fit_em(y, q, settings._replace(monotone=True))
+    plain = dcm_em.fit(None, bbvi.prepare(y, q), settings._replace(standard_errors=False))
+    mono = dcm_em.fit(None, bbvi.prepare(y, q), settings._replace(monotone=True))
     des = lcdm.design(q)
     assert plain.converged and mono.converged
     zero_items = np.arange(12, 18)
@@ -152,4 +152,4 @@ def test_monotone_em_sits_on_the_boundary_with_the_kkt_condition(zero_main_data)
 def test_monotone_em_refuses_items_with_three_attributes():
     y = np.zeros((5, 3), int)
     with pytest.raises(ValueError, match="monotonicity constraints support items measuring at most 2"):
-        dcm_em.fit_em(y, np.array([[1, 1, 1], [1, 0, 0], [0, 1, 0]]), dcm_em.EMSettings(monotone=True))
+        dcm_em.fit(None, bbvi.prepare(y, np.array([[1, 1, 1], [1, 0, 0], [0, 1, 0]])), dcm_em.EMSettings(monotone=True))

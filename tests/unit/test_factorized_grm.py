@@ -7,11 +7,13 @@ import pytest
 from scipy import stats
 
 from bayesirt import records
-from bayesirt.studies import grm_advi
 from bayesirt.data import simulate
+from bayesirt.inference import advi
+from bayesirt.inference import grm_advi as inference_grm_advi
 from bayesirt.inference.training import FitDivergedError, TrainSettings
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import grm
+from bayesirt.studies import grm_advi
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +83,7 @@ def test_bijectors_round_trip_and_map_onto_the_support(name, x64):
 
 def test_initial_values_have_model_shapes_and_order(small):
     rm, _ = small
-    init = fgrm.initial_values(rm)
+    init = fgrm.initial_values(rm.responses, fgrm.structure_of(rm))
     shapes = fgrm.parameter_shapes(fgrm.structure_of(rm), rm.n_persons)
     assert {k: np.shape(v) for k, v in init.items()} == {k: tuple(v) for k, v in shapes.items()}
     assert np.all(init["increments"] > 0) and np.all(init["discrimination"] > 0)
@@ -108,13 +110,11 @@ def test_nan_likelihood_stops_the_fit_and_its_record_says_so(small, tmp_path):
 
 
 def advi_fit_raising(rm, log_likelihood):
-    from bayesirt.inference import advi
-
     st = fgrm.structure_of(rm)
-    model = grm_advi.advi_model(st, fgrm.Priors(), rm.n_persons, log_likelihood)
-    q0 = advi.init(model, fgrm.initial_values(rm))
-    return advi.fit(model, q0, jax.random.key(0), {"y": jnp.asarray(rm.responses, jnp.int32)}, rm.n_persons,
-                    TrainSettings(max_steps=500, progress_every=0))
+    model = inference_grm_advi.advi_model(st, fgrm.Priors(), rm.n_persons, log_likelihood)
+    q0 = advi.init(model, fgrm.initial_values(rm.responses, st))
+    return advi.fit(jax.random.key(0), {"y": jnp.asarray(rm.responses, jnp.int32)}, model,
+                    advi.ADVISettings(train=TrainSettings(max_steps=500, progress_every=0)), init=q0)
 
 
 # slow (two fits, 10 s): in CI the workflow tests cover it, every fit of the test config

@@ -149,7 +149,7 @@ def test_screening_finds_planted_careless_responders(tmp_path):
     path = tmp_path / "data-final.csv"
     truth = ipip_synthetic.write_synthetic_raw(path, 3000, seed=5, careless_fraction=0.08, multi_ip_fraction=0.1)
     raw, _ = ipip.read_raw(path)
-    rm, counts, rows = ipip.preprocess(raw, ipip.Preprocess(seed=1, **SMALL_GUTTMAN), fit_grm=mml.fit)
+    rm, counts, rows = ipip.preprocess(raw, ipip.Preprocess(seed=1, **SMALL_GUTTMAN), fit_grm=mml.fit_arrays)
     assert counts.step.tolist()[-1] == "careless-responder screen"
     kept = np.zeros(3000, bool)
     kept[rows] = True
@@ -162,17 +162,17 @@ def test_screening_finds_planted_careless_responders(tmp_path):
     assert 195 <= counts.removed.tolist()[-1] <= 205
     g = rm.attrs["screening"]["guttman"]
     assert g["cutoff_high"] >= g["cutoff_low"] > 0
-    assert g["fit"].startswith("marginal ML") and "bayesirt.inference.mml.fit" in g["fit"]
+    assert g["fit"].startswith("marginal ML") and "bayesirt.inference.mml.fit_arrays" in g["fit"]
     assert g["fit_iterations"] <= g["fit_max_iterations"] == 20 and g["fit_grad_norm"] < 1e-2
     assert 50 < g["fit_mean_nll"] < 100  # marginal NLL per person of 50 five-category items
     assert 1.0 < g["discrimination_mean"] < 1.5
     # same seed, same result, bit for bit
-    rm2, _, rows2 = ipip.preprocess(raw, ipip.Preprocess(seed=1, **SMALL_GUTTMAN), fit_grm=mml.fit)
+    rm2, _, rows2 = ipip.preprocess(raw, ipip.Preprocess(seed=1, **SMALL_GUTTMAN), fit_grm=mml.fit_arrays)
     assert np.array_equal(rows, rows2) and np.array_equal(rm.responses, rm2.responses)
 
 
 def test_guttman_flag_needs_a_fitter():
-    with pytest.raises(ValueError, match=r"needs a GRM fitter: pass fit_grm=bayesirt\.inference\.mml\.fit"):
+    with pytest.raises(ValueError, match=r"needs a GRM fitter: pass fit_grm=bayesirt\.inference\.mml\.fit_arrays"):
         ipip.load(FIXTURES / "clean.csv", require_all_categories=False)
     # without the Guttman flag no fitter is needed
     rm, counts = ipip.load(FIXTURES / "clean.csv", require_all_categories=False, flag_guttman=False)

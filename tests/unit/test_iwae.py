@@ -1,5 +1,7 @@
 """IWAE with DReG gradients (inference/iwae.py)."""
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -53,7 +55,7 @@ def manual_terms(params, key, y, st, cfg):
 @pytest.mark.parametrize("full", [False, True])
 def test_loss_value_and_dreg_gradients_match_the_estimators(full):
     y, st, params0 = problem()
-    cfg = iwae.IWAEConfig(n_importance=7, hidden=(8,), full_covariance=full)
+    cfg = iwae.IWAESettings(n_importance=7, hidden=(8,), full_covariance=full)
     params = iwae.init(jax.random.key(1), st, cfg)
     params["model"] = params0
     params["model"]["loadings_raw"] = params["model"]["loadings_raw"] - 0.3  # away from truth
@@ -84,7 +86,7 @@ def test_plain_gradient_is_gradient_of_the_objective_fd():
     # without DReG the gradient is that of the IW-ELBO at fixed noise: check one encoder
     # weight and one model parameter against central finite differences (float64)
     y, st, params0 = problem()
-    cfg = iwae.IWAEConfig(n_importance=4, hidden=(8,), dreg=False)
+    cfg = iwae.IWAESettings(n_importance=4, hidden=(8,), dreg=False)
     with jax.enable_x64(True):
         params = iwae.init(jax.random.key(1), st, cfg)
         params["model"] = params0
@@ -113,7 +115,7 @@ def test_iw_elbo_increases_with_r_towards_the_exact_loglik():
     exact = loglik.quadrature_loglik(params0, st, np.asarray(y)).mean()
     values = []
     for r in (1, 5, 50):
-        cfg = iwae.IWAEConfig(n_importance=r, hidden=(8,))
+        cfg = iwae.IWAESettings(n_importance=r, hidden=(8,))
         params = iwae.init(jax.random.key(1), st, cfg)
         params["model"] = params0
         loss = jax.jit(lambda k: iwae.loss_fn(st, cfg)(params, k, {"y": y, "index": jnp.arange(30)}))
@@ -125,10 +127,10 @@ def test_iw_elbo_increases_with_r_towards_the_exact_loglik():
 def test_short_fit_improves_the_objective_and_records_convergence():
     rm, _ = sm.simulate_mgrm(1, 600, n_items=8, n_categories=3, n_factors=2)
     st = mgrm.structure(rm.n_categories, 2, sm.q_matrix(rm), positive_loadings=True)
-    cfg = iwae.IWAEConfig(n_importance=3, hidden=(16,), learning_rate=0.01)
+    cfg = iwae.IWAESettings(n_importance=3, hidden=(16,), learning_rate=0.01)
     settings = TrainSettings(learning_rate=0.01, min_learning_rate=0.001, batch_size=100, max_steps=400,
                              min_steps=100, check_every=50, window=50, progress_every=0)
-    res = iwae.fit(jax.random.key(0), rm.responses, st, cfg, settings)
+    res = iwae.fit(jax.random.key(0), rm.responses, st, replace(cfg, train=settings))
     assert np.isfinite(res.losses).all()
     assert res.losses[-50:].mean() < res.losses[:50].mean() - 0.1
     assert res.steps <= 400
@@ -136,7 +138,7 @@ def test_short_fit_improves_the_objective_and_records_convergence():
 
 def _warmup_setup(warmup_steps, full=False):
     y, st, params0 = problem()
-    cfg = iwae.IWAEConfig(n_importance=7, hidden=(8,), full_covariance=full, warmup_steps=warmup_steps)
+    cfg = iwae.IWAESettings(n_importance=7, hidden=(8,), full_covariance=full, warmup_steps=warmup_steps)
     params = iwae.init(jax.random.key(1), st, cfg)
     params["model"] = params0
     params["model"]["loadings_raw"] = params["model"]["loadings_raw"] - 0.3
@@ -155,7 +157,7 @@ def test_no_warmup_is_exactly_the_existing_loss():
     assert float(v0) == float(v_ref)
     for a, b in zip(jax.tree.leaves(g0), jax.tree.leaves(g_ref)):
         np.testing.assert_array_equal(a, b)
-    cfg = iwae.IWAEConfig(n_importance=7, hidden=(8,), warmup_steps=100)
+    cfg = iwae.IWAESettings(n_importance=7, hidden=(8,), warmup_steps=100)
     v_after, g_after = jax.jit(jax.value_and_grad(iwae.loss_fn(st, cfg)))(
         params, key, {"y": y, "index": jnp.arange(16), "step": jnp.asarray(250)})
     np.testing.assert_allclose(v_after, v_ref, rtol=1e-6)
@@ -200,7 +202,7 @@ def test_warmup_anneals_prior_and_entropy_terms_in_the_weights(step):
     for a, b in zip(jax.tree.leaves(grads["encoder"]), jax.tree.leaves(g_enc)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
     # and it is not the exact objective (beta < 1 changes the weights)
-    exact = jax.jit(iwae.loss_fn(st, iwae.IWAEConfig(n_importance=7, hidden=(8,))))(params, key, batch)
+    exact = jax.jit(iwae.loss_fn(st, iwae.IWAESettings(n_importance=7, hidden=(8,))))(params, key, batch)
     assert abs(float(value) - float(exact)) > 1e-3
 
 
@@ -212,9 +214,9 @@ def test_warmup_step_reaches_the_loss_inside_the_training_loop():
     st = mgrm.structure(rm.n_categories, 2, sm.q_matrix(rm), positive_loadings=True)
     settings = TrainSettings(learning_rate=0.01, min_learning_rate=0.001, batch_size=100, max_steps=300,
                              min_steps=50, check_every=50, window=50, rel_tol=1.0, patience=1, progress_every=0)
-    res0 = iwae.fit(jax.random.key(0), rm.responses, st, iwae.IWAEConfig(n_importance=3, hidden=(8,)), settings)
+    res0 = iwae.fit(jax.random.key(0), rm.responses, st, replace(iwae.IWAESettings(n_importance=3, hidden=(8,)), train=settings))
     res = iwae.fit(jax.random.key(0), rm.responses, st,
-                   iwae.IWAEConfig(n_importance=3, hidden=(8,), warmup_steps=150), settings)
+                   replace(iwae.IWAESettings(n_importance=3, hidden=(8,), warmup_steps=150), train=settings))
     assert res0.steps == 100  # rel_tol = 1: stops at the first possible check
     assert res.steps == 150 + 2 * 50
     assert abs(res.losses[0] - res0.losses[0]) > 1e-3

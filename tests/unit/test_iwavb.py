@@ -1,5 +1,7 @@
 """Importance-weighted adversarial VB (inference/iwavb.py)."""
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -47,7 +49,7 @@ def test_reduces_to_iwae_when_q_is_gaussian_and_t_is_zero():
     # same Gaussian q, same noise: identical IW-ELBO and decoder gradient, and the encoder
     # gradient through mu and sigma equals IWAE's DReG gradient
     y, st, truth = problem()
-    cfg = iwavb.IWAVBConfig(n_importance=6, encoder_hidden=8, noise_hidden=(4,), discriminator_hidden=(8,),
+    cfg = iwavb.IWAVBSettings(n_importance=6, encoder_hidden=8, noise_hidden=(4,), discriminator_hidden=(8,),
                             gauge_weight=0.0)
     params = gaussian_iwavb(st, cfg, jax.random.key(1))
     params["model"] = truth
@@ -86,7 +88,7 @@ def test_discriminator_gradient_only_from_its_objective():
     # the IW-ELBO part holds psi fixed: the discriminator's gradient must equal that of
     # -d (Algorithm 2), computed here separately
     y, st, truth = problem()
-    cfg = iwavb.IWAVBConfig(n_importance=4, encoder_hidden=8, noise_hidden=(4,), discriminator_hidden=(8,))
+    cfg = iwavb.IWAVBSettings(n_importance=4, encoder_hidden=8, noise_hidden=(4,), discriminator_hidden=(8,))
     params = iwavb.init(jax.random.key(3), st, cfg)
     key = jax.random.key(4)
     grads = jax.jit(jax.grad(iwavb.loss_fn(st, cfg)))(params, key, {"y": y, "index": jnp.arange(16)})
@@ -109,7 +111,7 @@ def test_discriminator_gradient_only_from_its_objective():
 def test_discriminator_learns_the_log_density_ratio():
     # fixed q~ = N(0.5, 0.6^2) in one dimension against N(0, 1), x ignored (one person
     # pattern); after 1500 Adam steps T(z~) matches log q~ - log N within 0.15 on |z~| < 1
-    cfg = iwavb.IWAVBConfig(discriminator_hidden=(32, 32))
+    cfg = iwavb.IWAVBSettings(discriminator_hidden=(32, 32))
     st = mgrm.structure([3], 1)
     params = iwavb.init(jax.random.key(0), st, cfg)["discriminator"]
     feats = networks.response_features(jnp.zeros((64, 1), jnp.int32), 3)
@@ -142,11 +144,11 @@ def test_discriminator_learns_the_log_density_ratio():
 def test_short_fit_is_finite_and_improves():
     rm, _ = sm.simulate_mgrm(1, 600, n_items=8, n_categories=3, n_factors=2)
     st = mgrm.structure(rm.n_categories, 2, sm.q_matrix(rm), positive_loadings=True)
-    cfg = iwavb.IWAVBConfig(n_importance=4, encoder_hidden=16, noise_hidden=(8,), discriminator_hidden=(16, 8),
+    cfg = iwavb.IWAVBSettings(n_importance=4, encoder_hidden=16, noise_hidden=(8,), discriminator_hidden=(16, 8),
                             learning_rate=0.01, discriminator_learning_rate=0.02)
     settings = TrainSettings(learning_rate=0.01, min_learning_rate=0.001, batch_size=100, max_steps=400,
                              min_steps=100, check_every=50, window=50, progress_every=0)
-    res = iwavb.fit(jax.random.key(0), rm.responses, st, cfg, settings)
+    res = iwavb.fit(jax.random.key(0), rm.responses, st, replace(cfg, train=settings))
     assert np.isfinite(res.losses).all()
     assert res.losses[-50:].mean() < res.losses[:50].mean() - 0.1
     # the IW-ELBO is a lower bound on log p(x) only if T is right: it must not run away above
@@ -158,7 +160,7 @@ def test_short_fit_is_finite_and_improves():
 
 def test_no_warmup_is_exactly_the_existing_loss_and_step0_drops_prior_and_entropy():
     y, st, truth = problem()
-    cfg0 = iwavb.IWAVBConfig(n_importance=4, encoder_hidden=8, noise_hidden=(4,), discriminator_hidden=(8, 8))
+    cfg0 = iwavb.IWAVBSettings(n_importance=4, encoder_hidden=8, noise_hidden=(4,), discriminator_hidden=(8, 8))
     params = iwavb.init(jax.random.key(3), st, cfg0)
     params["model"] = truth
     key = jax.random.key(4)
@@ -171,7 +173,7 @@ def test_no_warmup_is_exactly_the_existing_loss_and_step0_drops_prior_and_entrop
         np.testing.assert_array_equal(a, b)
 
     # warm-up, step 0: beta = 0, log w_r = log p(x | z_r) with the same draws
-    cfg = iwavb.IWAVBConfig(n_importance=4, encoder_hidden=8, noise_hidden=(4,), discriminator_hidden=(8, 8),
+    cfg = iwavb.IWAVBSettings(n_importance=4, encoder_hidden=8, noise_hidden=(4,), discriminator_hidden=(8, 8),
                             warmup_steps=50)
     v_w, g_w = jax.jit(jax.value_and_grad(iwavb.loss_fn(st, cfg)))(params, key, dict(base, step=jnp.asarray(0)))
     k_eps, _ = jax.random.split(key)

@@ -116,7 +116,7 @@ def test_recovers_grm_parameters_with_missing_responses():
     a = rng.uniform(0.8, 2.2, 10)
     tau = np.sort(rng.uniform(-1.5, 1.5, (10, 3)), axis=1)
     y, theta = _simulate(11, 3000, a, tau, factor, missing=0.1)
-    fit = mml.fit(y, 4, factor)
+    fit = mml.fit(None, y, mml.Structure(4, factor))
     assert fit.converged and fit.grad_norm < 1e-4 and 0 < fit.iterations < 200
     assert np.isfinite(fit.loss_history).all() and fit.loss_history.size == fit.iterations
     assert fit.loss_history[-1] <= fit.loss_history[0]
@@ -141,7 +141,7 @@ def _binary_data():
 
 def test_binary_2pl_is_the_two_category_case():
     y, a, b = _binary_data()
-    fit = mml.fit(y)  # categories from the data (2), one factor
+    fit = mml.fit(None, y)  # categories from the data (2), one factor
     assert fit.cuts.shape == (8, 1) and fit.ability.shape == (2000, 1)
     assert fit.converged
     assert np.abs(fit.discrimination - a).max() < 0.3
@@ -156,16 +156,16 @@ def test_binary_2pl_is_the_two_category_case():
 
 def test_fixed_iterations_and_bad_input():
     y, _, _ = _binary_data()  # same shapes as above: the compiled program is reused
-    fit = mml.fit(y, 2, max_iter=3, tol=0.0)
+    fit = mml.fit(None, y, mml.Structure(2), mml.MMLSettings(max_iter=3, tol=0.0))
     assert fit.iterations == 3 and not fit.converged and "max_iter=3" in fit.reason
     with pytest.raises(ValueError, match="response 2 of person 0 to item 1 is outside 0..1"):
         bad = y.copy()
         bad[0, 1] = 2
-        mml.fit(bad, 2)
+        mml.fit(None, bad, mml.Structure(2))
     with pytest.raises(ValueError, match="item 2 has no observed response"):
         bad = y.copy()
         bad[:, 2] = -1
-        mml.fit(bad, 2)
+        mml.fit(None, bad, mml.Structure(2))
 
 
 def _binary_with_missing(n=2000, j=15, seed=5):
@@ -181,7 +181,7 @@ def _binary_with_missing(n=2000, j=15, seed=5):
 def test_2pl_with_missing_cells_recovers_items_and_calibrated_eap():
     # seed 5: 2,000 persons x 15 items, 10% missing; difficulty d of logit = a theta - d is cuts[:, 0]
     y, a, d, theta = _binary_with_missing()
-    fit = mml.fit(y, 2)
+    fit = mml.fit(None, y, mml.Structure(2))
     assert fit.converged
     assert np.sqrt(np.mean((fit.discrimination - a) ** 2)) < 0.12
     assert np.sqrt(np.mean((fit.cuts[:, 0] - d) ** 2)) < 0.1

@@ -1,5 +1,7 @@
 """VIBO (seed 004): the objective, the product of experts, the missing-data variants, bad input."""
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -27,7 +29,8 @@ def small_data(n=60, j=8, seed=0, missing=0.2, model="2pl", categories=2):
 
 
 def spec_for(model="2pl", k=1, j=8, missing="one_prior", categories=()):
-    return vibo.VIBOSpec(irt2pl.Structure(model, j, k, tuple(categories)), missing=missing, hidden=(8,))
+    """(structure, settings) of a small VIBO model."""
+    return irt2pl.Structure(model, j, k, tuple(categories)), vibo.VIBOSettings(missing=missing, hidden=(8,))
 
 
 @pytest.mark.parametrize("missing", vibo.MISSING_VARIANTS)
@@ -38,43 +41,43 @@ def test_minibatch_losses_average_to_the_full_batch_objective(model, k, missing)
     # the same draws; the expectation over random batches is the same average.
     cats = (4,) * 8 if model == "grm" else ()
     y = small_data(model=model, categories=4)
-    spec = spec_for(model, k, missing=missing, categories=cats)
-    params = vibo.init(jax.random.key(1), spec, y)
+    st, vs = spec_for(model, k, missing=missing, categories=cats)
+    params = vibo.init(jax.random.key(1), st, vs, y)
     # move q(d) away from its start so every term matters
     params["items"]["log_scale"] = jax.tree.map(lambda v: v + 1.0, params["items"]["log_scale"])
-    loss = jax.jit(vibo.loss_fn(spec, y.shape[0]))
+    loss = jax.jit(vibo.loss_fn(st, vs, y.shape[0]))
     key = jax.random.key(2)
     full = loss(params, key, {"y": jnp.asarray(y), "index": jnp.arange(60)})
     perm = np.random.default_rng(3).permutation(60)
     parts = [loss(params, key, {"y": jnp.asarray(y[b]), "index": jnp.asarray(b)}) for b in perm.reshape(4, 15)]
     np.testing.assert_allclose(np.mean(parts), full, rtol=2e-6)
-    values, kl = vibo.person_terms(params, key, jnp.asarray(y), jnp.arange(60), spec)
+    values, kl = vibo.person_terms(params, key, jnp.asarray(y), jnp.arange(60), st, vs)
     np.testing.assert_allclose(full, -values.mean() + kl / 60, rtol=1e-6)
 
 
 def test_item_kl_matches_numpyro():
-    spec = spec_for("2pl", 2)
+    st, vs = spec_for("2pl", 2)
     y = small_data()
-    params = vibo.init(jax.random.key(0), spec, y)
+    params = vibo.init(jax.random.key(0), st, vs, y)
     q = params["items"]
     q["loc"]["log_discrimination"] = q["loc"]["log_discrimination"] + 0.3
     expected = 0.0
     for name, loc in q["loc"].items():
-        mean, sd = spec.priors.of(name)
+        mean, sd = vs.priors.of(name)
         expected += dist.kl_divergence(dist.Normal(loc, jnp.exp(q["log_scale"][name])), dist.Normal(mean, sd)).sum()
-    np.testing.assert_allclose(vibo.item_kl(q, spec.priors), expected, rtol=1e-5)
+    np.testing.assert_allclose(vibo.item_kl(q, vs.priors), expected, rtol=1e-5)
 
 
 @pytest.mark.parametrize("missing", vibo.MISSING_VARIANTS)
 def test_product_of_experts_is_one_expert_per_observed_response(missing):
     # The table evaluation equals the MLP evaluated cell by cell, with no expert for a missing
     # response and the variant's prior experts: one, or one per missing response.
-    spec = spec_for("2pl", 2, missing=missing)
+    st, vs = spec_for("2pl", 2, missing=missing)
     y = small_data()
-    params = vibo.init(jax.random.key(0), spec, y)
+    params = vibo.init(jax.random.key(0), st, vs, y)
     items = params["items"]["loc"]
-    mean, sd = vibo.product_of_experts(params["encoder"], items, jnp.asarray(y), spec)
-    feats = np.asarray(vibo._item_features(items, spec.structure))
+    mean, sd = vibo.product_of_experts(params["encoder"], items, jnp.asarray(y), st, vs)
+    feats = np.asarray(vibo._item_features(items, st))
     for i in (0, 5):
         prec, pm = np.zeros(2), np.zeros(2)
         for j in range(8):
@@ -91,77 +94,76 @@ def test_product_of_experts_is_one_expert_per_observed_response(missing):
 
 
 def test_variant_b_pulls_toward_the_prior_with_missing_answers_variant_a_does_not():
-    spec_a, spec_b = spec_for(missing="one_prior"), spec_for(missing="prior_per_missing")
+    (st, vs_a), (_, vs_b) = spec_for(missing="one_prior"), spec_for(missing="prior_per_missing")
     y = small_data()
-    params = vibo.init(jax.random.key(0), spec_a, y)
+    params = vibo.init(jax.random.key(0), st, vs_a, y)
     items = params["items"]["loc"]
     few = np.array([[1, 1, -1, -1, -1, -1, -1, -1]], np.int8)
     full = np.array([[1, 1, 0, 0, 1, 0, 1, 1]], np.int8)
-    _, sd_a = vibo.product_of_experts(params["encoder"], items, jnp.asarray(few), spec_a)
-    _, sd_b = vibo.product_of_experts(params["encoder"], items, jnp.asarray(few), spec_b)
+    _, sd_a = vibo.product_of_experts(params["encoder"], items, jnp.asarray(few), st, vs_a)
+    _, sd_b = vibo.product_of_experts(params["encoder"], items, jnp.asarray(few), st, vs_b)
     assert float(sd_b[0, 0]) < float(sd_a[0, 0])  # six prior experts make q narrower (toward N(0,1))
-    _, sd_a_full = vibo.product_of_experts(params["encoder"], items, jnp.asarray(full), spec_a)
-    _, sd_b_full = vibo.product_of_experts(params["encoder"], items, jnp.asarray(full), spec_b)
+    _, sd_a_full = vibo.product_of_experts(params["encoder"], items, jnp.asarray(full), st, vs_a)
+    _, sd_b_full = vibo.product_of_experts(params["encoder"], items, jnp.asarray(full), st, vs_b)
     assert float(sd_b_full[0, 0]) > float(sd_a_full[0, 0])  # nothing missing: (b) has no prior expert
 
 
 def test_fit_lowers_the_loss_and_scores_new_persons():
     y = small_data(n=120, j=10, seed=4)
-    spec = spec_for("2pl", 1, j=10)
+    st, vs = spec_for("2pl", 1, j=10)
     settings = TrainSettings(learning_rate=0.05, batch_size=40, max_steps=300, min_steps=300, progress_every=0)
-    result = vibo.fit(spec, jax.random.key(0), y, settings)
+    result = vibo.fit(jax.random.key(0), y, st, replace(vs, train=settings))
     assert np.isfinite(result.losses).all() and result.losses[-50:].mean() < result.losses[:50].mean()
-    mean, sd = vibo.encode(result.params, spec, jax.random.key(1), small_data(n=30, j=10, seed=9))
+    mean, sd = vibo.encode(result.params, st, vs, jax.random.key(1), small_data(n=30, j=10, seed=9))
     assert mean.shape == (30, 1) and (sd > 0).all()
     # more correct answers -> higher ability (positive discriminations fix the sign)
-    lo, _ = vibo.encode(result.params, spec, jax.random.key(1), np.zeros((1, 10), np.int8))
-    hi, _ = vibo.encode(result.params, spec, jax.random.key(1), np.ones((1, 10), np.int8))
+    lo, _ = vibo.encode(result.params, st, vs, jax.random.key(1), np.zeros((1, 10), np.int8))
+    hi, _ = vibo.encode(result.params, st, vs, jax.random.key(1), np.ones((1, 10), np.int8))
     assert hi[0, 0] > lo[0, 0] + 1.0
     rows, cols = np.array([0, 1, 2]), np.array([3, 4, 5])
-    probs = vibo.predictive_probs(result.params, spec, jax.random.key(2), y, rows, cols, n_draws=20)
+    probs = vibo.predictive_probs(result.params, st, vs, jax.random.key(2), y, rows, cols, n_draws=20)
     np.testing.assert_allclose(probs.sum(1), 1.0, rtol=1e-5)
 
 
 def test_grm_variant_and_mfvi_run():
     y = small_data(n=80, j=8, model="grm", categories=4)
-    spec = spec_for("grm", 2, categories=(4,) * 8)
+    st, vs = spec_for("grm", 2, categories=(4,) * 8)
     settings = TrainSettings(learning_rate=0.05, max_steps=100, min_steps=100, progress_every=0)
-    result = vibo.fit(spec, jax.random.key(0), y, settings)
+    result = vibo.fit(jax.random.key(0), y, st, replace(vs, train=settings))
     assert np.isfinite(result.losses).all()
-    post = vibo.item_posterior(result.params, spec)
+    post = vibo.item_posterior(result.params, st)
     assert (post["discrimination"][0] > 0).all() and np.all(np.diff(post["cuts"][0], axis=1) > 0)
-    mspec = mfvi.MFVISpec(spec.structure)
-    mres = mfvi.fit(mspec, jax.random.key(0), y, settings)
+    mres = mfvi.fit(jax.random.key(0), y, st, mfvi.MFVISettings(train=settings))
     assert np.isfinite(mres.losses).all() and mres.losses[-20:].mean() < mres.losses[:20].mean()
 
 
 def test_bad_input_is_a_one_line_error():
-    spec = spec_for()
+    st, vs = spec_for()
     y = small_data()
     settings = TrainSettings(max_steps=50, progress_every=0)
     bad = y.copy(); bad[3, 4] = 2
     with pytest.raises(ValueError, match="person 3 to item 4"):
-        vibo.fit(spec, jax.random.key(0), bad, settings)
+        vibo.fit(jax.random.key(0), bad, st, replace(vs, train=settings))
     bad = y.copy(); bad[7, :] = -1
     with pytest.raises(ValueError, match="person 7 has no observed response"):
-        vibo.fit(spec, jax.random.key(0), bad, settings)
+        vibo.fit(jax.random.key(0), bad, st, replace(vs, train=settings))
     bad = y.copy(); bad[:, 5] = -1
     with pytest.raises(ValueError, match="item 5 has no observed response"):
-        vibo.fit(spec, jax.random.key(0), bad, settings)
+        vibo.fit(jax.random.key(0), bad, st, replace(vs, train=settings))
     with pytest.raises(ValueError, match="batch_size 100 is larger than the 60 persons"):
-        vibo.fit(spec, jax.random.key(0), y, TrainSettings(batch_size=100))
+        vibo.fit(jax.random.key(0), y, st, replace(vs, train=TrainSettings(batch_size=100)))
     with pytest.raises(ValueError, match="n_factors=5 is more than 8 items can identify"):
         irt2pl.Structure("2pl", 8, 5)
     with pytest.raises(ValueError, match="vibo missing 'zero'"):
-        vibo.VIBOSpec(irt2pl.Structure("2pl", 8), missing="zero")
+        vibo.VIBOSettings(missing="zero")
 
 
 def test_diverging_fit_keeps_the_last_good_state():
-    spec = spec_for()
+    st, vs = spec_for()
     y = small_data()
-    params = vibo.init(jax.random.key(0), spec, y)
+    params = vibo.init(jax.random.key(0), st, vs, y)
     params["items"]["loc"]["difficulty"] = params["items"]["loc"]["difficulty"].at[0].set(jnp.nan)
-    result = vibo.fit(spec, jax.random.key(0), y, TrainSettings(max_steps=100, progress_every=0), params=params)
+    result = vibo.fit(jax.random.key(0), y, st, replace(vs, train=TrainSettings(max_steps=100, progress_every=0)), init=params)
     assert not result.converged and result.extra["diverged_at_step"] == 0
 
 
@@ -183,16 +185,16 @@ def test_grm_fit_recovers_simulated_abilities_and_items():
     pick = lambda p: truth[truth.parameter == p].sort_values(["item", "person", "category"]).value.to_numpy()  # noqa: E731
     theta, a = pick("ability"), pick("discrimination")
     tau = pick("base_difficulty")[:, None] + np.concatenate([np.zeros((j, 1)), np.cumsum(pick("increments").reshape(j, c - 2), 1)], 1)
-    spec = spec_for("grm", 1, j=j, categories=(c,) * j)
+    st, vs = spec_for("grm", 1, j=j, categories=(c,) * j)
     settings = TrainSettings(learning_rate=0.03, batch_size=100, max_steps=3000, min_steps=200, lr_decay_steps=500,
                              progress_every=0)
-    result = vibo.fit(spec, jax.random.key(0), y, settings)
+    result = vibo.fit(jax.random.key(0), y, st, replace(vs, train=settings))
     assert result.converged, result.reason
-    mean, sd = vibo.encode(result.params, spec, jax.random.key(1), y)
+    mean, sd = vibo.encode(result.params, st, vs, jax.random.key(1), y)
     _, ideal, _ = mml.posterior(y, a, a[:, None] * tau, c)
     assert metrics(ideal[:, 0], theta)["corr"] - metrics(mean[:, 0], theta)["corr"] < 0.02
-    post = vibo.item_posterior(result.params, spec)
-    ref = mml.fit(y, c)
+    post = vibo.item_posterior(result.params, st)
+    ref = mml.fit(None, y, mml.Structure(c))
     cuts = (a[:, None] * tau).ravel()
     assert metrics(post["discrimination"][0][:, 0], a)["rmse"] < metrics(ref.discrimination, a)["rmse"] + 0.15
     assert metrics(post["cuts"][0].ravel(), cuts)["rmse"] < metrics(ref.cuts.ravel(), cuts)["rmse"] + 0.15

@@ -169,7 +169,7 @@ def load(path, fit_grm=None, **preprocess_options) -> tuple[ResponseMatrix, pd.D
     """Read and preprocess the raw file; return the response matrix and the row-count table.
 
     The table has one row per step: ``step``, ``persons`` (after the step), ``removed``.
-    ``fit_grm``: the GRM fitter behind the Guttman cut-offs (``bayesirt.inference.mml.fit``; its
+    ``fit_grm``: the GRM fitter behind the Guttman cut-offs (``bayesirt.inference.mml.fit_arrays``; its
     expected signature is in ``bayesirt.data.careless``), needed unless the Guttman flag or the
     whole careless screen is switched off.
     """

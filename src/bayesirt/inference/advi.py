@@ -15,18 +15,22 @@ factor changes no optimum, and per-person scaling keeps learning rates independe
 A model is a ``Model``: parameter shapes, bijectors, which parameters are local (leading axis
 = persons), and log-density functions. ``log_likelihood(params, batch, key)`` returns one
 value per person of the batch; ``key`` lets objectives that draw imputations do so.
+
+``fit(key, data, model, ADVISettings(...), init=q0)`` fits any such model (the calling
+convention of ``bayesirt.inference``); ``init`` builds a surrogate from starting values,
+``draws`` samples a fitted one. ``inference.grm_advi`` is this fit for the factorized GRM.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesirt.inference.training import FitResult, TrainSettings, train
+from bayesirt.inference.training import SHARED, FitResult, TrainSettings, train
 
 HALF_LOG_2PI_E = 0.5 * np.log(2 * np.pi * np.e)
 
@@ -41,6 +45,17 @@ class Model:
     log_likelihood: Callable  # (params, batch, key) -> (B,)
 
 
+@dataclass(frozen=True)
+class ADVISettings:
+    """Settings of :func:`fit`: ``n_draws`` draws of the surrogate per step (the ELBO's Monte
+    Carlo estimate), ``init_scale`` the surrogate's starting sd when ``fit`` builds its start,
+    ``train`` the training driver's settings."""
+
+    n_draws: int = 1
+    init_scale: float = 0.1
+    train: TrainSettings = field(default_factory=TrainSettings)
+
+
 def init(model: Model, initial_values: dict, init_scale: float = 0.1) -> dict:
     """Surrogate parameters: ``loc`` at the inverse bijector of ``initial_values``, and
     ``raw_scale`` (softplus-inverse of the standard deviation) at ``init_scale``."""
@@ -53,6 +68,9 @@ def init(model: Model, initial_values: dict, init_scale: float = 0.1) -> dict:
         if loc[k].shape != tuple(shape):
             raise ValueError(f"initial value of '{k}' has shape {loc[k].shape}, expected {shape}")
     return {"loc": loc, "raw_scale": {k: jnp.asarray(np.full(v.shape, raw, np.float32)) for k, v in loc.items()}}
+
+
+_init = init  # for ``fit``, whose keyword ``init`` hides the function
 
 
 def _sample(model: Model, q: dict, index, key):
@@ -111,9 +129,44 @@ def negative_elbo(model: Model, n_persons: int, n_draws: int = 1):
     return loss
 
 
-def fit(model: Model, q0: dict, key, data: dict, n_persons: int, settings: TrainSettings,
-        n_draws: int = 1, label: str = "advi") -> FitResult:
-    return train(negative_elbo(model, n_persons, n_draws), q0, key, data, n_persons, settings, label)
+def fit(key, y, structure: Model, settings: ADVISettings = ADVISettings(), *, init: dict | None = None,
+        label: str = "advi") -> FitResult:
+    """Fit the mean-field surrogate of ``structure`` to the data ``y`` by the training driver.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key, handed to ``training.train`` as it is (batches and the ELBO's draws).
+    y : dict
+        The driver's data: arrays with persons on the leading axis (``batch`` of the model's
+        ``log_likelihood``; usually ``{"y": responses, ...}``), plus optionally
+        ``training.SHARED`` entries every batch sees whole.
+    structure : Model
+        The model: parameter shapes, bijectors, local parameters and log-densities.
+    settings : ADVISettings
+        Draws per step, the starting sd and the training driver's settings (``train``).
+    init : dict, optional
+        The starting surrogate (``advi.init(model, initial_values)``); by default every
+        parameter at 0 on the unconstrained scale with sd ``settings.init_scale``.
+    label : str
+        Name of the fit in the progress log.
+
+    Returns
+    -------
+    training.FitResult
+        ``params`` is the fitted surrogate (``{"loc", "raw_scale"}``); losses, steps,
+        convergence and timings as the driver reports them. A loss that becomes non-finite
+        raises ``training.FitDivergedError`` (``training.keep_last_good`` turns it into an
+        unconverged result).
+    """
+    n_persons = next(int(v.shape[0]) for k, v in y.items() if k != SHARED)
+    q0 = init
+    if q0 is None:
+        zeros = {k: np.asarray(structure.bijectors[k].forward(np.zeros(shape, np.float32)))
+                 for k, shape in structure.shapes.items()}
+        q0 = _init(structure, zeros, settings.init_scale)
+    return train(negative_elbo(structure, n_persons, settings.n_draws), q0, key, y, n_persons, settings.train,
+                 label)
 
 
 def draws(model: Model, q: dict, key, n: int) -> dict:

@@ -54,6 +54,7 @@ class BBVISettings(NamedTuple):
     init_scale: float = 0.2  # initial sd of q(beta_j) per feature
     priors: lcdm.Priors = lcdm.Priors()
     monotone: bool = False  # q on the unconstrained u of models.lcdm.monotone_beta
+    train: training.TrainSettings = training.TrainSettings()  # the training driver's settings
 
 
 def block_optimizer(settings: BBVISettings, train: training.TrainSettings) -> optax.GradientTransformation:
@@ -69,6 +70,9 @@ def block_optimizer(settings: BBVISettings, train: training.TrainSettings) -> op
 
 
 class Problem(NamedTuple):
+    """One LCDM data set as every DCM fit takes it (``prepare``): the responses and the
+    Q-matrix's design, i.e. the data and the model's structure together."""
+
     data: dict  # the training driver's data dict
     design: lcdm.Design
     n_persons: int
@@ -88,15 +92,36 @@ def prepare(y, q, allow_zero_rows: bool = False) -> Problem:
     return Problem(data, des, y.shape[0])
 
 
-def fit_bbvi(key, problem: Problem, settings: BBVISettings = BBVISettings(),
-             train: training.TrainSettings = training.TrainSettings(), params=None,
-             label: str = "bbvi") -> training.FitResult:
-    """Run BBVI through the training driver (a diverged fit keeps its last good state)."""
+def fit(key, problem: Problem, settings: BBVISettings = BBVISettings(), *, init: dict | None = None,
+        label: str = "bbvi") -> training.FitResult:
+    """Run BBVI through the training driver.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key; split in two, the second half is the training driver's.
+    problem : Problem
+        The data and the model's structure together: responses and the Q-matrix's design, as
+        ``prepare(y, q)`` builds them (the DCM fits take no separate structure argument).
+    settings : BBVISettings
+        Samples per step, control variates, block schedule and learning rates, start, priors,
+        monotonicity, and the training driver's settings (``train``).
+    init : dict, optional
+        Starting variational parameters (``bbvi_family.init_params`` by default).
+    label : str
+        Name of the fit in the progress log.
+
+    Returns
+    -------
+    training.FitResult
+        ``params`` the variational parameters (``summarize`` turns them into estimates); a
+        diverged fit keeps its last good state, unconverged.
+    """
     init_key, fit_key = jax.random.split(key)
-    params = init_params(problem.n_persons, problem.design, settings) if params is None else params
+    params = init_params(problem.n_persons, problem.design, settings) if init is None else init
     return training.keep_last_good(training.train, make_loss(settings, problem.n_persons), params, fit_key,
-                                   problem.data, problem.n_persons, train, label,
-                                   optimizer=block_optimizer(settings, train))
+                                   problem.data, problem.n_persons, settings.train, label,
+                                   optimizer=block_optimizer(settings, settings.train))
 
 
 def gradient_variance(key, params, problem: Problem, settings: BBVISettings, n_repeats: int = 64) -> dict:

@@ -40,6 +40,7 @@ class CollapsedSettings(NamedTuple):
     init_scale: float = 0.1
     priors: lcdm.Priors = lcdm.Priors()
     monotone: bool = False  # q on the unconstrained u of models.lcdm.monotone_beta
+    train: training.TrainSettings = training.TrainSettings()  # the training driver's settings
 
 
 def unpack(params_draw):
@@ -107,14 +108,36 @@ def make_loss(settings: CollapsedSettings, n_persons: int):
     return loss
 
 
-def fit_collapsed(key, problem: Problem, settings: CollapsedSettings = CollapsedSettings(),
-                  train: training.TrainSettings = training.TrainSettings(), label: str = "collapsed_vi"):
-    """Fit through the training driver (a diverged fit keeps its last good state)."""
+def fit(key, problem: Problem, settings: CollapsedSettings = CollapsedSettings(), *, init: dict | None = None,
+        label: str = "collapsed_vi") -> training.FitResult:
+    """Fit collapsed VI through the training driver.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key, handed to the training driver as it is (the start is deterministic).
+    problem : Problem
+        The data and the model's structure together: responses and the Q-matrix's design, as
+        ``prepare(y, q)`` builds them (the DCM fits take no separate structure argument).
+    settings : CollapsedSettings
+        Draws per step, starting sd, priors, monotonicity, and the training driver's settings
+        (``train``).
+    init : dict, optional
+        Starting variational parameters (``init_params`` by default).
+    label : str
+        Name of the fit in the progress log.
+
+    Returns
+    -------
+    training.FitResult
+        ``params`` the variational parameters (``summarize`` turns them into estimates); a
+        diverged fit keeps its last good state, unconverged.
+    """
     if settings.monotone:
         lcdm.check_monotone_design(problem.design)
-    params = init_params(problem.design, settings)
+    params = init_params(problem.design, settings) if init is None else init
     return training.keep_last_good(training.train, make_loss(settings, problem.n_persons), params, key,
-                                   problem.data, problem.n_persons, train, label)
+                                   problem.data, problem.n_persons, settings.train, label)
 
 
 class CollapsedSummary(NamedTuple):

@@ -45,6 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesirt.inference.bbvi import Problem
 from bayesirt.models import lcdm
 
 
@@ -215,18 +216,39 @@ def standard_errors(beta, log_pi, delta, mask, y_obs, n_obs, ridge=0.0, u=None, 
     return beta_se, pi_se
 
 
-def fit_em(y, q, settings: EMSettings = EMSettings(), beta_init=None, log_pi_init=None,
-           allow_zero_rows: bool = False) -> EMResult:
-    """EM for responses ``y`` (N, J; 0/1, missing -1) and Q-matrix ``q`` (J, A); with
-    ``settings.monotone``, over monotone coefficients (``beta_init``, if given, is moved inside
-    the constraints first)."""
-    y = lcdm.check_responses(y)
-    q = lcdm.check_q_matrix(q, y.shape[1], allow_zero_rows=allow_zero_rows)
-    lcdm.check_size(y.shape[0], q.shape[1])
-    des = lcdm.design(q)
+def fit(key, problem: Problem, settings: EMSettings = EMSettings(), *, init: dict | None = None,
+        label: str = "em") -> EMResult:
+    """EM marginal maximum likelihood of the LCDM.
+
+    Parameters
+    ----------
+    key : jax.Array or None
+        Unused: the method is deterministic; accepted so that every fit is called the same way.
+    problem : bbvi.Problem
+        The data and the model's structure together: responses (N, J; 0/1, missing -1) and the
+        Q-matrix's design, as ``bbvi.prepare(y, q)`` builds them.
+    settings : EMSettings
+        Iteration limit, tolerance, Newton steps per M-step, ridge, standard errors, and
+        monotonicity (coefficients inside the monotone constraints).
+    init : dict, optional
+        Starting values: ``"beta"`` (J, K) padded coefficients (moved inside the constraints
+        first when monotone) and/or ``"log_pi"`` (L,); by default ``init_beta`` and uniform
+        profile probabilities.
+    label : str
+        Unused (the fit logs nothing); accepted for the common calling convention.
+
+    Returns
+    -------
+    EMResult
+        Coefficients, profile log-probabilities, per-person profile posteriors, the
+        log-likelihood, convergence, timings and (with ``standard_errors``) standard errors.
+    """
+    init = init or {}
+    beta_init, log_pi_init = init.get("beta"), init.get("log_pi")
+    des = problem.design
     if settings.monotone:
         lcdm.check_monotone_design(des)
-    y_obs, n_obs = lcdm.observed_counts(y)
+    y_obs, n_obs = problem.data["y_obs"], problem.data["n_obs"]
     delta = jnp.asarray(des.delta, jnp.float32)
     mask = jnp.asarray(des.feature_mask, jnp.float32)
     order = jnp.asarray(des.order, jnp.int32)

@@ -44,12 +44,14 @@ more than generating N x J uniforms. The key handed to :func:`step` is used as g
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesirt.inference.chains import SamplerSettings
 from bayesirt.inference.gibbs_expansion import expand_items, expansion_applies, rescale, shift_location
 from bayesirt.inference.truncnormal import normal_above, truncated_normal
 from bayesirt.models.twopno import Priors, check_binary_responses, initial_values
@@ -268,14 +270,63 @@ def kernel(y, priors: Priors | None = None, missing: str = "augment", abilities:
     )
 
 
-def run(key, y, settings, priors: Priors | None = None, missing: str = "augment",
-        abilities: bool | None = None, item_names=None, label: str = "gibbs_2pno", expand: bool = True):
-    """Validate, build the kernel and run it through the Markov-chain driver
-    (:func:`bayesirt.inference.sampling.sample`); returns its ``SampleResult``."""
+@dataclass(frozen=True)
+class GibbsSettings:
+    """Settings of :func:`fit`: the Markov-chain driver's ``sampler`` settings (chains, warm-up,
+    draws ...), the treatment of ``missing`` responses (``MISSING_MODES``), whether ability
+    draws are kept (``abilities``; None: up to ``ABILITY_DRAWS_MAX_PERSONS`` persons), the moves
+    along the model's symmetries (``expand``) and the chains' starting ``jitter``."""
+
+    sampler: SamplerSettings = field(default_factory=SamplerSettings)
+    missing: str = "augment"
+    abilities: bool | None = None
+    expand: bool = True
+    jitter: float = 0.5
+
+    def __post_init__(self):
+        _check_missing(self.missing)
+
+
+def fit(key, y, priors: Priors | None = None, settings: GibbsSettings = GibbsSettings(), *,
+        init: State | None = None, item_names=None, label: str = "gibbs_2pno"):
+    """Sample the 2PNO posterior with the data-augmentation Gibbs sampler.
+
+    Validates the data, builds the kernel (:func:`kernel`) and runs it through the
+    Markov-chain driver (:func:`bayesirt.inference.sampling.sample`).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key of the driver (chains' starts and sweeps).
+    y : array (N, J)
+        Binary responses 0/1, -1 for missing.
+    priors : twopno.Priors, optional
+        The model's priors: its structure beyond ``y``'s shape (defaults: ``Priors()``).
+    settings : GibbsSettings
+        Sampler settings, missing-data treatment, ability draws, symmetry moves, start jitter.
+    init : State, optional
+        One starting state for every chain (by default each chain starts from the data-driven
+        start with noise ``settings.jitter``, :func:`init_from`).
+    item_names : list of str, optional
+        Item coordinates of the draws (default ``item0``, ``item1`` ...).
+    label : str
+        Name of the run in the progress log.
+
+    Returns
+    -------
+    sampling.SampleResult
+        Draws (ArviZ InferenceData), summary table, convergence and timings.
+    """
     # here, not at the top: the driver imports pandas (half a second), which the chain worker
     # processes, which import this module for the kernel's functions, never need
     from bayesirt.inference.sampling import sample
 
-    k = kernel(y, priors, missing, abilities, item_names, expand=expand)
-    return sample(key, k.init_fn, k.step_fn, k.record_fn, settings, coords=k.coords, dims=k.dims,
+    k = kernel(y, priors, settings.missing, settings.abilities, item_names, settings.jitter, expand=settings.expand)
+    init_fn = k.init_fn if init is None else functools.partial(_fixed_start, state=init)
+    return sample(key, init_fn, k.step_fn, k.record_fn, settings.sampler, coords=k.coords, dims=k.dims,
                   label=label, data=k.data)
+
+
+def _fixed_start(key, data: Data, state: State) -> State:
+    """The same starting state for every chain (``fit(..., init=state)``)."""
+    return state

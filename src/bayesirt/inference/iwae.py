@@ -53,7 +53,10 @@ LOG_2PI = math.log(2.0 * math.pi)
 
 
 @dataclass(frozen=True)
-class IWAEConfig:
+class IWAESettings:
+    """Settings of :func:`fit` (the model's structure, ``mgrm.Structure``, is its own argument);
+    ``train``: the training driver's settings (its learning rate is replaced by AdamW's below)."""
+
     n_importance: int = 5  # R, importance samples per person in training
     hidden: tuple = (100,)  # encoder hidden layers (paper 4.2: one layer of 100)
     dreg: bool = True  # doubly reparameterized encoder gradients (False: plain IWAE gradient)
@@ -63,6 +66,7 @@ class IWAEConfig:
     approximate_gelu: bool = False
     log_sigma_bounds: tuple = (-7.0, 3.0)
     warmup_steps: int = 0  # KL/entropy warm-up: steps over which beta goes 0 -> 1 (0: none; see warmup_beta)
+    train: TrainSettings = field(default_factory=TrainSettings)
 
 
 # ----------------------------------------------------------------------------- shared pieces
@@ -175,7 +179,7 @@ def iw_elbo(log_w):
 
 # ----------------------------------------------------------------------------- IWAE
 
-def init(key, st: mgrm.Structure, config: IWAEConfig, responses=None) -> dict:
+def init(key, st: mgrm.Structure, config: IWAESettings, responses=None) -> dict:
     k_model, k_enc = jax.random.split(key)
     n_in = networks.n_features(st.n_items, st.max_categories)
     return {"model": mgrm.init_params(k_model, st, responses),
@@ -187,7 +191,7 @@ def _n_out(p, config):
     return 2 * p + (p * (p - 1) // 2 if config.full_covariance else 0)
 
 
-def encode(encoder, y, st: mgrm.Structure, config: IWAEConfig):
+def encode(encoder, y, st: mgrm.Structure, config: IWAESettings):
     """Gaussian q(z | x) = N(mu, L L'): returns mu (B, P), log of diag(L) (B, P) and the
     strictly lower part of L (B, P, P; zeros for the diagonal encoder)."""
     p = st.n_factors
@@ -223,7 +227,7 @@ def gaussian_log_q(z, mu, log_sigma, lower=None):
     return jnp.sum(-0.5 * u * u - log_sigma, -1) - 0.5 * z.shape[-1] * LOG_2PI
 
 
-def loss_fn(st: mgrm.Structure, config: IWAEConfig):
+def loss_fn(st: mgrm.Structure, config: IWAESettings):
     """``loss(params, key, batch)`` for the training driver: minus the mean IW-ELBO."""
     R = config.n_importance
 
@@ -260,21 +264,48 @@ def log_weights(model, y, z, log_q, st: mgrm.Structure, beta=None):
     return mgrm.log_likelihood(model, y, z, st) + beta * (mgrm.log_prior(model, z, st) - log_q)
 
 
-def fit(key, responses, st: mgrm.Structure, config: IWAEConfig, settings: TrainSettings,
+_init = init  # for ``fit``, whose keyword ``init`` hides the function
+
+
+def fit(key, y, structure: mgrm.Structure, settings: IWAESettings = IWAESettings(), *, init: dict | None = None,
         label: str = "iwae") -> FitResult:
-    """Fit by the training driver; ``responses`` (N, I) integer codes, -1 for missing. With
-    ``config.warmup_steps`` the convergence rule starts only after the warm-up (``fit_settings``)."""
+    """Fit the IWAE by the training driver.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key; split into the initialisation's key and the training driver's.
+    y : array (N, I)
+        Integer response codes, -1 for missing.
+    structure : mgrm.Structure
+        The multidimensional GRM: items, categories, factors, loading pattern.
+    settings : IWAESettings
+        Importance samples, encoder, AdamW, warm-up, and the training driver's settings
+        (``train``; with ``warmup_steps`` the convergence rule starts only after the warm-up,
+        ``fit_settings``).
+    init : dict, optional
+        Starting parameters (``{"model", "encoder"}``; ``iwae.init`` with the first half of
+        ``key`` by default).
+    label : str
+        Name of the fit in the progress log.
+
+    Returns
+    -------
+    training.FitResult
+        ``params["model"]`` the GRM's parameters, ``params["encoder"]`` the encoder. A loss
+        that becomes non-finite raises ``training.FitDivergedError``.
+    """
     k_init, k_fit = jax.random.split(key)
-    y = np.asarray(responses)
-    params = init(k_init, st, config, y)
-    settings = fit_settings(settings, config.warmup_steps)
-    opt = adamw(settings, {"model": config.learning_rate, "encoder": config.learning_rate},
-                config.weight_decay, params)
+    y = np.asarray(y)
+    params = _init(k_init, structure, settings, y) if init is None else init
+    train_settings = fit_settings(settings.train, settings.warmup_steps)
+    opt = adamw(train_settings, {"model": settings.learning_rate, "encoder": settings.learning_rate},
+                settings.weight_decay, params)
     data = {"y": jnp.asarray(y, jnp.int8)}
-    return train(loss_fn(st, config), params, k_fit, data, y.shape[0], settings, label, optimizer=opt)
+    return train(loss_fn(structure, settings), params, k_fit, data, y.shape[0], train_settings, label, optimizer=opt)
 
 
-def proposal(params, st: mgrm.Structure, config: IWAEConfig):
+def proposal(params, st: mgrm.Structure, config: IWAESettings):
     """The fitted q as an importance-sampling proposal for ``evaluation.loglik``:
     ``draw(key, y, R) -> (z (R, B, P), log_q (R, B))``."""
 
@@ -286,7 +317,7 @@ def proposal(params, st: mgrm.Structure, config: IWAEConfig):
     return draw
 
 
-def posterior_means(params, st: mgrm.Structure, config: IWAEConfig, responses, batch: int = 4096):
+def posterior_means(params, st: mgrm.Structure, config: IWAESettings, responses, batch: int = 4096):
     """Encoder means of the factor scores, (N, P)."""
     f = jax.jit(lambda y: encode(params["encoder"], y, st, config)[0])
     y = np.asarray(responses)

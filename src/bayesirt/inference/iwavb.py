@@ -76,7 +76,7 @@ passes below, so the plain form is kept.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import jax
 import jax.numpy as jnp
@@ -93,7 +93,10 @@ LOG_2PI = math.log(2.0 * math.pi)
 
 
 @dataclass(frozen=True)
-class IWAVBConfig:
+class IWAVBSettings:
+    """Settings of :func:`fit` (the model's structure, ``mgrm.Structure``, is its own argument);
+    ``train``: the training driver's settings (its learning rate is replaced by AdamW's)."""
+
     n_importance: int = 5  # R
     encoder_hidden: int = 128  # trunk width (paper 4.2: one hidden layer of 128)
     noise_hidden: tuple = (64,)  # hidden layers of the noise-shaping branch f
@@ -108,13 +111,14 @@ class IWAVBConfig:
     approximate_gelu: bool = False
     log_sigma_bounds: tuple = (-7.0, 3.0)
     warmup_steps: int = 0  # KL/entropy warm-up (see iwae.warmup_beta); 0: none
+    train: TrainSettings = field(default_factory=TrainSettings)
 
 
 def _noise_dim(st, config):
     return config.noise_dim or st.n_factors
 
 
-def init(key, st: mgrm.Structure, config: IWAVBConfig, responses=None) -> dict:
+def init(key, st: mgrm.Structure, config: IWAVBSettings, responses=None) -> dict:
     k_model, k_trunk, k_head, k_noise, k_disc = jax.random.split(key, 5)
     n_in = networks.n_features(st.n_items, st.max_categories)
     p, h = st.n_factors, config.encoder_hidden
@@ -129,7 +133,7 @@ def init(key, st: mgrm.Structure, config: IWAVBConfig, responses=None) -> dict:
     return {"model": mgrm.init_params(k_model, st, responses), "encoder": encoder, "discriminator": disc}
 
 
-def encode(encoder, feats, eps, config: IWAVBConfig):
+def encode(encoder, feats, eps, config: IWAVBSettings):
     """Draws from the implicit q: feats (B, F), eps (R, B, D) -> z~ (R, B, P), mu, log_sigma (B, P)."""
     h = networks.gelu(feats @ encoder["trunk"][0]["w"] + encoder["trunk"][0]["b"], config.approximate_gelu)
     mu, log_sigma = jnp.split(networks.apply_mlp(encoder["head"], h), 2, axis=-1)
@@ -143,7 +147,7 @@ def encode(encoder, feats, eps, config: IWAVBConfig):
     return u, mu, log_sigma
 
 
-def discriminator(disc, feats, z_tilde, config: IWAVBConfig):
+def discriminator(disc, feats, z_tilde, config: IWAVBSettings):
     """T(x, z~) = T_net(x, z~) + 1/2 sum_p (1 - exp(s_p)) z~_p^2: feats (B, F), z~ (R, B, P) -> (R, B).
 
     The quadratic term (learnable s, starting at 0) is part of the discriminator. An MLP grows
@@ -173,7 +177,7 @@ def log_q_from_t(t_value, z_tilde, log_sigma):
     return t_value - 0.5 * jnp.sum(z_tilde * z_tilde, -1) - 0.5 * p * LOG_2PI - jnp.sum(log_sigma, -1)
 
 
-def loss_fn(st: mgrm.Structure, config: IWAVBConfig):
+def loss_fn(st: mgrm.Structure, config: IWAVBSettings):
     R = config.n_importance
 
     def loss(params, key, batch):
@@ -224,21 +228,48 @@ def loss_fn(st: mgrm.Structure, config: IWAVBConfig):
     return loss
 
 
-def fit(key, responses, st: mgrm.Structure, config: IWAVBConfig, settings: TrainSettings,
-        label: str = "iwavb") -> FitResult:
-    """Fit by the training driver; ``responses`` (N, I) integer codes, -1 for missing."""
+_init = init  # for ``fit``, whose keyword ``init`` hides the function
+
+
+def fit(key, y, structure: mgrm.Structure, settings: IWAVBSettings = IWAVBSettings(), *,
+        init: dict | None = None, label: str = "iwavb") -> FitResult:
+    """Fit the IWAVB by the training driver.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key; split into the initialisation's key and the training driver's.
+    y : array (N, I)
+        Integer response codes, -1 for missing.
+    structure : mgrm.Structure
+        The multidimensional GRM: items, categories, factors, loading pattern.
+    settings : IWAVBSettings
+        Importance samples, encoder, noise branch and discriminator, AdamW, gauge penalty,
+        warm-up, and the training driver's settings (``train``).
+    init : dict, optional
+        Starting parameters (``{"model", "encoder", "discriminator"}``; ``iwavb.init`` with
+        the first half of ``key`` by default).
+    label : str
+        Name of the fit in the progress log.
+
+    Returns
+    -------
+    training.FitResult
+        ``params["model"]`` the GRM's parameters, plus the encoder and the discriminator. A
+        loss that becomes non-finite raises ``training.FitDivergedError``.
+    """
     k_init, k_fit = jax.random.split(key)
-    y = np.asarray(responses)
-    params = init(k_init, st, config, y)
-    settings = fit_settings(settings, config.warmup_steps)
-    opt = adamw(settings, {"model": config.learning_rate, "encoder": config.learning_rate,
-                           "discriminator": config.discriminator_learning_rate},
-                config.weight_decay, params)
+    y = np.asarray(y)
+    params = _init(k_init, structure, settings, y) if init is None else init
+    train_settings = fit_settings(settings.train, settings.warmup_steps)
+    opt = adamw(train_settings, {"model": settings.learning_rate, "encoder": settings.learning_rate,
+                                 "discriminator": settings.discriminator_learning_rate},
+                settings.weight_decay, params)
     data = {"y": jnp.asarray(y, jnp.int8)}
-    return train(loss_fn(st, config), params, k_fit, data, y.shape[0], settings, label, optimizer=opt)
+    return train(loss_fn(structure, settings), params, k_fit, data, y.shape[0], train_settings, label, optimizer=opt)
 
 
-def proposal(params, st: mgrm.Structure, config: IWAVBConfig):
+def proposal(params, st: mgrm.Structure, config: IWAVBSettings):
     """The fitted implicit q as an importance-sampling proposal for ``evaluation.loglik``,
     with log q from the discriminator (so the estimate inherits T's approximation error; use
     the method-independent estimators of ``evaluation.loglik`` to compare methods)."""
@@ -254,7 +285,7 @@ def proposal(params, st: mgrm.Structure, config: IWAVBConfig):
     return draw
 
 
-def posterior_means(params, st: mgrm.Structure, config: IWAVBConfig, responses, key=None,
+def posterior_means(params, st: mgrm.Structure, config: IWAVBSettings, responses, key=None,
                     n_draws: int = 100, batch: int = 2048):
     """Monte Carlo means of the implicit q per person, (N, P)."""
     key = jax.random.key(0) if key is None else key

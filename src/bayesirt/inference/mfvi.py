@@ -13,7 +13,7 @@ project's training driver (reparameterized, ``n_samples`` draws). New persons ne
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import jax
 import jax.numpy as jnp
@@ -25,26 +25,27 @@ from bayesirt.models import irt2pl
 
 
 @dataclass(frozen=True)
-class MFVISpec:
-    structure: irt2pl.Structure
+class MFVISettings:
+    """Settings of :func:`fit` (the model's structure, ``irt2pl.Structure``, is its own argument)."""
+
     priors: irt2pl.ItemPriors = irt2pl.ItemPriors()
     n_samples: int = 1
     init_item_scale: float = 0.05
     init_ability_scale: float = 0.5
+    train: TrainSettings = field(default_factory=TrainSettings)
 
 
-def init(spec: MFVISpec, y) -> dict:
-    st = spec.structure
+def init(st: irt2pl.Structure, settings: MFVISettings, y) -> dict:
     loc = irt2pl.initial_items(y, st)
     n = np.asarray(y).shape[0]
     return {"items": {"loc": loc,
-                      "log_scale": jax.tree.map(lambda v: jnp.full_like(v, math.log(spec.init_item_scale)), loc)},
+                      "log_scale": jax.tree.map(lambda v: jnp.full_like(v, math.log(settings.init_item_scale)), loc)},
             "abilities": {"loc": jnp.zeros((n, st.n_factors)),
-                          "log_scale": jnp.full((n, st.n_factors), math.log(spec.init_ability_scale))}}
+                          "log_scale": jnp.full((n, st.n_factors), math.log(settings.init_ability_scale))}}
 
 
-def _person_terms(q_items, q_ab, key, y, index, spec: MFVISpec, fixed_items: bool = False):
-    st = spec.structure
+def _person_terms(q_items, q_ab, key, y, index, st: irt2pl.Structure, settings: MFVISettings,
+                  fixed_items: bool = False):
     mean, sd = q_ab["loc"][index], jnp.exp(q_ab["log_scale"][index])
 
     def one(s):
@@ -54,25 +55,52 @@ def _person_terms(q_items, q_ab, key, y, index, spec: MFVISpec, fixed_items: boo
         theta = mean + sd * eps
         return irt2pl.log_lik(y, theta, items, st)
 
-    recon = jax.vmap(one)(jnp.arange(spec.n_samples)).mean(0)
+    recon = jax.vmap(one)(jnp.arange(settings.n_samples)).mean(0)
     return recon - jnp.sum(0.5 * (sd ** 2 + mean ** 2 - 1.0) - jnp.log(sd), axis=-1)
 
 
-def loss_fn(spec: MFVISpec, n_persons: int):
+def loss_fn(st: irt2pl.Structure, settings: MFVISettings, n_persons: int):
     def loss(params, key, batch):
-        values = _person_terms(params["items"], params["abilities"], key, batch["y"], batch["index"], spec)
-        return -jnp.mean(values) + vibo.item_kl(params["items"], spec.priors) / n_persons
+        values = _person_terms(params["items"], params["abilities"], key, batch["y"], batch["index"], st, settings)
+        return -jnp.mean(values) + vibo.item_kl(params["items"], settings.priors) / n_persons
 
     return loss
 
 
-def fit(spec: MFVISpec, key, y, settings: TrainSettings, params: dict | None = None,
-        label: str = "mfvi") -> FitResult:
-    y = irt2pl.check_responses(y, spec.structure)
-    vibo.check_batch(settings.batch_size, y.shape[0])
-    params = init(spec, y) if params is None else params
-    return keep_last_good(train, loss_fn(spec, y.shape[0]), params, key, {"y": jnp.asarray(y)},
-                          y.shape[0], settings, label)
+_init = init  # for ``fit``, whose keyword ``init`` hides the function
+
+
+def fit(key, y, structure: irt2pl.Structure, settings: MFVISettings = MFVISettings(), *,
+        init: dict | None = None, label: str = "mfvi") -> FitResult:
+    """Fit the per-person mean-field VI to responses ``y`` with the project's training driver.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key, handed to the training driver as it is (the start is deterministic).
+    y : array (N, J)
+        Integer responses (0/1 for the 2PL, 0..C_j-1 for the GRM), -1 for missing.
+    structure : irt2pl.Structure
+        The model (2PL or GRM), items, factors and categories.
+    settings : MFVISettings
+        Item priors, draws per step, starting sds of q(d) and q(a), and the training driver's
+        settings (``train``).
+    init : dict, optional
+        Starting variational parameters (``{"items", "abilities"}``; ``mfvi.init`` by default).
+    label : str
+        Name of the fit in the progress log.
+
+    Returns
+    -------
+    training.FitResult
+        ``params`` holds q(d) (``items``) and q(a) (``abilities``); a fit whose loss becomes
+        non-finite returns its last good state, unconverged.
+    """
+    y = irt2pl.check_responses(y, structure)
+    vibo.check_batch(settings.train.batch_size, y.shape[0])
+    params = _init(structure, settings, y) if init is None else init
+    return keep_last_good(train, loss_fn(structure, settings, y.shape[0]), params, key, {"y": jnp.asarray(y)},
+                          y.shape[0], settings.train, label)
 
 
 def abilities(params: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -80,7 +108,7 @@ def abilities(params: dict) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(q["loc"]), np.asarray(jnp.exp(q["log_scale"]))
 
 
-def ability_draws(params: dict, spec: MFVISpec, key, n_draws: int):
+def ability_draws(params: dict, key, n_draws: int):
     """Joint draws (item values, abilities) from q(d) q(a): dict of (S, ...), (S, N, K)."""
     def one(k):
         k_item, k_ab = jax.random.split(k)
@@ -90,15 +118,15 @@ def ability_draws(params: dict, spec: MFVISpec, key, n_draws: int):
     return jax.jit(jax.vmap(one))(jax.random.split(key, n_draws))
 
 
-def score_new(params: dict, spec: MFVISpec, key, y, settings: TrainSettings) -> FitResult:
+def score_new(params: dict, st: irt2pl.Structure, settings: MFVISettings, key, y, train_settings: TrainSettings) -> FitResult:
     """Refit q(a) of new persons with the items fixed at the mean of q(d) (the non-amortized
-    way to score persons who were not in the training data)."""
-    y = irt2pl.check_responses(y, spec.structure)
+    way to score persons who were not in the training data), trained with ``train_settings``."""
+    y = irt2pl.check_responses(y, st)
     items = params["items"]
     n = y.shape[0]
-    q_ab = init(spec, y)["abilities"]
+    q_ab = init(st, settings, y)["abilities"]
 
     def loss(q, key, batch):
-        return -jnp.mean(_person_terms(items, q, key, batch["y"], batch["index"], spec, fixed_items=True))
+        return -jnp.mean(_person_terms(items, q, key, batch["y"], batch["index"], st, settings, fixed_items=True))
 
-    return train(loss, q_ab, key, {"y": jnp.asarray(y)}, n, settings, "mfvi-score")
+    return train(loss, q_ab, key, {"y": jnp.asarray(y)}, n, train_settings, "mfvi-score")

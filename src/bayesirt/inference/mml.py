@@ -228,20 +228,52 @@ def initial_values(y, n_categories=None) -> Params:
                   jnp.asarray(np.log(np.expm1(inc0)), dtype))
 
 
-def fit(y, n_categories=None, factor=None, *, max_iter: int = 200, tol: float = 1e-4, n_nodes: int = 21,
-        init: Params | None = None) -> MMLFit:
+class Structure(NamedTuple):
+    """The model's structure for :func:`fit`: ``n_categories`` (I,) or a scalar, the categories
+    per item (>= 2; None: max(y) + 1 for every item); ``factor`` (I,) the factor of each item,
+    0..F-1 (None: one factor)."""
+
+    n_categories: object = None
+    factor: object = None
+
+
+class MMLSettings(NamedTuple):
+    """Settings of :func:`fit`: at most ``max_iter`` L-BFGS iterations; stop when the gradient
+    norm of the mean NLL per person is below ``tol`` (0: never); ``n_nodes`` Gauss-Hermite
+    nodes per factor."""
+
+    max_iter: int = 200
+    tol: float = 1e-4
+    n_nodes: int = 21
+
+
+def fit(key, y, structure: Structure = Structure(), settings: MMLSettings = MMLSettings(), *,
+        init: Params | None = None, label: str = "mml") -> MMLFit:
     """Marginal ML of independent unidimensional GRMs, one per factor.
 
-    y             (N, I) integer categories 0..K_j-1, missing -1
-    n_categories  (I,) or a scalar: categories per item (>= 2); None: max(y) + 1 for every item
-    factor        (I,) factor of each item, 0..F-1; None: one factor
-    max_iter      L-BFGS iterations at most
-    tol           stop when the gradient norm of the mean NLL per person is below this (0: never)
-    n_nodes       Gauss-Hermite nodes per factor
-    init          unconstrained starting values (``initial_values`` by default)
+    Parameters
+    ----------
+    key : jax.Array or None
+        Unused: the method is deterministic; accepted so that every fit is called the same way.
+    y : array (N, I)
+        Integer categories 0..K_j-1, missing -1.
+    structure : Structure
+        Categories per item and the factor of each item.
+    settings : MMLSettings
+        Iteration limit, gradient tolerance and quadrature nodes.
+    init : Params, optional
+        Unconstrained starting values (``initial_values`` by default).
+    label : str
+        Unused (the fit logs nothing); accepted for the common calling convention.
 
-    Persons with no observed response contribute nothing and get the prior (EAP 0, sd 1).
+    Returns
+    -------
+    MMLFit
+        Item parameters, EAP abilities and sds, the log-likelihood and how the optimiser ended.
+        Persons with no observed response contribute nothing and get the prior (EAP 0, sd 1).
     """
+    n_categories, factor = structure.n_categories, structure.factor
+    max_iter, tol, n_nodes = settings.max_iter, settings.tol, settings.n_nodes
     t0 = time.perf_counter()
     if int(max_iter) < 1:
         raise ValueError(f"max_iter must be at least 1, got {max_iter}")
@@ -270,6 +302,13 @@ def fit(y, n_categories=None, factor=None, *, max_iter: int = 200, tol: float = 
                   loglik=float(np.asarray(loglik, np.float64).sum()), mean_nll=float(value),
                   iterations=count, grad_norm=gnorm, converged=converged, reason=reason,
                   loss_history=np.asarray(history, np.float64)[:count], wall_seconds=time.perf_counter() - t0)
+
+
+def fit_arrays(y, n_categories=None, factor=None, max_iter: int = 200) -> MMLFit:
+    """:func:`fit` with its structure and iteration limit as plain arguments: the GRM fitter
+    that ``data.careless`` (which cannot import the inference layer) calls back as
+    ``fit_grm(y, n_categories, factor, max_iter=...)``."""
+    return fit(None, y, Structure(n_categories, factor), MMLSettings(max_iter=max_iter))
 
 
 def marginal_loglik(y, discrimination, cuts, n_categories=None, factor=None, n_nodes: int = 21) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Imputation-aware log-likelihoods for the factorized GRM (seed 000, section 5, and one more).
 
 Each objective is a factory returning ``log_likelihood(params, batch, key) -> (B,)``, the hook
-of ``studies.grm_advi.fit`` (``advi.Model.log_likelihood``); ADVI adds the prior once,
+of ``inference.grm_advi.fit`` (``advi.Model.log_likelihood``); ADVI adds the prior once,
 outside, so "prior added once" (seed 5.3) holds by construction. The imputation PMFs of the
 missing cells travel in ``extra_data`` (built by ``imputation_data``), and imputations are
 drawn inside the jitted step.

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import jax
 import jax.numpy as jnp
@@ -54,13 +54,15 @@ MIN_PRECISION = 1e-4  # added to every product's precision, so a person with no 
 
 
 @dataclass(frozen=True)
-class VIBOSpec:
-    structure: irt2pl.Structure
+class VIBOSettings:
+    """Settings of :func:`fit` (the model's structure, ``irt2pl.Structure``, is its own argument)."""
+
     priors: irt2pl.ItemPriors = irt2pl.ItemPriors()
     missing: str = "one_prior"
     hidden: tuple = (16, 16)  # widths of the expert MLP's hidden layers
     n_samples: int = 1  # reparameterized draws per step
     init_item_scale: float = 0.05  # initial sd of q(d)
+    train: TrainSettings = field(default_factory=TrainSettings)
 
     def __post_init__(self):
         if self.missing not in MISSING_VARIANTS:
@@ -81,13 +83,12 @@ def n_item_features(st: irt2pl.Structure) -> int:
     return sum(int(np.prod(s[1:])) if len(s) > 1 else 1 for s in st.item_shapes().values())
 
 
-def init(key, spec: VIBOSpec, y) -> dict:
+def init(key, st: irt2pl.Structure, settings: VIBOSettings, y) -> dict:
     """Initial variational parameters: q(d) at data-based starting values with sd
     ``init_item_scale``, and the expert MLP."""
-    st = spec.structure
     loc = irt2pl.initial_items(y, st)
-    log_scale = jax.tree.map(lambda v: jnp.full_like(v, math.log(spec.init_item_scale)), loc)
-    sizes = [n_item_features(st) + st.n_categories_max, *map(int, spec.hidden), 2 * st.n_factors]
+    log_scale = jax.tree.map(lambda v: jnp.full_like(v, math.log(settings.init_item_scale)), loc)
+    sizes = [n_item_features(st) + st.n_categories_max, *map(int, settings.hidden), 2 * st.n_factors]
     return {"items": {"loc": loc, "log_scale": log_scale},
             "encoder": networks.init_mlp(key, sizes, scale_last=0.1)}
 
@@ -110,9 +111,8 @@ def item_kl(q_items: dict, priors: irt2pl.ItemPriors):
     return total
 
 
-def expert_table(encoder, items: dict, spec: VIBOSpec):
+def expert_table(encoder, items: dict, st: irt2pl.Structure):
     """Experts of every (item, category): precision and precision x mean, each (J, C, K)."""
-    st = spec.structure
     feats = _item_features(items, st)  # (J, F)
     cmax = st.n_categories_max
     onehot = jnp.eye(cmax, dtype=feats.dtype)
@@ -131,15 +131,14 @@ def response_onehot(y, n_categories_max: int, dtype=jnp.float32):
     return oh.reshape(y.shape[0], -1)
 
 
-def product_of_experts(encoder, items: dict, y, spec: VIBOSpec):
+def product_of_experts(encoder, items: dict, y, st: irt2pl.Structure, settings: VIBOSettings):
     """q(a | d, r) for a batch: mean (B, K) and standard deviation (B, K)."""
-    st = spec.structure
-    prec_t, pm_t = expert_table(encoder, items, spec)
+    prec_t, pm_t = expert_table(encoder, items, st)
     oh = response_onehot(y, st.n_categories_max, prec_t.dtype)
     k = st.n_factors
     prec = oh @ prec_t.reshape(-1, k)
     pm = oh @ pm_t.reshape(-1, k)
-    if spec.missing == "one_prior":
+    if settings.missing == "one_prior":
         n_prior = jnp.ones((y.shape[0], 1), prec.dtype)
     else:
         n_prior = jnp.sum(y < 0, axis=1, keepdims=True).astype(prec.dtype)
@@ -151,28 +150,27 @@ def _ability_kl(mean, sd):
     return jnp.sum(0.5 * (sd ** 2 + mean ** 2 - 1.0) - jnp.log(sd), axis=-1)
 
 
-def person_terms(params, key, y, index, spec: VIBOSpec):
+def person_terms(params, key, y, index, st: irt2pl.Structure, settings: VIBOSettings):
     """Per-person VIBO_i (without the item KL) for ``y`` (B, J) at rows ``index``, averaged
-    over ``spec.n_samples`` draws, and the item KL (which the draws do not touch)."""
-    st = spec.structure
+    over ``settings.n_samples`` draws, and the item KL (which the draws do not touch)."""
 
     def one(s):
         k_item, k_ab = jax.random.split(jax.random.fold_in(key, s))
         items = sample_items(k_item, params["items"])
-        mean, sd = product_of_experts(params["encoder"], items, y, spec)
+        mean, sd = product_of_experts(params["encoder"], items, y, st, settings)
         eps = jax.vmap(lambda i: jax.random.normal(jax.random.fold_in(k_ab, i), (st.n_factors,)))(index)
         theta = mean + sd * eps.astype(mean.dtype)
         return irt2pl.log_lik(y, theta, items, st) - _ability_kl(mean, sd)
 
-    values = jax.vmap(one)(jnp.arange(spec.n_samples)).mean(0)
-    return values, item_kl(params["items"], spec.priors)
+    values = jax.vmap(one)(jnp.arange(settings.n_samples)).mean(0)
+    return values, item_kl(params["items"], settings.priors)
 
 
-def loss_fn(spec: VIBOSpec, n_persons: int):
+def loss_fn(st: irt2pl.Structure, settings: VIBOSettings, n_persons: int):
     """The driver's loss: -mean_batch VIBO_i + KL(q(d) || p(d)) / N (see the module docstring)."""
 
     def loss(params, key, batch):
-        values, kl_items = person_terms(params, key, batch["y"], batch["index"], spec)
+        values, kl_items = person_terms(params, key, batch["y"], batch["index"], st, settings)
         return -jnp.mean(values) + kl_items / n_persons
 
     return loss
@@ -183,29 +181,54 @@ def check_batch(batch_size, n_persons: int):
         raise ValueError(f"batch_size {batch_size} is larger than the {n_persons} persons")
 
 
-def fit(spec: VIBOSpec, key, y, settings: TrainSettings, params: dict | None = None,
-        label: str = "vibo") -> FitResult:
-    """Fit VIBO to responses ``y`` (N, J) with the project's training driver. Bad responses,
-    an all-missing person or item, or a batch larger than N raise a one-line ``ValueError``;
-    a fit whose loss becomes non-finite returns its last good state, unconverged."""
-    y = irt2pl.check_responses(y, spec.structure)
-    check_batch(settings.batch_size, y.shape[0])
+_init = init  # for ``fit``, whose keyword ``init`` hides the function
+
+
+def fit(key, y, structure: irt2pl.Structure, settings: VIBOSettings = VIBOSettings(), *,
+        init: dict | None = None, label: str = "vibo") -> FitResult:
+    """Fit VIBO to responses ``y`` with the project's training driver.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key; split into the initialisation's key and the training driver's.
+    y : array (N, J)
+        Integer responses (0/1 for the 2PL, 0..C_j-1 for the GRM), -1 for missing.
+    structure : irt2pl.Structure
+        The model (2PL or GRM), items, factors and categories.
+    settings : VIBOSettings
+        Item priors, missing-data variant, encoder widths, draws per step, starting sd of q(d),
+        and the training driver's settings (``train``).
+    init : dict, optional
+        Starting variational parameters (``{"items", "encoder"}``, as ``vibo.init`` builds
+        them; by default ``vibo.init`` with the first half of ``key``).
+    label : str
+        Name of the fit in the progress log.
+
+    Returns
+    -------
+    training.FitResult
+        ``params`` holds q(d) (``items``) and the encoder. Bad responses, an all-missing
+        person or item, or a batch larger than N raise a one-line ``ValueError``; a fit whose
+        loss becomes non-finite returns its last good state, unconverged.
+    """
+    y = irt2pl.check_responses(y, structure)
+    check_batch(settings.train.batch_size, y.shape[0])
     init_key, train_key = jax.random.split(key)
-    params = init(init_key, spec, y) if params is None else params
-    return keep_last_good(train, loss_fn(spec, y.shape[0]), params, train_key, {"y": jnp.asarray(y)},
-                          y.shape[0], settings, label)
+    params = _init(init_key, structure, settings, y) if init is None else init
+    return keep_last_good(train, loss_fn(structure, settings, y.shape[0]), params, train_key, {"y": jnp.asarray(y)},
+                          y.shape[0], settings.train, label)
 
 
 # ---------------------------------------------------------------------------------------------
 # using a fit
 
 
-def item_posterior(params: dict, spec: VIBOSpec, key=None, n_draws: int = 1000) -> dict:
+def item_posterior(params: dict, st: irt2pl.Structure, key=None, n_draws: int = 1000) -> dict:
     """Posterior means and sds of the constrained item parameters under q(d): closed forms for
     the discrimination (log-normal) and the difficulty; the GRM's cuts (a first cut plus
     cumulated log-normal gaps) by Monte Carlo over ``n_draws`` draws of q(d) (``key``: a fixed
     key by default, so the same fit gives the same table)."""
-    st = spec.structure
     loc, log_scale = params["items"]["loc"], params["items"]["log_scale"]
     out = {}
     if "log_discrimination" in loc:
@@ -228,7 +251,7 @@ def item_posterior(params: dict, spec: VIBOSpec, key=None, n_draws: int = 1000) 
 
 
 @functools.lru_cache(maxsize=32)
-def make_encoder(spec: VIBOSpec, n_item_draws: int = 16):
+def make_encoder(st: irt2pl.Structure, settings: VIBOSettings, n_item_draws: int = 16):
     """Jitted amortized scoring ``score(params, key, y) -> (mean, sd)`` of the marginal
     q(a | r) = E_q(d) q(a | d, r), by moment matching over ``n_item_draws`` draws of d (with
     ``n_item_draws = 0``, q(a | d = E_q[d], r)). New persons need no refit: only the encoder."""
@@ -236,10 +259,10 @@ def make_encoder(spec: VIBOSpec, n_item_draws: int = 16):
     @jax.jit
     def score(params, key, y):
         if n_item_draws == 0:
-            return product_of_experts(params["encoder"], params["items"]["loc"], y, spec)
+            return product_of_experts(params["encoder"], params["items"]["loc"], y, st, settings)
         keys = jax.random.split(key, n_item_draws)
         means, sds = jax.vmap(lambda k: product_of_experts(params["encoder"], sample_items(k, params["items"]),
-                                                           y, spec))(keys)
+                                                           y, st, settings))(keys)
         mean = means.mean(0)
         var = (sds ** 2 + means ** 2).mean(0) - mean ** 2
         return mean, jnp.sqrt(jnp.maximum(var, 0.0))
@@ -247,9 +270,9 @@ def make_encoder(spec: VIBOSpec, n_item_draws: int = 16):
     return score
 
 
-def encode(params: dict, spec: VIBOSpec, key, y, n_item_draws: int = 16, chunk: int = 100_000):
+def encode(params: dict, st: irt2pl.Structure, settings: VIBOSettings, key, y, n_item_draws: int = 16,
+           chunk: int = 100_000):
     """Abilities' posterior mean and sd (N, K) for responses ``y`` (checked), in chunks."""
-    st = spec.structure
     y = np.asarray(y)
     if y.ndim != 2 or y.shape[1] != st.n_items:
         raise ValueError(f"responses must be persons x {st.n_items} items, got shape {y.shape}")
@@ -257,27 +280,28 @@ def encode(params: dict, spec: VIBOSpec, key, y, n_item_draws: int = 16, chunk: 
     if np.any((y < -1) | (y > top)):
         i, j = map(int, np.argwhere((y < -1) | (y > top))[0])
         raise ValueError(f"response {int(y[i, j])} of person {i} to item {j} is outside the model's categories")
-    score = make_encoder(spec, n_item_draws)
+    score = make_encoder(st, settings, n_item_draws)
     parts = [score(params, key, jnp.asarray(y[a:a + chunk])) for a in range(0, y.shape[0], chunk)]
     return np.concatenate([np.asarray(p[0]) for p in parts]), np.concatenate([np.asarray(p[1]) for p in parts])
 
 
-def ability_draws(params: dict, spec: VIBOSpec, key, y, n_draws: int):
+def ability_draws(params: dict, st: irt2pl.Structure, settings: VIBOSettings, key, y, n_draws: int):
     """Joint draws (item values, abilities) from q(d) q(a | d, r): dict of (S, ...) arrays."""
     def one(k):
         k_item, k_ab = jax.random.split(k)
         items = sample_items(k_item, params["items"])
-        mean, sd = product_of_experts(params["encoder"], items, y, spec)
+        mean, sd = product_of_experts(params["encoder"], items, y, st, settings)
         return items, mean + sd * jax.random.normal(k_ab, mean.shape)
 
     return jax.jit(jax.vmap(one))(jax.random.split(key, n_draws))
 
 
-def predictive_probs(params: dict, spec: VIBOSpec, key, y, rows, cols, n_draws: int = 200):
+def predictive_probs(params: dict, st: irt2pl.Structure, settings: VIBOSettings, key, y, rows, cols,
+                     n_draws: int = 200):
     """Posterior predictive P(y_ij = c) at cells (rows, cols) that are hidden in ``y``:
     averaged over joint draws of q(d) q(a | d, r). Returns (n_cells, C)."""
-    items, theta = ability_draws(params, spec, key, jnp.asarray(y), n_draws)
-    return predictive_from_draws(items, theta, spec.structure, rows, cols)
+    items, theta = ability_draws(params, st, settings, key, jnp.asarray(y), n_draws)
+    return predictive_from_draws(items, theta, st, rows, cols)
 
 
 def predictive_from_draws(items: dict, theta, st: irt2pl.Structure, rows, cols):

@@ -150,28 +150,31 @@ def draw_parameters(rng: np.random.Generator, n_persons: int, items_per_scale: l
             "ability": ability}
 
 
-def initial_values(rm) -> dict:
-    """A data-driven starting point: abilities from standardized mean scores per scale,
-    thresholds from the marginal category proportions (logistic-normal approximation with
-    alpha = 1), discriminations 1. Starts the optimizer near the answer instead of at 0."""
-    y = rm.responses.astype(np.float64)
-    obs = rm.observed
-    st_scale = rm.scale_index
-    n_scales = len(rm.scales)
-    ability = np.zeros((rm.n_persons, n_scales))
-    for s in range(n_scales):
+def initial_values(y, st: Structure) -> dict:
+    """A data-driven starting point from responses ``y`` (N, I; -1 missing): abilities from
+    standardized mean scores per scale, thresholds from the marginal category proportions
+    (logistic-normal approximation with alpha = 1), discriminations 1. Starts the optimizer
+    near the answer instead of at 0."""
+    responses = np.asarray(y)
+    y = responses.astype(np.float64)
+    obs = responses != grm.MISSING
+    st_scale = np.asarray(st.scale_index)
+    n_categories = np.asarray(st.n_categories)
+    n_persons, n_items = responses.shape
+    ability = np.zeros((n_persons, st.n_scales))
+    for s in range(st.n_scales):
         cols = st_scale == s
-        frac = np.where(obs[:, cols], y[:, cols] / (rm.n_categories[cols] - 1), 0.0).sum(1)
+        frac = np.where(obs[:, cols], y[:, cols] / (n_categories[cols] - 1), 0.0).sum(1)
         mean = frac / np.maximum(obs[:, cols].sum(1), 1)
         ability[:, s] = (mean - mean.mean()) / max(mean.std(), 1e-6)
-    kmax = int(rm.n_categories.max())
-    tau = np.zeros((rm.n_items, kmax - 1))
-    for i in range(rm.n_items):
-        yi = rm.responses[obs[:, i], i]
+    kmax = int(n_categories.max())
+    tau = np.zeros((n_items, kmax - 1))
+    for i in range(n_items):
+        yi = responses[obs[:, i], i]
         k = np.arange(1, kmax)
         p_at_least = np.clip([(yi >= kk).mean() if yi.size else 0.5 for kk in k], 0.01, 0.99)
         t = -np.log(p_at_least / (1 - p_at_least)) * np.sqrt(1 + np.pi / 8)
         tau[i] = np.maximum.accumulate(t)
     increments = np.maximum(np.diff(tau, axis=1), 0.05)
-    return {"discrimination": np.ones(rm.n_items), "base_difficulty": tau[:, 0],
+    return {"discrimination": np.ones(n_items), "base_difficulty": tau[:, 0],
             "increments": increments, "ability": ability}

@@ -119,14 +119,15 @@ def log_prior(params, p: fgrm.Priors, st: Structure, local: bool):
     return fgrm.log_prior(params, p, st, local=False)
 
 
-def initial_values(rm, n_dimensions: int) -> dict:
+def initial_values(y, st: Structure) -> dict:
     """The factorized model's starting point, spread over the dimensions.
 
     Identical dimensions would be a saddle of the likelihood (symmetric in d), so dimension d
     starts from the one-dimensional abilities scaled by a factor between 0.8 and 1.2 and
     discriminations between 0.8 and 1.2: distinct, deterministic, and near the D = 1 answer.
     """
-    base = fgrm.initial_values(rm)
+    n_dimensions = st.n_dimensions
+    base = fgrm.initial_values(y, fgrm.Structure(*st[:4]))
     spread = np.linspace(0.8, 1.2, n_dimensions) if n_dimensions > 1 else np.ones(1)
     return {"discrimination": base["discrimination"][:, None] * spread[None],
             "base_difficulty": base["base_difficulty"], "increments": base["increments"],

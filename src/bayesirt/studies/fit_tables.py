@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import h5netcdf
 import numpy as np
 import pandas as pd
 
@@ -61,8 +62,6 @@ def _posterior_draws(path, names, missing_ok: bool = False) -> dict | None:
     """Arrays of the posterior group of an ArviZ netCDF file, read with h5netcdf (the engine
     the records are written with): the same values as ``arviz.from_netcdf``, without the
     seconds its import costs in a job that only reads three arrays."""
-    import h5netcdf
-
     with h5netcdf.File(path, "r") as f:
         group = f["posterior"]
         if missing_ok and not all(n in group.variables for n in names):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from types import ModuleType
 from typing import Callable
 
@@ -39,14 +39,14 @@ ITEM_PARAMETERS = ("loading", "intercept", "factor_corr")
 def fit_iwae(train, holdout, truth, spec: FitSpec, design: Design, evaluation: Evaluation, *, seed: int,
              dataset: str | None = None) -> MethodResult:
     """IWAE: a Gaussian encoder q(z | x), trained on the importance-weighted bound with R samples."""
-    cfg = iwae.IWAEConfig(n_importance=int(spec.n_importance), **asdict(design.iwae))
+    cfg = iwae.IWAESettings(n_importance=int(spec.n_importance), **asdict(design.iwae))
     return amortized_fit(iwae, cfg, train, holdout, truth, spec, design, evaluation, seed=seed, dataset=dataset)
 
 
 def fit_iwavb(train, holdout, truth, spec: FitSpec, design: Design, evaluation: Evaluation, *, seed: int,
               dataset: str | None = None) -> MethodResult:
     """IWAVB: an implicit encoder q(z | x) whose density ratio a discriminator learns."""
-    cfg = iwavb.IWAVBConfig(n_importance=int(spec.n_importance), **asdict(design.iwavb))
+    cfg = iwavb.IWAVBSettings(n_importance=int(spec.n_importance), **asdict(design.iwavb))
     return amortized_fit(iwavb, cfg, train, holdout, truth, spec, design, evaluation, seed=seed, dataset=dataset)
 
 
@@ -181,10 +181,11 @@ def amortized_fit(method: ModuleType, cfg, train: io.ResponseMatrix, holdout: io
     and its record says so."""
     analysis = design.analysis
     settings = train_settings(design.training, cfg.learning_rate)
+    cfg = replace(cfg, train=settings)
     st = model_structure(train, spec.n_factors, analysis)
     k_fit, k_eval, k_post = jax.random.split(jax.random.key(seed), 3)
     y = np.asarray(train.responses)
-    res = keep_last_good(method.fit, k_fit, y, st, cfg, settings, label=f"{spec.design} {spec.condition} rep{spec.rep}")
+    res = keep_last_good(method.fit, k_fit, y, st, cfg, label=f"{spec.design} {spec.condition} rep{spec.rep}")
 
     t0 = time.perf_counter()
     eval_samples = evaluation.eval_samples
@@ -219,7 +220,7 @@ def amortized_fit(method: ModuleType, cfg, train: io.ResponseMatrix, holdout: io
         "eval_samples": eval_samples,
         "recovery": recovery_metrics(estimates),
         **rot_info,
-        "settings": {"training": asdict(settings), "method": asdict(cfg)},
+        "settings": {"training": asdict(settings), "method": {k: v for k, v in asdict(cfg).items() if k != "train"}},
     }, window=settings.window, timing={"eval_seconds": eval_seconds})
     return MethodResult(record, estimates, records.loss_table(res.losses))
 

@@ -90,7 +90,7 @@ class Problem(NamedTuple):
 
 
 def em(p: Problem, config: StudyConfig) -> MethodResult:
-    fit = dcm_em.fit_em(p.y, p.q, config.em._replace(monotone=config.monotone), allow_zero_rows=p.allow_zero_rows)
+    fit = dcm_em.fit(p.key, p.prob, config.em._replace(monotone=config.monotone))
     res = FitResult({}, np.array([-fit.loglik]), max(fit.n_iter, 1), fit.converged, fit.reason, fit.wall_seconds,
                     fit.compile_seconds)
     nan = np.full_like(fit.beta, np.nan)
@@ -105,9 +105,9 @@ def em(p: Problem, config: StudyConfig) -> MethodResult:
 def _bbvi(method: str, p: Problem, config: StudyConfig) -> MethodResult:
     des = p.prob.design
     settings = bbvi.BBVISettings(n_samples=config.n_samples, control_variates=method == "bbvi_cv",
-                                 priors=config.priors, monotone=config.monotone)
+                                 priors=config.priors, monotone=config.monotone, train=config.bbvi_train)
     fit_key, var_key = jax.random.split(p.key)
-    res = bbvi.fit_bbvi(fit_key, p.prob, settings, config.bbvi_train, label=method)
+    res = bbvi.fit(fit_key, p.prob, settings, label=method)
     s = bbvi.summarize(res.params, des, key=jax.random.fold_in(p.key, 2), monotone=config.monotone)
     est = estimates_table(des, s.beta_mean, s.beta_sd, s.pi_mean, s.pi_sd, s.profile_prob, p.truth)
     record = records.fit_record(res, p.fields, window=config.bbvi_train.window)
@@ -131,9 +131,8 @@ def bbvi_cv(p: Problem, config: StudyConfig) -> MethodResult:
 
 def collapsed(p: Problem, config: StudyConfig) -> MethodResult:
     fit_key, sum_key = jax.random.split(p.key)
-    res = collapsed_vi.fit_collapsed(fit_key, p.prob, collapsed_vi.CollapsedSettings(priors=config.priors,
-                                                                                    monotone=config.monotone),
-                                     config.collapsed_train)
+    res = collapsed_vi.fit(fit_key, p.prob, collapsed_vi.CollapsedSettings(priors=config.priors, monotone=config.monotone,
+                                                                           train=config.collapsed_train))
     s = collapsed_vi.summarize(sum_key, res.params, p.prob, monotone=config.monotone)
     est = estimates_table(p.prob.design, s.beta_mean, s.beta_sd, s.pi_mean, s.pi_sd, s.profile_prob, p.truth)
     record = records.fit_record(res, p.fields, window=config.collapsed_train.window)

@@ -1,5 +1,5 @@
 """The fits of study ``rb_imputation``: the factorized GRM (or, with ``n_dimensions`` > 1, the
-mixture GRM) by mean-field ADVI (``studies.grm_advi``), on the complete data (``complete``, the
+mixture GRM) by mean-field ADVI (``studies.grm_advi``, around ``inference.grm_advi``), on the complete data (``complete``, the
 reference) or with one imputation objective of ``inference.objectives`` on a replication's
 masked responses.
 
@@ -59,17 +59,13 @@ def study_config(settings: Settings, n_copies: int = 1) -> StudyConfig:
                        priors=fgrm.Priors(**settings.priors), n_draws=n_draws, posterior_draws=settings.posterior_draws)
 
 
-def _result(out) -> MethodResult:
-    return MethodResult(out.record, out.estimates, out.losses, out.idata)
-
-
 def reference(data: study_data.Data, *, seed: int, config: StudyConfig, fields: dict | None = None) -> MethodResult:
     """The complete-data fit (before injection): the yardstick of every objective."""
     fields = {"study": STUDY, "condition": REFERENCE, "objective": COMPLETE, "replication": None, **(fields or {})}
-    return _result(grm_advi.fit(
+    return grm_advi.fit(
         data.responses, seed=seed, settings=config.settings, priors=config.priors, truth=data.truth,
         n_draws=config.n_draws, posterior_draws=config.posterior_draws, n_dimensions=config.n_dimensions,
-        fields=fields, label=f"reference {fields.get('dataset', '')}".strip()))
+        fields=fields, label=f"reference {fields.get('dataset', '')}".strip())
 
 
 ELBO_NOTES = {
@@ -101,7 +97,7 @@ def objective(name: str, data: study_data.Data, *, seed: int, config: StudyConfi
         out.record["imputation_checks"] = checks
     # the ELBO of a copies objective is evaluated with its own stochastic likelihood estimate
     out.record["elbo_note"] = ELBO_NOTES.get(name, "stochastic: ELBO with the objective's M-copy likelihood estimate")
-    return _result(out)
+    return out
 
 
 METHODS = {COMPLETE: reference, **{name: partial(objective, name) for name in OBJECTIVES}}

@@ -10,7 +10,7 @@ from bayesirt.studies.design_conditions import DesignCondition, parse_missing
 
 STUDY = "vibo"
 METHODS = ("vibo_one_prior", "vibo_prior_per_missing", "mfvi", "mml", "nuts")
-# VIBO's two treatments of a missing response (``inference.vibo.VIBOSpec.missing``)
+# VIBO's two treatments of a missing response (``inference.vibo.VIBOSettings.missing``)
 VIBO_VARIANTS = {"vibo_one_prior": "one_prior", "vibo_prior_per_missing": "prior_per_missing"}
 
 

@@ -107,16 +107,16 @@ def fit_vibo(p: Problem) -> MethodResult:
     scored by the encoder alone, no refit."""
     cfg, k = p.settings.vibo, p.keys
     settings = train_settings(p.settings.training, cfg, p.y.shape[0])
-    spec = vibo.VIBOSpec(p.st, p.priors, missing=VIBO_VARIANTS[p.cond.method], hidden=tuple(cfg["hidden"]))
-    res = vibo.fit(spec, k["fit"], p.y, settings, label=p.cond.folder)
-    ability = vibo.encode(res.params, spec, k["enc"], p.y)
-    probs = vibo.predictive_probs(res.params, spec, k["pred"], p.y, p.rows, p.cols,
+    vs = vibo.VIBOSettings(p.priors, missing=VIBO_VARIANTS[p.cond.method], hidden=tuple(cfg["hidden"]), train=settings)
+    res = vibo.fit(k["fit"], p.y, p.st, vs, label=p.cond.folder)
+    ability = vibo.encode(res.params, p.st, vs, k["enc"], p.y)
+    probs = vibo.predictive_probs(res.params, p.st, vs, k["pred"], p.y, p.rows, p.cols,
                                   n_draws=p.settings.posterior_draws)
-    vibo.encode(res.params, spec, k["new"], p.y_hold)  # compile the encoder for this shape before timing it
+    vibo.encode(res.params, p.st, vs, k["new"], p.y_hold)  # compile the encoder for this shape before timing it
     t0 = time.perf_counter()
-    vibo.encode(res.params, spec, k["new"], p.y_hold)
+    vibo.encode(res.params, p.st, vs, k["new"], p.y_hold)
     timing = {"score_new_seconds": time.perf_counter() - t0}  # the encoder alone, no refit
-    items = item_estimates(p.st, vibo.item_posterior(res.params, spec))
+    items = item_estimates(p.st, vibo.item_posterior(res.params, p.st))
     return evaluated(p, Fitted(items, ability, probs, _train_record(res, settings, timing),
                                {"training": asdict(settings), "method": cfg}, records.loss_table(res.losses),
                                timing=timing))
@@ -126,17 +126,17 @@ def fit_mfvi(p: Problem) -> MethodResult:
     """Per-person mean-field VI; new persons are scored by a refit of their q(a)."""
     cfg, k = p.settings.mfvi, p.keys
     settings = train_settings(p.settings.training, cfg, p.y.shape[0])
-    spec = mfvi.MFVISpec(p.st, p.priors)
-    res = mfvi.fit(spec, k["fit"], p.y, settings, label=p.cond.folder)
+    ms = mfvi.MFVISettings(p.priors, train=settings)
+    res = mfvi.fit(k["fit"], p.y, p.st, ms, label=p.cond.folder)
     ability = mfvi.abilities(res.params)
-    draws, theta = mfvi.ability_draws(res.params, spec, k["pred"], p.settings.posterior_draws)
+    draws, theta = mfvi.ability_draws(res.params, k["pred"], p.settings.posterior_draws)
     probs = vibo.predictive_from_draws(draws, theta, p.st, p.rows, p.cols)
     t0 = time.perf_counter()
-    mfvi.score_new(res.params, spec, k["new"], p.y_hold,
+    mfvi.score_new(res.params, p.st, ms, k["new"], p.y_hold,
                    TrainSettings(learning_rate=settings.learning_rate, max_steps=settings.max_steps,
                                  progress_every=0))
     timing = {"score_new_seconds": time.perf_counter() - t0}  # a refit of the new persons' q(a)
-    items = item_estimates(p.st, vibo.item_posterior(res.params, spec))
+    items = item_estimates(p.st, vibo.item_posterior(res.params, p.st))
     return evaluated(p, Fitted(items, ability, probs, _train_record(res, settings, timing),
                                {"training": asdict(settings), "method": cfg}, records.loss_table(res.losses),
                                timing=timing))
@@ -152,7 +152,7 @@ def fit_mml(p: Problem) -> MethodResult:
     unidimensional GRM by the same quadrature (a 2PL item is a GRM item with 2 categories)."""
     y, j = p.y, p.st.n_items
     cats = list(p.st.categories) if p.st.model == "grm" else 2
-    res = mml.fit(y, cats, n_nodes=41)
+    res = mml.fit(p.keys["fit"], y, mml.Structure(cats), mml.MMLSettings(n_nodes=41))
     none = np.full(res.cuts.shape, np.nan)
     items = {"discrimination": (res.discrimination, np.full(j, np.nan))}
     items.update({"cut": (res.cuts, none)} if p.st.model == "grm" else {"difficulty": (res.cuts[:, 0], none[:, 0])})

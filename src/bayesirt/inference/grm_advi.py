@@ -1,0 +1,128 @@
+"""The factorized GRM of seed 000 (or its discrimination-weighted mixture extension, section
+1.3) fitted by mean-field ADVI, on arrays.
+
+``fit(key, y, structure, GRMADVISettings(...))`` takes responses ``y`` (N, I; -1 missing) and
+the model's structure (``models.factorized_grm.Structure``, or ``models.mixture_grm.Structure``
+for the mixture), starts the surrogate at the data-driven values of the model module, fits it
+with ``inference.advi`` and returns the training result, the fitted surrogate, draws of every
+parameter from it and the final ELBO (``GRMADVIFit``). The likelihood may be replaced
+(``log_likelihood``, with its arrays in ``extra_data``): the imputation objectives of
+``inference.objectives`` do. ``studies.grm_advi`` wraps this fit for a ``ResponseMatrix`` with
+tables and a record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bayesirt.inference import advi
+from bayesirt.inference.training import FitResult, TrainSettings, keep_last_good
+from bayesirt.models import factorized_grm as fgrm
+from bayesirt.models import mixture_grm
+
+
+@dataclass(frozen=True)
+class GRMADVISettings:
+    """Settings of :func:`fit`.
+
+    ``priors``: the model's priors; ``n_draws``: draws of the surrogate per step;
+    ``posterior_draws``: draws returned from the fitted surrogate; ``elbo_draws``: draws of
+    the final ELBO's estimate; ``init_scale``: the surrogate's starting sd; ``train``: the
+    training driver's settings.
+    """
+
+    priors: fgrm.Priors = field(default_factory=fgrm.Priors)
+    n_draws: int = 1
+    posterior_draws: int = 500
+    elbo_draws: int = 32
+    init_scale: float = 0.1
+    train: TrainSettings = field(default_factory=TrainSettings)
+
+
+class GRMADVIFit(NamedTuple):
+    """Result of :func:`fit`."""
+
+    training: FitResult  # the training driver's result (params: the fitted surrogate)
+    q: dict  # the fitted surrogate, {"loc", "raw_scale"} on the unconstrained scale
+    draws: dict  # parameter name -> (posterior_draws, ...) draws on the constrained scale
+    elbo: float  # ELBO of the whole data set at the fitted surrogate (higher is better)
+
+
+def model_module(st):
+    """The model module of a structure: ``mixture_grm`` (seed 000, 1.3) or ``factorized_grm``."""
+    return mixture_grm if isinstance(st, mixture_grm.Structure) else fgrm
+
+
+def advi_model(st, priors: fgrm.Priors, n_persons: int, log_likelihood: Callable | None = None) -> advi.Model:
+    """The model as an ADVI model; ``log_likelihood(params, batch, key)`` may be replaced (the
+    imputation objectives do), by default the complete-case likelihood."""
+    m = model_module(st)
+
+    def complete_case(params, batch, key):
+        return m.log_likelihood(params, batch["y"], st)
+
+    return advi.Model(
+        shapes=m.parameter_shapes(st, n_persons), bijectors=m.bijectors(), local=m.LOCAL,
+        log_prior_global=lambda p: m.log_prior(p, priors, st, local=False),
+        log_prior_local=lambda p: m.log_prior(p, priors, st, local=True),
+        log_likelihood=log_likelihood or complete_case)
+
+
+def fit(key, y, structure, settings: GRMADVISettings = GRMADVISettings(), *, init: dict | None = None,
+        log_likelihood: Callable | None = None, extra_data: dict | None = None,
+        label: str = "factorized_grm") -> GRMADVIFit:
+    """Mean-field ADVI fit of the factorized (or mixture) GRM.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key; split in three: the fit, the posterior draws, the final ELBO.
+    y : array (N, I)
+        Integer responses 0..K_i-1, -1 for missing.
+    structure : factorized_grm.Structure or mixture_grm.Structure
+        Scales, categories per item (and mixture dimensions): ``structure_of`` of the model module.
+    settings : GRMADVISettings
+        Priors, draws per step, posterior and ELBO draws, starting sd, training settings.
+    init : dict, optional
+        Starting values of the parameters on their constrained scale (``initial_values`` of
+        the model module by default, from ``y``).
+    log_likelihood : callable, optional
+        ``(params, batch, key) -> (B,)`` replacing the complete-case likelihood.
+    extra_data : dict, optional
+        Arrays the replacement likelihood reads from its batch (persons on the leading axis,
+        or under ``training.SHARED``).
+    label : str
+        Name of the fit in the progress log.
+
+    Returns
+    -------
+    GRMADVIFit
+        The training result, the fitted surrogate, ``posterior_draws`` draws of every
+        parameter and the final ELBO. A fit whose loss becomes non-finite keeps its last good
+        state (its training result is unconverged and says why).
+    """
+    y = np.asarray(y)
+    n_persons = y.shape[0]
+    model = advi_model(structure, settings.priors, n_persons, log_likelihood)
+    key_fit, key_draws, key_elbo = jax.random.split(key, 3)
+    initial = model_module(structure).initial_values(y, structure) if init is None else init
+    data = {"y": jnp.asarray(y, jnp.int32), **(extra_data or {})}
+    advi_settings = advi.ADVISettings(n_draws=settings.n_draws, init_scale=settings.init_scale, train=settings.train)
+    result = keep_last_good(advi.fit, key_fit, data, model, advi_settings,
+                            init=advi.init(model, initial, settings.init_scale), label=label)
+    q = result.params
+    elbo = final_elbo(model, q, key_elbo, data, n_persons, settings.elbo_draws)
+    samples = advi.draws(model, q, key_draws, settings.posterior_draws)
+    return GRMADVIFit(result, q, samples, elbo)
+
+
+def final_elbo(model: advi.Model, q, key, data, n_persons: int, n_draws: int = 32) -> float:
+    """ELBO of the whole data set at the fitted surrogate (higher is better)."""
+    loss = advi.negative_elbo(model, n_persons, n_draws)
+    batch = dict(data, index=jnp.arange(n_persons))
+    return float(-jax.jit(loss)(q, key, batch) * n_persons)

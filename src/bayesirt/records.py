@@ -9,7 +9,6 @@ result, so a fit that diverged or did not converge says so the same way in every
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,14 +16,6 @@ import pandas as pd
 
 from bayesirt import io
 from bayesirt.inference.sampling import convergence
-
-
-@dataclass
-class FitOutput:
-    record: dict
-    estimates: pd.DataFrame
-    losses: pd.DataFrame | None = None
-    idata: object | None = None
 
 
 def how_converged(result) -> dict:
@@ -137,8 +128,9 @@ def loss_table(losses) -> pd.DataFrame:
     return pd.DataFrame({"step": np.arange(1, len(losses) + 1), "loss": losses})
 
 
-def write_fit(out: FitOutput, folder) -> None:
-    """Write a fit's outputs; the record goes last, so its presence means the fit is whole."""
+def write_fit(out, folder) -> None:
+    """Write a fit's outputs (a ``studies.base.MethodResult``: record, estimates, losses,
+    idata); the record goes last, so its presence means the fit is whole."""
     folder = Path(folder)
     io.write_table(out.estimates, folder / "estimates.csv")
     if out.losses is not None:

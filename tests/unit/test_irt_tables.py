@@ -9,6 +9,7 @@ import pytest
 from scipy.special import expit
 
 from bayesirt import io, records
+from bayesirt.studies.base import MethodResult
 from bayesirt.evaluation import irt_tables
 from bayesirt.io import Item, ResponseMatrix
 from bayesirt.studies import fit_tables
@@ -74,7 +75,7 @@ def test_factorized_fit_folder_to_tables(tmp_path):
                          dims={"discrimination": ["item"], "base_difficulty": ["item"], "increments": ["item", "increment"]})
     ability = pd.DataFrame({"parameter": "ability", "item": -1, "person": np.repeat(np.arange(3), 2),
                             "scale": ["A", "B"] * 3, "category": -1, "mean": np.arange(6.0), "sd": 0.5})
-    records.write_fit(records.FitOutput({"model": "factorized_grm", "method": "advi"}, ability, None, idata), tmp_path)
+    records.write_fit(MethodResult({"model": "factorized_grm", "method": "advi"}, ability, None, idata), tmp_path)
     items, persons = fit_tables.tables(tmp_path, rm, ["a", "b", "c"])
     b = items[(items.form == "irt") & (items.parameter == "b") & (items.item == 0)].set_index("category")["mean"]
     tau = base[0, :, 0, None] + np.concatenate([np.zeros((s, 1)), np.cumsum(inc[0, :, 0], -1)], -1)
@@ -111,7 +112,7 @@ def binary_fit(tmp_path, model, idata=None):
     est = pd.DataFrame({"parameter": ["discrimination"] * 3 + ["difficulty"] * 3 + ["ability"] * 2,
                         "item": [0, 1, 2, 0, 1, 2, -1, -1], "person": [-1] * 6 + [0, 1],
                         "mean": [1.0, 2.0, 0.5, -1.0, 0.5, 1.0, 0.3, -0.4], "sd": [0.1, 0.2, 0.05, 0.3, 0.2, 0.1, 0.9, 0.8]})
-    records.write_fit(records.FitOutput({"model": model, "method": "m"}, est, None, idata), tmp_path)
+    records.write_fit(MethodResult({"model": model, "method": "m"}, est, None, idata), tmp_path)
     return rm
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 import yaml
 
 from bayesirt import records
+from bayesirt.studies.base import MethodResult
 from bayesirt.inference import sampling
 from bayesirt.inference.training import FitResult
 
@@ -26,7 +27,7 @@ def test_optimisation_record_carries_divergence_and_validates(tmp_path):
     rec = records.fit_record(res, FIELDS, window=2)
     jsonschema.validate(rec, SCHEMA)
     assert rec["diverged_at_step"] == 3 and rec["final_loss"] == 1.5 and rec["converged"] is False
-    out = records.FitOutput(rec, pd.DataFrame({"parameter": ["x"], "mean": [0.0]}), records.loss_table(res.losses))
+    out = MethodResult(rec, pd.DataFrame({"parameter": ["x"], "mean": [0.0]}), records.loss_table(res.losses))
     records.write_fit(out, tmp_path / "fit")
     assert sorted(p.name for p in (tmp_path / "fit").iterdir()) == ["estimates.csv", "fit.json", "loss.csv"]
 

@@ -12,6 +12,7 @@ import yaml
 from scipy import stats
 
 from bayesirt import records
+from bayesirt.studies.base import MethodResult
 from bayesirt.inference.stopping import blocks, trend
 from bayesirt.inference.training import TrainSettings, train
 
@@ -130,7 +131,7 @@ def test_report_flags_unconverged_fits(tmp_path):
                       TrainSettings(**{**SLOW, "max_steps": 400}))
     settled = train(loss, {"x": jnp.array(49.0)}, jax.random.key(0), DATA, 1, TrainSettings(**SLOW))
     for name, res in {"a": improving, "b": settled}.items():
-        out = records.FitOutput(records.fit_record(res, FIELDS, window=100), records.loss_table([]))
+        out = MethodResult(records.fit_record(res, FIELDS, window=100), records.loss_table([]))
         records.write_fit(out, tmp_path / name)
     verdict, flags = records.convergence_flags(tmp_path)
     assert list(flags.fit) == ["a"] and bool(flags.max_steps_still_improving.iloc[0])
@@ -166,6 +167,6 @@ def test_default_rule_is_the_relative_one_and_its_early_stops_are_flagged(tmp_pa
     rec = records.fit_record(early, FIELDS, window=100)
     jsonschema.validate(rec, SCHEMA)
     assert rec["converged"] and rec["loss_still_improving"] is True
-    records.write_fit(records.FitOutput(rec, records.loss_table([])), tmp_path / "early")
+    records.write_fit(MethodResult(rec, records.loss_table([])), tmp_path / "early")
     verdict, flags = records.convergence_flags(tmp_path)
     assert list(flags.fit) == ["early"] and "relative-tolerance rule while the loss was still falling" in verdict

@@ -60,7 +60,22 @@ class Structure(NamedTuple):
     max_categories: int
 
 
+def structure(n_categories, scale_index=None) -> Structure:
+    """The structure of items with ``n_categories`` (I,) categories each (at least 2), item i on
+    scale ``scale_index[i]`` (0..S-1; None: every item on one scale)."""
+    n_categories = np.asarray(n_categories, dtype=np.int32)
+    if n_categories.ndim != 1 or n_categories.size == 0 or (n_categories < 2).any():
+        raise ValueError(f"n_categories must be a 1-d array of integers >= 2, got {n_categories}")
+    scale_index = np.zeros(n_categories.size, np.int32) if scale_index is None else np.asarray(scale_index, np.int32)
+    if scale_index.shape != n_categories.shape or (scale_index < 0).any():
+        raise ValueError(f"scale_index must give a scale 0..S-1 for each of the {n_categories.size} items")
+    return Structure(jnp.asarray(scale_index), jnp.asarray(n_categories), int(scale_index.max()) + 1,
+                     int(n_categories.max()))
+
+
 def structure_of(rm) -> Structure:
+    """The structure of a response matrix (anything with ``scale_index``, ``n_categories`` and
+    ``scales``)."""
     return Structure(jnp.asarray(rm.scale_index), jnp.asarray(rm.n_categories),
                      len(rm.scales), int(rm.n_categories.max()))
 

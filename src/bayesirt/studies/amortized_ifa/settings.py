@@ -74,7 +74,7 @@ class Training:
 
 @dataclass(frozen=True)
 class IWAE:
-    """A design's ``iwae`` (schema ``ifa_iwae``): keywords of ``inference.iwae.IWAEConfig``."""
+    """A design's ``iwae`` (schema ``ifa_iwae``): keywords of ``inference.iwae.IWAESettings``."""
 
     hidden: tuple[int, ...]
     learning_rate: float
@@ -85,7 +85,7 @@ class IWAE:
 
 @dataclass(frozen=True)
 class IWAVB:
-    """A design's ``iwavb`` (schema ``ifa_iwavb``): keywords of ``inference.iwavb.IWAVBConfig``."""
+    """A design's ``iwavb`` (schema ``ifa_iwavb``): keywords of ``inference.iwavb.IWAVBSettings``."""
 
     encoder_hidden: int
     noise_hidden: tuple[int, ...]

@@ -53,7 +53,7 @@ test-all: $(STAMP)
 
 # The documentation site, built into site/ (offline; warnings are errors, as in CI).
 docs: $(STAMP)
-	$(VENV)/bin/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # Re-pin: resolve pyproject's ranges to exact versions into requirements.lock.
 lock: $(STAMP)

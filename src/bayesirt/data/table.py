@@ -323,7 +323,7 @@ def _codes(path, cells: _Cells, names, lookup) -> np.ndarray:
         bad.sort()
         where = "; ".join(f"{cells.where} {cells.lines[r]}, column '{c}': {v!r}" for r, c, v in bad[:MAX_REPORTED])
         categories = [k for k, v in lookup.items() if v != MISSING]
-        missing = [k for k, v in lookup.items() if v == MISSING]
+        missing = sorted(k for k, v in lookup.items() if v == MISSING)
         raise DataFormatError(f"{path}: {n_bad} cell(s) neither a declared category {_preview(categories)} nor a "
                               f"missing code {missing}, first: {where}")
     return y

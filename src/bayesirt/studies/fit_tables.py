@@ -170,6 +170,7 @@ def write(folder, rm: io.ResponseMatrix, person_ids_csv=None) -> tuple[pd.DataFr
     ``records.write_fit``); ``person_ids_csv`` is a table data set's ``persons.csv``."""
     folder = Path(folder)
     items, persons = tables(folder, rm, read_person_ids(person_ids_csv) if person_ids_csv else None)
+    irt_tables.warn_items_at_bound(items, str(folder))  # an item keyed the wrong way sits at a = 0
     io.write_table(items, folder / "items.csv")
     io.write_table(persons, folder / "persons.csv")
     return items, persons

@@ -40,3 +40,15 @@ def test_point_estimates_and_items_on_several_factors():
     # a negative slope of an unconstrained model is not at a bound
     neg = irt_tables.item_table(np.array([[[-0.05]]]), np.zeros((1, 1, 1)), [2], ["n"], ["s"], ["f"])
     assert not irt_tables.items_at_lower_bound(neg).at_bound.any()
+
+
+def test_an_item_with_a_negative_item_rest_correlation_is_named_whatever_its_discrimination(caplog):
+    import pandas as pd
+
+    items = one_factor_table([1.3, 0.19, 0.6])
+    item_rest = pd.DataFrame({"item": ["Q1", "Q2", "Q3"], "correlation": [0.4, -0.54, 0.3],
+                              "flagged": [False, True, False]})
+    with caplog.at_level(logging.WARNING, logger="bayesirt"):
+        messages = irt_tables.warn_items_at_bound(items, "fit", item_rest)
+    assert len(messages) == 1 and messages[0].startswith("fit: item 'Q2' (scale 's'): discrimination 0.19")
+    assert "positive only because the model keeps it so" in messages[0] and "-0.540" in messages[0]

@@ -69,10 +69,11 @@ def explain(workdir: Path, since: float = 0.0) -> list[str]:
     lines = []
     for rule, logs in failed_jobs(run_log.read_text(errors="replace")):
         message = next((m for m in (job_error(workdir / p) for p in logs) if m), None)
-        where = f"rule {rule}, log {logs[0]}" if logs else f"rule {rule}"
-        if message is None:
-            message = f"rule {rule} failed (its log names no error; see Snakemake's message above)"
-        lines.append(f"error: {message} ({where})")
+        if message is not None:
+            lines.append(f"error: {message} (rule {rule}, log {logs[0]})")
+        else:
+            lines.append(f"error: rule {rule} failed; see Snakemake's message above"
+                         + (f" and the log {logs[0]}" if logs else ""))
     return lines
 
 

@@ -40,9 +40,17 @@ $(STAMP): requirements.lock pyproject.toml
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
+# A failed run ends with one line per failed job, `error: <message> (rule <rule>, log <path>)`
+# (workflow/explain_failure.py), after Snakemake's own report; the jobs then write their error
+# only to their logs (BAYESIRT_ERROR_SUMMARY), with the traceback. VERBOSE=1 shows the
+# tracebacks on the screen too (BAYESIRT_VERBOSE), e.g. make run VERBOSE=1 ARGS="...".
+VERBOSE ?=
 run: $(STAMP)
 	@$(VENV)/bin/python workflow/unlock_if_stale.py $(PROFILE) $(ARGS)
-	$(VENV)/bin/snakemake --cores all $(PROFILE) $(ARGS)
+	@echo $(VENV)/bin/snakemake --cores all $(PROFILE) $(ARGS)
+	@start=$$(date +%s); BAYESIRT_ERROR_SUMMARY=1 $(if $(VERBOSE),BAYESIRT_VERBOSE=1) \
+		$(VENV)/bin/snakemake --cores all $(PROFILE) $(ARGS) \
+		|| { status=$$?; $(VENV)/bin/python workflow/explain_failure.py --since $$start; exit $$status; }
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -m "not slow"

@@ -116,7 +116,9 @@ def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, text, message)
     cfg.write_text(yaml.safe_dump(base))
     proc = snakemake("-n", "--configfile", str(cfg), check=False)
     assert proc.returncode != 0
-    assert message in proc.stdout + proc.stderr
+    # one line, the last on the screen, naming the config file given, without a traceback
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"{cfg}: {message}"), proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "common.smk" not in proc.stderr, proc.stderr[-2000:]
     assert "jobid" not in proc.stdout  # stopped at parsing, before any job was planned
 
 

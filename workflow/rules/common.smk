@@ -8,22 +8,43 @@
 #   REPORT_PARAMETERS[study]()  -> the papermill parameters of notebooks/<study>.py
 # Model-fitting rules are named fit_<what is fitted>: the SLURM profile gives each of them
 # runtime, memory, CPUs and a GPU, and tests/workflow checks that it does.
+import os
 import shlex
 import sys
 
 from snakemake.utils import validate
 
+from bayesirt.config import ConfigError
 from bayesirt.config import check as check_config
 from bayesirt.seeds import derive
 from bayesirt.studies import check_config as check_study_configs
 
 
-# A one-line error naming the key first; then Snakemake's validation fills in the defaults.
-check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
-validate(config, schema="../schemas/config.schema.yaml", set_default=True)
-# What the schema cannot say (missingness names such as mcar150 or mar0, missingness a design
-# cannot hold): every study's settings.check, so that a bad value stops the run before any job.
-check_study_configs(config)
+def config_files():
+    """The config file(s) of this run as the user named them (relative to the working
+    directory where they lie under it), for messages about the config."""
+    names = []
+    for path in map(str, workflow.configfiles):
+        rel = os.path.relpath(path)
+        names.append(path if rel.startswith("..") else rel)
+    return ", ".join(names) or "(no config file)"
+
+
+def stop_on_config_error(message):
+    """Stop at parse time with one line on stderr, `<config file(s)>: <message>`, and no
+    traceback (SystemExit: Snakemake lets it through, Python prints the text and exits 1)."""
+    sys.exit(f"{config_files()}: {message}")
+
+
+try:
+    # A one-line error naming the key first; then Snakemake's validation fills in the defaults.
+    check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
+    validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+    # What the schema cannot say (missingness names such as mcar150 or mar0, missingness a design
+    # cannot hold): every study's settings.check, so that a bad value stops the run before any job.
+    check_study_configs(config)
+except ConfigError as err:
+    stop_on_config_error(err)
 
 # Interpreter of this workflow: shell rules call it explicitly so they use the same environment.
 PYTHON = sys.executable

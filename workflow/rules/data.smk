@@ -117,7 +117,9 @@ rule example_table:
 
 rule prepare_table:
     # responses.* = training persons (all persons unless holdout_fraction > 0); holdout.* = the
-    # persons held out; persons.csv = their ids; row_counts.csv = persons left after each step
+    # persons held out; persons.csv = their ids; row_counts.csv = persons left after each step;
+    # item_rest.csv = each item's corrected item-rest correlation with its scale, all persons
+    # (bayesirt.data.item_direction; the log warns about every item flagged there)
     input:
         table=table_file,
     output:
@@ -127,6 +129,7 @@ rule prepare_table:
         holdout_sidecar="data/processed/{dataset}/holdout.json",
         persons="data/processed/{dataset}/persons.csv",
         row_counts="data/processed/{dataset}/row_counts.csv",
+        item_rest="data/processed/{dataset}/item_rest.csv",
     params:
         spec=dataset_config,
         base_seed=config["seed"],  # the split's seed: derive(base_seed, "holdout", dataset)

@@ -1,7 +1,7 @@
 """Prepare your own questionnaire (source: table) as a response matrix (rule prepare_table)."""
 
 from bayesirt import io, logs
-from bayesirt.data import table
+from bayesirt.data import item_direction, table
 from bayesirt.seeds import derive
 
 log = logs.to_file(snakemake.log[0])
@@ -17,6 +17,7 @@ for part in (parts.train, parts.holdout):
     part.attrs["dataset"] = name
 # nothing is written before every check has passed
 io.write_table(parts.row_counts, snakemake.output.row_counts)
+io.write_table(item_direction.item_rest_correlations(prepared.responses), snakemake.output.item_rest)
 io.write_table(parts.persons, snakemake.output.persons)
 io.write_responses(parts.holdout, snakemake.output.holdout)
 io.write_responses(parts.train, snakemake.output.responses)

@@ -14,7 +14,9 @@ not parquet, a single column where another delimiter is evident, rows with the w
 fields), configured columns absent, values that are neither a declared category nor a missing
 code (the first few, with their lines), an item with fewer than two observed categories,
 duplicate person ids, and persons without any observed response (dropped and counted, or an
-error with ``empty_persons="error"``).
+error with ``empty_persons="error"``). An item whose corrected item-rest correlation with its
+scale is negative or near zero is named in a WARNING (``bayesirt.data.item_direction``): it
+may be keyed the wrong way.
 
 Text files are split with the standard ``csv`` module rather than pandas, because it reports
 the line of every record (quoted fields may span lines) and lets a row with too few fields be
@@ -34,6 +36,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from bayesirt.data.item_direction import item_rest_correlations, warn_item_direction
 from bayesirt.io import MISSING, DataFormatError, Item, ResponseMatrix
 
 DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
@@ -122,7 +125,10 @@ def load(path, *, items: Sequence[str] | None = None, item_pattern: str | None =
              "n_missing_cells": int(missing.sum()), "n_persons_with_missing": int(missing.any(1).sum()),
              "n_persons_dropped_without_response": int(empty.sum())}
     table = pd.DataFrame(counts, columns=["step", "persons", "removed", "reason"])
-    return Prepared(ResponseMatrix(y.astype(np.int16), item_list, attrs), ids, table)
+    responses = ResponseMatrix(y.astype(np.int16), item_list, attrs)
+    # an item keyed the wrong way is named now, before any fit hides it (bayesirt.data.item_direction)
+    warn_item_direction(item_rest_correlations(responses), key)
+    return Prepared(responses, ids, table)
 
 
 # ------------------------------------------------------------------------------- reading
@@ -323,7 +329,7 @@ def _codes(path, cells: _Cells, names, lookup) -> np.ndarray:
         bad.sort()
         where = "; ".join(f"{cells.where} {cells.lines[r]}, column '{c}': {v!r}" for r, c, v in bad[:MAX_REPORTED])
         categories = [k for k, v in lookup.items() if v != MISSING]
-        missing = [k for k, v in lookup.items() if v == MISSING]
+        missing = sorted(k for k, v in lookup.items() if v == MISSING)
         raise DataFormatError(f"{path}: {n_bad} cell(s) neither a declared category {_preview(categories)} nor a "
                               f"missing code {missing}, first: {where}")
     return y

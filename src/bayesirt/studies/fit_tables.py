@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import io
+from bayesirt.data import item_direction
 from bayesirt.evaluation import irt_tables
 
 MODELS = ("factorized_grm", "mgrm", "2pl", "2pno", "grm")
@@ -169,6 +170,8 @@ def write(folder, rm: io.ResponseMatrix, person_ids_csv=None) -> tuple[pd.DataFr
     ``records.write_fit``); ``person_ids_csv`` is a table data set's ``persons.csv``."""
     folder = Path(folder)
     items, persons = tables(folder, rm, read_person_ids(person_ids_csv) if person_ids_csv else None)
+    irt_tables.warn_items_at_bound(items, str(folder), item_direction.item_rest_correlations(rm)  # keyed the wrong way?
+                                   if rm.attrs.get("source") == "table" else None)
     io.write_table(items, folder / "items.csv")
     io.write_table(persons, folder / "persons.csv")
     return items, persons

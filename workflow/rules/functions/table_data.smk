@@ -14,7 +14,7 @@ EXAMPLE_TABLES = "data/raw/examples/"
 for _name, _spec in config["datasets"].items():
     if _spec["source"] == "table" and not _spec["file"].startswith(EXAMPLE_TABLES):
         if not Path(_spec["file"]).is_file():
-            raise FileNotFoundError(f"{_spec['file']}: file not found (config key 'datasets.{_name}.file')")
+            stop_on_config_error(f"{_spec['file']}: file not found (config key 'datasets.{_name}.file')")
 
 
 def person_ids_of(dataset):

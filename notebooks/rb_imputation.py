@@ -45,7 +45,7 @@ results_dir = "results/rb_imputation"
 # %%
 from IPython.display import Markdown, display
 
-from bayesirt.records import convergence_flags
+from bayesirt.records import convergence_flags, convergence_status
 
 verdict, flags = convergence_flags(results_dir)
 display(Markdown(verdict))
@@ -71,7 +71,7 @@ names = [d for d in datasets.split(",") if d]
 records = {d: json.loads((results / d / "reference" / "fit.json").read_text()) for d in names}
 summary = pd.DataFrame([{
     "data set": d, "persons": r["n_persons"], "items": r["n_items"], "scales": r["n_scales"],
-    "steps": r["steps"], "converged": r["converged"], "ELBO": round(r["elbo"], 1),
+    "steps": r["steps"], "status": convergence_status(r), "ELBO": round(r["elbo"], 1),
     "fit seconds": round(r["timing"]["wall_seconds"], 1),
     "compile seconds": round(r["timing"]["compile_seconds"], 1),
 } for d, r in records.items()])
@@ -112,7 +112,7 @@ for d in names:
     r = records[d]
     lines.append(
         f"On `{d}` ({r['n_persons']} persons) the reference fit "
-        f"{'converged' if r['converged'] else 'did NOT converge'} after {r['steps']} steps in "
+        f"stopped after {r['steps']} steps ({convergence_status(r)}) in "
         f"{r['timing']['wall_seconds']:.1f} s. Discriminations are recovered with RMSE "
         f"{overall.loc['discrimination', 'rmse']:.3f} (correlation "
         f"{overall.loc['discrimination', 'corr']:.3f}), abilities with RMSE "
@@ -141,7 +141,7 @@ for d in comparisons:
         f"within one category for {imputation['within_one'].mean():.1%}."))
     summary_d = pd.read_csv(folder / "summary.csv").merge(
         pd.read_csv(folder / "timings.csv")[["condition", "rep", "wall_seconds"]], on=["condition", "rep"])
-    cols = ["condition", "rep", "converged", "steps", "elbo", "wall_seconds"] + [
+    cols = ["condition", "rep", "status", "steps", "elbo", "wall_seconds"] + [
         c for c in summary_d.columns if c.endswith("_rmse_vs_complete_data") or c.endswith("_rmse_vs_truth")]
     display(summary_d[cols].round(4))
 

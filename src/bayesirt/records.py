@@ -92,6 +92,29 @@ def sample_record(result, fields: dict, *, max_r_hat: float = 1.01, min_ess: flo
     }
 
 
+CONVERGED = "converged"
+
+
+def convergence_status(record: dict) -> str:
+    """One word (or phrase) for how a fit ended, the same in every table, figure and flag of a
+    report: ``diverged`` (a non-finite loss or state), ``not converged`` (its own rule did not
+    call it converged: a sampler's R-hat and ESS, an optimiser's tolerance), ``still improving``
+    (called converged, or stopped at ``max_steps``, while its loss was still falling beyond its
+    noise) or ``converged``."""
+    if record.get("stop_reason") == "diverged" or record.get("diverged_at_step") is not None:
+        return "diverged"
+    if record.get("max_steps_still_improving") or (record.get("converged") and record.get("loss_still_improving")):
+        return "still improving"
+    if not record.get("converged", False):
+        return "not converged"
+    return CONVERGED
+
+
+def is_converged(record: dict) -> bool:
+    """``convergence_status(record) == "converged"``: what the studies' tables count."""
+    return convergence_status(record) == CONVERGED
+
+
 def convergence_flags(folder) -> tuple[str, pd.DataFrame]:
     """The fits under ``folder`` (every ``fit.json`` below it) that did not converge, with why
     and, for optimisation fits, whether they hit ``max_steps`` still improving, for the report
@@ -100,16 +123,16 @@ def convergence_flags(folder) -> tuple[str, pd.DataFrame]:
     rows = []
     for path in sorted(folder.rglob("fit.json")):
         rec = io.read_json(path)
-        if (rec.get("converged", False) and not rec.get("max_steps_still_improving", False)
-                and not rec.get("loss_still_improving")):
+        if is_converged(rec):
             continue
         rows.append({"fit": str(path.parent.relative_to(folder)), "method": rec.get("method"),
+                     "status": convergence_status(rec),
                      "steps": rec.get("steps"), "stop_reason": rec.get("stop_reason", "not_converged"),
                      "max_steps_still_improving": bool(rec.get("max_steps_still_improving", False)),
                      "loss_still_improving": rec.get("loss_still_improving"), "loss_slope": rec.get("loss_slope"), "loss_slope_se": rec.get("loss_slope_se"),
                      "loss_slope_unit": rec.get("loss_slope_unit"), "gradient_drift": rec.get("gradient_drift"),
                      "reason": rec.get("convergence_reason")})
-    flags = pd.DataFrame(rows, columns=["fit", "method", "steps", "stop_reason", "max_steps_still_improving",
+    flags = pd.DataFrame(rows, columns=["fit", "method", "status", "steps", "stop_reason", "max_steps_still_improving",
                                         "loss_still_improving", "loss_slope", "loss_slope_se", "loss_slope_unit",
                                         "gradient_drift", "reason"])
     if flags.empty:

@@ -1,6 +1,7 @@
 """The one record writer: records of optimisation and Markov-chain fits follow the schema and
 say whether, and why, they converged."""
 
+import json
 from pathlib import Path
 
 import jax
@@ -45,3 +46,24 @@ def test_sampler_record_converges_only_with_several_chains():
     assert many["converged"] and "max R-hat" in many["convergence_reason"] and many["steps"] == 410
     one = records.sample_record(_normal_sampler(1), FIELDS)
     assert not one["converged"] and "R-hat not available" in one["convergence_reason"]
+
+
+def test_one_convergence_word_per_fit():
+    # the word every table, figure and flag of a report uses for a fit
+    assert records.convergence_status({"converged": True, "loss_still_improving": False}) == "converged"
+    assert records.convergence_status({"converged": True, "loss_still_improving": True}) == "still improving"
+    assert records.convergence_status({"converged": False, "max_steps_still_improving": True}) == "still improving"
+    assert records.convergence_status({"converged": False, "stop_reason": "not_converged"}) == "not converged"
+    assert records.convergence_status({"converged": False, "stop_reason": "diverged", "diverged_at_step": 12}) == "diverged"
+    assert records.convergence_status({"converged": True, "diagnostics": {"max_r_hat": 1.001}}) == "converged"  # a sampler
+    assert not records.is_converged({"converged": True, "loss_still_improving": True})
+
+
+def test_flags_are_the_fits_whose_word_is_not_converged(tmp_path):
+    for name, rec in {"a": {"converged": True}, "b": {"converged": True, "loss_still_improving": True},
+                      "c": {"converged": False}}.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "fit.json").write_text(json.dumps({"method": "m", "steps": 1, **rec}))
+    verdict, flags = records.convergence_flags(tmp_path)
+    assert list(flags["fit"]) == ["b", "c"] and list(flags["status"]) == ["still improving", "not converged"]
+    assert verdict.startswith("**2 fit(s) flagged**")

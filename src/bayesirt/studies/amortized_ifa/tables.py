@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bayesirt import io
+from bayesirt import io, records
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.evaluation import rotation, verdicts
 from bayesirt.studies.amortized_ifa.methods import ITEM_PARAMETERS, KEYS
@@ -22,7 +22,7 @@ def fit_rows(records: list[dict]):
         ll = r["heldout_loglik"]
         key = {"method": r["method"], "condition": r["condition"], "n_factors": r["n_factors"],
                "importance_samples": r["importance_samples"], "rep": r["replication"]}
-        rows.append({**key, "converged": r["converged"], "steps": r["steps"], "epochs": r["epochs"],
+        rows.append({**key, "converged": records.is_converged(r), "status": records.convergence_status(r), "steps": r["steps"], "epochs": r["epochs"],
                      "final_loss": r["final_loss"], "loglik_independent": ll["independent"],
                      "loglik_independent_method": ll["independent_method"], "loglik_own_proposal": ll["own_proposal"],
                      **{k: r["recovery"].get(k) for k in ("loading_mse", "intercept_mse", "factor_corr_mse",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bayesirt import io
+from bayesirt import io, records
 
 
 def fit_records(paths) -> pd.DataFrame:
@@ -19,7 +19,7 @@ def fit_records(paths) -> pd.DataFrame:
         design, missing, method = rec["design"], *rec["condition"].split("/")
         acc = rec.get("accuracy", {})
         rows.append({"design": design, "missing": missing, "method": method, "rep": rec.get("replication"),
-                     "n_persons": rec["n_persons"], "converged": rec["converged"], "steps": rec["steps"],
+                     "n_persons": rec["n_persons"], "converged": records.is_converged(rec), "status": records.convergence_status(rec), "steps": rec["steps"],
                      "wall_seconds": rec["timing"]["wall_seconds"], "compile_seconds": rec["timing"]["compile_seconds"],
                      "pattern_accuracy": acc.get("pattern_accuracy"), "attribute_accuracy": acc.get("attribute_accuracy"),
                      "beta_rmse": rec.get("recovery", {}).get("beta", {}).get("rmse"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from bayesirt import records
 from bayesirt.studies.gibbs_2pno.conditions import ITEM_PARAMETERS, PARAMETERS
 
 
@@ -16,7 +17,7 @@ def fit_row(record: dict) -> dict:
     return {"design": record["design"], "missing": record["missing"], "method": record["method"],
             "rep": record["replication"], "n_persons": record["n_persons"], "n_items": record["n_items"],
             "missing_rate": record["missing_rate"], "n_chains": record["n_chains"], "sweeps": record["steps"],
-            "converged": record["converged"], "max_r_hat": d["max_r_hat"], "min_ess_bulk": d["min_ess_bulk"],
+            "converged": records.is_converged(record), "status": records.convergence_status(record), "max_r_hat": d["max_r_hat"], "min_ess_bulk": d["min_ess_bulk"],
             "min_ess_tail": d["min_ess_tail"], **record.get("evaluation", {})}
 
 

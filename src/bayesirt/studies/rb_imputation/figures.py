@@ -74,19 +74,21 @@ def estimates_by_condition(estimates: dict[str, pd.DataFrame], parameter: str = 
 
 
 def abilities_against_reference(estimates: dict[str, pd.DataFrame], max_points: int = 1500):
-    """Posterior mean abilities of each condition against the reference fit's (first entry)."""
+    """Posterior mean abilities of each condition against the reference fit's (first entry); the
+    RMSE in each title is over every person, as in the study's tables (at most ``max_points``
+    of them are drawn)."""
     (ref_label, ref), *others = estimates.items()
     keys = ["person", "scale"]
     ref_ab = ref[ref["parameter"] == "ability"][keys + ["mean"]].rename(columns={"mean": "reference"})
     fig, axes = plt.subplots(1, max(len(others), 1), figsize=(2.9 * max(len(others), 1), 3.1), squeeze=False)
     for ax, (label, est) in zip(axes[0], others):
         d = est[est["parameter"] == "ability"].merge(ref_ab, on=keys)
+        rmse = float(np.sqrt(((d["mean"] - d["reference"]) ** 2).mean()))
         if len(d) > max_points:
             d = d.iloc[np.linspace(0, len(d) - 1, max_points).astype(int)]
         ax.scatter(d["reference"], d["mean"], s=3, alpha=0.3)
         lims = [d[["reference", "mean"]].min().min(), d[["reference", "mean"]].max().max()]
         ax.plot(lims, lims, color="0.5", lw=0.8, ls="--")
-        rmse = float(np.sqrt(((d["mean"] - d["reference"]) ** 2).mean()))
         ax.set_title(f"{label}\nRMSE vs {ref_label} {rmse:.3f}", fontsize=9)
         ax.set_xlabel(f"ability, {ref_label}")
     axes[0][0].set_ylabel("ability, posterior mean")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bayesirt import records
 from bayesirt.evaluation import verdicts
 from bayesirt.evaluation.recovery import metrics, recovery_table
 from bayesirt.studies.rb_imputation.conditions import REFERENCE
@@ -41,7 +42,7 @@ def error_table(estimates: pd.DataFrame, reference: pd.DataFrame | None, paramet
 def summary_row(record: dict, table: pd.DataFrame) -> dict:
     """One fit's headline numbers: convergence, ELBO and the overall RMSE per parameter."""
     row = {"condition": record["condition"], "objective": record["objective"], "n_copies": record.get("n_copies"),
-           "rep": record["replication"], "converged": record["converged"], "steps": record["steps"],
+           "rep": record["replication"], "converged": records.is_converged(record), "status": records.convergence_status(record), "steps": record["steps"],
            "elbo": record["elbo"]}
     for (against, parameter), r in table[table.scale == "all"].set_index(["against", "parameter"]).iterrows():
         row[f"{parameter}_rmse_vs_{against}"] = r["rmse"]

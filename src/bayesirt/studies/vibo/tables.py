@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from bayesirt import records
 from bayesirt.evaluation import verdicts
 from bayesirt.studies.design_conditions import parse_missing
 from bayesirt.studies.vibo.conditions import METHODS as METHOD_NAMES
@@ -33,7 +34,7 @@ def fit_row(record: dict) -> dict:
     return {"design": record["design"], "model": record["model"], "missing": record["missing"],
             "method": record["method"],
             "rep": record["replication"], "n_persons": record["n_persons"], "n_items": record["n_items"],
-            "missing_rate": record["missing_rate"], "converged": record["converged"], "steps": record["steps"],
+            "missing_rate": record["missing_rate"], "converged": records.is_converged(record), "status": records.convergence_status(record), "steps": record["steps"],
             **record["evaluation"], "wall_seconds": t["wall_seconds"], "compile_seconds": t.get("compile_seconds", 0.0),
             "score_new_seconds": t.get("score_new_seconds", np.nan)}
 

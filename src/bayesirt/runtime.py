@@ -15,14 +15,13 @@ only under the same level, which each fit record's ``device.xla_flags`` shows.
 ``keep_reductions_in_xla()`` (called when ``bayesirt`` is imported): jaxlib 0.10's CPU backend
 hands reductions to the YNNPACK library by default, and for this project's reductions over a
 leading axis (importance samples, imputation copies, Monte Carlo draws) that is several times
-slower than XLA's own loops: IWAE at IPIP shape (``ifa_scaling``) 18.1 s against 12.0 s with
-them kept in XLA (11.2 s on jaxlib 0.6), one Rao-Blackwellized objective step 8.8 against 7.8
-ms. The flag that keeps them in XLA is experimental and an unknown flag stops XLA, so it is set
+slower than XLA's own loops (the Performance page of the documentation has the figures). The
+flag that keeps them in XLA is experimental and an unknown flag stops XLA, so it is set
 only for the jaxlib versions it was checked on (``YNN_CHECKED``), only before JAX's backend
 starts, and never when ``XLA_FLAGS`` already names it. Like the optimization level, it moves
 results in the last float32 bits and is recorded in ``device.xla_flags``. The Gibbs samplers
-are the exception: their sums over persons run faster in YNNPACK (``gibbs_2pno_10k100``: 33.0 s
-with the reductions in XLA against 26.4 s), so their processes call ``use_library_reductions()``.
+are the exception: their sums over persons run faster in YNNPACK, so their processes call
+``use_library_reductions()``.
 """
 
 from __future__ import annotations

@@ -15,10 +15,10 @@ from bayesirt.studies.amortized_ifa.methods import ITEM_PARAMETERS, KEYS
 from bayesirt.studies.amortized_ifa.settings import Design
 
 
-def fit_rows(records: list[dict]):
+def fit_rows(fit_records: list[dict]):
     """One row per fit (fits.csv) and its timings (timings.csv, the only run-dependent table)."""
     rows, timings = [], []
-    for r in records:
+    for r in fit_records:
         ll = r["heldout_loglik"]
         key = {"method": r["method"], "condition": r["condition"], "n_factors": r["n_factors"],
                "importance_samples": r["importance_samples"], "rep": r["replication"]}
@@ -262,12 +262,12 @@ def scree_table(fits_df: pd.DataFrame) -> pd.DataFrame:
 
 def aggregate(record_paths, design: Design, truth_attrs: dict | None = None) -> dict[str, pd.DataFrame]:
     """Every table of one design from its fit folders (record paths ``.../fit.json``)."""
-    records = [io.read_json(p) for p in record_paths]
+    fit_records = [io.read_json(p) for p in record_paths]
     estimates = {}
-    for path, r in zip(record_paths, records):
+    for path, r in zip(record_paths, fit_records):
         estimates[(r["method"], r["n_factors"], r["importance_samples"], r["replication"])] = pd.read_csv(
             Path(path).parent / "estimates.csv")
-    fits_df, timings = fit_rows(records)
+    fits_df, timings = fit_rows(fit_records)
     tables = {"fits": fits_df, "timings": timings, "summary": summary_table(fits_df)}
     if design.analysis == "confirmatory":
         tables["parameter_mse"] = parameter_mse(estimates)

@@ -192,7 +192,7 @@ def performance() -> str:
         out += ["## Benchmark results of this checkout (`results/benchmarks/`)", ""]
         for path in fresh:
             result = json.loads(path.read_text())
-            date = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.timezone.utc)
+            date = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.UTC)
             versions = result.get("versions", {})
             out.append(benchmark(result, date.strftime("%Y-%m-%d %H:%M UTC"), machine_of(result),
                                  f"python benchmarks/run.py {result['case']}",

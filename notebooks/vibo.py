@@ -64,8 +64,8 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from bayesirt.studies.design_conditions import parse_missing
 from bayesirt import plotting
+from bayesirt.studies.design_conditions import parse_missing
 from bayesirt.studies.vibo import figures, tables
 
 names = [d for d in designs.split(",") if d]  # simulated designs: a truth to recover

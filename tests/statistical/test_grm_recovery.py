@@ -1,13 +1,12 @@
 """Parameter recovery of the factorized GRM fitted by mean-field ADVI on simulated data."""
 
-import numpy as np
 import pytest
 
-from bayesirt.studies import grm_advi
 from bayesirt.data import simulate
 from bayesirt.evaluation.recovery import recovery_table
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models.factorized_grm import Priors
+from bayesirt.studies import grm_advi
 
 
 def fit_and_score(n_persons, data_seed, fit_seed, batch_size=None):

@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 
 from bayesirt.data import simulate
-from bayesirt.studies import grm_advi
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import factorized_grm as fgrm
-from bayesirt.models import mixture_grm as mix
+from bayesirt.studies import grm_advi
 
 
 @pytest.mark.slow

@@ -12,7 +12,6 @@ from bayesirt.data.simulate_lcdm import simulate_lcdm
 from bayesirt.inference import bbvi, bbvi_family, bbvi_gradients, bbvi_schedule, training
 from bayesirt.models import lcdm
 
-
 Q_SMALL = np.array([[1, 0], [0, 1], [1, 1], [1, 0], [0, 1], [1, 1], [1, 0], [0, 1]])
 
 

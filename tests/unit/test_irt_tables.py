@@ -9,10 +9,10 @@ import pytest
 from scipy.special import expit
 
 from bayesirt import io, records
-from bayesirt.studies.base import MethodResult
 from bayesirt.evaluation import irt_tables
 from bayesirt.io import Item, ResponseMatrix
 from bayesirt.studies import fit_tables
+from bayesirt.studies.base import MethodResult
 
 
 def test_unidimensional_thresholds_are_where_the_boundary_curve_is_one_half():

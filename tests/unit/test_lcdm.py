@@ -6,7 +6,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
 from scipy.special import expit
 
 from bayesirt.data import simulate_lcdm as sim

@@ -9,11 +9,11 @@ from jax.test_util import check_grads
 from scipy.special import expit
 
 from bayesirt import records
-from bayesirt.studies import grm_advi
 from bayesirt.data import simulate
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import mixture_grm as mix
+from bayesirt.studies import grm_advi
 
 
 @pytest.fixture(scope="module")

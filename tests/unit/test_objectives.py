@@ -212,8 +212,8 @@ def test_gradients_are_finite_for_every_objective():
 
 def test_plugs_into_the_fit_routine():
     # a short ADVI run (minibatches of 20) with a copies objective: runs, finite loss and ELBO
-    from bayesirt.studies import grm_advi
     from bayesirt.inference.training import TrainSettings
+    from bayesirt.studies import grm_advi
 
     rm, st, params, batch, (persons, cols, pmf), _ = small_problem(n=60, seed=8)
     extra = {k: batch[k] for k in obj.KEYS}

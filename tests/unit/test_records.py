@@ -12,9 +12,9 @@ import pandas as pd
 import yaml
 
 from bayesirt import records
-from bayesirt.studies.base import MethodResult
 from bayesirt.inference import sampling
 from bayesirt.inference.training import FitResult
+from bayesirt.studies.base import MethodResult
 
 SCHEMA = yaml.safe_load((Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "fit_record.schema.yaml")
                         .read_text())

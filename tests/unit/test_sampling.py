@@ -9,15 +9,21 @@ with fixed keys, so the tests are deterministic.
 import logging
 from typing import NamedTuple
 
+import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import arviz as az
 from bayesirt.inference.nuts import run_nuts
-from bayesirt.inference.sampling import (STAT_COLUMNS, SamplerSettings, convergence, sample, summary_table,
-                                         to_inference_data)
+from bayesirt.inference.sampling import (
+    STAT_COLUMNS,
+    SamplerSettings,
+    convergence,
+    sample,
+    summary_table,
+    to_inference_data,
+)
 
 M0, S0, SIGMA = 0.0, 3.0, 2.0
 Y = np.random.default_rng(0).normal([[1.0, -2.0]], SIGMA, size=(20, 2)).astype(np.float32)  # persons x groups

@@ -153,12 +153,10 @@ def test_prepared_matrix_round_trips_through_the_shared_format(tmp_path):
 
 
 def test_config_schema_and_checks_of_a_table_data_set():
+    import copy
     from pathlib import Path
 
     import yaml
-
-    import copy
-
     from snakemake.utils import validate
 
     from bayesirt.config import ConfigError, check

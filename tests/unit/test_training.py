@@ -12,9 +12,9 @@ import yaml
 from scipy import stats
 
 from bayesirt import records
-from bayesirt.studies.base import MethodResult
 from bayesirt.inference.stopping import blocks, trend
 from bayesirt.inference.training import TrainSettings, train
+from bayesirt.studies.base import MethodResult
 
 SCHEMA = yaml.safe_load((Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "fit_record.schema.yaml")
                         .read_text())

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numpyro import distributions as dist
 
-from bayesirt.inference import networks, vibo, mfvi
+from bayesirt.inference import mfvi, networks, vibo
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import irt2pl
 

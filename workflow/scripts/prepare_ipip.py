@@ -2,10 +2,10 @@
 after every preprocessing step (rule prepare_ipip_ffm)."""
 
 from bayesirt import io, logs
-from bayesirt.seeds import derive
 from bayesirt.data import download, ipip
 from bayesirt.data.holdout import split_holdout
 from bayesirt.inference import mml
+from bayesirt.seeds import derive
 
 log = logs.to_file(snakemake.log[0])
 spec = snakemake.params.spec

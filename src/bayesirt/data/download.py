@@ -24,12 +24,12 @@ import http.client
 import logging
 import shutil
 import socket
+import tempfile
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
-import tempfile
 import zlib
 from contextlib import contextmanager
 from pathlib import Path

@@ -13,7 +13,6 @@ from bayesirt.models import factorized_grm, mixture_grm
 from bayesirt.tables import factorized_grm_table, mixture_grm_table
 
 
-
 def simulate_factorized_grm(seed: int, n_persons: int, items_per_scale: list[int], n_categories: int,
                    scale_names: list[str] | None = None, item_prefix: str = "Q",
                    ability_corr: float = 0.3) -> tuple[ResponseMatrix, pd.DataFrame]:

@@ -57,7 +57,7 @@ def validate_imputation_model(model, item_names, n_categories=None) -> dict:
     bad = [(n, t) for n, t in zip(names, model.item_types) if t not in ALLOWED_TYPES]
     if bad:
         raise ImputationModelError(
-            f"imputation model check 3 (variable type): items must be ordinal or binary; got "
+            "imputation model check 3 (variable type): items must be ordinal or binary; got "
             + ", ".join(f"'{n}' is {t}" for n, t in bad))
     record["variable_type"] = True
 

@@ -67,8 +67,24 @@ _NAMES = {"TrainSettings": "training", "FitResult": "training", "SamplerSettings
 __all__ = [*METHOD_MODULES, *DRIVER_MODULES, *_NAMES]
 
 if TYPE_CHECKING:  # for readers and type checkers; at run time ``__getattr__`` imports lazily
-    from bayesirt.inference import (advi, bbvi, collapsed_vi, dcm_em, gibbs, gibbs_mixture, grm_advi,  # noqa: F401
-                                    iwae, iwavb, mfvi, mml, nuts, objectives, sampling, training, vibo)
+    from bayesirt.inference import (  # noqa: F401
+        advi,
+        bbvi,
+        collapsed_vi,
+        dcm_em,
+        gibbs,
+        gibbs_mixture,
+        grm_advi,
+        iwae,
+        iwavb,
+        mfvi,
+        mml,
+        nuts,
+        objectives,
+        sampling,
+        training,
+        vibo,
+    )
     from bayesirt.inference.sampling import SampleResult, SamplerSettings  # noqa: F401
     from bayesirt.inference.training import FitResult, TrainSettings  # noqa: F401
 

@@ -23,8 +23,8 @@ convention of ``bayesirt.inference``); ``init`` builds a surrogate from starting
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import jax
 import jax.numpy as jnp

@@ -46,6 +46,7 @@ from bayesirt.inference.bbvi_gradients import gradients, make_loss
 from bayesirt.inference.bbvi_schedule import BLOCKS, PARAM_BLOCK, coordinate_ascent
 from bayesirt.models import lcdm
 
+
 class BBVISettings(NamedTuple):
     n_samples: int = 50  # M
     control_variates: bool = False

@@ -44,8 +44,9 @@ more than generating N x J uniforms. The key handed to :func:`step` is used as g
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp

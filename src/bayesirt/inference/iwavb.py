@@ -83,8 +83,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesirt.inference import networks
-from bayesirt.inference.iwae import (adamw, dreg_log_weights, dreg_objective, fit_settings, iw_elbo,  # noqa: F401
-                                     log_weights, warmup_beta)
+from bayesirt.inference.iwae import (  # noqa: F401
+    adamw,
+    dreg_log_weights,
+    dreg_objective,
+    fit_settings,
+    iw_elbo,
+    log_weights,
+    warmup_beta,
+)
 from bayesirt.inference.training import FitResult, TrainSettings, train
 from bayesirt.models import mgrm
 

@@ -43,14 +43,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import monitoring
 import numpyro
 import numpyro.distributions as dist
+from jax import monitoring
 from numpyro.infer import MCMC, NUTS
 
 from bayesirt.inference.sampling import SampleResult, SamplerSettings, summary_table, to_inference_data

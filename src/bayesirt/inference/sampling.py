@@ -55,7 +55,8 @@ from __future__ import annotations
 
 import logging
 import warnings
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -74,7 +75,7 @@ _SAMPLE_DIMS = ("chain", "draw")
 
 
 class SampleResult(NamedTuple):
-    idata: "az.InferenceData"  # posterior group: chain x draw x ...; sample_stats if any
+    idata: az.InferenceData  # posterior group: chain x draw x ...; sample_stats if any
     summary: pd.DataFrame  # summary_table(idata): parameter, index columns, STAT_COLUMNS
     n_sweeps: int  # sweeps (NUTS: iterations) run per chain, burn-in included
     wall_seconds: float  # after compilation

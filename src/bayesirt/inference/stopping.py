@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING
 import jax
 import jax.numpy as jnp
 import numpy as np
+
 # the t quantile from scipy.special, not scipy.stats: importing scipy.stats costs about a second
 # in every workflow job
 from scipy.special import stdtrit

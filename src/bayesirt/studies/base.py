@@ -33,8 +33,9 @@ four entry points of a study as a ``Study``.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import pandas as pd
 

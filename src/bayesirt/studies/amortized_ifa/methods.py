@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from types import ModuleType
-from typing import Callable
 
 import jax
 import jax.numpy as jnp

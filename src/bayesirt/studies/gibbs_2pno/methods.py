@@ -17,8 +17,8 @@ where there is one), and whose draws (InferenceData) become ``posterior.nc``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
-from typing import Callable
 
 import jax
 import jax.numpy as jnp

@@ -55,7 +55,7 @@ class Sampler:
     chain_processes: int
 
     @classmethod
-    def from_config(cls, block: dict) -> "Sampler":
+    def from_config(cls, block: dict) -> Sampler:
         """From a ``gibbs_sampler`` block of the schema (``gibbs``, ``mixture.sampler``)."""
         return cls(int(block["n_chains"]), int(block["n_warmup"]), int(block["n_samples"]), int(block["thin"]),
                    int(block["chunk"]), int(block["chain_processes"]))
@@ -80,7 +80,7 @@ class Mixture:
     sampler: Sampler
 
     @classmethod
-    def from_config(cls, block: dict) -> "Mixture":
+    def from_config(cls, block: dict) -> Mixture:
         return cls(block["n_women"], block["n_men"], block["mean_women"], block["mean_men"], block["sd"],
                    dict(block["priors"]), Sampler.from_config(block["sampler"]))
 
@@ -96,7 +96,7 @@ class Settings:
     mixture: Mixture
 
     @classmethod
-    def from_config(cls, config: dict) -> "Settings":
+    def from_config(cls, config: dict) -> Settings:
         """From the whole validated config (the study must be in it)."""
         study = config["studies"][STUDY]
         nuts = study["nuts"]

@@ -10,8 +10,8 @@ five keys for each (fit, encoder, predictive draws, held-out evaluator, new pers
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 
 import jax
 import jax.numpy as jnp

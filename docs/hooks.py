@@ -37,6 +37,7 @@ def on_page_markdown(markdown, page, config, files):
 
 # ---- shared -------------------------------------------------------------------------------------
 
+
 def cell(text) -> str:
     """One table cell: no line breaks, pipes escaped, and brackets outside code spans (a regular
     expression such as [A-E][1-5] would read as a Markdown link)."""
@@ -54,13 +55,16 @@ def type_of(node: dict) -> str:
     text = " or ".join(k for k in kinds if k)
     if "array" in kinds and isinstance(node.get("items"), dict):
         text = text.replace("array", f"array of {type_of(node['items']) or 'values'}")
-    limits = [f"{sign} {node[key]}" for key, sign in (("minimum", "≥"), ("exclusiveMinimum", ">"),
-                                                      ("maximum", "≤"), ("exclusiveMaximum", "<"))
-              if key in node]
+    limits = [
+        f"{sign} {node[key]}"
+        for key, sign in (("minimum", "≥"), ("exclusiveMinimum", ">"), ("maximum", "≤"), ("exclusiveMaximum", "<"))
+        if key in node
+    ]
     return text + (f" ({', '.join(limits)})" if limits else "")
 
 
 # ---- configuration ------------------------------------------------------------------------------
+
 
 def resolve(node: dict, schema: dict) -> dict:
     """``node`` with its ``$ref`` merged in (the referring node's own keys win)."""
@@ -115,6 +119,7 @@ def section(title: str, rows: list) -> str:
 
 # ---- outputs ------------------------------------------------------------------------------------
 
+
 def outputs() -> str:
     out = []
     for path in sorted(SCHEMAS.glob("*.schema.yaml")):
@@ -122,17 +127,26 @@ def outputs() -> str:
             continue
         schema = yaml.safe_load(path.read_text())
         required = set(schema.get("required", []))
-        out += [f"## {schema.get('title', path.stem)}", "",
-                f"`workflow/schemas/{path.name}`. {cell(schema.get('description', ''))}", "",
-                "| field | type | required | description |", "|---|---|---|---|"]
+        out += [
+            f"## {schema.get('title', path.stem)}",
+            "",
+            f"`workflow/schemas/{path.name}`. {cell(schema.get('description', ''))}",
+            "",
+            "| field | type | required | description |",
+            "|---|---|---|---|",
+        ]
         for key, node in schema.get("properties", {}).items():
-            out.append(f"| `{key}` | {cell(type_of(node))} | {'yes' if key in required else ''} | "
-                       f"{cell(node.get('description', ''))} |")
+            out.append(
+                f"| `{key}` | {cell(type_of(node))} | {'yes' if key in required else ''} | "
+                f"{cell(node.get('description', ''))} |"
+            )
             inner = node.get("properties") or node.get("items", {}).get("properties", {})
             inner_required = set(node.get("required", []) or node.get("items", {}).get("required", []))
             for sub, subnode in inner.items():
-                out.append(f"| `{key}.{sub}` | {cell(type_of(subnode))} | {'yes' if sub in inner_required else ''} | "
-                           f"{cell(subnode.get('description', ''))} |")
+                out.append(
+                    f"| `{key}.{sub}` | {cell(type_of(subnode))} | {'yes' if sub in inner_required else ''} | "
+                    f"{cell(subnode.get('description', ''))} |"
+                )
             for sub in sorted(inner_required - set(inner)):
                 out.append(f"| `{key}.{sub}` |  | yes |  |")
         out.append("")
@@ -141,15 +155,22 @@ def outputs() -> str:
 
 # ---- captions -----------------------------------------------------------------------------------
 
+
 def captions(prefix: str) -> str:
     paths = sorted(REPORT.glob(f"{prefix}_*.rst"))
     if not paths:
         raise ValueError(f"no captions workflow/report/{prefix}_*.rst")
-    return "\n".join(f"- **{p.stem.removeprefix(prefix + '_').replace('_', ' ')}** "
-                     f"(`{p.name}`): {cell(p.read_text())}" for p in paths) + "\n"
+    return (
+        "\n".join(
+            f"- **{p.stem.removeprefix(prefix + '_').replace('_', ' ')}** (`{p.name}`): {cell(p.read_text())}"
+            for p in paths
+        )
+        + "\n"
+    )
 
 
 # ---- performance --------------------------------------------------------------------------------
+
 
 def flatten(value, prefix=""):
     if isinstance(value, dict):
@@ -171,8 +192,14 @@ def provenance(date, machine, command, lock) -> str:
 
 def benchmark(result: dict, date: str, machine: str, command: str, lock: str) -> str:
     rows = [(k, v) for k, v in flatten(result) if k not in ("case",) and not k.startswith(("versions", "device"))]
-    lines = [f"### `{result['case']}`", "", provenance(date, machine, command, lock), "",
-             "| figure | value |", "|---|---|"]
+    lines = [
+        f"### `{result['case']}`",
+        "",
+        provenance(date, machine, command, lock),
+        "",
+        "| figure | value |",
+        "|---|---|",
+    ]
     lines += [f"| `{cell(k)}` | {cell(v)} |" for k, v in rows]
     return "\n".join(lines) + "\n"
 
@@ -185,8 +212,14 @@ def machine_of(result: dict) -> str:
 def performance() -> str:
     out = ["## Measurements", ""]
     for m in yaml.safe_load((PERFORMANCE / "measurements.yaml").read_text()):
-        out += [f"### {m['title']}", "", provenance(m["date"], m["machine"], m["command"], m["lock"]), "",
-                m["body"].strip(), ""]
+        out += [
+            f"### {m['title']}",
+            "",
+            provenance(m["date"], m["machine"], m["command"], m["lock"]),
+            "",
+            m["body"].strip(),
+            "",
+        ]
     fresh = sorted((ROOT / "results" / "benchmarks").glob("*.json"))
     if fresh:
         out += ["## Benchmark results of this checkout (`results/benchmarks/`)", ""]
@@ -194,9 +227,15 @@ def performance() -> str:
             result = json.loads(path.read_text())
             date = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.UTC)
             versions = result.get("versions", {})
-            out.append(benchmark(result, date.strftime("%Y-%m-%d %H:%M UTC"), machine_of(result),
-                                 f"python benchmarks/run.py {result['case']}",
-                                 f"JAX {versions.get('jax', '?')}, Python {versions.get('python', '?')}"))
+            out.append(
+                benchmark(
+                    result,
+                    date.strftime("%Y-%m-%d %H:%M UTC"),
+                    machine_of(result),
+                    f"python benchmarks/run.py {result['case']}",
+                    f"JAX {versions.get('jax', '?')}, Python {versions.get('python', '?')}",
+                )
+            )
     out += ["## Benchmark results, committed snapshot (`docs/performance/`)", ""]
     for path in sorted(PERFORMANCE.glob("*.json")):
         snap = json.loads(path.read_text())

@@ -81,13 +81,27 @@ def table(design, name):
 rows = []
 for d in conf + expl:
     s = table(d, "summary")
-    t = table(d, "timings").groupby(["method", "n_factors", "importance_samples"])[["wall_seconds", "compile_seconds"]].mean()
+    t = (
+        table(d, "timings")
+        .groupby(["method", "n_factors", "importance_samples"])[["wall_seconds", "compile_seconds"]]
+        .mean()
+    )
     for _, r in s.iterrows():
         k = (r["method"], r["n_factors"], r["importance_samples"])
-        rows.append({"design": d, "method": r["method"], "P": r["n_factors"], "R": r["importance_samples"],
-                     "fits": r["n_fits"], "converged": r["n_converged"], "steps": round(r["steps_mean"]),
-                     "epochs": round(r["epochs_mean"], 1), "fit seconds": round(t.loc[k, "wall_seconds"], 1),
-                     "compile seconds": round(t.loc[k, "compile_seconds"], 1)})
+        rows.append(
+            {
+                "design": d,
+                "method": r["method"],
+                "P": r["n_factors"],
+                "R": r["importance_samples"],
+                "fits": r["n_fits"],
+                "converged": r["n_converged"],
+                "steps": round(r["steps_mean"]),
+                "epochs": round(r["epochs_mean"], 1),
+                "fit seconds": round(t.loc[k, "wall_seconds"], 1),
+                "compile seconds": round(t.loc[k, "compile_seconds"], 1),
+            }
+        )
 display(pd.DataFrame(rows))
 
 # %% [markdown]
@@ -104,8 +118,9 @@ display(pd.DataFrame(rows))
 # %%
 for d in conf:
     mse = table(d, "parameter_mse")
-    display(Markdown(f"### `{d}`: {tables.replications_label(tables.n_replications(table(d, 'fits')))} "
-                     "per method and R"))
+    display(
+        Markdown(f"### `{d}`: {tables.replications_label(tables.n_replications(table(d, 'fits')))} per method and R")
+    )
     plotting.show(figures.mse_boxes(mse))
     display(Markdown(tables.mse_note(mse)))
 
@@ -119,9 +134,16 @@ for d in conf:
 for d in conf:
     fits = table(d, "fits")
     display(Markdown(f"### `{d}`: {tables.replications_label(tables.n_replications(fits))} per method and R"))
-    plotting.show(figures.method_boxes(fits, ["loglik_independent", "loglik_own_proposal"],
-                                 ["held-out log-lik. per person\n(method-independent)",
-                                  "held-out log-lik. per person\n(own proposal, eq. 27)"]))
+    plotting.show(
+        figures.method_boxes(
+            fits,
+            ["loglik_independent", "loglik_own_proposal"],
+            [
+                "held-out log-lik. per person\n(method-independent)",
+                "held-out log-lik. per person\n(own proposal, eq. 27)",
+            ],
+        )
+    )
     plotting.show(figures.method_boxes(table(d, "timings"), ["wall_seconds"], ["fit time (s)"]))
 
 # %% [markdown]
@@ -168,15 +190,29 @@ for d in expl:
         continue
 
     def cell(r, c):
-        return f"{r[c + '_mean']:.3f} (SD = {r[c + '_std']:.3f})" if np.isfinite(r[c + "_std"]) else f"{r[c + '_mean']:.3f}"
+        return (
+            f"{r[c + '_mean']:.3f} (SD = {r[c + '_std']:.3f})"
+            if np.isfinite(r[c + "_std"])
+            else f"{r[c + '_mean']:.3f}"
+        )
 
-    display(pd.DataFrame([{
-        "method": r["method"].upper(), "compared fits": int(r["n_compared"]),
-        "mean loadings RMSE": cell(r, "loading_rmse"), "mean intercepts RMSE": cell(r, "intercept_rmse"),
-        "mean covariance RMSE": cell(r, "covariance_rmse"), "mean Tucker congruence": cell(r, "mean_congruence"),
-        "mean time (s)": f"{t.loc[r['method'], 'mean']:.1f}" + (
-            f" (SD = {t.loc[r['method'], 'std']:.1f})" if np.isfinite(t.loc[r["method"], "std"]) else ""),
-    } for _, r in st.iterrows()]))
+    display(
+        pd.DataFrame(
+            [
+                {
+                    "method": r["method"].upper(),
+                    "compared fits": int(r["n_compared"]),
+                    "mean loadings RMSE": cell(r, "loading_rmse"),
+                    "mean intercepts RMSE": cell(r, "intercept_rmse"),
+                    "mean covariance RMSE": cell(r, "covariance_rmse"),
+                    "mean Tucker congruence": cell(r, "mean_congruence"),
+                    "mean time (s)": f"{t.loc[r['method'], 'mean']:.1f}"
+                    + (f" (SD = {t.loc[r['method'], 'std']:.1f})" if np.isfinite(t.loc[r["method"], "std"]) else ""),
+                }
+                for _, r in st.iterrows()
+            ]
+        )
+    )
     plotting.show(figures.loadings_heatmap(table(d, "reference_loadings")))
 
 # %% [markdown]
@@ -191,13 +227,17 @@ for d in expl:
 # IWAVB up to 10% above IWAE's mean MSE. The gain with a multimodal latent compares the
 # mixture designs' pairs with the normal designs' pairs (Welch interval).
 
+
 # %%
 def latent_of(d):
     return "mixture" if "mixture" in set(table(d, "latent_density")["latent"]) else "normal"
 
 
-fits_all = pd.concat([table(d, "fits").assign(design=d, latent=latent_of(d)) for d in conf], ignore_index=True) \
-    if conf else pd.DataFrame(columns=["design", "latent", "method", "rep"])
+fits_all = (
+    pd.concat([table(d, "fits").assign(design=d, latent=latent_of(d)) for d in conf], ignore_index=True)
+    if conf
+    else pd.DataFrame(columns=["design", "latent", "method", "rep"])
+)
 time_all = pd.concat([table(d, "timings").assign(design=d) for d in conf + expl], ignore_index=True)
 lines = []
 for c in tables.claim_verdicts(fits_all, time_all):
@@ -209,14 +249,21 @@ for d in expl:
     if {"iwae", "iwavb"} <= set(piv.columns):
         gain = piv["iwavb"] - piv["iwae"]
         best = {m: int(piv[m].idxmax()) for m in ("iwae", "iwavb")}
-        lines.append(f"* *Exploratory `{d}`* (one fit per P, so a description, not a verdict): IWAVB's held-out "
-                     f"log-likelihood is higher than IWAE's for {int((gain > 0).sum())} of {len(piv)} numbers of "
-                     "factors (differences by P: " + ", ".join(f"P={p}: {g:+.4f}" for p, g in gain.items())
-                     + f"); it is highest at P = {best['iwae']} (IWAE) and P = {best['iwavb']} (IWAVB). The paper "
-                     "finds the elbow at P = 5 and an IWAVB gain that grows with P.")
+        lines.append(
+            f"* *Exploratory `{d}`* (one fit per P, so a description, not a verdict): IWAVB's held-out "
+            f"log-likelihood is higher than IWAE's for {int((gain > 0).sum())} of {len(piv)} numbers of "
+            "factors (differences by P: "
+            + ", ".join(f"P={p}: {g:+.4f}" for p, g in gain.items())
+            + f"); it is highest at P = {best['iwae']} (IWAE) and P = {best['iwavb']} (IWAVB). The paper "
+            "finds the elbow at P = 5 and an IWAVB gain that grows with P."
+        )
 n_pairs = fits_all.groupby(["design", "rep"]).ngroups if len(fits_all) else 0
-display(Markdown(f"From {n_pairs} paired replications over {len(conf)} confirmatory design(s):\n\n"
-                 + "\n".join(lines)
-                 + "\n\nWith few pairs the t quantile is large (12.7 standard errors on each side with two pairs, "
-                 "4.3 with three), so only very consistent differences reach a verdict; config/paper.yaml runs 100 "
-                 "replications per design."))
+display(
+    Markdown(
+        f"From {n_pairs} paired replications over {len(conf)} confirmatory design(s):\n\n"
+        + "\n".join(lines)
+        + "\n\nWith few pairs the t quantile is large (12.7 standard errors on each side with two pairs, "
+        "4.3 with three), so only very consistent differences reach a verdict; config/paper.yaml runs 100 "
+        "replications per design."
+    )
+)

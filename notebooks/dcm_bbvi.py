@@ -72,8 +72,21 @@ elbo = pd.read_csv(results / "elbo.csv")
 # attributes right); attribute accuracy: the share of attributes right. Means over replications.
 
 # %%
-display(summary[["design", "missing", "method", "fits", "converged", "pattern_accuracy", "attribute_accuracy",
-                 "beta_rmse", "beta_coverage_95"]].round(4))
+display(
+    summary[
+        [
+            "design",
+            "missing",
+            "method",
+            "fits",
+            "converged",
+            "pattern_accuracy",
+            "attribute_accuracy",
+            "beta_rmse",
+            "beta_coverage_95",
+        ]
+    ].round(4)
+)
 
 # %%
 display(profile.pivot_table(index=["design", "missing", "method"], columns="profile", values="accuracy").round(3))
@@ -99,8 +112,11 @@ plotting.show(figures.elbo_traces(elbo))
 
 # %%
 if len(variance):
-    display(variance.groupby("block", sort=False)[["variance_plain", "variance_control_variates", "reduction"]]
-            .median().style.format("{:.3g}"))
+    display(
+        variance.groupby("block", sort=False)[["variance_plain", "variance_control_variates", "reduction"]]
+        .median()
+        .style.format("{:.3g}")
+    )
     plotting.show(figures.gradient_variance(variance))
 
 # %% [markdown]
@@ -110,8 +126,9 @@ if len(variance):
 
 # %%
 timings = pd.read_csv(Path(results_dir) / "timings.csv")
-display(timings.groupby(["design", "missing", "method"], sort=False)[["wall_seconds", "compile_seconds"]]
-        .mean().round(2))
+display(
+    timings.groupby(["design", "missing", "method"], sort=False)[["wall_seconds", "compile_seconds"]].mean().round(2)
+)
 
 # %% [markdown]
 # ## Against the seed's 0.967
@@ -122,17 +139,21 @@ for (design, missing), df in summary.groupby(["design", "missing"], sort=False):
     acc = df.set_index("method")["pattern_accuracy"]
     parts = ", ".join(f"{m} {acc[m]:.3f}" for m in acc.index)
     lines.append(f"* design `{design}`, {missing}: {parts}")
-display(Markdown(
-    f"The seed reports an overall classification accuracy of **{seed_accuracy}** for its BBVI on one "
-    "simulated data set of its design (complete responses, M = 1000 samples, 200 sweeps). Our runs give:\n\n"
-    + "\n".join(lines) + "\n\n"
-    "How well profiles can be told apart depends on the drawn Q-matrix and item parameters, so one "
-    "data set's accuracy is comparable only with the EM reference and the oracle (modal profile at the "
-    "true parameters) on the same data: a BBVI within about a point of EM has extracted what the data "
-    "hold. Over 200 data sets of the seed's generator the oracle's accuracy has mean 0.968 and sd 0.013 "
-    "(5-95%: 0.942-0.984), so the seed's 0.967 on its one data set is what the generator typically "
-    "allows, not a result beyond EM. On the ten benchmark data sets "
-    "(`benchmarks/cases/dcm_bbvi_seed_design.py`; oracle mean 0.960, lower than typical) BBVI with "
-    "control variates averaged 0.957 against EM's 0.958, never more than 0.2 point below EM, while "
-    "the seed's plain estimator with M = 50 fell up to 5 points short and recovered the coefficients "
-    "poorly."))
+display(
+    Markdown(
+        f"The seed reports an overall classification accuracy of **{seed_accuracy}** for its BBVI on one "
+        "simulated data set of its design (complete responses, M = 1000 samples, 200 sweeps). Our runs give:\n\n"
+        + "\n".join(lines)
+        + "\n\n"
+        "How well profiles can be told apart depends on the drawn Q-matrix and item parameters, so one "
+        "data set's accuracy is comparable only with the EM reference and the oracle (modal profile at the "
+        "true parameters) on the same data: a BBVI within about a point of EM has extracted what the data "
+        "hold. Over 200 data sets of the seed's generator the oracle's accuracy has mean 0.968 and sd 0.013 "
+        "(5-95%: 0.942-0.984), so the seed's 0.967 on its one data set is what the generator typically "
+        "allows, not a result beyond EM. On the ten benchmark data sets "
+        "(`benchmarks/cases/dcm_bbvi_seed_design.py`; oracle mean 0.960, lower than typical) BBVI with "
+        "control variates averaged 0.957 against EM's 0.958, never more than 0.2 point below EM, while "
+        "the seed's plain estimator with M = 50 fell up to 5 points short and recovered the coefficients "
+        "poorly."
+    )
+)

@@ -64,8 +64,10 @@ fits, recovery, diagnostics = read("fits"), read("recovery"), read("diagnostics"
 nuts, missing, timings = read("gibbs_vs_nuts"), read("augment_vs_omit"), read("timings")
 reps = int(recovery["replications"].min())
 chains = sorted(set(fits["n_chains"]))
-print(f"{len(fits)} fits; {reps} to {int(recovery['replications'].max())} replication(s) per condition; "
-      f"chains per fit: {chains}")
+print(
+    f"{len(fits)} fits; {reps} to {int(recovery['replications'].max())} replication(s) per condition; "
+    f"chains per fit: {chains}"
+)
 
 
 def figure(design, name):
@@ -96,7 +98,8 @@ diagnostics.round(4)
 for d in names:
     figure(d, "recovery")
 cols = ["design", "missing", "method", "replications", "n_chains", "converged"] + [
-    c for c in recovery.columns if c.endswith("_mean")]
+    c for c in recovery.columns if c.endswith("_mean")
+]
 recovery[cols].round(4)
 
 # %% [markdown]
@@ -138,30 +141,42 @@ if mixture == "True":
 # %%
 lines = []
 conv = fits[fits.method.isin(["gibbs", "gibbs_omit"])]
-lines.append(f"* **Convergence**: {int(conv['converged'].sum())} of {len(conv)} Gibbs fits pass the record's rule "
-             f"(max R-hat {conv['max_r_hat'].max():.3f}, min bulk ESS {conv['min_ess_bulk'].min():.0f}).")
+lines.append(
+    f"* **Convergence**: {int(conv['converged'].sum())} of {len(conv)} Gibbs fits pass the record's rule "
+    f"(max R-hat {conv['max_r_hat'].max():.3f}, min bulk ESS {conv['min_ess_bulk'].min():.0f})."
+)
 g = recovery[recovery.method == "gibbs"]
 if "discrimination_rmse_mean" in g and g["discrimination_rmse_mean"].notna().any():
-    lines.append(f"* **Recovery**: discrimination RMSE {g['discrimination_rmse_mean'].mean():.3f}, difficulty RMSE "
-                 f"{g['difficulty_rmse_mean'].mean():.3f}, ability correlation {g['ability_corr_mean'].mean():.3f}; "
-                 f"90% intervals cover {g['discrimination_coverage_90_mean'].mean():.2f} (discrimination) and "
-                 f"{g['difficulty_coverage_90_mean'].mean():.2f} (difficulty) of the true values.")
+    lines.append(
+        f"* **Recovery**: discrimination RMSE {g['discrimination_rmse_mean'].mean():.3f}, difficulty RMSE "
+        f"{g['difficulty_rmse_mean'].mean():.3f}, ability correlation {g['ability_corr_mean'].mean():.3f}; "
+        f"90% intervals cover {g['discrimination_coverage_90_mean'].mean():.2f} (discrimination) and "
+        f"{g['difficulty_coverage_90_mean'].mean():.2f} (difficulty) of the true values."
+    )
 else:
     lines.append("* **Recovery**: no simulated design in this config (real data have no true values).")
 for label, table in (("Gibbs and NUTS", nuts), ("augmented and omitted missing cells", missing)):
     if len(table):
         a = agreement(table)
-        lines.append(f"* **{label}**: {a['share_abs_z_below_3']:.0%} of {a['n']} item-parameter means agree within "
-                     f"3 Monte Carlo errors (max |z| {a['max_abs_z']:.2f}); sd ratios {a['sd_ratio_min']:.2f} to "
-                     f"{a['sd_ratio_max']:.2f}.")
+        lines.append(
+            f"* **{label}**: {a['share_abs_z_below_3']:.0%} of {a['n']} item-parameter means agree within "
+            f"3 Monte Carlo errors (max |z| {a['max_abs_z']:.2f}); sd ratios {a['sd_ratio_min']:.2f} to "
+            f"{a['sd_ratio_max']:.2f}."
+        )
     else:
         lines.append(f"* **{label}**: not compared in this config.")
 t = timings.groupby("method")["item_min_ess_per_second"].median()
 if "nuts" in t and "gibbs" in t:
-    lines.append(f"* **ESS per second** (minimum over item parameters, median over fits): Gibbs {t['gibbs']:.0f}, "
-                 f"NUTS {t['nuts']:.0f} (ratio {t['gibbs'] / t['nuts']:.1f}; the issue's target is 10).")
+    lines.append(
+        f"* **ESS per second** (minimum over item parameters, median over fits): Gibbs {t['gibbs']:.0f}, "
+        f"NUTS {t['nuts']:.0f} (ratio {t['gibbs'] / t['nuts']:.1f}; the issue's target is 10)."
+    )
 else:
     lines.append("* **ESS per second**: " + ", ".join(f"{m} {v:.0f}" for m, v in t.items()) + " (no NUTS here).")
-display(Markdown(f"From {len(fits)} fits, {reps} replication(s) per condition, {chains} chain(s) per fit:\n\n"
-                 + "\n".join(lines)
-                 + "\n\nWith few replications and short chains these are point comparisons, not tests."))
+display(
+    Markdown(
+        f"From {len(fits)} fits, {reps} replication(s) per condition, {chains} chain(s) per fit:\n\n"
+        + "\n".join(lines)
+        + "\n\nWith few replications and short chains these are point comparisons, not tests."
+    )
+)

@@ -69,12 +69,22 @@ names = [d for d in datasets.split(",") if d]
 
 # %%
 records = {d: json.loads((results / d / "reference" / "fit.json").read_text()) for d in names}
-summary = pd.DataFrame([{
-    "data set": d, "persons": r["n_persons"], "items": r["n_items"], "scales": r["n_scales"],
-    "steps": r["steps"], "status": convergence_status(r), "ELBO": round(r["elbo"], 1),
-    "fit seconds": round(r["timing"]["wall_seconds"], 1),
-    "compile seconds": round(r["timing"]["compile_seconds"], 1),
-} for d, r in records.items()])
+summary = pd.DataFrame(
+    [
+        {
+            "data set": d,
+            "persons": r["n_persons"],
+            "items": r["n_items"],
+            "scales": r["n_scales"],
+            "steps": r["steps"],
+            "status": convergence_status(r),
+            "ELBO": round(r["elbo"], 1),
+            "fit seconds": round(r["timing"]["wall_seconds"], 1),
+            "compile seconds": round(r["timing"]["compile_seconds"], 1),
+        }
+        for d, r in records.items()
+    ]
+)
 summary
 
 # %% [markdown]
@@ -116,7 +126,8 @@ for d in names:
         f"{r['timing']['wall_seconds']:.1f} s. Discriminations are recovered with RMSE "
         f"{overall.loc['discrimination', 'rmse']:.3f} (correlation "
         f"{overall.loc['discrimination', 'corr']:.3f}), abilities with RMSE "
-        f"{overall.loc['ability', 'rmse']:.3f} (correlation {overall.loc['ability', 'corr']:.3f}).")
+        f"{overall.loc['ability', 'rmse']:.3f} (correlation {overall.loc['ability', 'corr']:.3f})."
+    )
 display(Markdown("\n\n".join(lines) or "No simulated data set in this run."))
 
 # %% [markdown]
@@ -133,16 +144,21 @@ for d in comparisons:
     folder = results / d / missing
     display(Markdown(f"### `{d}`, `{missing}`"))
     imputation = pd.read_csv(folder / "imputation.csv")
-    display(Markdown(
-        "**Imputation model** on the hidden cells (mean over replications): log score "
-        f"{imputation['log_score'].mean():.3f} per cell (marginal-only model "
-        f"{imputation['marginal_log_score'].mean():.3f}); the PMF's mode is right for "
-        f"{imputation['accuracy'].mean():.1%} of cells (marginal mode {imputation['marginal_accuracy'].mean():.1%}), "
-        f"within one category for {imputation['within_one'].mean():.1%}."))
+    display(
+        Markdown(
+            "**Imputation model** on the hidden cells (mean over replications): log score "
+            f"{imputation['log_score'].mean():.3f} per cell (marginal-only model "
+            f"{imputation['marginal_log_score'].mean():.3f}); the PMF's mode is right for "
+            f"{imputation['accuracy'].mean():.1%} of cells (marginal mode {imputation['marginal_accuracy'].mean():.1%}), "
+            f"within one category for {imputation['within_one'].mean():.1%}."
+        )
+    )
     summary_d = pd.read_csv(folder / "summary.csv").merge(
-        pd.read_csv(folder / "timings.csv")[["condition", "rep", "wall_seconds"]], on=["condition", "rep"])
+        pd.read_csv(folder / "timings.csv")[["condition", "rep", "wall_seconds"]], on=["condition", "rep"]
+    )
     cols = ["condition", "rep", "status", "steps", "elbo", "wall_seconds"] + [
-        c for c in summary_d.columns if c.endswith("_rmse_vs_complete_data") or c.endswith("_rmse_vs_truth")]
+        c for c in summary_d.columns if c.endswith("_rmse_vs_complete_data") or c.endswith("_rmse_vs_truth")
+    ]
     display(summary_d[cols].round(4))
 
 # %% [markdown]
@@ -160,29 +176,48 @@ for d in comparisons:
 # %%
 for d in comparisons:
     agg = pd.read_csv(results / d / missing / "aggregate.csv")
-    disc = agg[(agg.parameter == "discrimination") & (agg.scale == "all") & (agg.against == "complete_data")
-               & (agg.condition != "reference")].set_index("condition")["rmse_mean"].sort_values()
-    ab = agg[(agg.parameter == "ability") & (agg.scale == "all") & (agg.against == "complete_data")
-             & (agg.condition != "reference")].set_index("condition")["rmse_mean"]
+    disc = (
+        agg[
+            (agg.parameter == "discrimination")
+            & (agg.scale == "all")
+            & (agg.against == "complete_data")
+            & (agg.condition != "reference")
+        ]
+        .set_index("condition")["rmse_mean"]
+        .sort_values()
+    )
+    ab = agg[
+        (agg.parameter == "ability")
+        & (agg.scale == "all")
+        & (agg.against == "complete_data")
+        & (agg.condition != "reference")
+    ].set_index("condition")["rmse_mean"]
     best, worst = disc.index[0], disc.index[-1]
     n_reps = pd.read_csv(results / d / missing / "summary.csv")["rep"].nunique()
-    text = [f"On `{d}` with `{missing}`, the objective closest to the complete-data fit in "
-            f"discrimination is **{best}** (RMSE {disc.iloc[0]:.3f}, mean over {n_reps} replication"
-            f"{'s' if n_reps != 1 else ''}), "
-            f"the farthest **{worst}** (RMSE {disc.iloc[-1]:.3f}, {disc.iloc[-1] / disc.iloc[0]:.1f}× larger)."]
+    text = [
+        f"On `{d}` with `{missing}`, the objective closest to the complete-data fit in "
+        f"discrimination is **{best}** (RMSE {disc.iloc[0]:.3f}, mean over {n_reps} replication"
+        f"{'s' if n_reps != 1 else ''}), "
+        f"the farthest **{worst}** (RMSE {disc.iloc[-1]:.3f}, {disc.iloc[-1] / disc.iloc[0]:.1f}× larger)."
+    ]
     order = ", ".join(f"{c} {v:.3f}" for c, v in disc.items())
-    text.append(f"All objectives, discrimination RMSE against the complete-data fit: {order}. "
-                f"Ability RMSE against it: " + ", ".join(f"{c} {ab[c]:.3f}" for c in disc.index) + ".")
+    text.append(
+        f"All objectives, discrimination RMSE against the complete-data fit: {order}. "
+        f"Ability RMSE against it: " + ", ".join(f"{c} {ab[c]:.3f}" for c in disc.index) + "."
+    )
     rb = [c for c in disc.index if c.startswith("rao_blackwell") and not c.startswith("rao_blackwell_batch")]
     nv = [c for c in disc.index if c.startswith("naive_average")]
     if rb and nv:
         v = tables.jensen_verdict(pd.read_csv(results / d / missing / "summary.csv"), rb[0], nv[0])
-        text.append("Claim: averaging likelihoods instead of log-likelihoods over the imputed copies reduces "
-                    "the error (seed 000's Jensen argument). "
-                    + v.text[0].upper() + v.text[1:])
+        text.append(
+            "Claim: averaging likelihoods instead of log-likelihoods over the imputed copies reduces "
+            "the error (seed 000's Jensen argument). " + v.text[0].upper() + v.text[1:]
+        )
     if "zero_fill" in disc and best == "zero_fill":
-        text.append("Ignoring the missing cells has the lowest mean error here. A likely reason: under MCAR the "
-                    "missingness is ignorable, so "
-                    "the observed-cell likelihood is already the right one, and any imputation model less "
-                    "accurate than the GRM itself adds error rather than information.")
+        text.append(
+            "Ignoring the missing cells has the lowest mean error here. A likely reason: under MCAR the "
+            "missingness is ignorable, so "
+            "the observed-cell likelihood is already the right one, and any imputation model less "
+            "accurate than the GRM itself adds error rather than information."
+        )
     display(Markdown(" ".join(text)))

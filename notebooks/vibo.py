@@ -80,8 +80,10 @@ if names:
     summary, fits, variants, timings = (read(names, t) for t in ("summary", "fits", "variants", "timings"))
     summary = tables.with_times(summary, timings)  # mean fit times come from timings.csv
     n_reps = int(summary["replications"].min())
-    print(f"{len(fits)} fits of simulated data; {n_reps} to {int(summary['replications'].max())} replications "
-          "per condition")
+    print(
+        f"{len(fits)} fits of simulated data; {n_reps} to {int(summary['replications'].max())} replications "
+        "per condition"
+    )
 else:
     print("No simulated design in this run: the sections up to the real data are empty.")
 
@@ -95,9 +97,19 @@ else:
 
 # %%
 models = fits.drop_duplicates("design").set_index("design")["model"] if names else pd.Series(dtype=str)
-recovery_cols = [c for c in ["ability_rmse_mean", "ability_corr_mean", "discrimination_rmse_mean",
-                             "difficulty_rmse_mean", "cut_rmse_mean", "coverage_50_mean", "coverage_90_mean"]
-                 if names and c in summary]
+recovery_cols = [
+    c
+    for c in [
+        "ability_rmse_mean",
+        "ability_corr_mean",
+        "discrimination_rmse_mean",
+        "difficulty_rmse_mean",
+        "cut_rmse_mean",
+        "coverage_50_mean",
+        "coverage_90_mean",
+    ]
+    if names and c in summary
+]
 for d in names:
     display(Markdown(f"**{d}** ({models.get(d, '2pl')})"))
     rec = summary[summary.design == d][["missing", "method", "replications"] + recovery_cols]
@@ -130,8 +142,18 @@ for d in names:
 # the held-out log-likelihood per new person, mean over replications.
 
 # %%
-cols = ["design", "missing", "method", "replications", "hidden_accuracy_mean", "hidden_log_score_mean",
-        "heldout_loglik_mean", "ability_rmse_mean", "coverage_90_mean", "wall_seconds_mean"]
+cols = [
+    "design",
+    "missing",
+    "method",
+    "replications",
+    "hidden_accuracy_mean",
+    "hidden_log_score_mean",
+    "heldout_loglik_mean",
+    "ability_rmse_mean",
+    "coverage_90_mean",
+    "wall_seconds_mean",
+]
 if names:
     display(summary[cols].round(4))
 
@@ -174,6 +196,7 @@ else:
 # simulated designs count: the claims are about accuracy against the truth, which real data
 # lack (their designs are described in the next section instead).
 
+
 # %%
 def mean_of(method, column, missing=None):
     s = summary[summary.method == method]
@@ -185,35 +208,55 @@ def mean_of(method, column, missing=None):
 def claims(vib="vibo_one_prior"):
     """The claims' verdicts and descriptions, from the simulated designs' fits only."""
     lines = []
-    t_vibo, t_nuts, t_mfvi = mean_of(vib, "wall_seconds"), mean_of("nuts", "wall_seconds"), mean_of("mfvi", "wall_seconds")
-    lines.append(f"* Mean fit times: VIBO {t_vibo:.2f} s, mean-field VI {t_mfvi:.2f} s"
-                 + (f", NUTS {t_nuts:.1f} s ({t_nuts / t_vibo:.0f}x VIBO's)." if np.isfinite(t_nuts) else " (no NUTS here)."))
+    t_vibo, t_nuts, t_mfvi = (
+        mean_of(vib, "wall_seconds"),
+        mean_of("nuts", "wall_seconds"),
+        mean_of("mfvi", "wall_seconds"),
+    )
+    lines.append(
+        f"* Mean fit times: VIBO {t_vibo:.2f} s, mean-field VI {t_mfvi:.2f} s"
+        + (f", NUTS {t_nuts:.1f} s ({t_nuts / t_vibo:.0f}x VIBO's)." if np.isfinite(t_nuts) else " (no NUTS here).")
+    )
     for c in tables.claim_verdicts(fits, timings, vib):
         lines.append(f"* *{c['claim']}*: {c['verdict'].text}")
     c90 = mean_of(vib, "coverage_90")
     missing = sorted(summary.missing.unique(), key=lambda m: parse_missing(m)[1])
     hi = missing[-1]
-    lines.append(f"* Calibration (a description): VIBO's 90% intervals cover {c90:.3f} of the true abilities on average "
-                 f"(nominal 0.90). The seed's prior-per-missing variant covers {mean_of('vibo_prior_per_missing', 'coverage_90', hi):.3f} "
-                 f"at {hi} against {mean_of(vib, 'coverage_90', hi):.3f} with one prior expert.")
+    lines.append(
+        f"* Calibration (a description): VIBO's 90% intervals cover {c90:.3f} of the true abilities on average "
+        f"(nominal 0.90). The seed's prior-per-missing variant covers {mean_of('vibo_prior_per_missing', 'coverage_90', hi):.3f} "
+        f"at {hi} against {mean_of(vib, 'coverage_90', hi):.3f} with one prior expert."
+    )
     for d in names:
         if models.get(d) == "grm":
             g = summary[summary.design == d]
             at = lambda m, c: float(g[g.method == m][f"{c}_mean"].mean())  # noqa: E731
-            lines.append(f"* The GRM design {d} (a description): VIBO's ability correlation with the truth "
-                         f"{at(vib, 'ability_corr'):.3f} against MML-EAP's {at('mml', 'ability_corr'):.3f} and mean-field "
-                         f"VI's {at('mfvi', 'ability_corr'):.3f}; cut RMSE {at(vib, 'cut_rmse'):.3f} against "
-                         f"{at('mml', 'cut_rmse'):.3f} and {at('mfvi', 'cut_rmse'):.3f}.")
-    left_out = (f" Real-data designs ({', '.join(real_names)}) are not counted: they have no truth."
-                if real_names else "")
-    return (f"From {len(fits)} fits of simulated data, {n_reps} replication(s) per condition (designs: "
-            f"{', '.join(names)}).{left_out}\n\n" + "\n".join(lines)
-            + "\n\nWith few pairs the t interval is wide, so most verdicts are inconclusive at demo scale; "
-            "the paper config runs 100 replications.")
+            lines.append(
+                f"* The GRM design {d} (a description): VIBO's ability correlation with the truth "
+                f"{at(vib, 'ability_corr'):.3f} against MML-EAP's {at('mml', 'ability_corr'):.3f} and mean-field "
+                f"VI's {at('mfvi', 'ability_corr'):.3f}; cut RMSE {at(vib, 'cut_rmse'):.3f} against "
+                f"{at('mml', 'cut_rmse'):.3f} and {at('mfvi', 'cut_rmse'):.3f}."
+            )
+    left_out = (
+        f" Real-data designs ({', '.join(real_names)}) are not counted: they have no truth." if real_names else ""
+    )
+    return (
+        f"From {len(fits)} fits of simulated data, {n_reps} replication(s) per condition (designs: "
+        f"{', '.join(names)}).{left_out}\n\n"
+        + "\n".join(lines)
+        + "\n\nWith few pairs the t interval is wide, so most verdicts are inconclusive at demo scale; "
+        "the paper config runs 100 replications."
+    )
 
 
-display(Markdown(claims() if names else "No simulated design in this run, so no claim can be judged: the claims "
-                 "are about accuracy against the truth, which real data lack."))
+display(
+    Markdown(
+        claims()
+        if names
+        else "No simulated design in this run, so no claim can be judged: the claims "
+        "are about accuracy against the truth, which real data lack."
+    )
+)
 
 # %% [markdown]
 # ## Real data: the methods against each other
@@ -238,10 +281,26 @@ for d in real_names:
     n_real = real_summary["replications"]
     display(Markdown(f"**{d}** ({int(n_real.min())} to {int(n_real.max())} replications per condition)"))
     agree_cols = [c for c in real_summary if c.endswith(f"_to_{tables.REFERENCE}_mean")]
-    display(real_summary[["missing", "method", "replications"] + agree_cols].dropna(axis=1, how="all")
-            .round(4).reset_index(drop=True))
-    display(real_summary[["missing", "method", "hidden_accuracy_mean", "hidden_log_score_mean", "heldout_loglik_mean",
-                          "wall_seconds_mean"]].round(4).reset_index(drop=True))
+    display(
+        real_summary[["missing", "method", "replications"] + agree_cols]
+        .dropna(axis=1, how="all")
+        .round(4)
+        .reset_index(drop=True)
+    )
+    display(
+        real_summary[
+            [
+                "missing",
+                "method",
+                "hidden_accuracy_mean",
+                "hidden_log_score_mean",
+                "heldout_loglik_mean",
+                "wall_seconds_mean",
+            ]
+        ]
+        .round(4)
+        .reset_index(drop=True)
+    )
     plotting.show(figures.agreement(real_summary, reference=tables.REFERENCE))
 
 # %% [markdown]

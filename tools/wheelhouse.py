@@ -84,8 +84,10 @@ def build(dest: Path, python_version: str | None, platform: str | None, with_jax
         pip("wheel", "--no-deps", "--wheel-dir", str(built), str(sdist))
         for wheel in built.glob("*.whl"):
             if target and not wheel.name.endswith("-py3-none-any.whl") and "-py2.py3-none-any" not in wheel.name:
-                sys.exit(f"wheelhouse: {sdist.name} has no wheel for the target and builds only for this "
-                         f"machine ({wheel.name}); build it on the target")
+                sys.exit(
+                    f"wheelhouse: {sdist.name} has no wheel for the target and builds only for this "
+                    f"machine ({wheel.name}); build it on the target"
+                )
             wheel.rename(dest / wheel.name)
         built.rmdir()
         sdist.unlink()

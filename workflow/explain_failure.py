@@ -40,10 +40,11 @@ def job_error(log: Path) -> str | None:
         if found:
             return found.group(1).strip()
     # another program's traceback: its last unindented line after "Traceback"
-    start = max((i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")),
-                default=None)
+    start = max(
+        (i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")), default=None
+    )
     if start is not None:
-        for line in lines[start + 1:]:
+        for line in lines[start + 1 :]:
             found = EXCEPTION_LINE.match(line)
             if found:
                 kind = found.group(1).rsplit(".", 1)[-1]
@@ -72,8 +73,10 @@ def explain(workdir: Path, since: float = 0.0) -> list[str]:
         if message is not None:
             lines.append(f"error: {message} (rule {rule}, log {logs[0]})")
         else:
-            lines.append(f"error: rule {rule} failed; see Snakemake's message above"
-                         + (f" and the log {logs[0]}" if logs else ""))
+            lines.append(
+                f"error: rule {rule} failed; see Snakemake's message above"
+                + (f" and the log {logs[0]}" if logs else "")
+            )
     return lines
 
 

@@ -53,9 +53,12 @@ def main(argv: list[str]) -> int:
             print(f"  pid {pid}: {command[:160]}", file=sys.stderr)
         print("Wait for it to finish, or stop it, then run the command again.", file=sys.stderr)
         return 1
-    print("Found a lock left by an interrupted run and no Snakemake process of this project alive: "
-          "clearing it (snakemake --unlock). Outputs the interrupted jobs left half-written are "
-          "rebuilt (--rerun-incomplete).", flush=True)
+    print(
+        "Found a lock left by an interrupted run and no Snakemake process of this project alive: "
+        "clearing it (snakemake --unlock). Outputs the interrupted jobs left half-written are "
+        "rebuilt (--rerun-incomplete).",
+        flush=True,
+    )
     proc = subprocess.run([sys.executable, "-m", "snakemake", "--unlock", *argv], capture_output=True, text=True)
     if proc.returncode != 0:
         print(proc.stdout + proc.stderr, file=sys.stderr)

@@ -24,10 +24,14 @@ def check(config: dict, schema_path) -> None:
         if error.validator == "additionalProperties" and isinstance(error.instance, dict):
             allowed = sorted(error.schema.get("properties", {}))
             unknown = sorted(set(error.instance) - set(allowed))
-            raise ConfigError(f"config key '{'.'.join(path + unknown[:1])}': unknown key"
-                              + (f"; allowed here: {', '.join(allowed)}" if allowed else ""))
+            raise ConfigError(
+                f"config key '{'.'.join(path + unknown[:1])}': unknown key"
+                + (f"; allowed here: {', '.join(allowed)}" if allowed else "")
+            )
         raise ConfigError(f"config key '{'.'.join(path) or '(top level)'}': {error.message}")
     for study, spec in config.get("studies", {}).items():
         if "dataset" in spec and spec["dataset"] not in config["datasets"]:
-            raise ConfigError(f"config key 'studies.{study}.dataset': '{spec['dataset']}' is not "
-                              f"one of the data sets {sorted(config['datasets'])}")
+            raise ConfigError(
+                f"config key 'studies.{study}.dataset': '{spec['dataset']}' is not "
+                f"one of the data sets {sorted(config['datasets'])}"
+            )

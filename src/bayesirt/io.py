@@ -90,8 +90,7 @@ def validate_responses(responses: np.ndarray, items: list[Item], where: str) -> 
     if responses.ndim != 2:
         raise DataFormatError(f"{where}: expected a 2-d persons x items array, got shape {responses.shape}")
     if responses.shape[1] != len(items):
-        raise DataFormatError(
-            f"{where}: {responses.shape[1]} item columns but {len(items)} items in the metadata")
+        raise DataFormatError(f"{where}: {responses.shape[1]} item columns but {len(items)} items in the metadata")
     if not np.issubdtype(responses.dtype, np.integer):
         raise DataFormatError(f"{where}: responses must be integers, got {responses.dtype}")
     for j, item in enumerate(items):
@@ -101,7 +100,8 @@ def validate_responses(responses: np.ndarray, items: list[Item], where: str) -> 
             row = int(np.argmax(bad))
             raise DataFormatError(
                 f"{where}: item '{item.name}' row {row} has code {int(col[row])}; "
-                f"expected 0..{item.n_categories - 1} or {MISSING} for missing")
+                f"expected 0..{item.n_categories - 1} or {MISSING} for missing"
+            )
 
 
 @contextmanager
@@ -194,8 +194,19 @@ def read_responses(parquet_path) -> ResponseMatrix:
     return ResponseMatrix(df.to_numpy(dtype=np.int16), items, meta.get("attrs", {}))
 
 
-LIBRARIES = ("bayesirt", "jax", "jaxlib", "tfp-nightly", "optax", "numpyro",
-             "numpy", "scipy", "pandas", "arviz", "snakemake")
+LIBRARIES = (
+    "bayesirt",
+    "jax",
+    "jaxlib",
+    "tfp-nightly",
+    "optax",
+    "numpyro",
+    "numpy",
+    "scipy",
+    "pandas",
+    "arviz",
+    "snakemake",
+)
 
 
 def library_versions() -> dict:
@@ -222,5 +233,9 @@ def device_info() -> dict:
     dev = jax.devices()[0]
     # XLA_FLAGS can change XLA's optimization level (bayesirt.runtime), and with it the timings
     # and the last float32 bits
-    return {"platform": dev.platform, "device": str(dev), "cpu_count": os.cpu_count(),
-            "xla_flags": os.environ.get("XLA_FLAGS", "")}
+    return {
+        "platform": dev.platform,
+        "device": str(dev),
+        "cpu_count": os.cpu_count(),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+    }

@@ -15,8 +15,12 @@ import pandas as pd
 
 from bayesirt import io
 
-LABELS = {"discrimination": "discrimination α", "base_difficulty": "first threshold τ₁",
-          "increments": "threshold increments Δ", "ability": "ability θ"}
+LABELS = {
+    "discrimination": "discrimination α",
+    "base_difficulty": "first threshold τ₁",
+    "increments": "threshold increments Δ",
+    "ability": "ability θ",
+}
 
 
 def save(fig, path, dpi: int = 120) -> None:
@@ -48,8 +52,13 @@ def loss_curves(losses: dict[str, pd.DataFrame], smooth: int = 25):
         ax.plot(df["step"], y, alpha=0.25, lw=0.8)
         if len(y) >= smooth:
             kernel = np.ones(smooth) / smooth
-            ax.plot(df["step"].to_numpy()[smooth - 1:], np.convolve(y, kernel, "valid"),
-                    color=ax.lines[-1].get_color(), lw=1.6, label=label)
+            ax.plot(
+                df["step"].to_numpy()[smooth - 1 :],
+                np.convolve(y, kernel, "valid"),
+                color=ax.lines[-1].get_color(),
+                lw=1.6,
+                label=label,
+            )
         else:
             ax.lines[-1].set_label(label)
     # zoom on the part of the curve that matters: from the lowest value to the 95th percentile
@@ -64,9 +73,11 @@ def loss_curves(losses: dict[str, pd.DataFrame], smooth: int = 25):
     return fig
 
 
-def true_vs_estimated(estimates: pd.DataFrame,
-                      parameters=("discrimination", "base_difficulty", "increments", "ability"),
-                      max_points: int = 2000):
+def true_vs_estimated(
+    estimates: pd.DataFrame,
+    parameters=("discrimination", "base_difficulty", "increments", "ability"),
+    max_points: int = 2000,
+):
     """Posterior means (±1 sd for item parameters) against the true values, one panel each."""
     parameters = [p for p in parameters if p in set(estimates["parameter"])]
     fig, axes = plt.subplots(1, len(parameters), figsize=(3.3 * len(parameters), 3.4))
@@ -79,8 +90,7 @@ def true_vs_estimated(estimates: pd.DataFrame,
             if name == "ability":
                 ax.scatter(ds["true"], ds["mean"], s=3, alpha=0.3, label=f"scale {scale}")
             else:
-                ax.errorbar(ds["true"], ds["mean"], yerr=ds["sd"], fmt="o", ms=3, lw=0.8,
-                            label=f"scale {scale}")
+                ax.errorbar(ds["true"], ds["mean"], yerr=ds["sd"], fmt="o", ms=3, lw=0.8, label=f"scale {scale}")
         lims = [min(d["true"].min(), d["mean"].min()), max(d["true"].max(), d["mean"].max())]
         ax.plot(lims, lims, color="0.5", lw=0.8, ls="--")
         rmse = float(np.sqrt(((d["mean"] - d["true"]) ** 2).mean()))
@@ -91,26 +101,20 @@ def true_vs_estimated(estimates: pd.DataFrame,
     fig.tight_layout()
     return fig
 
+    fig.tight_layout()
+    return fig
 
     fig.tight_layout()
     return fig
 
+    fig.tight_layout()
+    return fig
 
     fig.tight_layout()
     return fig
 
-
     fig.tight_layout()
     return fig
-
-
-    fig.tight_layout()
-    return fig
-
-
-    fig.tight_layout()
-    return fig
-
 
     fig.tight_layout()
     return fig

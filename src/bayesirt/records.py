@@ -61,8 +61,11 @@ def fit_record(result, fields: dict, *, window: int, timing: dict | None = None)
         "versions": io.library_versions(),
         "device": io.device_info(),
         # timings vary run to run; everything outside this field is reproducible bit for bit
-        "timing": {"wall_seconds": float(result.wall_seconds), "compile_seconds": float(result.compile_seconds),
-                   **(timing or {})},
+        "timing": {
+            "wall_seconds": float(result.wall_seconds),
+            "compile_seconds": float(result.compile_seconds),
+            **(timing or {}),
+        },
     }
 
 
@@ -125,25 +128,54 @@ def convergence_flags(folder) -> tuple[str, pd.DataFrame]:
         rec = io.read_json(path)
         if is_converged(rec):
             continue
-        rows.append({"fit": str(path.parent.relative_to(folder)), "method": rec.get("method"),
-                     "status": convergence_status(rec),
-                     "steps": rec.get("steps"), "stop_reason": rec.get("stop_reason", "not_converged"),
-                     "max_steps_still_improving": bool(rec.get("max_steps_still_improving", False)),
-                     "loss_still_improving": rec.get("loss_still_improving"), "loss_slope": rec.get("loss_slope"), "loss_slope_se": rec.get("loss_slope_se"),
-                     "loss_slope_unit": rec.get("loss_slope_unit"), "gradient_drift": rec.get("gradient_drift"),
-                     "reason": rec.get("convergence_reason")})
-    flags = pd.DataFrame(rows, columns=["fit", "method", "status", "steps", "stop_reason", "max_steps_still_improving",
-                                        "loss_still_improving", "loss_slope", "loss_slope_se", "loss_slope_unit",
-                                        "gradient_drift", "reason"])
+        rows.append(
+            {
+                "fit": str(path.parent.relative_to(folder)),
+                "method": rec.get("method"),
+                "status": convergence_status(rec),
+                "steps": rec.get("steps"),
+                "stop_reason": rec.get("stop_reason", "not_converged"),
+                "max_steps_still_improving": bool(rec.get("max_steps_still_improving", False)),
+                "loss_still_improving": rec.get("loss_still_improving"),
+                "loss_slope": rec.get("loss_slope"),
+                "loss_slope_se": rec.get("loss_slope_se"),
+                "loss_slope_unit": rec.get("loss_slope_unit"),
+                "gradient_drift": rec.get("gradient_drift"),
+                "reason": rec.get("convergence_reason"),
+            }
+        )
+    flags = pd.DataFrame(
+        rows,
+        columns=[
+            "fit",
+            "method",
+            "status",
+            "steps",
+            "stop_reason",
+            "max_steps_still_improving",
+            "loss_still_improving",
+            "loss_slope",
+            "loss_slope_se",
+            "loss_slope_unit",
+            "gradient_drift",
+            "reason",
+        ],
+    )
     if flags.empty:
         return "Every fit converged, and no loss was still falling beyond its noise when it stopped.", flags
     improving = int(flags.max_steps_still_improving.sum())
     early = int((flags.loss_still_improving.eq(True) & ~flags.max_steps_still_improving).sum())
-    return (f"**{len(flags)} fit(s) flagged**"
-            + (f"; {improving} stopped at max_steps while still improving" if improving else "")
-            + (f"; {early} stopped by the relative-tolerance rule while the loss was still falling beyond its "
-               "noise (the trend test of the last windows)" if early else "")
-            + ": their estimates may not be final (table below)."), flags
+    return (
+        f"**{len(flags)} fit(s) flagged**"
+        + (f"; {improving} stopped at max_steps while still improving" if improving else "")
+        + (
+            f"; {early} stopped by the relative-tolerance rule while the loss was still falling beyond its "
+            "noise (the trend test of the last windows)"
+            if early
+            else ""
+        )
+        + ": their estimates may not be final (table below)."
+    ), flags
 
 
 def loss_table(losses) -> pd.DataFrame:

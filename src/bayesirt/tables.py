@@ -16,10 +16,16 @@ import numpy as np
 import pandas as pd
 
 
-def long_table(params: Mapping, axes: Mapping[str, Sequence[str]], columns: Sequence[str],
-               value_column: str = "value", *, start: Mapping[str, int] | None = None,
-               inherit: Mapping[str, tuple[str, Sequence[int]]] | None = None,
-               labels: Mapping[str, tuple[str, Sequence[str]]] | None = None) -> pd.DataFrame:
+def long_table(
+    params: Mapping,
+    axes: Mapping[str, Sequence[str]],
+    columns: Sequence[str],
+    value_column: str = "value",
+    *,
+    start: Mapping[str, int] | None = None,
+    inherit: Mapping[str, tuple[str, Sequence[int]]] | None = None,
+    labels: Mapping[str, tuple[str, Sequence[str]]] | None = None,
+) -> pd.DataFrame:
     """One row per element of each array in ``params`` whose name is in ``axes``.
 
     axes     parameter name -> names of its array's axes, in the order of the rows (parameters
@@ -64,12 +70,12 @@ def long_table(params: Mapping, axes: Mapping[str, Sequence[str]], columns: Sequ
     return out
 
 
-def attach_truth(estimates: pd.DataFrame, truth: pd.DataFrame, keys: Sequence[str],
-                 value: str = "value", name: str = "true") -> pd.DataFrame:
+def attach_truth(
+    estimates: pd.DataFrame, truth: pd.DataFrame, keys: Sequence[str], value: str = "value", name: str = "true"
+) -> pd.DataFrame:
     """``estimates`` with the true value of each row as column ``name`` (NaN where the truth
     has no such row); ``keys`` are the index columns the two tables share."""
-    merged = estimates.merge(truth[list(keys) + [value]].rename(columns={value: name}), on=list(keys),
-                             how="left")
+    merged = estimates.merge(truth[list(keys) + [value]].rename(columns={value: name}), on=list(keys), how="left")
     if len(merged) != len(estimates):
         raise ValueError(f"truth table does not match the estimates one-to-one on {list(keys)}")
     return merged
@@ -77,34 +83,60 @@ def attach_truth(estimates: pd.DataFrame, truth: pd.DataFrame, keys: Sequence[st
 
 # ----------------------------------------------------------------------------- model layouts
 
-FACTORIZED_GRM_AXES = {"discrimination": ("item",), "base_difficulty": ("item",),
-                       "increments": ("item", "category"), "ability": ("person", "scale")}
+FACTORIZED_GRM_AXES = {
+    "discrimination": ("item",),
+    "base_difficulty": ("item",),
+    "increments": ("item", "category"),
+    "ability": ("person", "scale"),
+}
 
 
 def factorized_grm_table(params: Mapping, scale_index, scale_names, value_column: str = "value") -> pd.DataFrame:
     """Factorized GRM (seed 000): parameter, item, person, scale (name), category (k of an
     increment, from 1), value."""
-    return long_table(params, FACTORIZED_GRM_AXES, ["item", "person", "scale", "category"], value_column,
-                      start={"category": 1}, inherit={"scale": ("item", scale_index)},
-                      labels={"scale": ("scale", scale_names)})
+    return long_table(
+        params,
+        FACTORIZED_GRM_AXES,
+        ["item", "person", "scale", "category"],
+        value_column,
+        start={"category": 1},
+        inherit={"scale": ("item", scale_index)},
+        labels={"scale": ("scale", scale_names)},
+    )
 
 
 def mixture_grm_table(params: Mapping, scale_index, scale_names, value_column: str = "value") -> pd.DataFrame:
     """The factorized layout with a last column ``dimension``: 0..D-1 for discriminations
     and abilities, -1 for the shared thresholds; rows dimension by dimension."""
-    by_dimension = {"discrimination": np.moveaxis(np.asarray(params["discrimination"]), -1, 0),
-                    "base_difficulty": params["base_difficulty"], "increments": params["increments"],
-                    "ability": np.moveaxis(np.asarray(params["ability"]), -1, 0)}
-    axes = {"discrimination": ("dimension", "item"), "base_difficulty": ("item",),
-            "increments": ("item", "category"), "ability": ("dimension", "person", "scale")}
-    out = long_table(by_dimension, axes, ["item", "person", "scale", "category", "dimension"], value_column,
-                     start={"category": 1}, inherit={"scale": ("item", scale_index)},
-                     labels={"scale": ("scale", scale_names)})
+    by_dimension = {
+        "discrimination": np.moveaxis(np.asarray(params["discrimination"]), -1, 0),
+        "base_difficulty": params["base_difficulty"],
+        "increments": params["increments"],
+        "ability": np.moveaxis(np.asarray(params["ability"]), -1, 0),
+    }
+    axes = {
+        "discrimination": ("dimension", "item"),
+        "base_difficulty": ("item",),
+        "increments": ("item", "category"),
+        "ability": ("dimension", "person", "scale"),
+    }
+    out = long_table(
+        by_dimension,
+        axes,
+        ["item", "person", "scale", "category", "dimension"],
+        value_column,
+        start={"category": 1},
+        inherit={"scale": ("item", scale_index)},
+        labels={"scale": ("scale", scale_names)},
+    )
     out = out[[c for c in out.columns if c != "dimension"] + ["dimension"]]
     # abilities of one person and dimension by scale name, as this table has always listed them
     order = {name: k for k, name in enumerate(FACTORIZED_GRM_AXES)}
-    out = out.sort_values(["parameter", "dimension", "item", "person", "scale", "category"],
-                          key=lambda c: c.map(order) if c.name == "parameter" else c, kind="stable")
+    out = out.sort_values(
+        ["parameter", "dimension", "item", "person", "scale", "category"],
+        key=lambda c: c.map(order) if c.name == "parameter" else c,
+        kind="stable",
+    )
     return out.reset_index(drop=True)
 
 
@@ -122,17 +154,26 @@ def mgrm_table(params: Mapping, item_names=None, factor_names=None, value_column
         width = max(r.size for r in rows)
         padded = np.ma.masked_all((len(rows), width), np.result_type(*rows))
         for j, r in enumerate(rows):
-            padded[j, :r.size] = r
+            padded[j, : r.size] = r
         values["intercept"] = padded
     if "factor_corr" in params:
         corr = np.asarray(params["factor_corr"])
         values["factor_corr"] = np.ma.masked_array(corr, mask=~np.tri(n_factors, k=-1, dtype=bool))
     if "ability" in params:
         values["ability"] = params["ability"]
-    axes = {"loading": ("item", "factor"), "intercept": ("item", "category"),
-            "factor_corr": ("factor", "factor2"), "ability": ("person", "factor")}
+    axes = {
+        "loading": ("item", "factor"),
+        "intercept": ("item", "category"),
+        "factor_corr": ("factor", "factor2"),
+        "ability": ("person", "factor"),
+    }
     item_names = list(item_names) if item_names is not None else [f"item{j + 1}" for j in range(n_items)]
     factor_names = list(factor_names or [f"F{p + 1}" for p in range(n_factors)])
-    return long_table(values, axes, ["item", "person", "factor", "factor2", "category"], value_column,
-                      start={"category": 1},
-                      labels={"item_name": ("item", item_names), "factor_name": ("factor", factor_names)})
+    return long_table(
+        values,
+        axes,
+        ["item", "person", "factor", "factor2", "category"],
+        value_column,
+        start={"category": 1},
+        labels={"item_name": ("item", item_names), "factor_name": ("factor", factor_names)},
+    )

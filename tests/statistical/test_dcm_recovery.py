@@ -67,8 +67,9 @@ def test_seed_bbvi_classifies_but_its_coefficients_are_noisy(seed_data, em_fit):
 def test_nuts_reference_agrees_with_collapsed_vi():
     rm, truth, q = data.simulate(SPEC, 0.0, 31)
     prob = bbvi.prepare(rm.responses, q, allow_zero_rows=True)
-    samp = collapsed_vi.run_collapsed_nuts(jax.random.PRNGKey(0), prob,
-                                           SamplerSettings(n_chains=4, n_warmup=400, n_samples=400, progress_every=0))
+    samp = collapsed_vi.run_collapsed_nuts(
+        jax.random.PRNGKey(0), prob, SamplerSettings(n_chains=4, n_warmup=400, n_samples=400, progress_every=0)
+    )
     assert not samp.diverged
     s = samp.summary
     beta = s[s.parameter == "beta"]
@@ -100,7 +101,9 @@ def test_monotone_em_matches_em_on_monotone_data(seed_data, em_fit):
     assert rec["converged"] and rec["monotone"]
     assert rec["loglik"] <= em_fit.record["loglik"] + 0.01
     assert rec["loglik"] == pytest.approx(em_fit.record["loglik"], abs=0.05)
-    assert rec["accuracy"]["pattern_accuracy"] == pytest.approx(em_fit.record["accuracy"]["pattern_accuracy"], abs=0.002)
+    assert rec["accuracy"]["pattern_accuracy"] == pytest.approx(
+        em_fit.record["accuracy"]["pattern_accuracy"], abs=0.002
+    )
 
 
 @pytest.mark.slow

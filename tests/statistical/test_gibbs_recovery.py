@@ -32,7 +32,9 @@ def test_recovery_1000_by_20():
     correlation > 0.9, at least 80% of the 40 item parameters inside their 90% intervals,
     max R-hat < 1.05 (4 chains x 2000 draws after 1000 burn-in)."""
     y, a, d, theta = simulate(20260101, 1000, 20)
-    res = gibbs.fit(jax.random.key(1), y, None, gibbs.GibbsSettings(SamplerSettings(n_chains=4, n_warmup=1000, n_samples=2000)))
+    res = gibbs.fit(
+        jax.random.key(1), y, None, gibbs.GibbsSettings(SamplerSettings(n_chains=4, n_warmup=1000, n_samples=2000))
+    )
     assert not res.diverged, res.reason
     post = res.idata.posterior
     a_hat = post["discrimination"].mean(("chain", "draw")).values
@@ -54,12 +56,20 @@ def test_gibbs_agrees_with_nuts_500_by_20():
     """Same posterior, two samplers: every item parameter's posterior mean within 4 combined
     Monte Carlo standard errors (ArviZ MCSE of both), and posterior sd within 15%."""
     y, *_ = simulate(20260102, 500, 20)
-    gibbs_res = gibbs.fit(jax.random.key(2), y, None,
-                          gibbs.GibbsSettings(SamplerSettings(n_chains=4, n_warmup=1000, n_samples=5000), abilities=False))
+    gibbs_res = gibbs.fit(
+        jax.random.key(2),
+        y,
+        None,
+        gibbs.GibbsSettings(SamplerSettings(n_chains=4, n_warmup=1000, n_samples=5000), abilities=False),
+    )
     log_density = twopno.make_log_density(y)
     start = twopno.unconstrain(twopno.initial_values(y))
-    nuts_res = run_nuts(jax.random.key(3), log_density, start,
-                        SamplerSettings(n_chains=4, n_warmup=500, n_samples=1000, progress_every=0))
+    nuts_res = run_nuts(
+        jax.random.key(3),
+        log_density,
+        start,
+        SamplerSettings(n_chains=4, n_warmup=500, n_samples=1000, progress_every=0),
+    )
     assert not gibbs_res.diverged and not nuts_res.diverged
     nuts_a = np.exp(nuts_res.idata.posterior["log_discrimination"])
     nuts_sets = {"discrimination": nuts_a, "difficulty": nuts_res.idata.posterior["difficulty"]}
@@ -78,7 +88,10 @@ def test_missing_augmented_and_left_out_give_the_same_posterior():
     combined MCSE, sds within 10%."""
     y, *_ = simulate(20260103, 400, 10, missing=0.3)
     settings = SamplerSettings(n_chains=4, n_warmup=500, n_samples=3000, progress_every=0)
-    res = {m: gibbs.fit(jax.random.key(4), y, None, gibbs.GibbsSettings(settings, missing=m, abilities=False)) for m in gibbs.MISSING_MODES}
+    res = {
+        m: gibbs.fit(jax.random.key(4), y, None, gibbs.GibbsSettings(settings, missing=m, abilities=False))
+        for m in gibbs.MISSING_MODES
+    }
     for name in ("discrimination", "difficulty"):
         s = {m: r.summary[r.summary.parameter == name].reset_index(drop=True) for m, r in res.items()}
         diff = np.abs(s["augment"]["mean"] - s["omit"]["mean"])
@@ -95,9 +108,15 @@ def test_mixture_on_heights_like_data():
     x = np.concatenate([rng.normal(162.0, 7.0, 300), rng.normal(176.0, 7.0, 400)])
     pri = gibbs_mixture.MixturePriors(lam=1 / 49.0, nu=170.0, rho=1 / 30.0**2)
     k = gibbs_mixture.kernel(x, pri)
-    res = sample(jax.random.key(5), k.init_fn, k.step_fn, k.record_fn,
-                 SamplerSettings(n_chains=4, n_warmup=1000, n_samples=4000, progress_every=0),
-                 coords=k.coords, dims=k.dims)
+    res = sample(
+        jax.random.key(5),
+        k.init_fn,
+        k.step_fn,
+        k.record_fn,
+        SamplerSettings(n_chains=4, n_warmup=1000, n_samples=4000, progress_every=0),
+        coords=k.coords,
+        dims=k.dims,
+    )
     post = res.idata.posterior
     mu = post["mu"].values.reshape(-1, 2)
     pi = post["pi"].values.ravel()

@@ -11,8 +11,14 @@ from bayesirt.studies import grm_advi
 
 def fit_and_score(n_persons, data_seed, fit_seed, batch_size=None):
     rm, truth = simulate.from_preset("rwa", data_seed, n_persons)
-    out = grm_advi.fit(rm, seed=fit_seed, settings=TrainSettings(batch_size=batch_size, progress_every=0),
-                                  priors=Priors(), truth=truth, posterior_draws=200)
+    out = grm_advi.fit(
+        rm,
+        seed=fit_seed,
+        settings=TrainSettings(batch_size=batch_size, progress_every=0),
+        priors=Priors(),
+        truth=truth,
+        posterior_draws=200,
+    )
     table = recovery_table(out.estimates)
     return out.record, table[table.scale == "all"].set_index("parameter")
 

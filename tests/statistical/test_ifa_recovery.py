@@ -24,15 +24,25 @@ N_PERSONS = 2000
 def data(seed=20261122):
     # LKJ concentration 4 keeps the factor correlation moderate (with the default 1 this seed
     # draws r = -0.92, for which an exploratory rotation is nearly unidentified)
-    rm, truth = sm.simulate_mgrm(seed, N_PERSONS + 500, n_items=16, n_categories=5, n_factors=2,
-                                 lkj_concentration=4.0)
+    rm, truth = sm.simulate_mgrm(seed, N_PERSONS + 500, n_items=16, n_categories=5, n_factors=2, lkj_concentration=4.0)
     return rm, truth
 
 
 def settings(lr):
-    return TrainSettings(learning_rate=lr, lr_decay_rate=0.5, lr_decay_steps=800, min_learning_rate=lr / 10,
-                         batch_size=128, max_steps=4000, min_steps=800, check_every=100, window=300,
-                         rel_tol=5e-4, patience=2, progress_every=0)
+    return TrainSettings(
+        learning_rate=lr,
+        lr_decay_rate=0.5,
+        lr_decay_steps=800,
+        min_learning_rate=lr / 10,
+        batch_size=128,
+        max_steps=4000,
+        min_steps=800,
+        check_every=100,
+        window=300,
+        rel_tol=5e-4,
+        patience=2,
+        progress_every=0,
+    )
 
 
 def recovery(params, st, truth):
@@ -41,8 +51,11 @@ def recovery(params, st, truth):
     lam, lam_t = np.asarray(mgrm.loadings(params, st)), np.asarray(mgrm.loadings(t, st))
     cut, cut_t = np.asarray(mgrm.cuts(params, st)), np.asarray(mgrm.cuts(t, st))
     corr, corr_t = np.asarray(mgrm.factor_corr(params, st)), np.asarray(mgrm.factor_corr(t, st))
-    return (np.sqrt(np.mean((lam - lam_t)[free] ** 2)), np.sqrt(np.mean((cut - cut_t) ** 2)),
-            abs(corr[1, 0] - corr_t[1, 0]))
+    return (
+        np.sqrt(np.mean((lam - lam_t)[free] ** 2)),
+        np.sqrt(np.mean((cut - cut_t) ** 2)),
+        abs(corr[1, 0] - corr_t[1, 0]),
+    )
 
 
 def test_iwae_confirmatory_recovery():
@@ -82,8 +95,14 @@ def test_iwavb_confirmatory_recovery():
     rm, truth = data()
     y, y_hold = rm.responses[:N_PERSONS], rm.responses[N_PERSONS:]
     st = mgrm.structure(rm.n_categories, 2, sm.q_matrix(rm), positive_loadings=True)
-    cfg = iwavb.IWAVBSettings(n_importance=5, encoder_hidden=64, noise_hidden=(32,), discriminator_hidden=(128, 64),
-                            learning_rate=0.01, discriminator_learning_rate=0.03)
+    cfg = iwavb.IWAVBSettings(
+        n_importance=5,
+        encoder_hidden=64,
+        noise_hidden=(32,),
+        discriminator_hidden=(128, 64),
+        learning_rate=0.01,
+        discriminator_learning_rate=0.03,
+    )
     res = iwavb.fit(jax.random.key(0), y, st, replace(cfg, train=settings(0.01)))
     lam_rmse, cut_rmse, corr_err = recovery(res.params["model"], st, truth)
     assert lam_rmse < 0.15 and cut_rmse < 0.15 and corr_err < 0.1, (lam_rmse, cut_rmse, corr_err)

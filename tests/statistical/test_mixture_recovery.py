@@ -21,8 +21,15 @@ def test_two_dimensional_mixture_recovers_discriminations_and_abilities():
     # discrimination correlation 0.91, RMSE 0.54 (true alphas log-normal, median 1.5);
     # ability correlations 0.78 and 0.64. Tolerances: 0.8, 0.8, and 0.5 for abilities.
     rm, truth = simulate.simulate_mixture_grm(21, 3000, [10], 5, n_dimensions=2)
-    out = grm_advi.fit(rm, seed=1, settings=TrainSettings(progress_every=0), priors=fgrm.Priors(),
-                                  truth=truth, posterior_draws=100, n_dimensions=2)
+    out = grm_advi.fit(
+        rm,
+        seed=1,
+        settings=TrainSettings(progress_every=0),
+        priors=fgrm.Priors(),
+        truth=truth,
+        posterior_draws=100,
+        n_dimensions=2,
+    )
     assert out.record["converged"]
     e = out.estimates
     disc = e[e.parameter == "discrimination"]

@@ -29,8 +29,9 @@ def replication():
 
 def disc(rep, objective, against="complete_data"):
     e = rep.tables["errors"]
-    row = e[(e.condition == objective) & (e.parameter == "discrimination") & (e.scale == "all")
-            & (e.against == against)]
+    row = e[
+        (e.condition == objective) & (e.parameter == "discrimination") & (e.scale == "all") & (e.against == against)
+    ]
     return float(row["rmse"].iloc[0]), float(row["bias"].iloc[0])
 
 
@@ -63,8 +64,10 @@ def test_averaging_log_likelihoods_attenuates_discriminations(replication):
 
 def test_tables_are_complete(replication):
     e = replication.tables["errors"]
-    assert set(e.condition) == {"reference", *conditions.condition_names({"objectives": conditions.OBJECTIVES,
-                                                                          "n_copies": [3]})}
+    assert set(e.condition) == {
+        "reference",
+        *conditions.condition_names({"objectives": conditions.OBJECTIVES, "n_copies": [3]}),
+    }
     assert set(e.parameter) == set(tables.COMPARED)
     assert np.isfinite(e["rmse"]).all()
     agg = tables.across_replications([e.assign(objective=e.condition), e.assign(objective=e.condition, rep=1)])

@@ -56,14 +56,14 @@ def _check_moments(result, name="mu"):
 def test_r_hat_flags_chains_that_have_not_mixed():
     """Without burn-in, slow random-walk chains started far apart: R-hat must say so."""
     settings = SamplerSettings(n_chains=4, n_warmup=0, n_samples=200, chunk=200, progress_every=0)
-    result = sample(jax.random.key(10), far_init, lambda k, s: rw_step(k, s, scale=0.05),
-                    lambda s: {"mu": s.mu}, settings)
+    result = sample(
+        jax.random.key(10), far_init, lambda k, s: rw_step(k, s, scale=0.05), lambda s: {"mu": s.mu}, settings
+    )
     assert convergence(result.summary)["max_r_hat"] > 1.1
 
 
 def test_thinned_random_walk_long_run():
-    settings = SamplerSettings(n_chains=8, n_warmup=2000, n_samples=20000, thin=5, chunk=5000,
-                               progress_every=0)
+    settings = SamplerSettings(n_chains=8, n_warmup=2000, n_samples=20000, thin=5, chunk=5000, progress_every=0)
     result = sample(jax.random.key(11), far_init, rw_step, lambda s: {"mu": s.mu}, settings)
     assert result.idata.posterior["mu"].shape == (8, 4000, 2)
     _check_moments(result)
@@ -73,6 +73,7 @@ def test_thinned_random_walk_long_run():
 
 def test_nuts_with_data_as_argument():
     """log_density(params, data) through run_nuts(data=...): the path for real response matrices."""
+
     def log_density(p, y):
         mu = p["mu"]
         return jnp.sum(-0.5 * ((mu - M0) / S0) ** 2) + jnp.sum(-0.5 * ((y - mu) / SIGMA) ** 2)
@@ -92,8 +93,16 @@ def test_nuts_with_numpyro_model():
         numpyro.sample("y", dist.Normal(mu, SIGMA).to_event(1), obs=y)
 
     settings = SamplerSettings(n_chains=4, n_warmup=500, n_samples=2000, thin=2, progress_every=0)
-    result = run_nuts(jax.random.key(12), None, None, settings, model=model, model_args=(jnp.asarray(Y),),
-                      coords={"group": ["a", "b"]}, dims={"mu": ["group"]})
+    result = run_nuts(
+        jax.random.key(12),
+        None,
+        None,
+        settings,
+        model=model,
+        model_args=(jnp.asarray(Y),),
+        coords={"group": ["a", "b"]},
+        dims={"mu": ["group"]},
+    )
     assert not result.diverged and result.extra["n_divergent"] == 0
     assert result.idata.posterior["mu"].shape == (4, 1000, 2)
     _check_moments(result)

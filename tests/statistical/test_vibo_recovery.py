@@ -11,8 +11,15 @@ from bayesirt.inference import mml, vibo
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import irt2pl
 
-SETTINGS = TrainSettings(learning_rate=0.03, batch_size=250, max_steps=3000, min_steps=200, rel_tol=1e-4,
-                         lr_decay_steps=500, progress_every=0)
+SETTINGS = TrainSettings(
+    learning_rate=0.03,
+    batch_size=250,
+    max_steps=3000,
+    min_steps=200,
+    rel_tol=1e-4,
+    lr_decay_steps=500,
+    progress_every=0,
+)
 
 
 def fit_and_compare(missing, n=3000, j=40, rate=0.15, kind="mcar"):
@@ -24,9 +31,13 @@ def fit_and_compare(missing, n=3000, j=40, rate=0.15, kind="mcar"):
     fit = vibo.fit(jax.random.key(0), y, st, vs)
     mean, sd = vibo.encode(fit.params, st, vs, jax.random.key(1), y)
     eap = mml.fit(None, y, mml.Structure(2)).ability[:, 0]
-    return {"fit": fit, "vibo": metrics(mean[:, 0], theta), "eap": metrics(eap, theta),
-            "cov90": float(np.mean(np.abs(mean[:, 0] - theta) < 1.6449 * sd[:, 0])),
-            "disc": metrics(vibo.item_posterior(fit.params, st)["discrimination"][0][:, 0], a)}
+    return {
+        "fit": fit,
+        "vibo": metrics(mean[:, 0], theta),
+        "eap": metrics(eap, theta),
+        "cov90": float(np.mean(np.abs(mean[:, 0] - theta) < 1.6449 * sd[:, 0])),
+        "disc": metrics(vibo.item_posterior(fit.params, st)["discrimination"][0][:, 0], a),
+    }
 
 
 def test_vibo_matches_mml_eap_on_2pl_with_missing_responses():
@@ -60,7 +71,9 @@ def test_vibo_matches_mml_eap_on_the_rwa_shaped_grm():
     y = inject(rm, "mcar", 0.2, seed=6)[0].responses
     pick = lambda p: truth[truth.parameter == p].sort_values(["item", "person", "category"]).value.to_numpy()  # noqa: E731
     theta, a = pick("ability"), pick("discrimination")
-    tau = pick("base_difficulty")[:, None] + np.concatenate([np.zeros((j, 1)), np.cumsum(pick("increments").reshape(j, c - 2), 1)], 1)
+    tau = pick("base_difficulty")[:, None] + np.concatenate(
+        [np.zeros((j, 1)), np.cumsum(pick("increments").reshape(j, c - 2), 1)], 1
+    )
     cuts = (a[:, None] * tau).ravel()
     st, vs = irt2pl.Structure("grm", j, 1, n_categories=(c,) * j), vibo.VIBOSettings(train=SETTINGS)
     fit = vibo.fit(jax.random.key(0), y, st, vs)

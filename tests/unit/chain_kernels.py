@@ -18,8 +18,9 @@ class Blowing(NamedTuple):
 def blowing_init(key):
     """About half of the chains (by their key) blow up."""
     k_x, k_b = jax.random.split(key)
-    return Blowing(jnp.zeros((), jnp.int32), jax.random.normal(k_x, ()),
-                   (jax.random.uniform(k_b, ()) < 0.5).astype(jnp.float32))
+    return Blowing(
+        jnp.zeros((), jnp.int32), jax.random.normal(k_x, ()), (jax.random.uniform(k_b, ()) < 0.5).astype(jnp.float32)
+    )
 
 
 def blowing_step(key, state):

@@ -20,8 +20,9 @@ N = 400
 
 def conjugate_model():
     def log_lik(params, batch, key):
-        return (tfd.Normal(params["z"], 1.0).log_prob(batch["x"])
-                + tfd.Normal(params["theta"][:, 0], 1.0).log_prob(batch["y"]))
+        return tfd.Normal(params["z"], 1.0).log_prob(batch["x"]) + tfd.Normal(params["theta"][:, 0], 1.0).log_prob(
+            batch["y"]
+        )
 
     return advi.Model(
         shapes={"z": (), "theta": (N, 1)},
@@ -29,13 +30,13 @@ def conjugate_model():
         local=("theta",),
         log_prior_global=lambda p: tfd.Normal(0.0, 1.0).log_prob(p["z"]),
         log_prior_local=lambda p: tfd.Normal(0.0, 1.0).log_prob(p["theta"]).sum(-1),
-        log_likelihood=log_lik)
+        log_likelihood=log_lik,
+    )
 
 
 def data():
     rng = np.random.default_rng(0)
-    return {"x": jnp.array(rng.normal(0.7, 1.0, N), jnp.float32),
-            "y": jnp.array(rng.normal(0.0, 1.5, N), jnp.float32)}
+    return {"x": jnp.array(rng.normal(0.7, 1.0, N), jnp.float32), "y": jnp.array(rng.normal(0.0, 1.5, N), jnp.float32)}
 
 
 @pytest.mark.parametrize("batch_size", [None, 100])
@@ -44,8 +45,9 @@ def test_recovers_exact_posterior(batch_size):
     q0 = advi.init(model, {"z": 0.0, "theta": np.zeros((N, 1))})
     # a fixed number of steps with a decaying learning rate: this checks the estimator, not
     # the stopping rule (which stops on the windowed loss, dominated here by Monte Carlo noise)
-    settings = TrainSettings(learning_rate=0.05, batch_size=batch_size, max_steps=4000,
-                             min_steps=4000, lr_decay_steps=800, progress_every=0)
+    settings = TrainSettings(
+        learning_rate=0.05, batch_size=batch_size, max_steps=4000, min_steps=4000, lr_decay_steps=800, progress_every=0
+    )
     res = advi.fit(jax.random.key(1), d, model, advi.ADVISettings(n_draws=4, train=settings), init=q0)
     q = res.params
     sd = lambda name: np.asarray(jax.nn.softplus(q["raw_scale"][name]))
@@ -53,7 +55,7 @@ def test_recovers_exact_posterior(batch_size):
     np.testing.assert_allclose(float(q["loc"]["z"]), float(d["x"].sum()) / (N + 1), atol=0.02)
     np.testing.assert_allclose(float(sd("z")), 1 / np.sqrt(N + 1), rtol=0.25)
     err = np.asarray(q["loc"]["theta"][:, 0]) - np.asarray(d["y"]) / 2
-    assert np.sqrt(np.mean(err ** 2)) < 0.04 and np.abs(err).max() < 0.15
+    assert np.sqrt(np.mean(err**2)) < 0.04 and np.abs(err).max() < 0.15
     np.testing.assert_allclose(np.median(sd("theta")), np.sqrt(0.5), rtol=0.1)
 
 
@@ -70,7 +72,7 @@ def test_elbo_equals_log_evidence_at_exact_posterior():
     cov_x = np.eye(N) + np.ones((N, N))  # x ~ N(0, I + 11')
     sign, logdet = np.linalg.slogdet(cov_x)
     log_ev_x = -0.5 * (N * np.log(2 * np.pi) + logdet + x @ np.linalg.solve(cov_x, x))
-    log_ev_y = np.sum(-0.5 * np.log(2 * np.pi * 2) - y ** 2 / 4)  # y_n ~ N(0, 2)
+    log_ev_y = np.sum(-0.5 * np.log(2 * np.pi * 2) - y**2 / 4)  # y_n ~ N(0, 2)
     elbo = -float(loss(q, jax.random.key(3), batch)) * N
     np.testing.assert_allclose(elbo, log_ev_x + log_ev_y, rtol=2e-4)
 
@@ -116,4 +118,4 @@ def test_minibatches_cover_every_person_once_per_epoch():
     train(loss, {"x": jnp.ones(1)}, jax.random.key(0), {"d": jnp.zeros(50)}, 50, settings)
     steps = np.stack(seen)  # 40 steps x 10 persons; 5 batches per epoch
     for epoch in range(8):
-        np.testing.assert_array_equal(np.sort(steps[5 * epoch:5 * epoch + 5].ravel()), np.arange(50))
+        np.testing.assert_array_equal(np.sort(steps[5 * epoch : 5 * epoch + 5].ravel()), np.arange(50))

@@ -22,9 +22,12 @@ def small():
     settings = bbvi.BBVISettings(n_samples=20)
     params = bbvi_family.init_params(prob.n_persons, prob.design, settings)
     key = jax.random.PRNGKey(3)
-    params = dict(params, rho=jax.random.normal(key, params["rho"].shape),
-                  chol_off=0.1 * jax.random.normal(jax.random.fold_in(key, 1), params["chol_off"].shape),
-                  log_diag=params["log_diag"] + 0.3 * jax.random.normal(jax.random.fold_in(key, 2), params["log_diag"].shape))
+    params = dict(
+        params,
+        rho=jax.random.normal(key, params["rho"].shape),
+        chol_off=0.1 * jax.random.normal(jax.random.fold_in(key, 1), params["chol_off"].shape),
+        log_diag=params["log_diag"] + 0.3 * jax.random.normal(jax.random.fold_in(key, 2), params["log_diag"].shape),
+    )
     return prob, settings, params
 
 
@@ -33,7 +36,9 @@ def test_beta_score_closed_form_matches_autodiff(small):
     fm = prob.data[training.SHARED]["feature_mask"]
     _, beta, _, _ = jax.jit(bbvi_family.draw, static_argnums=2)(params, jax.random.PRNGKey(0), 5, params["rho"], fm)
     h_mu, h_off, h_ld = jax.jit(bbvi_family.score_beta)(params, beta, fm)
-    auto = jax.vmap(jax.vmap(jax.grad(bbvi_family.log_q_beta, argnums=(0, 1, 2)), (0, 0, 0, 0, 0)), (None, None, None, 0, None))
+    auto = jax.vmap(
+        jax.vmap(jax.grad(bbvi_family.log_q_beta, argnums=(0, 1, 2)), (0, 0, 0, 0, 0)), (None, None, None, 0, None)
+    )
     a_mu, a_off, a_ld = jax.jit(auto)(params["mu"], params["chol_off"], params["log_diag"], beta, fm)
     np.testing.assert_allclose(h_mu, a_mu, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(h_off, jnp.tril(a_off, -1), rtol=1e-4, atol=1e-4)
@@ -56,9 +61,14 @@ def test_dirichlet_and_inverse_gamma_scores_match_autodiff():
 def test_gamma_sampler_moments(alpha):
     shape = (40000,)
     kx, ku, kb = jax.random.split(jax.random.PRNGKey(1), 3)
-    g = np.exp(bbvi_family.log_gamma_from(alpha, jax.random.normal(kx, (bbvi_family.N_PROPOSALS,) + shape),
-                                          jax.random.uniform(ku, (bbvi_family.N_PROPOSALS,) + shape, minval=1e-12),
-                                          jax.random.uniform(kb, shape, minval=1e-12)))
+    g = np.exp(
+        bbvi_family.log_gamma_from(
+            alpha,
+            jax.random.normal(kx, (bbvi_family.N_PROPOSALS,) + shape),
+            jax.random.uniform(ku, (bbvi_family.N_PROPOSALS,) + shape, minval=1e-12),
+            jax.random.uniform(kb, shape, minval=1e-12),
+        )
+    )
     se = np.sqrt(alpha / shape[0])
     assert abs(g.mean() - alpha) < 5 * se
     assert abs(g.var() / alpha - 1) < 0.05
@@ -79,7 +89,9 @@ def _exact_pi_gradient(params, n_persons, d0):
     def f(log_d):
         d = jnp.exp(log_d)
         e_log_pi = digamma(d) - digamma(d.sum())
-        entropy = gammaln(d).sum() - gammaln(d.sum()) + (d.sum() - d.size) * digamma(d.sum()) - jnp.sum((d - 1) * digamma(d))
+        entropy = (
+            gammaln(d).sum() - gammaln(d.sum()) + (d.sum() - d.size) * digamma(d.sum()) - jnp.sum((d - 1) * digamma(d))
+        )
         return jnp.sum((counts + d0 - 1) * e_log_pi) + entropy
 
     return jax.grad(f)(params["log_d"])
@@ -90,7 +102,9 @@ def test_pi_gradient_is_unbiased(small, cv):
     prob, settings, params = small
     params = dict(params, log_d=jnp.log(jnp.array([5.0, 12.0, 30.0, 3.0])))
     batch = dict(prob.data, index=jnp.arange(prob.n_persons))
-    f = jax.jit(jax.vmap(lambda k: bbvi_gradients.gradients(params, k, batch, settings, prob.n_persons, cv)[1]["log_d"]))
+    f = jax.jit(
+        jax.vmap(lambda k: bbvi_gradients.gradients(params, k, batch, settings, prob.n_persons, cv)[1]["log_d"])
+    )
     draws = np.asarray(f(jax.random.split(jax.random.PRNGKey(7), 4000)))
     exact = np.asarray(_exact_pi_gradient(params, prob.n_persons, settings.priors.d0))
     se = draws.std(0) / np.sqrt(len(draws))
@@ -116,14 +130,16 @@ def _pathwise_beta_gradient(params, prob, settings, n_draws=20000):
         beta = beta * fm
         eta = lcdm.item_logits(beta, delta)
         lik = jnp.sum(n1 * jax.nn.log_sigmoid(eta) + n0 * jax.nn.log_sigmoid(-eta))
-        return lik - 0.5 * inv_s2 * jnp.sum(fm * beta ** 2) + log_jac + jnp.sum(fm * p["log_diag"])
+        return lik - 0.5 * inv_s2 * jnp.sum(fm * beta**2) + log_jac + jnp.sum(fm * p["log_diag"])
 
     sub = {k: params[k] for k in ("mu", "chol_off", "log_diag")}
     eps = jax.random.normal(jax.random.PRNGKey(11), (n_draws,) + params["mu"].shape)
     g = jax.jit(jax.vmap(jax.grad(f), (None, 0)))(sub, eps)
     g["chol_off"] = jnp.tril(g["chol_off"], -1)
-    return ({k: np.asarray(v.mean(0)) for k, v in g.items()},
-            {k: np.asarray(v.std(0) / np.sqrt(n_draws)) for k, v in g.items()})
+    return (
+        {k: np.asarray(v.mean(0)) for k, v in g.items()},
+        {k: np.asarray(v.std(0) / np.sqrt(n_draws)) for k, v in g.items()},
+    )
 
 
 @pytest.mark.parametrize("monotone,cv", [(False, False), (True, False), (True, True)])
@@ -136,17 +152,28 @@ def test_beta_gradient_is_unbiased(small, monotone, cv):
     # a dozen persons: the likelihood's share of the weights (the estimator's noise) small
     # enough that the prior and the Jacobian terms are resolved
     n = 12
-    prob = bbvi.prepare(np.where(np.asarray(prob.data["y_obs"][:n]) > 0, 1, np.where(np.asarray(prob.data["n_obs"][:n]) > 0, 0, -1)),
-                        np.asarray(Q_SMALL))
+    prob = bbvi.prepare(
+        np.where(np.asarray(prob.data["y_obs"][:n]) > 0, 1, np.where(np.asarray(prob.data["n_obs"][:n]) > 0, 0, -1)),
+        np.asarray(Q_SMALL),
+    )
     params = dict(params, rho=params["rho"][:n])
     settings = settings._replace(monotone=monotone)
     if monotone:
         mu = bbvi_family.init_params(prob.n_persons, prob.design, settings)["mu"]
-        params = dict(params, mu=mu + 0.3 * jax.random.normal(jax.random.PRNGKey(4), mu.shape) * prob.design.feature_mask)
+        params = dict(
+            params, mu=mu + 0.3 * jax.random.normal(jax.random.PRNGKey(4), mu.shape) * prob.design.feature_mask
+        )
     batch = dict(prob.data, index=jnp.arange(prob.n_persons))
     keys = jax.random.split(jax.random.PRNGKey(8), 3000)
-    f = jax.jit(jax.vmap(lambda k: {n: g for n, g in bbvi_gradients.gradients(params, k, batch, settings, prob.n_persons, cv)[1].items()
-                                    if n in ("mu", "chol_off", "log_diag")}))
+    f = jax.jit(
+        jax.vmap(
+            lambda k: {
+                n: g
+                for n, g in bbvi_gradients.gradients(params, k, batch, settings, prob.n_persons, cv)[1].items()
+                if n in ("mu", "chol_off", "log_diag")
+            }
+        )
+    )
     draws = f(keys)
     ref, ref_se = _pathwise_beta_gradient(params, prob, settings)
     fm = np.asarray(prob.design.feature_mask)
@@ -171,7 +198,9 @@ def test_loss_value_and_gradient(small):
     batch = dict(prob.data, index=jnp.arange(prob.n_persons), step=0)
     key = jax.random.PRNGKey(5)
     value, grad = jax.jit(jax.value_and_grad(bbvi_gradients.make_loss(settings, prob.n_persons)))(params, key, batch)
-    elbo, est = jax.jit(lambda p, k, b: bbvi_gradients.gradients(p, k, b, settings, prob.n_persons, False))(params, key, batch)
+    elbo, est = jax.jit(lambda p, k, b: bbvi_gradients.gradients(p, k, b, settings, prob.n_persons, False))(
+        params, key, batch
+    )
     np.testing.assert_allclose(value, -elbo, rtol=1e-6)
     for name in params:
         np.testing.assert_allclose(grad[name], -est[name], rtol=1e-6, atol=1e-6)
@@ -179,8 +208,14 @@ def test_loss_value_and_gradient(small):
 
 def test_coordinate_ascent_moves_one_block_at_a_time():
     tx = bbvi_schedule.coordinate_ascent([optax.sgd(1.0)] * 4, (2, 1, 1, 3))
-    params = {"rho": jnp.zeros(2), "mu": jnp.zeros(2), "chol_off": jnp.zeros(1), "log_diag": jnp.zeros(1),
-              "log_d": jnp.zeros(2), "log_ab": jnp.zeros(2)}
+    params = {
+        "rho": jnp.zeros(2),
+        "mu": jnp.zeros(2),
+        "chol_off": jnp.zeros(1),
+        "log_diag": jnp.zeros(1),
+        "log_d": jnp.zeros(2),
+        "log_ab": jnp.zeros(2),
+    }
     grads = jax.tree.map(jnp.ones_like, params)
     state = tx.init(params)
     moved = []

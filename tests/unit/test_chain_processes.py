@@ -26,13 +26,18 @@ def workers_find_the_kernels(monkeypatch):
 
 
 def _settings(**kw):
-    return SamplerSettings(**{"n_chains": 4, "n_warmup": 20, "n_samples": 200, "chunk": 50, "progress_every": 0,
-                              **kw})
+    return SamplerSettings(**{"n_chains": 4, "n_warmup": 20, "n_samples": 200, "chunk": 50, "progress_every": 0, **kw})
 
 
 def _blowing(seed, processes):
-    return sample(jax.random.key(seed), chain_kernels.blowing_init, chain_kernels.blowing_step,
-                  chain_kernels.record_x, _settings(chain_processes=processes), label="blow")
+    return sample(
+        jax.random.key(seed),
+        chain_kernels.blowing_init,
+        chain_kernels.blowing_step,
+        chain_kernels.record_x,
+        _settings(chain_processes=processes),
+        label="blow",
+    )
 
 
 def test_plan_groups_splits_chains_contiguously(monkeypatch):
@@ -58,14 +63,20 @@ def test_gibbs_draws_match_one_process():
     theta, a, d = rng.normal(size=(150, 1)), rng.uniform(0.5, 2, 8), rng.normal(size=8)
     y = (rng.random((150, 8)) < 0.5 * (1 + np.tanh(a * theta - d))).astype(int)
     y[rng.random(y.shape) < 0.1] = -1
-    runs = [gibbs.fit(jax.random.key(5), y, None, gibbs.GibbsSettings(_settings(n_warmup=50, n_samples=100, chain_processes=p)))
-            for p in (1, 2)]
+    runs = [
+        gibbs.fit(
+            jax.random.key(5), y, None, gibbs.GibbsSettings(_settings(n_warmup=50, n_samples=100, chain_processes=p))
+        )
+        for p in (1, 2)
+    ]
     for name in ("discrimination", "difficulty"):
-        np.testing.assert_allclose(runs[1].idata.posterior[name].values, runs[0].idata.posterior[name].values,
-                                   rtol=0, atol=1e-5)
+        np.testing.assert_allclose(
+            runs[1].idata.posterior[name].values, runs[0].idata.posterior[name].values, rtol=0, atol=1e-5
+        )
     assert runs[1].n_sweeps == runs[0].n_sweeps == 150 and not runs[1].diverged
-    np.testing.assert_allclose(runs[1].extra["final_state"].a, np.asarray(runs[0].extra["final_state"].a),
-                               rtol=0, atol=1e-5)
+    np.testing.assert_allclose(
+        runs[1].extra["final_state"].a, np.asarray(runs[0].extra["final_state"].a), rtol=0, atol=1e-5
+    )
     assert runs[1].wall_seconds > 0 and runs[1].compile_seconds > 0
     assert list(runs[1].summary.index) == list(runs[0].summary.index)
 
@@ -87,22 +98,38 @@ def test_non_finite_guard_across_groups():
 
 def test_unpicklable_functions_are_named():
     with pytest.raises(ValueError, match="record_fn.*picklable|picklable.*record_fn"):
-        sample(jax.random.key(0), chain_kernels.blowing_init, chain_kernels.blowing_step, lambda s: {"x": s.x},
-               _settings(chain_processes=2))
+        sample(
+            jax.random.key(0),
+            chain_kernels.blowing_init,
+            chain_kernels.blowing_step,
+            lambda s: {"x": s.x},
+            _settings(chain_processes=2),
+        )
 
 
 @needs_two_cores
 def test_a_failing_worker_stops_the_run_with_its_error():
     with pytest.raises(RuntimeError, match="chains 0-1 failed: ValueError: this step cannot be traced"):
-        sample(jax.random.key(0), chain_kernels.blowing_init, functools.partial(chain_kernels.failing_step),
-               chain_kernels.record_x, _settings(chain_processes=2))
+        sample(
+            jax.random.key(0),
+            chain_kernels.blowing_init,
+            functools.partial(chain_kernels.failing_step),
+            chain_kernels.record_x,
+            _settings(chain_processes=2),
+        )
 
 
 @needs_two_cores
 def test_workers_progress_reaches_the_parents_log(caplog):
     with caplog.at_level(logging.INFO, logger="bayesirt"):
-        sample(jax.random.key(1), chain_kernels.blowing_init, chain_kernels.blowing_step, chain_kernels.record_x,
-               _settings(chain_processes=2, progress_every=1), label="relay")
+        sample(
+            jax.random.key(1),
+            chain_kernels.blowing_init,
+            chain_kernels.blowing_step,
+            chain_kernels.record_x,
+            _settings(chain_processes=2, progress_every=1),
+            label="relay",
+        )
     messages = [r.getMessage() for r in caplog.records]
     for chains in ("[chains 0-1]", "[chains 2-3]"):
         assert any(m.startswith(f"relay {chains}: sweep 220 / 220 (sampling)") for m in messages), messages

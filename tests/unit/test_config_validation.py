@@ -63,12 +63,10 @@ def refused(cfg) -> str:
 def test_bad_missingness_names_the_key():
     cfg = shipped("test.yaml")
     cfg["studies"]["rb_imputation"]["missing"] = "mcar150"
-    assert refused(cfg) == ("config key 'studies.rb_imputation.missing': 'mcar150' — the rate 150% is "
-                            "outside [0, 100)")
+    assert refused(cfg) == ("config key 'studies.rb_imputation.missing': 'mcar150' — the rate 150% is outside [0, 100)")
     cfg = shipped("test.yaml")
     cfg["studies"]["vibo"]["designs"]["tiny"]["missing"] = ["mcar20", "mar0"]
-    assert refused(cfg).startswith(
-        "config key 'studies.vibo.designs.tiny.missing.1': 'mar0' — a rate of 0%")
+    assert refused(cfg).startswith("config key 'studies.vibo.designs.tiny.missing.1': 'mar0' — a rate of 0%")
     cfg = shipped("test.yaml")
     cfg["studies"]["gibbs_2pno"]["designs"]["tiny"]["missing"] = ["mnar120"]
     assert refused(cfg).startswith("config key 'studies.gibbs_2pno.designs.tiny.missing.0': 'mnar120'")
@@ -107,14 +105,31 @@ def test_nothing_to_impute_on_complete_simulated_data():
     study_checks(cfg)
 
 
-@pytest.mark.parametrize("path, value, message", [
-    (("studies", "rb_imputation", "replications"), -1,
-     "config key 'studies.rb_imputation.replications': -1 is less than the minimum of 0"),
-    (("studies", "vibo", "designs", "tiny", "replications"), 0,
-     "config key 'studies.vibo.designs.tiny.replications': 0 is less than the minimum of 1"),
-    (("priors", "ability_scale"), 0, "config key 'priors.ability_scale': 0 is less than or equal to the minimum of 0"),
-    (("studies", "gibbs_2pno", "priors", "ability_var"), -1.0, "config key 'studies.gibbs_2pno.priors.ability_var'"),
-])
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        (
+            ("studies", "rb_imputation", "replications"),
+            -1,
+            "config key 'studies.rb_imputation.replications': -1 is less than the minimum of 0",
+        ),
+        (
+            ("studies", "vibo", "designs", "tiny", "replications"),
+            0,
+            "config key 'studies.vibo.designs.tiny.replications': 0 is less than the minimum of 1",
+        ),
+        (
+            ("priors", "ability_scale"),
+            0,
+            "config key 'priors.ability_scale': 0 is less than or equal to the minimum of 0",
+        ),
+        (
+            ("studies", "gibbs_2pno", "priors", "ability_var"),
+            -1.0,
+            "config key 'studies.gibbs_2pno.priors.ability_var'",
+        ),
+    ],
+)
 def test_schema_ranges_name_the_key(path, value, message):
     cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     node = cfg
@@ -136,26 +151,43 @@ def parsed_like_the_workflow(cfg: dict) -> None:
     study_checks(cfg)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("bogus: 1\n", "config key 'bogus': unknown key"),
-    ("training: {learning_rat: 0.1}\n", "config key 'training.learning_rat': unknown key"),
-    ("training: {max_steps: ten}\n", "config key 'training.max_steps': 'ten' is not of type 'integer'"),
-    ("datasets: {rwa_sim: {source: simulate, preset: rwa, n_persons: -5}}\n",
-     "config key 'datasets.rwa_sim.n_persons': -5 is less than the minimum"),
-    ("studies: {rb_imputation: {dataset: nowhere}}\n", "config key 'studies.rb_imputation.dataset'"),
-    ("studies: {amortized_ifa: {designs: {x: {preset: ipip, n_persons: 50, replicas: 2}}}}\n",
-     "config key 'studies.amortized_ifa.designs.x.replicas': unknown key"),
-    ("studies: {amortized_ifa: {designs: {x: {dataset: rwa_sim, analysis: exploratory}}}}\n",
-     "config key 'studies.amortized_ifa.designs.x.dataset'"),
-    ("studies: {rb_imputation: {dataset: rwa_sim, missing: mcar150}}\n",
-     "config key 'studies.rb_imputation.missing': 'mcar150' — the rate 150% is outside [0, 100)"),
-    ("studies: {gibbs_2pno: {designs: {x: {n_persons: 50, n_items: 5, missing: [mcar0, mar0]}}}}\n",
-     "config key 'studies.gibbs_2pno.designs.x.missing.1': 'mar0' — a rate of 0% hides nothing"),
-    ("studies: {rb_imputation: {dataset: rwa_sim, replications: -1}}\n",
-     "config key 'studies.rb_imputation.replications': -1 is less than the minimum of 0"),
-    ("priors: {discrimination_scale: 0}\n",
-     "config key 'priors.discrimination_scale': 0 is less than or equal to the minimum of 0"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("bogus: 1\n", "config key 'bogus': unknown key"),
+        ("training: {learning_rat: 0.1}\n", "config key 'training.learning_rat': unknown key"),
+        ("training: {max_steps: ten}\n", "config key 'training.max_steps': 'ten' is not of type 'integer'"),
+        (
+            "datasets: {rwa_sim: {source: simulate, preset: rwa, n_persons: -5}}\n",
+            "config key 'datasets.rwa_sim.n_persons': -5 is less than the minimum",
+        ),
+        ("studies: {rb_imputation: {dataset: nowhere}}\n", "config key 'studies.rb_imputation.dataset'"),
+        (
+            "studies: {amortized_ifa: {designs: {x: {preset: ipip, n_persons: 50, replicas: 2}}}}\n",
+            "config key 'studies.amortized_ifa.designs.x.replicas': unknown key",
+        ),
+        (
+            "studies: {amortized_ifa: {designs: {x: {dataset: rwa_sim, analysis: exploratory}}}}\n",
+            "config key 'studies.amortized_ifa.designs.x.dataset'",
+        ),
+        (
+            "studies: {rb_imputation: {dataset: rwa_sim, missing: mcar150}}\n",
+            "config key 'studies.rb_imputation.missing': 'mcar150' — the rate 150% is outside [0, 100)",
+        ),
+        (
+            "studies: {gibbs_2pno: {designs: {x: {n_persons: 50, n_items: 5, missing: [mcar0, mar0]}}}}\n",
+            "config key 'studies.gibbs_2pno.designs.x.missing.1': 'mar0' — a rate of 0% hides nothing",
+        ),
+        (
+            "studies: {rb_imputation: {dataset: rwa_sim, replications: -1}}\n",
+            "config key 'studies.rb_imputation.replications': -1 is less than the minimum of 0",
+        ),
+        (
+            "priors: {discrimination_scale: 0}\n",
+            "config key 'priors.discrimination_scale': 0 is less than or equal to the minimum of 0",
+        ),
+    ],
+)
 def test_bad_values_are_refused_at_parse_time_naming_the_key(text, message):
     # the test config with one section replaced, as a user's --configfile would
     cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())

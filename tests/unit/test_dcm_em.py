@@ -26,8 +26,10 @@ def _objective(fit, y, q, ridge):
     y_obs, n_obs = lcdm.observed_counts(y)
 
     def f(beta, theta):
-        return (lcdm.marginal_loglik(beta * des.feature_mask, jax.nn.log_softmax(theta), jnp.asarray(des.delta, jnp.float32),
-                                     y_obs, n_obs).sum() - 0.5 * ridge * jnp.sum(beta ** 2))
+        return lcdm.marginal_loglik(
+            beta * des.feature_mask, jax.nn.log_softmax(theta), jnp.asarray(des.delta, jnp.float32), y_obs, n_obs
+        ).sum() - 0.5 * ridge * jnp.sum(beta**2)
+
     return f
 
 
@@ -49,7 +51,9 @@ def test_standard_errors_are_finite_and_shrink_with_information(data):
     y, q, _ = data
     fit = dcm_em.fit(None, bbvi.prepare(y, q))
     des = lcdm.design(q)
-    assert np.all(np.isfinite(fit.beta_se[des.feature_mask > 0])) and np.all(np.isnan(fit.beta_se[des.feature_mask == 0]))
+    assert np.all(np.isfinite(fit.beta_se[des.feature_mask > 0])) and np.all(
+        np.isnan(fit.beta_se[des.feature_mask == 0])
+    )
     assert np.all(fit.pi_se > 0) and np.all(fit.pi_se < 0.1)
     more = dcm_em.fit(None, bbvi.prepare(np.concatenate([y] * 4), q))
     np.testing.assert_allclose(more.beta_se[des.feature_mask > 0], fit.beta_se[des.feature_mask > 0] / 2, rtol=0.1)
@@ -78,6 +82,7 @@ def _is_monotone(beta, des, tol=0.0):
 def _loglik64(beta, log_pi, y, q, ridge):
     """Penalised marginal log-likelihood in float64 numpy (an independent evaluation)."""
     from scipy.special import log_expit, logsumexp
+
     des = lcdm.design(q)
     eta = np.einsum("jlk,jk->jl", des.delta, beta * des.feature_mask)
     y1, y0 = (y == 1).astype(float), (y == 0).astype(float)
@@ -133,8 +138,10 @@ def test_monotone_em_sits_on_the_boundary_with_the_kkt_condition(zero_main_data)
     for j, k in zip(*np.nonzero(des.order == 1)):
         e = np.zeros_like(mono.beta)
         e[j, k] = h
-        g = (_loglik64(mono.beta + e, mono.log_pi, y, q, settings.ridge)
-             - _loglik64(mono.beta - e, mono.log_pi, y, q, settings.ridge)) / (2 * h)
+        g = (
+            _loglik64(mono.beta + e, mono.log_pi, y, q, settings.ridge)
+            - _loglik64(mono.beta - e, mono.log_pi, y, q, settings.ridge)
+        ) / (2 * h)
         if mono.beta[j, k] < 1e-3:
             boundary += 1
             assert g <= 0.05, (j, k, g)

@@ -30,17 +30,27 @@ def validated(name="test.yaml", **study) -> dict:
 def test_the_study_loads_and_its_conditions_are_result_folders():
     study = base.load("dcm_bbvi")
     assert study.name == "dcm_bbvi" and tuple(study.methods) == conditions.METHODS
-    assert all(callable(f) for f in (study.conditions, study.fit, study.aggregate, study.figures,
-                                     *study.methods.values()))
+    assert all(
+        callable(f) for f in (study.conditions, study.fit, study.aggregate, study.figures, *study.methods.values())
+    )
     fits = study.conditions(validated())
-    assert [f.folder for f in fits] == ["results/dcm_bbvi/seed/mcar20/em/rep0", "results/dcm_bbvi/seed/mcar20/bbvi/rep0"]
+    assert [f.folder for f in fits] == [
+        "results/dcm_bbvi/seed/mcar20/em/rep0",
+        "results/dcm_bbvi/seed/mcar20/bbvi/rep0",
+    ]
     assert [f.method for f in fits] == ["em", "bbvi"]
     # NUTS only on nuts_designs; the schema's defaults: missing [0.0, 0.2], one replication
-    fits = study.conditions(validated(designs={"seed": {}, "larger": {"replications": 2}},
-                                      methods=["em", "nuts"]))
+    fits = study.conditions(validated(designs={"seed": {}, "larger": {"replications": 2}}, methods=["em", "nuts"]))
     assert [f.folder.removeprefix("results/dcm_bbvi/") for f in fits] == [
-        "seed/mcar0/em/rep0", "seed/mcar0/nuts/rep0", "seed/mcar20/em/rep0", "seed/mcar20/nuts/rep0",
-        "larger/mcar0/em/rep0", "larger/mcar0/em/rep1", "larger/mcar20/em/rep0", "larger/mcar20/em/rep1"]
+        "seed/mcar0/em/rep0",
+        "seed/mcar0/nuts/rep0",
+        "seed/mcar20/em/rep0",
+        "seed/mcar20/nuts/rep0",
+        "larger/mcar0/em/rep0",
+        "larger/mcar0/em/rep1",
+        "larger/mcar20/em/rep0",
+        "larger/mcar20/em/rep1",
+    ]
     assert study.conditions(validated(enabled=False)) == []
 
 
@@ -51,7 +61,12 @@ def test_settings_defaults_are_the_schemas():
     assert config.n_samples == 10 and config.variance_repeats == 4
     assert config.bbvi_train.max_steps == 160 and config.bbvi_train.window == methods.BBVI_TRAIN.window
     paper = methods.study_config(settings.Settings.from_config(validated("paper.yaml")))
-    assert (paper.nuts.n_chains, paper.nuts.n_warmup, paper.nuts.n_samples, paper.nuts.progress_every) == (4, 1000, 1000, 0)
+    assert (paper.nuts.n_chains, paper.nuts.n_warmup, paper.nuts.n_samples, paper.nuts.progress_every) == (
+        4,
+        1000,
+        1000,
+        0,
+    )
 
 
 def test_check_refuses_rates_the_conditions_cannot_name():
@@ -105,8 +120,11 @@ def test_the_monotone_key_reaches_em_and_bbvi(method):
     from dataclasses import replace
 
     rm, truth, q = data.simulate(conditions.DESIGNS["seed"], 0.0, 5, n_persons=200)
-    config = methods.study_config(settings.Settings.from_config(validated(
-        monotone=True, variance_repeats=0, n_samples=50, bbvi_training={"max_steps": 80, "min_steps": 80})))
+    config = methods.study_config(
+        settings.Settings.from_config(
+            validated(monotone=True, variance_repeats=0, n_samples=50, bbvi_training={"max_steps": 80, "min_steps": 80})
+        )
+    )
     assert config.monotone
     out = methods.fit(method, rm, truth, q, seed=0, config=config)
     assert out.record["monotone"] is True

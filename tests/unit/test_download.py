@@ -121,7 +121,9 @@ def test_extract_member_and_truncated_archive(tmp_path):
         zf.writestr("RWAS/codebook.txt", b"codebook")
     out = download.extract(archive, "RWAS/data.csv", tmp_path / "data.csv")
     assert out["sha256"] == SHA and (tmp_path / "data.csv").read_bytes() == PAYLOAD
-    with pytest.raises(DataFormatError, match=r"member 'data.csv' not in the archive; did you mean \['RWAS/data.csv'\]"):
+    with pytest.raises(
+        DataFormatError, match=r"member 'data.csv' not in the archive; did you mean \['RWAS/data.csv'\]"
+    ):
         download.extract(archive, "data.csv", tmp_path / "d2.csv")
     truncated = tmp_path / "cut.zip"
     truncated.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])

@@ -35,11 +35,15 @@ def write(path: Path, text: str):
 
 def test_one_line_per_failed_job(tmp_path):
     write(tmp_path / ".snakemake/log/2026-01-01T000000.snakemake.log", RUN_LOG)
-    write(tmp_path / "logs/data/mine.prepare.log",
-          "2026 INFO started\n2026 CRITICAL failed with DataFormatError: survey.csv: line 9\nTraceback (most recent "
-          "call last):\n  File \"x\", line 1\nbayesirt.io.DataFormatError: survey.csv: line 9\n")
-    write(tmp_path / "logs/fit.log", "Traceback (most recent call last):\n  File \"y\", line 2, in f\n    g()\n"
-                                     "jax.errors.SomeError: out of memory\n")
+    write(
+        tmp_path / "logs/data/mine.prepare.log",
+        "2026 INFO started\n2026 CRITICAL failed with DataFormatError: survey.csv: line 9\nTraceback (most recent "
+        'call last):\n  File "x", line 1\nbayesirt.io.DataFormatError: survey.csv: line 9\n',
+    )
+    write(
+        tmp_path / "logs/fit.log",
+        'Traceback (most recent call last):\n  File "y", line 2, in f\n    g()\njax.errors.SomeError: out of memory\n',
+    )
     assert explain_failure.explain(tmp_path) == [
         "error: DataFormatError: survey.csv: line 9 (rule prepare_table, log logs/data/mine.prepare.log)",
         "error: SomeError: out of memory (rule fit_x, log logs/fit.log)",

@@ -24,10 +24,12 @@ def small():
 
 def true_params(rm, truth):
     get = lambda name: truth[truth.parameter == name]["value"].to_numpy()
-    return {"discrimination": jnp.array(get("discrimination")),
-            "base_difficulty": jnp.array(get("base_difficulty")),
-            "increments": jnp.array(get("increments").reshape(rm.n_items, -1)),
-            "ability": jnp.array(get("ability").reshape(rm.n_persons, -1))}
+    return {
+        "discrimination": jnp.array(get("discrimination")),
+        "base_difficulty": jnp.array(get("base_difficulty")),
+        "increments": jnp.array(get("increments").reshape(rm.n_items, -1)),
+        "ability": jnp.array(get("ability").reshape(rm.n_persons, -1)),
+    }
 
 
 def test_log_likelihood_is_the_sum_over_items_of_own_scale_terms(small, x64):
@@ -41,6 +43,7 @@ def test_log_likelihood_is_the_sum_over_items_of_own_scale_terms(small, x64):
     tau = np.asarray(grm.ordered_cuts(p["base_difficulty"], p["increments"]))
     theta = np.asarray(p["ability"])
     from scipy.special import expit
+
     expected = np.zeros(rm.n_persons)
     for n in range(rm.n_persons):
         for i in range(rm.n_items):
@@ -55,15 +58,23 @@ def test_log_likelihood_is_the_sum_over_items_of_own_scale_terms(small, x64):
 def test_priors_match_scipy(small, x64):
     rm, truth = small
     p = true_params(rm, truth)
-    pr = fgrm.Priors(discrimination_scale=1.5, base_difficulty_loc=0.5, base_difficulty_scale=2.0,
-                     increment_scale=0.7, ability_scale=1.3)
+    pr = fgrm.Priors(
+        discrimination_scale=1.5,
+        base_difficulty_loc=0.5,
+        base_difficulty_scale=2.0,
+        increment_scale=0.7,
+        ability_scale=1.3,
+    )
     st = fgrm.structure_of(rm)
-    expected_global = (stats.halfnorm(scale=1.5).logpdf(p["discrimination"]).sum()
-                       + stats.norm(0.5, 2.0).logpdf(p["base_difficulty"]).sum()
-                       + stats.halfnorm(scale=0.7).logpdf(p["increments"]).sum())
+    expected_global = (
+        stats.halfnorm(scale=1.5).logpdf(p["discrimination"]).sum()
+        + stats.norm(0.5, 2.0).logpdf(p["base_difficulty"]).sum()
+        + stats.halfnorm(scale=0.7).logpdf(p["increments"]).sum()
+    )
     np.testing.assert_allclose(fgrm.log_prior(p, pr, st, local=False), expected_global, rtol=1e-6)
-    np.testing.assert_allclose(fgrm.log_prior(p, pr, st, local=True),
-                               stats.norm(0, 1.3).logpdf(p["ability"]).sum(1), rtol=1e-6)
+    np.testing.assert_allclose(
+        fgrm.log_prior(p, pr, st, local=True), stats.norm(0, 1.3).logpdf(p["ability"]).sum(1), rtol=1e-6
+    )
 
 
 @pytest.mark.parametrize("name", ["discrimination", "base_difficulty", "increments", "ability"])
@@ -77,8 +88,9 @@ def test_bijectors_round_trip_and_map_onto_the_support(name, x64):
     # log|J| against a finite difference of the forward map
     eps = 1e-6
     fd = (bij.forward(u + eps) - bij.forward(u - eps)) / (2 * eps)
-    np.testing.assert_allclose(jnp.broadcast_to(bij.forward_log_det_jacobian(u, event_ndims=0), u.shape),
-                               np.log(fd), atol=1e-6)
+    np.testing.assert_allclose(
+        jnp.broadcast_to(bij.forward_log_det_jacobian(u, event_ndims=0), u.shape), np.log(fd), atol=1e-6
+    )
 
 
 def test_initial_values_have_model_shapes_and_order(small):
@@ -99,8 +111,14 @@ def test_nan_likelihood_stops_the_fit_and_its_record_says_so(small, tmp_path):
     with pytest.raises(FitDivergedError, match="step"):  # the driver itself raises ...
         advi_fit_raising(rm, broken)
     # ... and the study runner keeps the last good state and writes a record that says so
-    out = grm_advi.fit(rm, seed=0, settings=TrainSettings(max_steps=500, progress_every=0),
-                       priors=fgrm.Priors(), log_likelihood=broken, posterior_draws=20)
+    out = grm_advi.fit(
+        rm,
+        seed=0,
+        settings=TrainSettings(max_steps=500, progress_every=0),
+        priors=fgrm.Priors(),
+        log_likelihood=broken,
+        posterior_draws=20,
+    )
     rec = out.record
     assert rec["converged"] is False and rec["diverged_at_step"] is not None
     assert "non-finite" in rec["convergence_reason"]
@@ -113,8 +131,13 @@ def advi_fit_raising(rm, log_likelihood):
     st = fgrm.structure_of(rm)
     model = inference_grm_advi.advi_model(st, fgrm.Priors(), rm.n_persons, log_likelihood)
     q0 = advi.init(model, fgrm.initial_values(rm.responses, st))
-    return advi.fit(jax.random.key(0), {"y": jnp.asarray(rm.responses, jnp.int32)}, model,
-                    advi.ADVISettings(train=TrainSettings(max_steps=500, progress_every=0)), init=q0)
+    return advi.fit(
+        jax.random.key(0),
+        {"y": jnp.asarray(rm.responses, jnp.int32)},
+        model,
+        advi.ADVISettings(train=TrainSettings(max_steps=500, progress_every=0)),
+        init=q0,
+    )
 
 
 # slow (two fits, 10 s): in CI the workflow tests cover it, every fit of the test config
@@ -130,4 +153,9 @@ def test_fit_outputs_are_complete_and_reproducible(small, tmp_path):
     assert set(a.estimates.parameter) == {"discrimination", "base_difficulty", "increments", "ability"}
     assert len(a.estimates) == len(truth) and a.estimates["true"].notna().all()
     records.write_fit(a, tmp_path / "fit")
-    assert sorted(p.name for p in (tmp_path / "fit").iterdir()) == ["estimates.csv", "fit.json", "loss.csv", "posterior.nc"]
+    assert sorted(p.name for p in (tmp_path / "fit").iterdir()) == [
+        "estimates.csv",
+        "fit.json",
+        "loss.csv",
+        "posterior.nc",
+    ]

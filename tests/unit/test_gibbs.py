@@ -26,8 +26,9 @@ def _check_moments(x, mean, var, n_se=5.0):
 
 
 def test_ndtri_f32_matches_scipy():
-    p = np.concatenate([np.logspace(-37, -1, 5000), np.linspace(0.01, 0.99, 5000),
-                        1 - np.logspace(-7, -1, 500)]).astype(np.float32)
+    p = np.concatenate(
+        [np.logspace(-37, -1, 5000), np.linspace(0.01, 0.99, 5000), 1 - np.logspace(-7, -1, 500)]
+    ).astype(np.float32)
     got = np.asarray(truncnormal.ndtri_f32(jnp.asarray(p)), np.float64)
     want = sp_ndtri(p.astype(np.float64))
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
@@ -52,7 +53,7 @@ def test_z_conditional_moments_far_into_the_tails(eta, y):
     z = np.asarray(z[:, 0], np.float64)
     assert np.isfinite(z).all()
     assert np.all(z >= 0) if y == 1 else np.all(z <= 0)
-    a, b = ((-eta, np.inf) if y == 1 else (-np.inf, -eta))
+    a, b = (-eta, np.inf) if y == 1 else (-np.inf, -eta)
     mean, var = truncnorm.stats(a, b, loc=eta, moments="mv")
     _check_moments(z, float(mean), float(var))
 
@@ -93,8 +94,9 @@ def test_theta_conditional_draws_match_closed_form(missing):
     # closed form, written out per person: 1/v = 1/s2 + sum_j a_j^2, m = v (mu/s2 + sum a_j (Z + d_j))
     prec = 1 / 2.0 + (obs * a**2).sum(1)
     mean = (0.3 / 2.0 + (obs * a * (zz + d)).sum(1)) / prec
-    draws = jax.vmap(lambda k: gibbs.draw_theta(k, jnp.asarray(zz), jnp.asarray(y), jnp.asarray(a),
-                                                 jnp.asarray(d), pri, missing))(jax.random.split(jax.random.key(1), 20_000))
+    draws = jax.vmap(
+        lambda k: gibbs.draw_theta(k, jnp.asarray(zz), jnp.asarray(y), jnp.asarray(a), jnp.asarray(d), pri, missing)
+    )(jax.random.split(jax.random.key(1), 20_000))
     _check_moments(np.asarray(draws), mean, 1 / prec)
 
 
@@ -108,7 +110,8 @@ def test_item_conditional_draws_match_closed_form_with_truncation():
     p = p_prior + x.T @ x
     cov = np.linalg.inv(p)
     draws = jax.vmap(lambda k: jnp.stack(gibbs.draw_items(k, jnp.asarray(z), jnp.asarray(y), jnp.asarray(theta), pri)))(
-        jax.random.split(jax.random.key(5), N_DRAWS))
+        jax.random.split(jax.random.key(5), N_DRAWS)
+    )
     draws = np.asarray(draws, np.float64)  # (draws, 2, items)
     assert np.all(draws[:, 0] > 0)
     for j in range(4):
@@ -132,9 +135,13 @@ def test_item_conditional_without_truncation_is_the_bivariate_normal(missing):
     pri = Priors()
     obs = (y >= 0) if missing == "omit" else np.ones_like(y, bool)
     zz = np.where(obs, z, 0.0)
-    draws = jax.vmap(lambda k: jnp.stack(gibbs.draw_items(k, jnp.asarray(zz + 2 * theta[:, None] * obs), jnp.asarray(y),
-                                                          jnp.asarray(theta), pri, missing)))(
-        jax.random.split(jax.random.key(6), 50_000))
+    draws = jax.vmap(
+        lambda k: jnp.stack(
+            gibbs.draw_items(
+                k, jnp.asarray(zz + 2 * theta[:, None] * obs), jnp.asarray(y), jnp.asarray(theta), pri, missing
+            )
+        )
+    )(jax.random.split(jax.random.key(6), 50_000))
     draws = np.asarray(draws, np.float64)
     for j in range(3):
         o = obs[:, j]
@@ -144,8 +151,11 @@ def test_item_conditional_without_truncation_is_the_bivariate_normal(missing):
         m = cov @ (x.T @ (zz[o, j] + 2 * theta[o]))
         assert m[0] / np.sqrt(cov[0, 0]) > 8  # truncation at 0 is immaterial here
         _check_moments(draws[:, :, j], m, np.diag(cov))
-        np.testing.assert_allclose(np.cov(draws[:, 0, j], draws[:, 1, j])[0, 1], cov[0, 1],
-                                   atol=5 * np.sqrt(cov[0, 0] * cov[1, 1] / draws.shape[0]))
+        np.testing.assert_allclose(
+            np.cov(draws[:, 0, j], draws[:, 1, j])[0, 1],
+            cov[0, 1],
+            atol=5 * np.sqrt(cov[0, 0] * cov[1, 1] / draws.shape[0]),
+        )
 
 
 def test_missing_as_untruncated_z_gives_the_same_theta_conditional_as_leaving_it_out():
@@ -218,7 +228,9 @@ def test_mixture_mu_conditional_matches_closed_form():
     pri = gibbs_mixture.MixturePriors(lam=1.0, nu=0.5, rho=0.1)
     state = gibbs_mixture.MixtureState(jnp.asarray((x > 0).astype(np.int32)), jnp.float32(0.5), jnp.array([-6.0, 6.0]))
     # z is redrawn inside step; check mu against the closed form given the z that step drew
-    draws = jax.vmap(lambda k: gibbs_mixture.step(k, state, jnp.asarray(x), pri))(jax.random.split(jax.random.key(0), 5_000))
+    draws = jax.vmap(lambda k: gibbs_mixture.step(k, state, jnp.asarray(x), pri))(
+        jax.random.split(jax.random.key(0), 5_000)
+    )
     z = np.asarray(draws.z)
     assert np.all(z == (x > 0))  # the components are far apart: allocations are certain here
     m, v = gibbs_mixture.conditional_mu(x, z[0], pri)
@@ -288,7 +300,8 @@ def test_location_move_draws_its_gaussian():
     _, _, s = _moved_state(1)
     pri = Priors(ability_mean=0.2, difficulty_var=2.0, difficulty_mean=-0.1)
     th = jax.vmap(lambda k: gibbs_expansion.shift_location(k, s.theta, s.a, s.d, pri)[0][0])(
-        jax.random.split(jax.random.key(0), 50_000))
+        jax.random.split(jax.random.key(0), 50_000)
+    )
     h = np.asarray(th, np.float64) - float(s.theta[0])
     theta, a, d = (np.asarray(v, np.float64) for v in (s.theta, s.a, s.d))
     prec = len(theta) / 1.0 + (a * a).sum() / 2.0
@@ -300,7 +313,8 @@ def test_item_scale_move_draws_its_gamma():
     y, data, s = _moved_state(2)
     z = gibbs.draw_z(jax.random.key(9), data.y, s.theta, s.a, s.d, "augment")
     a3 = jax.vmap(lambda k: gibbs_expansion.expand_items(k, z, data.y, s.theta, s.a, s.d, Priors(), "augment")[1])(
-        jax.random.split(jax.random.key(0), 50_000))
+        jax.random.split(jax.random.key(0), 50_000)
+    )
     g2 = (np.asarray(a3, np.float64) / np.asarray(s.a, np.float64)) ** 2
     theta, a, d = (np.asarray(v, np.float64) for v in (s.theta, s.a, s.d))
     r = ((np.asarray(z) - (theta[:, None] * a - d)) ** 2).sum(0) + a**2 + d**2
@@ -320,6 +334,7 @@ def test_scale_move_is_reversible_on_the_prior():
     def run(k, th, a):
         def body(c, kk):
             return gibbs_expansion.rescale(kk, c[0], c[1], pri), None
+
         return jax.lax.scan(body, (th, a), jax.random.split(k, 30))[0]
 
     th, a = jax.vmap(run)(jax.random.split(jax.random.key(1), copies), theta0, a0)

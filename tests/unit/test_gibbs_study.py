@@ -43,9 +43,13 @@ def with_study(study: dict) -> dict:
 
 
 def study(**design):
-    return {"methods": list(conditions.METHODS),
-            "designs": {"a": {"n_persons": 100, "n_items": 10, "missing": ["mcar0", "mcar20"], "replications": 2},
-                        "b": {"n_persons": 50, "n_items": 5, "missing": ["mcar10"], "replications": 1, **design}}}
+    return {
+        "methods": list(conditions.METHODS),
+        "designs": {
+            "a": {"n_persons": 100, "n_items": 10, "missing": ["mcar0", "mcar20"], "replications": 2},
+            "b": {"n_persons": 50, "n_items": 5, "missing": ["mcar10"], "replications": 1, **design},
+        },
+    }
 
 
 def test_conditions_are_designs_x_missing_x_methods_x_replications():
@@ -60,7 +64,8 @@ def test_conditions_are_designs_x_missing_x_methods_x_replications():
     assert not any(c.missing == "mcar0" and c.method == "gibbs_omit" for c in conds)
     assert conds[0].folder == "results/gibbs_2pno/a/mcar0/gibbs/rep0"
     assert conditions.design_conditions(with_study(study(nuts=True)), "b") == [
-        conditions.Condition("b", "mcar10", m, 0) for m in conditions.METHODS]
+        conditions.Condition("b", "mcar10", m, 0) for m in conditions.METHODS
+    ]
     assert conditions.conditions(with_study({**study(), "enabled": False})) == []
     no_mixture = conditions.conditions(with_study({**study(), "mixture": {"enabled": False}}))
     assert no_mixture == conditions.design_conditions(with_study(study())) and len(no_mixture) == 2 * 3 + 2
@@ -85,11 +90,22 @@ def test_settings_are_read_from_the_validated_config():
     cfg = validated(config_yaml())
     s = settings.Settings.from_config(cfg)
     assert (s.gibbs.n_chains, s.gibbs.n_warmup, s.gibbs.n_samples, s.gibbs.chunk, s.gibbs.chain_processes) == (
-        2, 200, 300, 100, 2)
+        2,
+        200,
+        300,
+        100,
+        2,
+    )
     assert s.nuts == settings.Sampler(4, 500, 1000, 1, 500, 1)  # the schema's defaults
     assert s.mixture.sampler.n_samples == 500 and s.mixture.n_women == 300 and s.mixture.priors["nu"] == 170.0
-    assert s.priors == {"ability_mean": 0.0, "ability_var": 1.0, "difficulty_mean": 0.0, "difficulty_var": 1.0,
-                        "discrimination_mean": 0.0, "discrimination_var": 1.0}
+    assert s.priors == {
+        "ability_mean": 0.0,
+        "ability_var": 1.0,
+        "difficulty_mean": 0.0,
+        "difficulty_var": 1.0,
+        "discrimination_mean": 0.0,
+        "discrimination_var": 1.0,
+    }
     assert settings.fit_threads(cfg, "gibbs") == 2 and settings.fit_threads(cfg, "nuts") == 1
 
 
@@ -185,9 +201,18 @@ def test_real_data_design_must_name_a_known_dataset():
 def test_recovery_figure_of_real_data_sets_one_fit_against_another():
     from bayesirt.studies.gibbs_2pno import figures
 
-    rows = [{"parameter": p, "item": j if p != "ability" else -1, "person": j if p == "ability" else -1,
-             "mean": 0.1 * j, "q5": 0.1 * j - 0.2, "q95": 0.1 * j + 0.2}
-            for p in ("discrimination", "difficulty", "ability") for j in range(4)]
+    rows = [
+        {
+            "parameter": p,
+            "item": j if p != "ability" else -1,
+            "person": j if p == "ability" else -1,
+            "mean": 0.1 * j,
+            "q5": 0.1 * j - 0.2,
+            "q95": 0.1 * j + 0.2,
+        }
+        for p in ("discrimination", "difficulty", "ability")
+        for j in range(4)
+    ]
     est = pd.DataFrame(rows)
     fig = figures.recovery(est, est.assign(mean=est["mean"] + 0.01), "gibbs_omit")
     assert fig.axes[0].get_xlabel() == "posterior mean, gibbs_omit" and "no true values" in fig._suptitle.get_text()

@@ -32,7 +32,9 @@ def test_category_probs_match_brute_force_and_sum_to_one(x64):
     lp = np.asarray(grm.category_log_probs(jnp.array(score), jnp.array(cuts), jnp.array(n_cat)))
     for n in range(6):
         for i, k in enumerate(n_cat):
-            np.testing.assert_allclose(np.exp(lp[n, i, :k]), brute_force_probs(score[n, i], cuts[i, :k - 1]), atol=1e-12)
+            np.testing.assert_allclose(
+                np.exp(lp[n, i, :k]), brute_force_probs(score[n, i], cuts[i, : k - 1]), atol=1e-12
+            )
             assert np.all(np.isneginf(lp[n, i, k:]))
     np.testing.assert_allclose(np.exp(lp).sum(-1), 1.0, atol=1e-12)
 

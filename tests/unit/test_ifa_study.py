@@ -60,8 +60,10 @@ def test_the_study_loads_and_its_conditions_are_the_fits_of_the_test_config():
 
 
 def test_parse_time_modules_use_the_standard_library_only():
-    code = ("import sys; from bayesirt.studies.amortized_ifa import conditions, settings; "
-            "print(sorted(m for m in ('numpy', 'pandas', 'jax', 'matplotlib') if m in sys.modules))")
+    code = (
+        "import sys; from bayesirt.studies.amortized_ifa import conditions, settings; "
+        "print(sorted(m for m in ('numpy', 'pandas', 'jax', 'matplotlib') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -71,8 +73,13 @@ def test_design_fits_confirmatory_and_exploratory():
     specs = conditions.design_fits("normal", conf)
     assert len(specs) == 2 * 2 * 2 and {s.n_factors for s in specs} == {5}
     assert specs[0].condition == "iwae_P5_R15"
-    expl = {"analysis": "exploratory", "replications": 3, "importance_samples": [25], "factors": [1, 2],
-            "repeat_factors": 5}
+    expl = {
+        "analysis": "exploratory",
+        "replications": 3,
+        "importance_samples": [25],
+        "factors": [1, 2],
+        "repeat_factors": 5,
+    }
     specs = conditions.design_fits("ipip", expl, methods=("iwavb",))
     # replication 0 of every P of the scree (plus the repeat P), repeats 1..2 at P = 5
     assert sorted((s.n_factors, s.rep) for s in specs) == [(1, 0), (2, 0), (5, 0), (5, 1), (5, 2)]
@@ -108,20 +115,28 @@ def test_estimates_of_the_true_parameters_recover_exactly():
     rec = methods.recovery_metrics(est)
     assert rec["loading_mse"] < 1e-10 and rec["intercept_mse"] < 1e-10 and rec["factor_corr_mse"] < 1e-10
     assert info["rotation"] is None
-    assert set(est.parameter) == {"loading", "intercept", "factor_corr"} and est.loc[est.parameter == "loading", "sd"].isna().all()
+    assert (
+        set(est.parameter) == {"loading", "intercept", "factor_corr"}
+        and est.loc[est.parameter == "loading", "sd"].isna().all()
+    )
     schema = yaml.safe_load((SCHEMAS / "estimates.schema.yaml").read_text())
     for row in est.head(60).to_dict("records"):
         jsonschema.validate(row, schema)
 
 
 def test_exploratory_estimates_are_rotated_and_aligned_to_the_truth():
-    train, _, truth = data.simulate_design(design(preset="bench_p4", n_persons=30,
-                                                  simulate={"lkj_concentration": 20.0}), 2, 0.2)
+    train, _, truth = data.simulate_design(
+        design(preset="bench_p4", n_persons=30, simulate={"lkj_concentration": 20.0}), 2, 0.2
+    )
     st = methods.model_structure(train, 4, "exploratory")
     lam_t = methods.truth_matrix(truth, "loading", (12, 4))
     # an orthogonal solution equivalent to the truth: rotate, permute and reflect its factors
-    corr_t = np.asarray(mgrm.factor_corr(mgrm.truth_params(methods.model_structure(train, 4, "confirmatory"), truth),
-                                         methods.model_structure(train, 4, "confirmatory")))
+    corr_t = np.asarray(
+        mgrm.factor_corr(
+            mgrm.truth_params(methods.model_structure(train, 4, "confirmatory"), truth),
+            methods.model_structure(train, 4, "confirmatory"),
+        )
+    )
     q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(4, 4)))
     a = lam_t @ np.linalg.cholesky(corr_t) @ q
     cuts = -np.stack([truth[(truth.parameter == "intercept") & (truth.item == j)].value.to_numpy() for j in range(12)])
@@ -140,12 +155,21 @@ def test_stability_table_compares_repeats_with_the_best_likelihood_fit():
     rng = np.random.default_rng(0)
     lam, ints = np.abs(rng.normal(size=(10, 2))), np.sort(rng.normal(size=(10, 3)), 1)  # reflected (sums > 0)
     corr = np.array([[1.0, 0.3], [0.3, 1.0]])
-    est = {("iwae", 2, 5, 0): fake_estimates(lam, ints, corr),
-           # the same solution with the factors swapped and one reflected: equivalent
-           ("iwae", 2, 5, 1): fake_estimates(lam[:, ::-1] * [-1, 1], ints, np.array([[1.0, -0.3], [-0.3, 1.0]])),
-           ("iwae", 2, 5, 2): fake_estimates(lam + 0.1, ints + 0.2, corr)}
-    fits = pd.DataFrame({"method": "iwae", "n_factors": 2, "importance_samples": 5, "rep": [0, 1, 2],
-                         "loglik_independent": [-10.0, -11.0, -12.0]})
+    est = {
+        ("iwae", 2, 5, 0): fake_estimates(lam, ints, corr),
+        # the same solution with the factors swapped and one reflected: equivalent
+        ("iwae", 2, 5, 1): fake_estimates(lam[:, ::-1] * [-1, 1], ints, np.array([[1.0, -0.3], [-0.3, 1.0]])),
+        ("iwae", 2, 5, 2): fake_estimates(lam + 0.1, ints + 0.2, corr),
+    }
+    fits = pd.DataFrame(
+        {
+            "method": "iwae",
+            "n_factors": 2,
+            "importance_samples": 5,
+            "rep": [0, 1, 2],
+            "loglik_independent": [-10.0, -11.0, -12.0],
+        }
+    )
     per, summary = tables.stability_table(est, fits, 2)
     per = per.set_index("rep")
     assert (per["reference_rep"] == 0).all()
@@ -164,13 +188,17 @@ def test_parameter_mse_is_eq_29_over_replications():
         frames[("iwavb", 1, 30, rep)] = e
     mse = tables.parameter_mse(frames)
     loading = mse[mse.parameter == "loading"]
-    assert np.allclose(loading["mse"], (0.1 ** 2 + 0.3 ** 2) / 2) and np.allclose(loading["bias"], 0.2)
+    assert np.allclose(loading["mse"], (0.1**2 + 0.3**2) / 2) and np.allclose(loading["bias"], 0.2)
     assert (mse["n_reps"] == 2).all()
 
 
 def test_method_and_training_settings_from_a_design():
-    d = design(preset="mixture_p1", n_persons=50, iwae={"hidden": [8, 4], "learning_rate": 0.02},
-               training={"max_steps": 10, "lr_floor": 0.5})
+    d = design(
+        preset="mixture_p1",
+        n_persons=50,
+        iwae={"hidden": [8, 4], "learning_rate": 0.02},
+        training={"max_steps": 10, "lr_floor": 0.5},
+    )
     assert d.iwae.hidden == (8, 4) and d.iwae.learning_rate == 0.02 and d.iwavb.discriminator_hidden == (256, 128)
     s = methods.train_settings(d.training, 0.02)
     assert s.learning_rate == 0.02 and s.min_learning_rate == pytest.approx(0.01) and s.max_steps == 10
@@ -180,22 +208,30 @@ def test_method_and_training_settings_from_a_design():
 
 def test_settings_hold_every_key_of_the_schema():
     defs = yaml.safe_load((SCHEMAS / "config.schema.yaml").read_text())["$defs"]
-    for name, cls in (("ifa_training", settings.Training), ("ifa_iwae", settings.IWAE),
-                      ("ifa_iwavb", settings.IWAVB)):
+    for name, cls in (("ifa_training", settings.Training), ("ifa_iwae", settings.IWAE), ("ifa_iwavb", settings.IWAVB)):
         assert set(defs[name]["properties"]) == {f.name for f in dataclasses.fields(cls)}, name
     evaluation = {f.name for f in dataclasses.fields(settings.Evaluation)}
     assert evaluation <= set(defs["amortized_ifa"]["properties"])
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"preset": "ipip", "n_persons": 50, "dataset": "rwa_sim"},
-     "config key 'studies.amortized_ifa.designs.x': give either preset (simulated data) or dataset (real data), "
-     "not both"),
-    ({"dataset": "rwa_sim", "analysis": "exploratory"},
-     "config key 'studies.amortized_ifa.designs.x.dataset': 'rwa_sim' is not a data set with held-out persons"),
-    ({"dataset": "ipip_ffm"},
-     "config key 'studies.amortized_ifa.designs.x.n_factors': a confirmatory fit of a real data set needs n_factors"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (
+            {"preset": "ipip", "n_persons": 50, "dataset": "rwa_sim"},
+            "config key 'studies.amortized_ifa.designs.x': give either preset (simulated data) or dataset (real data), "
+            "not both",
+        ),
+        (
+            {"dataset": "rwa_sim", "analysis": "exploratory"},
+            "config key 'studies.amortized_ifa.designs.x.dataset': 'rwa_sim' is not a data set with held-out persons",
+        ),
+        (
+            {"dataset": "ipip_ffm"},
+            "config key 'studies.amortized_ifa.designs.x.n_factors': a confirmatory fit of a real data set needs n_factors",
+        ),
+    ],
+)
 def test_design_data_errors_name_the_key(bad, message):
     cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     cfg["datasets"]["ipip_ffm"] = {"source": "ipip_ffm", "url": "https://example.org/ipip.zip"}
@@ -208,10 +244,13 @@ def test_design_data_errors_name_the_key(bad, message):
 
 # A design's method and training settings are checked by the config schema alone, before
 # any job runs (they were checked by hand-written code in the study before).
-@pytest.mark.parametrize("bad, message", [
-    ({"iwavb": {"hidden": [8]}}, "config key 'studies.amortized_ifa.designs.x.iwavb.hidden': unknown key"),
-    ({"training": {"steps": 3}}, "config key 'studies.amortized_ifa.designs.x.training.steps': unknown key"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"iwavb": {"hidden": [8]}}, "config key 'studies.amortized_ifa.designs.x.iwavb.hidden': unknown key"),
+        ({"training": {"steps": 3}}, "config key 'studies.amortized_ifa.designs.x.training.steps': unknown key"),
+    ],
+)
 def test_design_settings_errors_name_the_key(bad, message):
     from bayesirt.config import ConfigError, check
 
@@ -235,8 +274,14 @@ def test_latent_density_of_the_mixture_integrates_to_one():
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["iwae", "iwavb"])
 def test_tiny_fit_writes_a_valid_record(method):
-    d = design(analysis="confirmatory", preset="mixture_p1", n_persons=60, training=TINY, iwae={"hidden": [8]},
-               iwavb={"encoder_hidden": 8, "noise_hidden": [4], "discriminator_hidden": [8]})
+    d = design(
+        analysis="confirmatory",
+        preset="mixture_p1",
+        n_persons=60,
+        training=TINY,
+        iwae={"hidden": [8]},
+        iwavb={"encoder_hidden": 8, "noise_hidden": [4], "discriminator_hidden": [8]},
+    )
     train, hold, truth = data.simulate_design(d, 0, 0.25)
     spec = conditions.FitSpec("tiny", method, 1, 3, 0)
     evaluation = settings.Evaluation(heldout_fraction=0.25, eval_samples=20, posterior_draws=5)

@@ -54,14 +54,20 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path):
 def test_seeds_are_deterministic_and_distinct():
     assert seeds.derive(1, "fit", "x", 0) == seeds.derive(1, "fit", "x", 0)
     values = {seeds.derive(1, "fit", "x", r) for r in range(100)} | {seeds.derive(2, "fit", "x", 0)}
-    assert len(values) == 101 and all(0 <= v < 2 ** 31 for v in values)
+    assert len(values) == 101 and all(0 <= v < 2**31 for v in values)
 
 
 def test_recovery_metrics_closed_form():
     m = metrics([1.0, 2.0, 3.0], [1.5, 2.0, 2.5])
     assert m["rmse"] == pytest.approx(np.sqrt((0.25 + 0 + 0.25) / 3))
     assert m["bias"] == pytest.approx(0.0) and m["corr"] == pytest.approx(1.0) and m["n"] == 3
-    est = pd.DataFrame({"parameter": ["a", "a", "b", "b"], "scale": ["x", "y", "x", "x"],
-                        "mean": [1.0, 2.0, 0.0, 1.0], "true": [1.0, 1.0, 0.0, 0.0]})
+    est = pd.DataFrame(
+        {
+            "parameter": ["a", "a", "b", "b"],
+            "scale": ["x", "y", "x", "x"],
+            "mean": [1.0, 2.0, 0.0, 1.0],
+            "true": [1.0, 1.0, 0.0, 0.0],
+        }
+    )
     t = recovery_table(est).set_index(["parameter", "scale"])
     assert t.loc[("a", "all"), "bias"] == pytest.approx(0.5) and t.loc[("b", "x"), "n"] == 2

@@ -11,8 +11,12 @@ from bayesirt.io import DataFormatError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ipip"
 NO_SCREEN = {"screen_careless": False, "require_all_categories": False}
-SMALL_GUTTMAN = {"guttman_fit_persons": 2000, "guttman_fit_iterations": 20,
-                 "guttman_simulated_persons": 5000, "guttman_bootstrap": 20}
+SMALL_GUTTMAN = {
+    "guttman_fit_persons": 2000,
+    "guttman_fit_iterations": 20,
+    "guttman_simulated_persons": 5000,
+    "guttman_bootstrap": 20,
+}
 
 
 def test_truncated_line_stops_with_its_number():
@@ -51,8 +55,7 @@ def test_reorientation_flips_reverse_keyed_items_only():
 
 
 def test_switching_steps_off():
-    rm, counts = ipip.load(FIXTURES / "clean.csv", keep_single_ip=False, drop_empty_persons=False,
-                           **NO_SCREEN)
+    rm, counts = ipip.load(FIXTURES / "clean.csv", keep_single_ip=False, drop_empty_persons=False, **NO_SCREEN)
     assert counts.step.tolist() == ["read"] and rm.n_persons == 40
     with pytest.raises(TypeError, match="keep_ipc"):
         ipip.load(FIXTURES / "clean.csv", keep_ipc=True)
@@ -68,11 +71,14 @@ def _edit(tmp_path, line, column, value):
     return p
 
 
-@pytest.mark.parametrize("value, message", [
-    ("7", r"line 9, column 'AGR3': code 7 out of range; expected an integer 0\.\.5"),
-    ("abc", r"line 9, column 'AGR3': non-numeric cell 'abc'"),
-    ("2.5", r"line 9, column 'AGR3': code 2\.5 out of range"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("7", r"line 9, column 'AGR3': code 7 out of range; expected an integer 0\.\.5"),
+        ("abc", r"line 9, column 'AGR3': non-numeric cell 'abc'"),
+        ("2.5", r"line 9, column 'AGR3': code 2\.5 out of range"),
+    ],
+)
 def test_bad_codes_name_line_and_column(tmp_path, value, message):
     with pytest.raises(DataFormatError, match=message):
         ipip.load(_edit(tmp_path, 9, "AGR3", value), **NO_SCREEN)
@@ -133,6 +139,7 @@ def test_mahalanobis_pvalues_complete_and_partial():
     # p-values of typical rows are uniform: about 5% below .05 (sd 0.0035)
     assert abs(np.mean(p[2:] < 0.05) - 0.05) < 0.015
     from scipy import stats
+
     complete = x[~np.isnan(x).any(1)]
     mu, cov = complete.mean(0), np.cov(complete, rowvar=False)
     d = x[1, 2:] - mu[2:]
@@ -176,7 +183,9 @@ def test_guttman_flag_needs_a_fitter():
         ipip.load(FIXTURES / "clean.csv", require_all_categories=False)
     # without the Guttman flag no fitter is needed
     rm, counts = ipip.load(FIXTURES / "clean.csv", require_all_categories=False, flag_guttman=False)
-    assert counts.step.tolist()[-1] == "careless-responder screen" and not rm.attrs["screening"]["guttman"]["switched_on"]
+    assert (
+        counts.step.tolist()[-1] == "careless-responder screen" and not rm.attrs["screening"]["guttman"]["switched_on"]
+    )
 
 
 def test_holdout_split():

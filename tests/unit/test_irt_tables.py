@@ -32,7 +32,7 @@ def test_unidimensional_thresholds_are_where_the_boundary_curve_is_one_half():
 
 
 def test_multidimensional_items_get_mdisc_and_mdiff():
-    a = np.array([[[1.2, 0.0], [0.6, 0.8]]])       # item 0 on F1 only, item 1 on both
+    a = np.array([[[1.2, 0.0], [0.6, 0.8]]])  # item 0 on F1 only, item 1 on both
     d = np.array([[[0.5], [-1.0]]])
     t = irt_tables.item_table(a, d, [2, 2], ["one", "two"], ["s", "s"], ["F1", "F2"])
     one = t[(t.item == 0) & (t.form == "irt")]
@@ -70,11 +70,22 @@ def test_factorized_fit_folder_to_tables(tmp_path):
     disc = rng.lognormal(0, 0.3, (1, s, 4))
     base = rng.normal(0, 1, (1, s, 4))
     inc = rng.lognormal(0, 0.3, (1, s, 4, 1))
-    idata = az.from_dict(posterior={"discrimination": disc, "base_difficulty": base, "increments": inc},
-                         coords={"item": [it.name for it in rm.items], "increment": [1]},
-                         dims={"discrimination": ["item"], "base_difficulty": ["item"], "increments": ["item", "increment"]})
-    ability = pd.DataFrame({"parameter": "ability", "item": -1, "person": np.repeat(np.arange(3), 2),
-                            "scale": ["A", "B"] * 3, "category": -1, "mean": np.arange(6.0), "sd": 0.5})
+    idata = az.from_dict(
+        posterior={"discrimination": disc, "base_difficulty": base, "increments": inc},
+        coords={"item": [it.name for it in rm.items], "increment": [1]},
+        dims={"discrimination": ["item"], "base_difficulty": ["item"], "increments": ["item", "increment"]},
+    )
+    ability = pd.DataFrame(
+        {
+            "parameter": "ability",
+            "item": -1,
+            "person": np.repeat(np.arange(3), 2),
+            "scale": ["A", "B"] * 3,
+            "category": -1,
+            "mean": np.arange(6.0),
+            "sd": 0.5,
+        }
+    )
     records.write_fit(MethodResult({"model": "factorized_grm", "method": "advi"}, ability, None, idata), tmp_path)
     items, persons = fit_tables.tables(tmp_path, rm, ["a", "b", "c"])
     b = items[(items.form == "irt") & (items.parameter == "b") & (items.item == 0)].set_index("category")["mean"]
@@ -109,9 +120,15 @@ def test_unknown_model_is_refused(tmp_path):
 
 def binary_fit(tmp_path, model, idata=None):
     rm = ResponseMatrix(np.array([[0, 1, -1], [1, 1, 0]]), [Item(f"b{j}", 2) for j in range(3)])
-    est = pd.DataFrame({"parameter": ["discrimination"] * 3 + ["difficulty"] * 3 + ["ability"] * 2,
-                        "item": [0, 1, 2, 0, 1, 2, -1, -1], "person": [-1] * 6 + [0, 1],
-                        "mean": [1.0, 2.0, 0.5, -1.0, 0.5, 1.0, 0.3, -0.4], "sd": [0.1, 0.2, 0.05, 0.3, 0.2, 0.1, 0.9, 0.8]})
+    est = pd.DataFrame(
+        {
+            "parameter": ["discrimination"] * 3 + ["difficulty"] * 3 + ["ability"] * 2,
+            "item": [0, 1, 2, 0, 1, 2, -1, -1],
+            "person": [-1] * 6 + [0, 1],
+            "mean": [1.0, 2.0, 0.5, -1.0, 0.5, 1.0, 0.3, -0.4],
+            "sd": [0.1, 0.2, 0.05, 0.3, 0.2, 0.1, 0.9, 0.8],
+        }
+    )
     records.write_fit(MethodResult({"model": model, "method": "m"}, est, None, idata), tmp_path)
     return rm
 
@@ -129,8 +146,9 @@ def test_binary_models_intercept_is_minus_difficulty(tmp_path):
 def test_binary_draws_are_used_where_the_fit_kept_them(tmp_path):
     rng = np.random.default_rng(3)
     a, diff = rng.lognormal(0, 0.2, (2, 100, 3)), rng.normal(0, 1, (2, 100, 3))
-    idata = az.from_dict(posterior={"discrimination": a, "difficulty": diff}, dims={"discrimination": ["item"],
-                                                                                   "difficulty": ["item"]})
+    idata = az.from_dict(
+        posterior={"discrimination": a, "difficulty": diff}, dims={"discrimination": ["item"], "difficulty": ["item"]}
+    )
     rm = binary_fit(tmp_path, "2pno", idata)
     t = fit_tables.tables(tmp_path, rm)[0].set_index(["item", "form", "parameter"])
     assert t.loc[(2, "irt", "b"), "mean"] == pytest.approx((diff[..., 2] / a[..., 2]).mean())

@@ -61,8 +61,9 @@ def test_load_warns_naming_the_item_and_reverse_keyed(tmp_path, caplog):
         table.load(path, item_pattern=r"Q\d+", id_column="id", scales=scales, key="datasets.mine")
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1, warnings
-    assert warnings[0].startswith("item 'Q3' (scale 'first', not declared reverse-keyed): corrected item-rest "
-                                  "correlation -0.")
+    assert warnings[0].startswith(
+        "item 'Q3' (scale 'first', not declared reverse-keyed): corrected item-rest correlation -0."
+    )
     assert "add it to 'datasets.mine.reverse_keyed'" in warnings[0]
     # declared: no warning
     caplog.clear()

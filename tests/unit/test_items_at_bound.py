@@ -46,8 +46,9 @@ def test_an_item_with_a_negative_item_rest_correlation_is_named_whatever_its_dis
     import pandas as pd
 
     items = one_factor_table([1.3, 0.19, 0.6])
-    item_rest = pd.DataFrame({"item": ["Q1", "Q2", "Q3"], "correlation": [0.4, -0.54, 0.3],
-                              "flagged": [False, True, False]})
+    item_rest = pd.DataFrame(
+        {"item": ["Q1", "Q2", "Q3"], "correlation": [0.4, -0.54, 0.3], "flagged": [False, True, False]}
+    )
     with caplog.at_level(logging.WARNING, logger="bayesirt"):
         messages = irt_tables.warn_items_at_bound(items, "fit", item_rest)
     assert len(messages) == 1 and messages[0].startswith("fit: item 'Q2' (scale 's'): discrimination 0.19")

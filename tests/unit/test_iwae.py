@@ -47,7 +47,7 @@ def manual_terms(params, key, y, st, cfg):
     g_model = jax.grad(lambda m: jnp.sum(w * log_w_of(m, params["encoder"], None)) / y.shape[0] * -1)(params["model"])
     # phi (DReG): sum_r w_r^2 d log w_r / d z_r  d z_r / d phi, with q's parameters fixed
     fixed = jax.lax.stop_gradient((mu, log_sigma, lower))
-    g_enc = jax.grad(lambda e: -jnp.sum(w ** 2 * log_w_of(params["model"], e, fixed)) / y.shape[0])(params["encoder"])
+    g_enc = jax.grad(lambda e: -jnp.sum(w**2 * log_w_of(params["model"], e, fixed)) / y.shape[0])(params["encoder"])
     value = -jnp.mean(jax.scipy.special.logsumexp(log_w, 0) - jnp.log(cfg.n_importance))
     return value, g_model, g_enc
 
@@ -73,6 +73,7 @@ def test_loss_value_and_dreg_gradients_match_the_estimators(full):
 
 def test_full_covariance_log_q_is_the_multivariate_normal_density():
     from scipy.stats import multivariate_normal
+
     rng = np.random.default_rng(0)
     mu, log_sigma = rng.normal(size=(1, 3)), rng.normal(size=(1, 3)) * 0.3
     lower = np.tril(rng.normal(size=(1, 3, 3)), -1)
@@ -95,6 +96,7 @@ def test_plain_gradient_is_gradient_of_the_objective_fd():
         g = jax.grad(f)(params)
         h = 1e-6
         for path, idx in ((("encoder", 0, "w"), (3, 2)), (("model", "cut_base"), (1,)), (("model", "corr_raw"), (0,))):
+
             def bump(d):
                 p = jax.tree.map(lambda a: a, params)
                 leaf = p
@@ -102,6 +104,7 @@ def test_plain_gradient_is_gradient_of_the_objective_fd():
                     leaf = leaf[k]
                 leaf[path[-1]] = leaf[path[-1]].at[idx].add(d)
                 return f(p)
+
             got = g
             for k in path:
                 got = got[k]
@@ -128,8 +131,16 @@ def test_short_fit_improves_the_objective_and_records_convergence():
     rm, _ = sm.simulate_mgrm(1, 600, n_items=8, n_categories=3, n_factors=2)
     st = mgrm.structure(rm.n_categories, 2, sm.q_matrix(rm), positive_loadings=True)
     cfg = iwae.IWAESettings(n_importance=3, hidden=(16,), learning_rate=0.01)
-    settings = TrainSettings(learning_rate=0.01, min_learning_rate=0.001, batch_size=100, max_steps=400,
-                             min_steps=100, check_every=50, window=50, progress_every=0)
+    settings = TrainSettings(
+        learning_rate=0.01,
+        min_learning_rate=0.001,
+        batch_size=100,
+        max_steps=400,
+        min_steps=100,
+        check_every=50,
+        window=50,
+        progress_every=0,
+    )
     res = iwae.fit(jax.random.key(0), rm.responses, st, replace(cfg, train=settings))
     assert np.isfinite(res.losses).all()
     assert res.losses[-50:].mean() < res.losses[:50].mean() - 0.1
@@ -159,7 +170,8 @@ def test_no_warmup_is_exactly_the_existing_loss():
         np.testing.assert_array_equal(a, b)
     cfg = iwae.IWAESettings(n_importance=7, hidden=(8,), warmup_steps=100)
     v_after, g_after = jax.jit(jax.value_and_grad(iwae.loss_fn(st, cfg)))(
-        params, key, {"y": y, "index": jnp.arange(16), "step": jnp.asarray(250)})
+        params, key, {"y": y, "index": jnp.arange(16), "step": jnp.asarray(250)}
+    )
     np.testing.assert_allclose(v_after, v_ref, rtol=1e-6)
     for a, b in zip(jax.tree.leaves(g_after), jax.tree.leaves(g_ref)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
@@ -184,8 +196,9 @@ def test_warmup_anneals_prior_and_entropy_terms_in_the_weights(step):
             m, ls, lw = iwae.encode(enc, y, st, cfg)
             z = iwae.gaussian_draw(m, ls, lw, eps)
             qm, qls = fixed_q if fixed_q is not None else (m, ls)
-            return (mgrm.log_likelihood(model, y, z, st)
-                    + beta * (mgrm.log_prior(model, z, st) - iwae.gaussian_log_q(z, qm, qls)))
+            return mgrm.log_likelihood(model, y, z, st) + beta * (
+                mgrm.log_prior(model, z, st) - iwae.gaussian_log_q(z, qm, qls)
+            )
 
         log_w = log_w_of(params["model"], params["encoder"], None)
         w = jax.nn.softmax(log_w, axis=0)
@@ -212,11 +225,27 @@ def test_warmup_step_reaches_the_loss_inside_the_training_loop():
     # convergence rule waits for the end of the warm-up
     rm, _ = sm.simulate_mgrm(1, 400, n_items=8, n_categories=3, n_factors=2)
     st = mgrm.structure(rm.n_categories, 2, sm.q_matrix(rm), positive_loadings=True)
-    settings = TrainSettings(learning_rate=0.01, min_learning_rate=0.001, batch_size=100, max_steps=300,
-                             min_steps=50, check_every=50, window=50, rel_tol=1.0, patience=1, progress_every=0)
-    res0 = iwae.fit(jax.random.key(0), rm.responses, st, replace(iwae.IWAESettings(n_importance=3, hidden=(8,)), train=settings))
-    res = iwae.fit(jax.random.key(0), rm.responses, st,
-                   replace(iwae.IWAESettings(n_importance=3, hidden=(8,), warmup_steps=150), train=settings))
+    settings = TrainSettings(
+        learning_rate=0.01,
+        min_learning_rate=0.001,
+        batch_size=100,
+        max_steps=300,
+        min_steps=50,
+        check_every=50,
+        window=50,
+        rel_tol=1.0,
+        patience=1,
+        progress_every=0,
+    )
+    res0 = iwae.fit(
+        jax.random.key(0), rm.responses, st, replace(iwae.IWAESettings(n_importance=3, hidden=(8,)), train=settings)
+    )
+    res = iwae.fit(
+        jax.random.key(0),
+        rm.responses,
+        st,
+        replace(iwae.IWAESettings(n_importance=3, hidden=(8,), warmup_steps=150), train=settings),
+    )
     assert res0.steps == 100  # rel_tol = 1: stops at the first possible check
     assert res.steps == 150 + 2 * 50
     assert abs(res.losses[0] - res0.losses[0]) > 1e-3

@@ -49,8 +49,9 @@ def test_reduces_to_iwae_when_q_is_gaussian_and_t_is_zero():
     # same Gaussian q, same noise: identical IW-ELBO and decoder gradient, and the encoder
     # gradient through mu and sigma equals IWAE's DReG gradient
     y, st, truth = problem()
-    cfg = iwavb.IWAVBSettings(n_importance=6, encoder_hidden=8, noise_hidden=(4,), discriminator_hidden=(8,),
-                            gauge_weight=0.0)
+    cfg = iwavb.IWAVBSettings(
+        n_importance=6, encoder_hidden=8, noise_hidden=(4,), discriminator_hidden=(8,), gauge_weight=0.0
+    )
     params = gaussian_iwavb(st, cfg, jax.random.key(1))
     params["model"] = truth
     key = jax.random.key(2)
@@ -76,10 +77,14 @@ def test_reduces_to_iwae_when_q_is_gaussian_and_t_is_zero():
         return -jnp.mean(v + sur - jax.lax.stop_gradient(sur))
 
     want_value, want = jax.jit(jax.value_and_grad(iwae_loss, argnums=(0, 1, 2)))(
-        truth, params["encoder"]["trunk"], params["encoder"]["head"])
+        truth, params["encoder"]["trunk"], params["encoder"]["head"]
+    )
     np.testing.assert_allclose(value, want_value, rtol=1e-5)
-    for got, ref in ((grads["model"], want[0]), (grads["encoder"]["trunk"], want[1]),
-                     (grads["encoder"]["head"], want[2])):
+    for got, ref in (
+        (grads["model"], want[0]),
+        (grads["encoder"]["trunk"], want[1]),
+        (grads["encoder"]["head"], want[2]),
+    ):
         for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(ref)):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
@@ -124,8 +129,10 @@ def test_discriminator_learns_the_log_density_ratio():
         z0 = jax.random.normal(k2, (8, 64, 1))
 
         def loss(p):
-            return -jnp.mean(jax.nn.log_sigmoid(iwavb.discriminator(p, feats, zq, cfg))
-                             + jax.nn.log_sigmoid(-iwavb.discriminator(p, feats, z0, cfg)))
+            return -jnp.mean(
+                jax.nn.log_sigmoid(iwavb.discriminator(p, feats, zq, cfg))
+                + jax.nn.log_sigmoid(-iwavb.discriminator(p, feats, z0, cfg))
+            )
 
         g = jax.grad(loss)(p)
         upd, s = opt.update(g, s, p)
@@ -144,10 +151,24 @@ def test_discriminator_learns_the_log_density_ratio():
 def test_short_fit_is_finite_and_improves():
     rm, _ = sm.simulate_mgrm(1, 600, n_items=8, n_categories=3, n_factors=2)
     st = mgrm.structure(rm.n_categories, 2, sm.q_matrix(rm), positive_loadings=True)
-    cfg = iwavb.IWAVBSettings(n_importance=4, encoder_hidden=16, noise_hidden=(8,), discriminator_hidden=(16, 8),
-                            learning_rate=0.01, discriminator_learning_rate=0.02)
-    settings = TrainSettings(learning_rate=0.01, min_learning_rate=0.001, batch_size=100, max_steps=400,
-                             min_steps=100, check_every=50, window=50, progress_every=0)
+    cfg = iwavb.IWAVBSettings(
+        n_importance=4,
+        encoder_hidden=16,
+        noise_hidden=(8,),
+        discriminator_hidden=(16, 8),
+        learning_rate=0.01,
+        discriminator_learning_rate=0.02,
+    )
+    settings = TrainSettings(
+        learning_rate=0.01,
+        min_learning_rate=0.001,
+        batch_size=100,
+        max_steps=400,
+        min_steps=100,
+        check_every=50,
+        window=50,
+        progress_every=0,
+    )
     res = iwavb.fit(jax.random.key(0), rm.responses, st, replace(cfg, train=settings))
     assert np.isfinite(res.losses).all()
     assert res.losses[-50:].mean() < res.losses[:50].mean() - 0.1
@@ -173,8 +194,9 @@ def test_no_warmup_is_exactly_the_existing_loss_and_step0_drops_prior_and_entrop
         np.testing.assert_array_equal(a, b)
 
     # warm-up, step 0: beta = 0, log w_r = log p(x | z_r) with the same draws
-    cfg = iwavb.IWAVBSettings(n_importance=4, encoder_hidden=8, noise_hidden=(4,), discriminator_hidden=(8, 8),
-                            warmup_steps=50)
+    cfg = iwavb.IWAVBSettings(
+        n_importance=4, encoder_hidden=8, noise_hidden=(4,), discriminator_hidden=(8, 8), warmup_steps=50
+    )
     v_w, g_w = jax.jit(jax.value_and_grad(iwavb.loss_fn(st, cfg)))(params, key, dict(base, step=jnp.asarray(0)))
     k_eps, _ = jax.random.split(key)
     feats = networks.response_features(y, st.max_categories)
@@ -189,4 +211,3 @@ def test_no_warmup_is_exactly_the_existing_loss_and_step0_drops_prior_and_entrop
     # after the warm-up: the exact objective again (up to rounding)
     v_after = jax.jit(iwavb.loss_fn(st, cfg))(params, key, dict(base, step=jnp.asarray(80)))
     np.testing.assert_allclose(v_after, v_ref, rtol=1e-6)
-

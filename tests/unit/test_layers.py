@@ -51,14 +51,21 @@ def test_parsing_the_workflow_imports_no_jax():
     # modules the rules import at parse time (config checks, conditions, design shapes) must not
     # pull in JAX, TFP or numpyro (about 3 CPU-seconds per parse). Their fitting code lives in
     # separate modules or is imported where it is used.
-    rules = (ROOT / "workflow" / "rules")
-    modules = sorted({m for path in [*rules.glob("*.smk"), *rules.glob("functions/*.smk")]
-                      for m in re.findall(r"^from (bayesirt[\w.]*) import (\w+)", path.read_text(), flags=re.M)})
+    rules = ROOT / "workflow" / "rules"
+    modules = sorted(
+        {
+            m
+            for path in [*rules.glob("*.smk"), *rules.glob("functions/*.smk")]
+            for m in re.findall(r"^from (bayesirt[\w.]*) import (\w+)", path.read_text(), flags=re.M)
+        }
+    )
     assert len(modules) >= 6, modules
     imports = "; ".join(f"from {package} import {name}" for package, name in modules)
     # the parse-time calls that reach further than the imports: a GRM design's shape
-    code = (f"import sys; {imports}; from bayesirt.studies.vibo import settings; settings.grm_shape('rwa'); "
-            "print(sorted(m for m in ('jax', 'tensorflow_probability', 'numpyro') if m in sys.modules))")
+    code = (
+        f"import sys; {imports}; from bayesirt.studies.vibo import settings; settings.grm_shape('rwa'); "
+        "print(sorted(m for m in ('jax', 'tensorflow_probability', 'numpyro') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", (modules, out)
 

@@ -56,7 +56,7 @@ def _problem(seed=0, n=7, a=3, j=5, missing=0.3):
     beta = rng.normal(size=des.feature_mask.shape) * des.feature_mask
     y = rng.integers(0, 2, size=(n, j))
     y[rng.uniform(size=y.shape) < missing] = -1
-    log_pi = np.log(rng.dirichlet(np.ones(2 ** a)))
+    log_pi = np.log(rng.dirichlet(np.ones(2**a)))
     return q, des, beta, y, log_pi
 
 
@@ -75,14 +75,27 @@ def test_likelihood_matches_brute_force_enumeration():
             brute[i, l] += np.log(p if y[i, jj] == 1 else 1 - p)
     with jax.enable_x64(True):
         y_obs, n_obs = lcdm.observed_counts(y)
-        got = lcdm.profile_loglik(jnp.asarray(beta), jnp.asarray(des.delta), y_obs.astype(jnp.float64),
-                                  n_obs.astype(jnp.float64))
+        got = lcdm.profile_loglik(
+            jnp.asarray(beta), jnp.asarray(des.delta), y_obs.astype(jnp.float64), n_obs.astype(jnp.float64)
+        )
         np.testing.assert_allclose(got, brute, rtol=1e-10, atol=1e-10)
-        marg = lcdm.marginal_loglik(jnp.asarray(beta), jnp.asarray(log_pi), jnp.asarray(des.delta),
-                                    y_obs.astype(jnp.float64), n_obs.astype(jnp.float64))
+        marg = lcdm.marginal_loglik(
+            jnp.asarray(beta),
+            jnp.asarray(log_pi),
+            jnp.asarray(des.delta),
+            y_obs.astype(jnp.float64),
+            n_obs.astype(jnp.float64),
+        )
         np.testing.assert_allclose(marg, np.log(np.exp(brute + log_pi).sum(1)), rtol=1e-10)
-        post = np.exp(lcdm.posterior_profiles(jnp.asarray(beta), jnp.asarray(log_pi), jnp.asarray(des.delta),
-                                              y_obs.astype(jnp.float64), n_obs.astype(jnp.float64)))
+        post = np.exp(
+            lcdm.posterior_profiles(
+                jnp.asarray(beta),
+                jnp.asarray(log_pi),
+                jnp.asarray(des.delta),
+                y_obs.astype(jnp.float64),
+                n_obs.astype(jnp.float64),
+            )
+        )
         expected = np.exp(brute + log_pi)
         np.testing.assert_allclose(post, expected / expected.sum(1, keepdims=True), rtol=1e-10)
 
@@ -135,21 +148,28 @@ def test_priors_match_scipy():
 
     np.testing.assert_allclose(lcdm.log_inv_gamma(2.0, 3.0, 0.5), stats.invgamma(3.0, scale=0.5).logpdf(2.0), rtol=1e-5)
     pi = np.array([0.2, 0.3, 0.5])
-    np.testing.assert_allclose(lcdm.log_dirichlet(jnp.log(pi), jnp.array([1.5, 2.0, 0.7])),
-                               stats.dirichlet([1.5, 2.0, 0.7]).logpdf(pi), rtol=1e-5)
+    np.testing.assert_allclose(
+        lcdm.log_dirichlet(jnp.log(pi), jnp.array([1.5, 2.0, 0.7])),
+        stats.dirichlet([1.5, 2.0, 0.7]).logpdf(pi),
+        rtol=1e-5,
+    )
     b = np.array([[0.3, -1.0, 0.0]])
     fm = np.array([[1.0, 1.0, 0.0]])
-    np.testing.assert_allclose(lcdm.log_normal_beta(b, 2.0, fm), stats.norm(0, np.sqrt(2.0)).logpdf(b[0, :2]).sum(),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        lcdm.log_normal_beta(b, 2.0, fm), stats.norm(0, np.sqrt(2.0)).logpdf(b[0, :2]).sum(), rtol=1e-5
+    )
 
 
-@pytest.mark.parametrize("q, message", [
-    (np.array([[1, 0], [0, 0], [1, 1]]), "item 2 .* measures no attribute"),
-    (np.array([[1, 0], [1, 0], [1, 0]]), "attribute 2 .* is measured by no item"),
-    (np.array([[1, 0], [0, 1]]), "has 2 rows but the responses have 3 items"),
-    (np.array([[1, 2], [0, 1], [1, 1]]), "entries must be 0 or 1"),
-    (np.ones((3, 17), int), "17 attributes .* at most 16"),
-])
+@pytest.mark.parametrize(
+    "q, message",
+    [
+        (np.array([[1, 0], [0, 0], [1, 1]]), "item 2 .* measures no attribute"),
+        (np.array([[1, 0], [1, 0], [1, 0]]), "attribute 2 .* is measured by no item"),
+        (np.array([[1, 0], [0, 1]]), "has 2 rows but the responses have 3 items"),
+        (np.array([[1, 2], [0, 1], [1, 1]]), "entries must be 0 or 1"),
+        (np.ones((3, 17), int), "17 attributes .* at most 16"),
+    ],
+)
 def test_bad_q_matrix(q, message):
     with pytest.raises(ValueError, match=message):
         lcdm.check_q_matrix(q, n_items=3)
@@ -164,8 +184,8 @@ def test_bad_responses_and_size():
     with pytest.raises(ValueError, match=r"item 2 \(column 1\) holds 2 at person 1"):
         lcdm.check_responses(np.array([[0, 1], [1, 2]]))
     with pytest.raises(ValueError, match="exceed the limit"):
-        lcdm.check_size(10 ** 6, 16)
-    lcdm.check_size(10 ** 5, 4)
+        lcdm.check_size(10**6, 16)
+    lcdm.check_size(10**5, 4)
 
 
 def test_monotone_beta_is_monotone_with_the_right_jacobian():

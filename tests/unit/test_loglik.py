@@ -33,8 +33,9 @@ def exact_one_factor(y, st, params):
             out *= up[yj] - up[yj + 1]
         return out
 
-    return np.array([np.log(integrate.quad(lik, -12, 12, args=(yi,), limit=200, epsabs=0, epsrel=1e-10)[0])
-                     for yi in y])
+    return np.array(
+        [np.log(integrate.quad(lik, -12, 12, args=(yi,), limit=200, epsabs=0, epsrel=1e-10)[0]) for yi in y]
+    )
 
 
 def test_quadrature_matches_adaptive_integration():
@@ -49,8 +50,7 @@ def test_laplace_importance_sampling_matches_quadrature_p1():
     # R = 2000 draws, seed 0: per-person error < 0.01 nats
     y, st, params = one_factor_problem(40)
     quad = loglik.quadrature_loglik(params, st, y)
-    lap = loglik.laplace_is_loglik(jax.random.key(0), params, st, y, n_samples=2000, sample_chunk=500,
-                                   person_chunk=16)
+    lap = loglik.laplace_is_loglik(jax.random.key(0), params, st, y, n_samples=2000, sample_chunk=500, person_chunk=16)
     np.testing.assert_allclose(lap, quad, atol=0.01)
 
 
@@ -78,14 +78,17 @@ def test_own_proposal_estimator_with_the_prior_as_proposal():
         z = jax.random.normal(key, (n, yb.shape[0], 1))
         return z, -0.5 * z[..., 0] ** 2 - 0.5 * np.log(2 * np.pi)
 
-    got = loglik.importance_sampled_loglik(jax.random.key(2), params, st, y, prior_draw, n_samples=20000,
-                                           sample_chunk=2000, person_chunk=16)
+    got = loglik.importance_sampled_loglik(
+        jax.random.key(2), params, st, y, prior_draw, n_samples=20000, sample_chunk=2000, person_chunk=16
+    )
     np.testing.assert_allclose(got, quad, atol=0.05)
 
 
 def test_posterior_mode_has_zero_gradient():
     y, st, params = one_factor_problem(10)
     modes, hess = jax.jit(lambda yy: loglik.posterior_modes(params, st, yy))(jnp.asarray(y))
-    g = jax.jit(jax.vmap(jax.grad(lambda z, yi: mgrm.log_joint(params, yi[None], z[None], st)[0])))(modes, jnp.asarray(y))
+    g = jax.jit(jax.vmap(jax.grad(lambda z, yi: mgrm.log_joint(params, yi[None], z[None], st)[0])))(
+        modes, jnp.asarray(y)
+    )
     assert float(jnp.abs(g).max()) < 1e-3
     assert (np.asarray(hess)[:, 0, 0] < 0).all()

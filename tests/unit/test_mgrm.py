@@ -23,7 +23,7 @@ def brute_force_loglik(y, z, lam, cuts, ncat):
         if yj < 0:
             continue
         s = z @ lam[j]
-        upper = [1.0] + [1 / (1 + np.exp(-(s - c))) for c in cuts[j, :ncat[j] - 1]] + [0.0]
+        upper = [1.0] + [1 / (1 + np.exp(-(s - c))) for c in cuts[j, : ncat[j] - 1]] + [0.0]
         out += np.log(upper[yj] - upper[yj + 1])
     return out
 
@@ -45,8 +45,9 @@ def test_log_likelihood_matches_brute_force_with_missing_cells():
 def test_constraints_hold_for_extreme_raw_values():
     st = small_structure()
     params = mgrm.init_params(jax.random.key(1), st)
-    params = jax.tree.map(lambda a: a * 0 + jnp.asarray(np.random.default_rng(0).normal(0, 20, a.shape), a.dtype),
-                          params)
+    params = jax.tree.map(
+        lambda a: a * 0 + jnp.asarray(np.random.default_rng(0).normal(0, 20, a.shape), a.dtype), params
+    )
     lam = np.asarray(mgrm.loadings(params, st))
     assert (lam[np.asarray(st.loading_mask) > 0] >= 0).all()
     assert (lam[np.asarray(st.loading_mask) == 0] == 0).all()
@@ -98,8 +99,13 @@ def test_gradient_matches_finite_differences():
                 dn[k] -= h
                 fu = f({**params, name: jnp.asarray(up.reshape(params[name].shape))})
                 fd = f({**params, name: jnp.asarray(dn.reshape(params[name].shape))})
-                np.testing.assert_allclose(np.asarray(grads[name]).ravel()[k], (fu - fd) / (2 * h),
-                                           rtol=1e-5, atol=1e-7, err_msg=f"{name}[{k}]")
+                np.testing.assert_allclose(
+                    np.asarray(grads[name]).ravel()[k],
+                    (fu - fd) / (2 * h),
+                    rtol=1e-5,
+                    atol=1e-7,
+                    err_msg=f"{name}[{k}]",
+                )
 
 
 def test_structure_rejects_bad_input():
@@ -112,6 +118,7 @@ def test_structure_rejects_bad_input():
 
 
 # ----------------------------------------------------------------------------- simulator
+
 
 def test_lkj_draws_are_correlation_matrices():
     rng = np.random.default_rng(0)
@@ -193,9 +200,12 @@ def test_estimates_table_lines_up_with_the_truth_table():
     rm, truth = sm.from_preset("bench_p4", 1, 50)
     assert rm.items[0].name == "F1_1"
     st = mgrm.structure(rm.n_categories, 4, sm.q_matrix(rm), positive_loadings=True)
-    est = tables.mgrm_table(mgrm.natural_params(mgrm.truth_params(st, truth), st),
-                            item_names=[it.name for it in rm.items], factor_names=rm.attrs["factor_names"],
-                            value_column="mean")
+    est = tables.mgrm_table(
+        mgrm.natural_params(mgrm.truth_params(st, truth), st),
+        item_names=[it.name for it in rm.items],
+        factor_names=rm.attrs["factor_names"],
+        value_column="mean",
+    )
     keys = ["parameter", "item", "item_name", "person", "factor", "factor_name", "factor2", "category"]
     merged = tables.attach_truth(est, truth, keys)
     assert len(merged) == len(est) and merged["true"].notna().all()

@@ -24,19 +24,24 @@ def small():
 def params_of(rm, truth, n_dimensions):
     def get(name):
         rows = truth[truth.parameter == name]
-        return rows.sort_values([c for c in ("dimension", "item", "person", "scale", "category") if c in rows]
-                                )["value"].to_numpy()
+        return rows.sort_values([c for c in ("dimension", "item", "person", "scale", "category") if c in rows])[
+            "value"
+        ].to_numpy()
+
     d = n_dimensions
-    return {"discrimination": jnp.array(get("discrimination").reshape(d, rm.n_items).T),
-            "base_difficulty": jnp.array(get("base_difficulty")),
-            "increments": jnp.array(get("increments").reshape(rm.n_items, -1)),
-            "ability": jnp.array(np.moveaxis(get("ability").reshape(d, rm.n_persons, -1), 0, -1))}
+    return {
+        "discrimination": jnp.array(get("discrimination").reshape(d, rm.n_items).T),
+        "base_difficulty": jnp.array(get("base_difficulty")),
+        "increments": jnp.array(get("increments").reshape(rm.n_items, -1)),
+        "ability": jnp.array(np.moveaxis(get("ability").reshape(d, rm.n_persons, -1), 0, -1)),
+    }
 
 
 def brute_force(p, y, scale_index):
     alpha, theta = np.asarray(p["discrimination"]), np.asarray(p["ability"])
     tau = p["base_difficulty"][:, None] + np.concatenate(
-        [np.zeros((alpha.shape[0], 1)), np.cumsum(p["increments"], 1)], 1)
+        [np.zeros((alpha.shape[0], 1)), np.cumsum(p["increments"], 1)], 1
+    )
     out = np.zeros(y.shape[0])
     for n in range(y.shape[0]):
         for i in range(y.shape[1]):
@@ -56,25 +61,31 @@ def test_log_likelihood_matches_brute_force(small, x64):
     st = mix.structure_of(rm, 3)
     y = np.array(rm.responses)
     y[0, 1] = y[5, 4] = -1
-    np.testing.assert_allclose(mix.log_likelihood(p, jnp.array(y), st), brute_force(p, y, rm.scale_index),
-                               rtol=1e-10)
+    np.testing.assert_allclose(mix.log_likelihood(p, jnp.array(y), st), brute_force(p, y, rm.scale_index), rtol=1e-10)
 
 
 def test_one_dimension_is_the_factorized_grm(x64):
     rm, truth = simulate.simulate_factorized_grm(3, 30, [3, 2], 5, ["A", "B"])
     get = lambda name: truth[truth.parameter == name]["value"].to_numpy()
-    p1 = {"discrimination": jnp.array(get("discrimination")), "base_difficulty": jnp.array(get("base_difficulty")),
-          "increments": jnp.array(get("increments").reshape(rm.n_items, -1)),
-          "ability": jnp.array(get("ability").reshape(rm.n_persons, -1))}
+    p1 = {
+        "discrimination": jnp.array(get("discrimination")),
+        "base_difficulty": jnp.array(get("base_difficulty")),
+        "increments": jnp.array(get("increments").reshape(rm.n_items, -1)),
+        "ability": jnp.array(get("ability").reshape(rm.n_persons, -1)),
+    }
     pd_ = {**p1, "discrimination": p1["discrimination"][:, None], "ability": p1["ability"][:, :, None]}
     y = jnp.array(rm.responses)
-    np.testing.assert_allclose(mix.log_likelihood(pd_, y, mix.structure_of(rm, 1)),
-                               fgrm.log_likelihood(p1, y, fgrm.structure_of(rm)), rtol=1e-12)
+    np.testing.assert_allclose(
+        mix.log_likelihood(pd_, y, mix.structure_of(rm, 1)),
+        fgrm.log_likelihood(p1, y, fgrm.structure_of(rm)),
+        rtol=1e-12,
+    )
 
 
 def test_category_probs_sum_to_one_and_match_log_probs(x64):
     # items with 3 and 5 categories, so categories an item does not have are covered
     from bayesirt.io import Item, ResponseMatrix
+
     rng = np.random.default_rng(0)
     items = [Item("a", 3, "A"), Item("b", 5, "A"), Item("c", 5, "B")]
     rm = ResponseMatrix(np.column_stack([rng.integers(0, 3, 20), rng.integers(0, 5, (20, 2))]), items)
@@ -95,8 +106,11 @@ def test_category_probs_sum_to_one_and_match_log_probs(x64):
     check_grads(mixed, (p,), order=1, modes=["rev"], atol=1e-6, rtol=1e-6)
     # and the likelihood of the observed responses is the log of those probabilities
     y = rm.responses.ravel()
-    np.testing.assert_allclose(np.asarray(mix.log_likelihood(p, jnp.asarray(rm.responses), st)),
-                               np.log(probs[np.arange(y.size), y]).reshape(20, 3).sum(1), rtol=1e-10)
+    np.testing.assert_allclose(
+        np.asarray(mix.log_likelihood(p, jnp.asarray(rm.responses), st)),
+        np.log(probs[np.arange(y.size), y]).reshape(20, 3).sum(1),
+        rtol=1e-10,
+    )
 
 
 def test_gradients_match_finite_differences(small, x64):
@@ -122,8 +136,15 @@ def test_simulated_frequencies_match_the_model():
 
 def test_mixture_fit_writes_dimension_tables(tmp_path):
     rm, truth = simulate.simulate_mixture_grm(5, 300, [4, 3], 4, n_dimensions=2)
-    out = grm_advi.fit(rm, seed=1, settings=TrainSettings(max_steps=200, progress_every=0),
-                                  priors=fgrm.Priors(), truth=truth, posterior_draws=20, n_dimensions=2)
+    out = grm_advi.fit(
+        rm,
+        seed=1,
+        settings=TrainSettings(max_steps=200, progress_every=0),
+        priors=fgrm.Priors(),
+        truth=truth,
+        posterior_draws=20,
+        n_dimensions=2,
+    )
     est = out.estimates
     assert out.record["model"] == "mixture_grm" and out.record["n_dimensions"] == 2
     assert set(est[est.parameter == "discrimination"].dimension) == {0, 1}
@@ -140,6 +161,7 @@ def test_every_objective_runs_with_the_mixture_model():
     # the complete-data likelihood of the mixture, exactly (M copies all equal)
     from bayesirt.inference import objectives
     from bayesirt.studies.rb_imputation import methods
+
     rm, truth = simulate.simulate_mixture_grm(6, 50, [3, 2], 4, n_dimensions=2)
     st = mix.structure_of(rm, 2)
     p = params_of(rm, truth, 2)

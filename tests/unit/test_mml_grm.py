@@ -19,11 +19,15 @@ def _tiny_problem():
     a = np.array([0.8, 1.5, 1.1, 2.0, 0.6])
     # cuts beyond an item's K - 1 are filler (unused)
     cuts = np.array([[0.3, 9.0, 9.0], [-1.0, 0.5, 9.0], [-0.7, 0.2, 1.4], [-0.2, 9.0, 9.0], [-1.5, -0.4, 0.9]])
-    y = np.array([[1, 2, 3, 0, 1],
-                  [0, -1, 0, 1, 3],
-                  [-1, 1, 2, -1, -1],  # one observed item on factor 0, none on factor 1
-                  [1, 0, -1, 1, 0],
-                  [-1, -1, -1, -1, -1]])  # nothing observed
+    y = np.array(
+        [
+            [1, 2, 3, 0, 1],
+            [0, -1, 0, 1, 3],
+            [-1, 1, 2, -1, -1],  # one observed item on factor 0, none on factor 1
+            [1, 0, -1, 1, 0],
+            [-1, -1, -1, -1, -1],
+        ]
+    )  # nothing observed
     return y, n_categories, factor, a, cuts
 
 
@@ -31,7 +35,7 @@ def _dense_grid_posterior(y, n_categories, factor, a, cuts):
     """Brute force in numpy: P(Y = k | theta) as differences of cumulative probabilities on a
     dense grid of abilities, integrated against the N(0, 1) density by the trapezoid rule."""
     theta = np.linspace(-10, 10, 20001)
-    prior = np.exp(-0.5 * theta ** 2) / np.sqrt(2 * np.pi)
+    prior = np.exp(-0.5 * theta**2) / np.sqrt(2 * np.pi)
     n_factors = factor.max() + 1
     loglik = np.zeros(y.shape[0])
     eap = np.zeros((y.shape[0], n_factors))
@@ -85,8 +89,11 @@ def test_gradient_matches_central_differences():
     y, n_categories, factor, a, cuts = _tiny_problem()
     with jax.enable_x64(True):
         # the filler cuts of short items made increasing, so that they have an unconstrained form
-        cuts = np.where(np.arange(3) < (n_categories - 1)[:, None], cuts,
-                        cuts[np.arange(5), n_categories - 2][:, None] + 0.5 * np.arange(1, 4))
+        cuts = np.where(
+            np.arange(3) < (n_categories - 1)[:, None],
+            cuts,
+            cuts[np.arange(5), n_categories - 2][:, None] + 0.5 * np.arange(1, 4),
+        )
         params = mml.unconstrain(jnp.asarray(a), jnp.asarray(cuts))
         flat, unravel = jax.flatten_util.ravel_pytree(params)
         objective = jax.jit(lambda v: mml.mean_nll(mml.Params(*unravel(v)), y, n_categories, factor))
@@ -201,11 +208,11 @@ def test_predictive_probs_match_a_dense_grid():
     np.testing.assert_allclose(probs.sum(1), 1.0, atol=1e-12)
     # P(y_ij = k | rest) = p(rest, y_ij = k) / p(rest): ratios of dense-grid marginals
     for n, (i, j) in enumerate(zip(rows, cols)):
-        base = _dense_grid_posterior(hidden[i:i + 1], n_categories, factor, a, cuts)[0][0]
+        base = _dense_grid_posterior(hidden[i : i + 1], n_categories, factor, a, cuts)[0][0]
         for k in range(4):
             want = 0.0
             if k < n_categories[j]:
-                filled = hidden[i:i + 1].copy()
+                filled = hidden[i : i + 1].copy()
                 filled[0, j] = k
                 want = np.exp(_dense_grid_posterior(filled, n_categories, factor, a, cuts)[0][0] - base)
             assert probs[n, k] == pytest.approx(want, abs=1e-8)

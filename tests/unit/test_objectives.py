@@ -23,12 +23,15 @@ def small_problem(n=40, seed=0, missing_rate=0.3, n_categories=(4, 4, 2, 3, 4, 4
     n_items = len(n_categories)
     kmax = max(n_categories)
     items = [Item(f"X{i}", k, "A" if i < n_items // 2 else "B") for i, k in enumerate(n_categories)]
-    st = fgrm.Structure(jnp.asarray([0] * (n_items // 2) + [1] * (n_items - n_items // 2)),
-                        jnp.asarray(n_categories), 2, kmax)
-    params = {"discrimination": jnp.asarray(rng.uniform(0.8, 2.0, n_items), jnp.float32),
-              "base_difficulty": jnp.asarray(rng.uniform(-1.5, -0.5, n_items), jnp.float32),
-              "increments": jnp.asarray(rng.uniform(0.5, 1.0, (n_items, kmax - 2)), jnp.float32),
-              "ability": jnp.asarray(rng.normal(size=(n, 2)), jnp.float32)}
+    st = fgrm.Structure(
+        jnp.asarray([0] * (n_items // 2) + [1] * (n_items - n_items // 2)), jnp.asarray(n_categories), 2, kmax
+    )
+    params = {
+        "discrimination": jnp.asarray(rng.uniform(0.8, 2.0, n_items), jnp.float32),
+        "base_difficulty": jnp.asarray(rng.uniform(-1.5, -0.5, n_items), jnp.float32),
+        "increments": jnp.asarray(rng.uniform(0.5, 1.0, (n_items, kmax - 2)), jnp.float32),
+        "ability": jnp.asarray(rng.normal(size=(n, 2)), jnp.float32),
+    }
     y = np.array(grm.sample(jax.random.key(seed), *fgrm.cell_terms(params, st), st.n_categories))
     full = y.copy()
     y[rng.random(y.shape) < missing_rate] = -1
@@ -60,7 +63,7 @@ def test_layout_holds_every_missing_cell_once():
         assert row.size == 1
         np.testing.assert_allclose(np.asarray(cells.pmf)[row[0]], q, rtol=1e-6, atol=1e-7)
         cdf = np.asarray(cells.cdf)[row[0]]
-        assert np.all(cdf[rm.n_categories[c] - 1:] == 1.0)  # exactly one from the last category on
+        assert np.all(cdf[rm.n_categories[c] - 1 :] == 1.0)  # exactly one from the last category on
         slot = np.nonzero(b_valid[c] & (b_person[c] == p))[0]
         assert slot.size == 1
         np.testing.assert_allclose(np.asarray(cells.block_pmf)[c, slot[0]], q, rtol=1e-6, atol=1e-7)
@@ -128,8 +131,9 @@ def test_single_copy_is_single_imputation_exactly():
     rb = np.asarray(obj.rao_blackwell(st, 1)(params, batch, key))
     rb_batch = np.asarray(obj.rao_blackwell(st, 1, per="batch")(params, batch, key))
     cell_probs = obj.factorized_cell_probs(st)
-    single = np.asarray(obj.zero_fill(st)(params, batch, key)
-                        + obj.copies_missing_log_lik(key, params, batch, cell_probs, 1)[0])
+    single = np.asarray(
+        obj.zero_fill(st)(params, batch, key) + obj.copies_missing_log_lik(key, params, batch, cell_probs, 1)[0]
+    )
     assert np.array_equal(naive, single) and np.array_equal(rb, single) and np.array_equal(rb_batch, single)
 
 
@@ -184,6 +188,7 @@ def test_expected_rao_blackwell_below_exact_and_converging():
     exact = float(obj.exact_marginal(st)(params, batch, None).sum())
     keys = jax.random.split(jax.random.key(7), 400)
     gaps = []
+
     # Parameters and data go in as arguments: jax 0.6.2's XLA CPU constant folding returns
     # wrong values for a gather times a constant when every operand is a closure constant.
     def mc(objective):
@@ -217,11 +222,16 @@ def test_plugs_into_the_fit_routine():
 
     rm, st, params, batch, (persons, cols, pmf), _ = small_problem(n=60, seed=8)
     extra = {k: batch[k] for k in obj.KEYS}
-    settings = TrainSettings(max_steps=20, min_steps=20, check_every=10, window=5, progress_every=0,
-                             batch_size=20)
-    out = grm_advi.fit(rm, seed=0, settings=settings, priors=fgrm.Priors(),
-                                  log_likelihood=obj.make("rao_blackwell", st, 2), extra_data=extra,
-                                  posterior_draws=20)
+    settings = TrainSettings(max_steps=20, min_steps=20, check_every=10, window=5, progress_every=0, batch_size=20)
+    out = grm_advi.fit(
+        rm,
+        seed=0,
+        settings=settings,
+        priors=fgrm.Priors(),
+        log_likelihood=obj.make("rao_blackwell", st, 2),
+        extra_data=extra,
+        posterior_draws=20,
+    )
     assert np.isfinite(out.losses["loss"]).all() and out.record["steps"] == 20
     assert np.isfinite(out.record["elbo"])
 
@@ -229,8 +239,9 @@ def test_plugs_into_the_fit_routine():
 def test_cumulative_forms_match_log_space_for_every_category():
     # grm.cumulative_probs + log_prob_from_cumulative against category_log_probs, every category,
     # scores from -12 to 12 (tails down to ~1e-10), items with 2..5 categories: abs tol 2e-4
-    cuts = jnp.asarray([[-1.0, 0.5, 1.5, 3.0], [-0.5, 1e4, 1e4, 1e4], [0.0, 0.3, 1e4, 1e4],
-                        [-2.0, -1.9, 2.0, 2.1]], jnp.float32)
+    cuts = jnp.asarray(
+        [[-1.0, 0.5, 1.5, 3.0], [-0.5, 1e4, 1e4, 1e4], [0.0, 0.3, 1e4, 1e4], [-2.0, -1.9, 2.0, 2.1]], jnp.float32
+    )
     n_cat = jnp.asarray([5, 2, 3, 5])
     score = jnp.linspace(-12, 12, 97)[:, None] * jnp.ones((1, 4))
     ref = np.asarray(grm.category_log_probs(score, jnp.minimum(cuts, 50.0), n_cat))
@@ -273,8 +284,10 @@ def test_minibatches_agree_with_the_full_batch(lopsided):
     assert batch[obj.SHARED][obj.CELLS].blocks == (not lopsided)
     n = batch["y"].shape[0]
     key = jax.random.key(0)
-    full = {name: np.asarray(jax.jit(obj.make(name, st, 3))(params, dict(batch, index=jnp.arange(n)), key))
-            for name in obj.NAMES}
+    full = {
+        name: np.asarray(jax.jit(obj.make(name, st, 3))(params, dict(batch, index=jnp.arange(n)), key))
+        for name in obj.NAMES
+    }
     for name in ("naive_average", "rao_blackwell"):
         np.testing.assert_allclose(full[name], full["exact_marginal"], atol=1e-4)
     perm = np.random.default_rng(1).permutation(n)
@@ -335,8 +348,9 @@ def test_category_probs_accurate_and_differentiated_exactly():
     # products form against the log-space reference for scores -30..30 (abs 1e-5 in log), zero
     # beyond an item's categories, and its hand-written backward pass against autodiff of the
     # same formula (rel 1e-5)
-    cuts = jnp.asarray([[-1.0, 0.5, 1.5, 3.0], [-0.5, 1e4, 1e4, 1e4], [0.0, 0.3, 1e4, 1e4],
-                        [-2.0, -1.9, 2.0, 2.1]], jnp.float32)
+    cuts = jnp.asarray(
+        [[-1.0, 0.5, 1.5, 3.0], [-0.5, 1e4, 1e4, 1e4], [0.0, 0.3, 1e4, 1e4], [-2.0, -1.9, 2.0, 2.1]], jnp.float32
+    )
     n_cat = jnp.asarray([5, 2, 3, 5])
     score = jnp.linspace(-30, 30, 241)[:, None] * jnp.ones((1, 4))
     ref = np.asarray(grm.category_log_probs(score, jnp.minimum(cuts, 50.0), n_cat))

@@ -19,7 +19,10 @@ def test_importance_sampling_matches_quadrature():
     a = truth[truth.parameter == "discrimination"].value.to_numpy()
     d = truth[truth.parameter == "difficulty"].value.to_numpy()
     st = irt2pl.Structure("2pl", 10, 1)
-    items = {"log_discrimination": jnp.log(jnp.asarray(a, jnp.float32))[:, None], "difficulty": jnp.asarray(d, jnp.float32)}
+    items = {
+        "log_discrimination": jnp.log(jnp.asarray(a, jnp.float32))[:, None],
+        "difficulty": jnp.asarray(d, jnp.float32),
+    }
     ll = lambda yb, t: irt2pl.log_lik(yb, t, items, st)
     est = person_loglik.laplace_importance_loglik(jax.random.key(0), ll, y, 1, n_samples=500)
     with jax.enable_x64(True):

@@ -30,7 +30,11 @@ def test_condition_names_and_parsing():
     names = conditions.condition_names(study)
     assert names == ["zero_fill", "rao_blackwell_M3", "rao_blackwell_M5", "exact_marginal"]
     assert [conditions.parse_condition(n) for n in names] == [
-        ("zero_fill", None), ("rao_blackwell", 3), ("rao_blackwell", 5), ("exact_marginal", None)]
+        ("zero_fill", None),
+        ("rao_blackwell", 3),
+        ("rao_blackwell", 5),
+        ("exact_marginal", None),
+    ]
 
 
 def test_the_objectives_are_those_of_inference_objectives():
@@ -44,13 +48,15 @@ def test_the_objectives_are_those_of_inference_objectives():
 def test_the_study_loads_and_its_conditions_are_result_folders():
     study = base.load("rb_imputation")
     assert study.name == "rb_imputation" and set(study.methods) == set(conditions.METHODS)
-    assert all(callable(f) for f in (study.conditions, study.fit, study.aggregate, study.figures,
-                                     *study.methods.values()))
+    assert all(
+        callable(f) for f in (study.conditions, study.fit, study.aggregate, study.figures, *study.methods.values())
+    )
     fits = study.conditions(validated())
     # the reference, then test.yaml's one replication of its four objectives (M = 2)
     assert [f.folder for f in fits] == ["results/rb_imputation/rwa_sim/reference"] + [
         f"results/rb_imputation/rwa_sim/mcar15/rep0/{c}"
-        for c in ("zero_fill", "naive_average_M2", "rao_blackwell_M2", "exact_marginal")]
+        for c in ("zero_fill", "naive_average_M2", "rao_blackwell_M2", "exact_marginal")
+    ]
     assert [f.method for f in fits] == ["complete", "zero_fill", "naive_average", "rao_blackwell", "exact_marginal"]
     assert fits[2].n_copies == 2 and fits[1].n_copies is None
     cfg = validated()
@@ -73,13 +79,16 @@ def test_settings_from_the_validated_config():
 
 # The study's settings are checked by the config schema alone (one line naming the key),
 # before any job runs; these cases were checked by a hand-written parser before.
-@pytest.mark.parametrize("bad, message", [
-    ({"copies": 3}, "config key 'studies.rb_imputation.copies': unknown key"),
-    ({"objectives": ["zero_fill", "magic"]}, "config key 'studies.rb_imputation.objectives.1'"),
-    ({"n_copies": [0]}, "config key 'studies.rb_imputation.n_copies.0'"),
-    ({"n_dimensions": 0}, "config key 'studies.rb_imputation.n_dimensions'"),
-    ({"missing": "mcar"}, "config key 'studies.rb_imputation.missing'"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"copies": 3}, "config key 'studies.rb_imputation.copies': unknown key"),
+        ({"objectives": ["zero_fill", "magic"]}, "config key 'studies.rb_imputation.objectives.1'"),
+        ({"n_copies": [0]}, "config key 'studies.rb_imputation.n_copies.0'"),
+        ({"n_dimensions": 0}, "config key 'studies.rb_imputation.n_dimensions'"),
+        ({"missing": "mcar"}, "config key 'studies.rb_imputation.missing'"),
+    ],
+)
 def test_config_errors_name_the_key(bad, message):
     from bayesirt.config import check
 
@@ -91,9 +100,17 @@ def test_config_errors_name_the_key(bad, message):
 
 def table(values, true=None):
     n = len(values)
-    df = pd.DataFrame({"parameter": "discrimination", "item": np.arange(n), "person": -1,
-                       "scale": ["A"] * (n // 2) + ["B"] * (n - n // 2), "category": -1,
-                       "mean": values, "sd": 0.1})
+    df = pd.DataFrame(
+        {
+            "parameter": "discrimination",
+            "item": np.arange(n),
+            "person": -1,
+            "scale": ["A"] * (n // 2) + ["B"] * (n - n // 2),
+            "category": -1,
+            "mean": values,
+            "sd": 0.1,
+        }
+    )
     if true is not None:
         df["true"] = true
     return df

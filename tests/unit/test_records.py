@@ -16,15 +16,25 @@ from bayesirt.inference import sampling
 from bayesirt.inference.training import FitResult
 from bayesirt.studies.base import MethodResult
 
-SCHEMA = yaml.safe_load((Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "fit_record.schema.yaml")
-                        .read_text())
-FIELDS = {"model": "toy", "method": "m", "study": "s", "dataset": "d", "condition": "c", "seed": 1,
-          "n_persons": 5, "n_items": 2}
+SCHEMA = yaml.safe_load(
+    (Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "fit_record.schema.yaml").read_text()
+)
+FIELDS = {
+    "model": "toy",
+    "method": "m",
+    "study": "s",
+    "dataset": "d",
+    "condition": "c",
+    "seed": 1,
+    "n_persons": 5,
+    "n_items": 2,
+}
 
 
 def test_optimisation_record_carries_divergence_and_validates(tmp_path):
-    res = FitResult({}, np.array([3.0, 2.0, 1.0]), 3, False, "loss became non-finite at step 3", 0.5, 0.1,
-                    {"diverged_at_step": 3})
+    res = FitResult(
+        {}, np.array([3.0, 2.0, 1.0]), 3, False, "loss became non-finite at step 3", 0.5, 0.1, {"diverged_at_step": 3}
+    )
     rec = records.fit_record(res, FIELDS, window=2)
     jsonschema.validate(rec, SCHEMA)
     assert rec["diverged_at_step"] == 3 and rec["final_loss"] == 1.5 and rec["converged"] is False
@@ -54,14 +64,22 @@ def test_one_convergence_word_per_fit():
     assert records.convergence_status({"converged": True, "loss_still_improving": True}) == "still improving"
     assert records.convergence_status({"converged": False, "max_steps_still_improving": True}) == "still improving"
     assert records.convergence_status({"converged": False, "stop_reason": "not_converged"}) == "not converged"
-    assert records.convergence_status({"converged": False, "stop_reason": "diverged", "diverged_at_step": 12}) == "diverged"
-    assert records.convergence_status({"converged": True, "diagnostics": {"max_r_hat": 1.001}}) == "converged"  # a sampler
+    assert (
+        records.convergence_status({"converged": False, "stop_reason": "diverged", "diverged_at_step": 12})
+        == "diverged"
+    )
+    assert (
+        records.convergence_status({"converged": True, "diagnostics": {"max_r_hat": 1.001}}) == "converged"
+    )  # a sampler
     assert not records.is_converged({"converged": True, "loss_still_improving": True})
 
 
 def test_flags_are_the_fits_whose_word_is_not_converged(tmp_path):
-    for name, rec in {"a": {"converged": True}, "b": {"converged": True, "loss_still_improving": True},
-                      "c": {"converged": False}}.items():
+    for name, rec in {
+        "a": {"converged": True},
+        "b": {"converged": True, "loss_still_improving": True},
+        "c": {"converged": False},
+    }.items():
         (tmp_path / name).mkdir()
         (tmp_path / name / "fit.json").write_text(json.dumps({"method": "m", "steps": 1, **rec}))
     verdict, flags = records.convergence_flags(tmp_path)

@@ -11,8 +11,10 @@ from bayesirt.io import DataFormatError
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = Path(os.environ.get("BAYESIRT_RWAS", ROOT / ".." / "shared" / "data" / "RWAS" / "data.csv"))
-needs_real = pytest.mark.skipif(not REAL.exists(), reason=(
-    f"real RWA file not found at {REAL} (set BAYESIRT_RWAS or place RWAS/data.csv beside the checkout)"))
+needs_real = pytest.mark.skipif(
+    not REAL.exists(),
+    reason=(f"real RWA file not found at {REAL} (set BAYESIRT_RWAS or place RWAS/data.csv beside the checkout)"),
+)
 
 OTHER = ["E1", "testelapse", "major"]
 
@@ -69,12 +71,15 @@ def test_codes_shift_and_zero_is_missing(tmp_path):
     assert [it.scale for it in rm.items][:4] == ["pro_trait", "pro_trait", "pro_trait", "con_trait"]
 
 
-@pytest.mark.parametrize("cell, message", [
-    ("10", r"line 3, column 'Q2': code 10 out of range"),
-    ("x", r"line 3, column 'Q2': non-numeric cell 'x'"),
-    ("", r"line 3, column 'Q2': empty or non-numeric"),
-    ("2.5", r"line 3, column 'Q2': code 2.5 out of range"),
-])
+@pytest.mark.parametrize(
+    "cell, message",
+    [
+        ("10", r"line 3, column 'Q2': code 10 out of range"),
+        ("x", r"line 3, column 'Q2': non-numeric cell 'x'"),
+        ("", r"line 3, column 'Q2': empty or non-numeric"),
+        ("2.5", r"line 3, column 'Q2': code 2.5 out of range"),
+    ],
+)
 def test_bad_cells_name_line_and_column(tmp_path, cell, message):
     rows = full_rows()
     rows[1][1] = cell

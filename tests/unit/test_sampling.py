@@ -87,8 +87,16 @@ def exact_run():
     logger.setLevel(logging.INFO)
     try:
         settings = SamplerSettings(n_chains=4, n_warmup=50, n_samples=2000, thin=2, chunk=500)
-        result = sample(jax.random.key(1), exact_init, exact_step, lambda s: {"mu": s.mu}, settings,
-                        coords={"group": ["a", "b"]}, dims={"mu": ["group"]}, label="exact")
+        result = sample(
+            jax.random.key(1),
+            exact_init,
+            exact_step,
+            lambda s: {"mu": s.mu},
+            settings,
+            coords={"group": ["a", "b"]},
+            dims={"mu": ["group"]},
+            label="exact",
+        )
     finally:
         logger.removeHandler(handler)
         logger.setLevel(old)
@@ -145,8 +153,16 @@ def test_progress_lines(exact_run):
 
 def test_random_walk_metropolis_recovers_posterior():
     settings = SamplerSettings(n_chains=4, n_warmup=500, n_samples=6000, chunk=2000, progress_every=0)
-    result = sample(jax.random.key(2), rw_init, rw_step, lambda s: {"mu": s.mu}, settings,
-                    stats_fn=lambda s: {"accepted": s.accepted}, label="rwm", data=Y)
+    result = sample(
+        jax.random.key(2),
+        rw_init,
+        rw_step,
+        lambda s: {"mu": s.mu},
+        settings,
+        stats_fn=lambda s: {"accepted": s.accepted},
+        label="rwm",
+        data=Y,
+    )
     assert result.idata.posterior["mu"].shape == (4, 6000, 2)
     assert result.idata.sample_stats["accepted"].shape == (4, 6000)
     assert 0.2 < float(result.idata.sample_stats["accepted"].mean()) < 0.5
@@ -168,8 +184,9 @@ def counter_init(key):
 
 
 def _counter_run(key, **kw):
-    settings = SamplerSettings(**{"n_chains": 3, "n_warmup": 13, "n_samples": 31, "thin": 3, "chunk": 7,
-                                  "progress_every": 0, **kw})
+    settings = SamplerSettings(
+        **{"n_chains": 3, "n_warmup": 13, "n_samples": 31, "thin": 3, "chunk": 7, "progress_every": 0, **kw}
+    )
     return sample(key, counter_init, counter_step, lambda s: {"sweep": s.sweep, "x": s.x}, settings)
 
 
@@ -244,8 +261,9 @@ def test_non_finite_guard_in_burn_in():
 
 def test_summary_table_scalar_and_vector_variables():
     rng = np.random.default_rng(7)
-    idata = to_inference_data({"s": rng.normal(size=(2, 50)), "a": rng.normal(size=(2, 50, 3, 2))},
-                              dims={"a": ["item", "k"]})
+    idata = to_inference_data(
+        {"s": rng.normal(size=(2, 50)), "a": rng.normal(size=(2, 50, 3, 2))}, dims={"a": ["item", "k"]}
+    )
     table = summary_table(idata)
     assert list(table.columns) == ["parameter", "item", "k"] + STAT_COLUMNS
     assert len(table) == 1 + 6
@@ -259,8 +277,14 @@ def test_summary_table_scalar_and_vector_variables():
 @pytest.fixture(scope="module")
 def nuts_run():
     settings = SamplerSettings(n_chains=4, n_warmup=300, n_samples=1500, progress_every=0)
-    return run_nuts(jax.random.key(8), lambda p: log_post(p["mu"]), {"mu": jnp.zeros(2)}, settings,
-                    coords={"group": ["a", "b"]}, dims={"mu": ["group"]})
+    return run_nuts(
+        jax.random.key(8),
+        lambda p: log_post(p["mu"]),
+        {"mu": jnp.zeros(2)},
+        settings,
+        coords={"group": ["a", "b"]},
+        dims={"mu": ["group"]},
+    )
 
 
 def test_nuts_recovers_conjugate_posterior(nuts_run):
@@ -283,8 +307,13 @@ def test_chunk_plan_reuses_the_sampling_program_for_burn_in():
     plan = _plan(SamplerSettings(n_warmup=1100, n_samples=1200, thin=2, chunk=500))
     # 250 draws x thin 2 = 500 sweeps per chunk; burn-in 2 x 500 through that program + 100 alone
     assert [(p, prog, n) for p, prog, n in plan] == [
-        ("burn-in", (True, 250), 500), ("burn-in", (True, 250), 500), ("burn-in", (False, 100), 100),
-        ("sampling", (True, 250), 500), ("sampling", (True, 250), 500), ("sampling", (True, 100), 200)]
+        ("burn-in", (True, 250), 500),
+        ("burn-in", (True, 250), 500),
+        ("burn-in", (False, 100), 100),
+        ("sampling", (True, 250), 500),
+        ("sampling", (True, 250), 500),
+        ("sampling", (True, 100), 200),
+    ]
     assert len({prog for _, prog, _ in plan}) == 3
 
 
@@ -308,8 +337,11 @@ def test_vectorized_diagnostics_agree_with_arviz():
     fast = sampling._diagnostics_vectorized(x)
     ds = az.convert_to_dataset({"a": x})
     np.testing.assert_allclose(fast["r_hat"], az.rhat(ds)["a"].values, rtol=1e-10)
-    for key, ref in (("ess_bulk", az.ess(ds, method="bulk")), ("ess_tail", az.ess(ds, method="tail")),
-                     ("mcse_mean", az.mcse(ds, method="mean"))):
+    for key, ref in (
+        ("ess_bulk", az.ess(ds, method="bulk")),
+        ("ess_tail", az.ess(ds, method="tail")),
+        ("mcse_mean", az.mcse(ds, method="mean")),
+    ):
         assert np.all(np.isfinite(fast[key]))
         np.testing.assert_allclose(fast[key], ref["a"].values, rtol=0.05)
     # summary_table takes the array-wide path above the threshold, with the same columns

@@ -34,8 +34,9 @@ def test_mean_response_matches_model_probability(model, link):
 
 
 def test_mixture_abilities_standardized_and_bimodal():
-    rm, truth = simulate_binary(seed=5, n_persons=20000, n_items=3, ability="mixture",
-                                mixture_means=(-1.5, 1.5), mixture_sd=0.4)
+    rm, truth = simulate_binary(
+        seed=5, n_persons=20000, n_items=3, ability="mixture", mixture_means=(-1.5, 1.5), mixture_sd=0.4
+    )
     th = truth[truth.parameter == "ability"].value.to_numpy()
     assert abs(th.mean()) < 0.03 and abs(th.std() - 1) < 0.03
     # few persons near zero between the modes at about +-0.97

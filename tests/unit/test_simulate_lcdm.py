@@ -42,8 +42,9 @@ def test_seed_002_design():
 
 
 def test_responses_follow_the_model():
-    rm, truth, q = sl.simulate_lcdm(seed=4, n_persons=20000, q_matrix=np.array([[0, 0], [1, 0], [0, 1], [1, 1]]),
-                                     n_items=4)
+    rm, truth, q = sl.simulate_lcdm(
+        seed=4, n_persons=20000, q_matrix=np.array([[0, 0], [1, 0], [0, 1], [1, 1]]), n_items=4
+    )
     prof = truth[truth.parameter == "profile"].value.to_numpy().astype(int)
     y = rm.responses
     # item measuring a1 only: non-masters ~ sigmoid(-1.1) = 0.25, masters ~ sigmoid(1.9) = 0.87
@@ -67,8 +68,16 @@ def test_determinism_and_bad_input():
 def test_interactions_relative_to_main_effects_keep_items_monotone():
     # the larger design's rule: interactions U(-min main effect, 2); every item monotone
     q = np.array([[1, 1, 0, 0], [0, 1, 1, 0], [1, 0, 0, 1]] * 20)
-    _, truth, _ = sl.simulate_lcdm(seed=5, n_persons=10, n_attributes=4, n_items=len(q), q_matrix=q,
-                                   intercept=(-3.0, -0.1), main_multi=(1.0, 5.0), interaction=(None, 2.0))
+    _, truth, _ = sl.simulate_lcdm(
+        seed=5,
+        n_persons=10,
+        n_attributes=4,
+        n_items=len(q),
+        q_matrix=q,
+        intercept=(-3.0, -0.1),
+        main_multi=(1.0, 5.0),
+        interaction=(None, 2.0),
+    )
     beta = truth[truth.parameter == "beta"]
     lows = []
     for j in range(len(q)):

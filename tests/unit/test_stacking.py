@@ -96,8 +96,7 @@ def test_predictions_renormalise_over_observed_predictors(fitted):
     # nobody's predictor observed: the intercept-only model alone
     np.testing.assert_allclose(pmf[0], model.pmf_tables[0, 0, 0], atol=1e-12)
     w = model.weights[0, [0, 1]] / model.weights[0, [0, 1]].sum()
-    np.testing.assert_allclose(pmf[1], w[0] * model.pmf_tables[0, 0, 0] + w[1] * model.pmf_tables[0, 1, 3],
-                               atol=1e-12)
+    np.testing.assert_allclose(pmf[1], w[0] * model.pmf_tables[0, 0, 0] + w[1] * model.pmf_tables[0, 1, 3], atol=1e-12)
     all_pmf = stacking.predict_pmf(model, rm.responses)
     assert all_pmf.shape == ((rm.responses < 0).sum(), 4)
     np.testing.assert_allclose(all_pmf.sum(1), 1.0, atol=1e-9)

@@ -65,8 +65,14 @@ def test_the_shipped_configs_pass_every_study_check(config):
 
 
 def test_method_result_splits_items_from_abilities_and_is_what_the_writer_writes(tmp_path):
-    estimates = pd.DataFrame({"parameter": ["discrimination", "ability", "loading", "ability"],
-                              "item": [0, None, 1, None], "person": [None, 0, -1, 1], "mean": [1.0, 0.1, 0.5, -0.2]})
+    estimates = pd.DataFrame(
+        {
+            "parameter": ["discrimination", "ability", "loading", "ability"],
+            "item": [0, None, 1, None],
+            "person": [None, 0, -1, 1],
+            "mean": [1.0, 0.1, 0.5, -0.2],
+        }
+    )
     result = base.MethodResult({"method": "x", "timing": {"wall_seconds": 1.5}}, estimates)
     assert list(result.items["parameter"]) == ["discrimination", "loading"]
     assert list(result.abilities["person"]) == [0, 1]

@@ -19,9 +19,14 @@ p4,38,5,1,4,5
 p5,52,3,2,1,2
 """
 
-SPEC = dict(item_pattern=r"Q\d", id_column="id", coding={"integers_from": 1, "n_categories": 5},
-            missing_codes=["", "NA", 9], reverse_keyed=["Q2"],
-            scales={"first": ["Q1", "Q2"], "second": ["Q3", "Q4"]})
+SPEC = dict(
+    item_pattern=r"Q\d",
+    id_column="id",
+    coding={"integers_from": 1, "n_categories": 5},
+    missing_codes=["", "NA", 9],
+    reverse_keyed=["Q2"],
+    scales={"first": ["Q1", "Q2"], "second": ["Q3", "Q4"]},
+)
 
 
 def write(tmp_path, text, name="survey.csv"):
@@ -48,8 +53,9 @@ def test_coding_missing_reverse_keys_and_groups(tmp_path):
 
 def test_labels_tsv_and_parquet_give_the_same_matrix(tmp_path):
     text = "who\tA\tB\nx\tnever\toften\ny\tsometimes\t-\nz\toften\tnever\n"
-    spec = dict(items=["A", "B"], id_column="who", coding={"labels": ["never", "sometimes", "often"]},
-                missing_codes=["-"])
+    spec = dict(
+        items=["A", "B"], id_column="who", coding={"labels": ["never", "sometimes", "often"]}, missing_codes=["-"]
+    )
     a = table.load(write(tmp_path, text, "s.tsv"), **spec)
     np.testing.assert_array_equal(a.responses.responses, [[0, 2], [1, MISSING], [2, 0]])
     df = pd.DataFrame({"who": ["x", "y", "z"], "A": ["never", "sometimes", "often"], "B": ["often", None, "never"]})
@@ -90,24 +96,47 @@ def test_split_keeps_ids_with_their_rows(tmp_path):
 # Each case: the message names the file, and the line and column where there is one.
 
 BAD = {
-    "column absent": (GOOD, dict(SPEC, item_pattern=None, items=["Q1", "Q7"]),
-                      r"survey.csv: line 1: column 'Q7' \(config key 'table.items'\) is not in the header"),
-    "id column absent": (GOOD, dict(SPEC, id_column="person"),
-                         r"survey.csv: line 1: column 'person' \(config key 'table.id_column'\)"),
-    "reverse key not an item": (GOOD, dict(SPEC, reverse_keyed=["age"]),
-                                r"survey.csv: column 'age' \(config key 'table.reverse_keyed'\)"),
-    "undeclared values": (GOOD.replace("p4,38,5,1,4,5", "p4,38,7,1,x,5"), SPEC,
-                          r"survey.csv: 2 cell\(s\) neither a declared category .* nor a missing code .*"
-                          r"first: line 5, column 'Q1': '7'; line 5, column 'Q3': 'x'"),
-    "single category": (GOOD.replace("1,5,2,NA", "1,5,2,2").replace(",3\n", ",2\n").replace(",1\n", ",2\n")
-                        .replace(",5\n", ",2\n"), SPEC,
-                        r"survey.csv: column 'Q4': only category '2' observed"),
-    "duplicate ids": (GOOD.replace("p4,", "p2,"), SPEC,
-                      r"survey.csv: line 5, column 'id': person id 'p2' repeats line 3"),
-    "wrong delimiter": (GOOD.replace(",", ";"), dict(SPEC, delimiter=","),
-                        r"survey.csv: line 1 is a single column when split on comma; the header looks semicolon-separated"),
-    "ragged row": (GOOD.replace("p3,25,9,3,3,1", "p3,25,9,3,3,1,7"), SPEC,
-                   r"survey.csv: line 4 has 7 fields, the header has 6"),
+    "column absent": (
+        GOOD,
+        dict(SPEC, item_pattern=None, items=["Q1", "Q7"]),
+        r"survey.csv: line 1: column 'Q7' \(config key 'table.items'\) is not in the header",
+    ),
+    "id column absent": (
+        GOOD,
+        dict(SPEC, id_column="person"),
+        r"survey.csv: line 1: column 'person' \(config key 'table.id_column'\)",
+    ),
+    "reverse key not an item": (
+        GOOD,
+        dict(SPEC, reverse_keyed=["age"]),
+        r"survey.csv: column 'age' \(config key 'table.reverse_keyed'\)",
+    ),
+    "undeclared values": (
+        GOOD.replace("p4,38,5,1,4,5", "p4,38,7,1,x,5"),
+        SPEC,
+        r"survey.csv: 2 cell\(s\) neither a declared category .* nor a missing code .*"
+        r"first: line 5, column 'Q1': '7'; line 5, column 'Q3': 'x'",
+    ),
+    "single category": (
+        GOOD.replace("1,5,2,NA", "1,5,2,2").replace(",3\n", ",2\n").replace(",1\n", ",2\n").replace(",5\n", ",2\n"),
+        SPEC,
+        r"survey.csv: column 'Q4': only category '2' observed",
+    ),
+    "duplicate ids": (
+        GOOD.replace("p4,", "p2,"),
+        SPEC,
+        r"survey.csv: line 5, column 'id': person id 'p2' repeats line 3",
+    ),
+    "wrong delimiter": (
+        GOOD.replace(",", ";"),
+        dict(SPEC, delimiter=","),
+        r"survey.csv: line 1 is a single column when split on comma; the header looks semicolon-separated",
+    ),
+    "ragged row": (
+        GOOD.replace("p3,25,9,3,3,1", "p3,25,9,3,3,1,7"),
+        SPEC,
+        r"survey.csv: line 4 has 7 fields, the header has 6",
+    ),
     "header only": ("id,age,Q1,Q2,Q3,Q4\n", SPEC, r"survey.csv: header only, no persons"),
 }
 
@@ -172,8 +201,11 @@ def test_config_schema_and_checks_of_a_table_data_set():
     check(example, schema)
     filled = copy.deepcopy(example)
     validate(filled, str(schema), set_default=True)
-    with pytest.raises(ConfigError, match=r"studies.amortized_ifa.designs.bfi_cfa.dataset': 'bfi' is not a data set "
-                                          r"with held-out persons"):
+    with pytest.raises(
+        ConfigError,
+        match=r"studies.amortized_ifa.designs.bfi_cfa.dataset': 'bfi' is not a data set "
+        r"with held-out persons",
+    ):
         ifa_settings.check(filled)
     example["datasets"]["bfi"].update(holdout_fraction=0.1, items=["A1", "A2"])  # items and item_pattern
     with pytest.raises(ConfigError, match=r"config key 'datasets.bfi'"):

@@ -16,10 +16,19 @@ from bayesirt.inference.stopping import blocks, trend
 from bayesirt.inference.training import TrainSettings, train
 from bayesirt.studies.base import MethodResult
 
-SCHEMA = yaml.safe_load((Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "fit_record.schema.yaml")
-                        .read_text())
-FIELDS = {"model": "toy", "method": "m", "study": "s", "dataset": "d", "condition": "c", "seed": 1,
-          "n_persons": 5, "n_items": 2}
+SCHEMA = yaml.safe_load(
+    (Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "fit_record.schema.yaml").read_text()
+)
+FIELDS = {
+    "model": "toy",
+    "method": "m",
+    "study": "s",
+    "dataset": "d",
+    "condition": "c",
+    "seed": 1,
+    "n_persons": 5,
+    "n_items": 2,
+}
 DATA = {"d": jnp.zeros(1)}
 
 
@@ -37,9 +46,11 @@ def test_trend_matches_least_squares_on_block_means():
     assert got.improving  # -0.05 per block against a standard error of ~0.004
     flat = trend(5.0 + rng.normal(0, 0.05, steps.size), block, per_window, "epoch", 0.95)
     assert not flat.improving and abs(flat.slope) < 3 * flat.slope_se
-    assert trend(history[:block * 2 * per_window - 1], block, per_window, "epoch", 0.95) is None
+    assert trend(history[: block * 2 * per_window - 1], block, per_window, "epoch", 0.95) is None
     per_step = trend(history, block, per_window, "step", 0.95)
-    assert per_step.slope == pytest.approx(got.slope / block) and per_step.slope_se == pytest.approx(got.slope_se / block)
+    assert per_step.slope == pytest.approx(got.slope / block) and per_step.slope_se == pytest.approx(
+        got.slope_se / block
+    )
 
 
 def test_blocks_are_epochs_for_minibatches_and_fractions_of_the_window_for_full_batch():
@@ -53,19 +64,36 @@ def test_blocks_are_epochs_for_minibatches_and_fractions_of_the_window_for_full_
 def _slow_descent(offset):
     """Loss offset + 0.1 |x - 50| + N(0, 0.05) noise: Adam at lr 0.01 moves x by ~0.01 a step,
     so the loss falls by ~0.001 a step, steadily, until x reaches 50."""
+
     def loss(p, key, batch):
         return offset + 0.1 * jnp.abs(p["x"] - 50.0) + 0.05 * jax.random.normal(key)
+
     return loss
 
 
-SLOW = dict(stopping="noise", learning_rate=0.01, lr_decay_rate=1.0, max_steps=1500, min_steps=200, check_every=50, window=40,
-            patience=3, progress_every=0)
+SLOW = dict(
+    stopping="noise",
+    learning_rate=0.01,
+    lr_decay_rate=1.0,
+    max_steps=1500,
+    min_steps=200,
+    check_every=50,
+    window=40,
+    patience=3,
+    progress_every=0,
+)
 
 
 def test_relative_rule_stops_a_steady_slow_descent_that_the_noise_rule_follows():
     loss = _slow_descent(1000.0)  # relative improvement per 40-step window ~4e-5 < rel_tol
-    old = train(loss, {"x": jnp.array(0.0)}, jax.random.key(0), DATA, 1,
-                TrainSettings(**{**SLOW, "stopping": "relative", "rel_tol": 1e-3}))
+    old = train(
+        loss,
+        {"x": jnp.array(0.0)},
+        jax.random.key(0),
+        DATA,
+        1,
+        TrainSettings(**{**SLOW, "stopping": "relative", "rel_tol": 1e-3}),
+    )
     assert old.converged and old.steps < 500 and old.convergence["stop_reason"] == "relative_tolerance"
     # the record of the old rule's fit still says that its loss was falling beyond its noise
     assert old.convergence["improving"] is True
@@ -100,8 +128,17 @@ def test_minibatch_windows_are_whole_epochs_so_person_spread_cancels():
     def loss(p, key, b):
         return jnp.mean(b["v"]) + jnp.sum((p["x"] - 1.0) ** 2)
 
-    settings = TrainSettings(learning_rate=0.1, batch_size=batch, max_steps=4000, min_steps=200, check_every=20,
-                             window_epochs=3, patience=3, progress_every=0, stopping="noise")
+    settings = TrainSettings(
+        learning_rate=0.1,
+        batch_size=batch,
+        max_steps=4000,
+        min_steps=200,
+        check_every=20,
+        window_epochs=3,
+        patience=3,
+        progress_every=0,
+        stopping="noise",
+    )
     res = train(loss, {"x": jnp.zeros(2)}, jax.random.key(0), {"v": spread}, n, settings)
     # (a full window of gradients must also show no drift: here the loss is noiseless, so Adam
     # hovers about x = 1 until its gradients vanish)
@@ -127,8 +164,9 @@ def test_unknown_stopping_rule_is_refused():
 
 def test_report_flags_unconverged_fits(tmp_path):
     loss = _slow_descent(1000.0)
-    improving = train(loss, {"x": jnp.array(0.0)}, jax.random.key(0), DATA, 1,
-                      TrainSettings(**{**SLOW, "max_steps": 400}))
+    improving = train(
+        loss, {"x": jnp.array(0.0)}, jax.random.key(0), DATA, 1, TrainSettings(**{**SLOW, "max_steps": 400})
+    )
     settled = train(loss, {"x": jnp.array(49.0)}, jax.random.key(0), DATA, 1, TrainSettings(**SLOW))
     for name, res in {"a": improving, "b": settled}.items():
         out = MethodResult(records.fit_record(res, FIELDS, window=100), records.loss_table([]))
@@ -143,6 +181,7 @@ def test_report_flags_unconverged_fits(tmp_path):
 def test_relative_floor_keeps_a_noisy_fit_going_while_its_estimated_slope_is_large():
     """Noise sd 0.6 leaves a slope of 0.001 per step near the test's threshold over 200 steps; the
     estimated improvement per window (~0.04 on a loss of ~10) is still above rel_tol = 1e-3."""
+
     def loss(p, key, batch):
         return 10.0 + 0.1 * jnp.abs(p["x"] - 50.0) + 0.6 * jax.random.normal(key)
 
@@ -150,8 +189,14 @@ def test_relative_floor_keeps_a_noisy_fit_going_while_its_estimated_slope_is_lar
     floor = train(loss, {"x": jnp.array(0.0)}, jax.random.key(0), DATA, 1, TrainSettings(rel_tol=1e-3, **common))
     assert floor.steps == 800 and not floor.converged
     # without the floor (and without the gradient-drift check) the noisy loss's test stops it
-    bare = train(loss, {"x": jnp.array(0.0)}, jax.random.key(0), DATA, 1,
-                 TrainSettings(rel_tol=1.0, drift_max=float("inf"), **common))
+    bare = train(
+        loss,
+        {"x": jnp.array(0.0)},
+        jax.random.key(0),
+        DATA,
+        1,
+        TrainSettings(rel_tol=1.0, drift_max=float("inf"), **common),
+    )
     assert bare.converged and bare.steps < 800
     # the drift check alone keeps it going: x's gradient is -0.1 at every step, however noisy the loss
     drift = train(loss, {"x": jnp.array(0.0)}, jax.random.key(0), DATA, 1, TrainSettings(rel_tol=1.0, **common))
@@ -162,8 +207,14 @@ def test_relative_floor_keeps_a_noisy_fit_going_while_its_estimated_slope_is_lar
 def test_default_rule_is_the_relative_one_and_its_early_stops_are_flagged(tmp_path):
     assert TrainSettings().stopping == "relative"
     loss = _slow_descent(1000.0)
-    early = train(loss, {"x": jnp.array(0.0)}, jax.random.key(0), DATA, 1,
-                  TrainSettings(**{**SLOW, "stopping": "relative", "rel_tol": 1e-3}))
+    early = train(
+        loss,
+        {"x": jnp.array(0.0)},
+        jax.random.key(0),
+        DATA,
+        1,
+        TrainSettings(**{**SLOW, "stopping": "relative", "rel_tol": 1e-3}),
+    )
     rec = records.fit_record(early, FIELDS, window=100)
     jsonschema.validate(rec, SCHEMA)
     assert rec["converged"] and rec["loss_still_improving"] is True

@@ -43,8 +43,11 @@ def test_logit_link():
 
 
 def test_log_likelihood_is_per_person():
-    params = {"ability": jnp.array([0.0, 1.0]), "discrimination": jnp.array([1.0, 2.0]),
-              "difficulty": jnp.array([0.0, 1.0])}
+    params = {
+        "ability": jnp.array([0.0, 1.0]),
+        "discrimination": jnp.array([1.0, 2.0]),
+        "difficulty": jnp.array([0.0, 1.0]),
+    }
     y = jnp.array([[1, -1], [0, 1]], jnp.int8)
     ll = np.asarray(twopno.log_likelihood(params, y))
     want0 = norm.logcdf(0.0)
@@ -53,10 +56,19 @@ def test_log_likelihood_is_per_person():
 
 
 def test_log_prior_matches_scipy_with_truncation():
-    pri = twopno.Priors(ability_mean=0.5, ability_var=2.0, difficulty_mean=-1.0, difficulty_var=3.0,
-                        discrimination_mean=1.0, discrimination_var=0.5)
-    params = {"ability": jnp.array([0.1, -0.4]), "discrimination": jnp.array([0.3, 2.0]),
-              "difficulty": jnp.array([0.0, 1.5])}
+    pri = twopno.Priors(
+        ability_mean=0.5,
+        ability_var=2.0,
+        difficulty_mean=-1.0,
+        difficulty_var=3.0,
+        discrimination_mean=1.0,
+        discrimination_var=0.5,
+    )
+    params = {
+        "ability": jnp.array([0.1, -0.4]),
+        "discrimination": jnp.array([0.3, 2.0]),
+        "difficulty": jnp.array([0.0, 1.5]),
+    }
     terms = twopno.log_prior_terms(params, pri)
     sa = np.sqrt(0.5)
     want_a = truncnorm.logpdf([0.3, 2.0], (0 - 1.0) / sa, np.inf, loc=1.0, scale=sa).sum()
@@ -71,8 +83,11 @@ def test_log_prior_matches_scipy_with_truncation():
 def test_unconstrained_log_density_gradient_matches_finite_differences():
     rng = np.random.default_rng(0)
     y = rng.integers(-1, 2, size=(6, 4)).astype(np.int8)
-    u = {"ability": jnp.asarray(rng.normal(size=6)), "log_discrimination": jnp.asarray(rng.normal(0, 0.3, 4)),
-         "difficulty": jnp.asarray(rng.normal(size=4))}
+    u = {
+        "ability": jnp.asarray(rng.normal(size=6)),
+        "log_discrimination": jnp.asarray(rng.normal(0, 0.3, 4)),
+        "difficulty": jnp.asarray(rng.normal(size=4)),
+    }
     f = twopno.make_log_density(y)
     g = jax.grad(f)(u)
     h = 1e-6
@@ -87,8 +102,11 @@ def test_unconstrained_log_density_gradient_matches_finite_differences():
 def test_unconstrained_density_includes_jacobian():
     y = jnp.array([[1, 0], [0, 1]], jnp.int8)
     pri = twopno.Priors()
-    u = {"ability": jnp.array([0.2, -0.3]), "log_discrimination": jnp.array([0.1, -0.5]),
-         "difficulty": jnp.array([0.0, 0.4])}
+    u = {
+        "ability": jnp.array([0.2, -0.3]),
+        "log_discrimination": jnp.array([0.1, -0.5]),
+        "difficulty": jnp.array([0.0, 0.4]),
+    }
     got = twopno.log_joint_unconstrained(u, y, pri)
     want = twopno.log_joint(twopno.constrain(u), y, pri) + (0.1 - 0.5)
     np.testing.assert_allclose(float(got), float(want), rtol=1e-12)

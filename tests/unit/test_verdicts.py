@@ -17,8 +17,10 @@ def test_interval_and_sentence_match_a_hand_computation():
     assert v.mean_difference == pytest.approx(-0.0135)
     assert (v.low, v.high) == pytest.approx((-0.0135 - half, -0.0135 + half), abs=1e-6)
     assert v.outcome == "inconclusive" and v.n == 4
-    assert v.text == ("IWAVB's loading MSE is lower in 3 of 4 paired replications; mean difference −0.0135, "
-                      "95% interval [−0.0379, 0.0109]: **inconclusive at 4 replications**.")
+    assert v.text == (
+        "IWAVB's loading MSE is lower in 3 of 4 paired replications; mean difference −0.0135, "
+        "95% interval [−0.0379, 0.0109]: **inconclusive at 4 replications**."
+    )
 
 
 def test_three_outcomes():
@@ -82,18 +84,22 @@ def test_two_groups_welch_interval():
     assert (v.low, v.high) == pytest.approx((5 / 3 - half, 5 / 3 + half), abs=1e-6)
     assert v.outcome == "inconclusive" and "with mixture (3)" in v.text
     assert verdicts.two_group_verdict([1.0], b, subject="gain", direction="higher").outcome == "inconclusive"
-    assert verdicts.two_group_verdict([5.0, 5.1, 4.9, 5.0], [0.0, 0.1, -0.1, 0.0], subject="g",
-                                      direction="higher").outcome == "supported"
+    assert (
+        verdicts.two_group_verdict([5.0, 5.1, 4.9, 5.0], [0.0, 0.1, -0.1, 0.0], subject="g", direction="higher").outcome
+        == "supported"
+    )
 
 
 def test_paired_differences_average_within_units():
-    frame = pd.DataFrame({
-        "design": ["a"] * 6 + ["b"] * 2,
-        "rep": [0, 0, 0, 0, 1, 1, 0, 0],
-        "R": [5, 5, 25, 25, 5, 5, 5, 5],
-        "method": ["iwae", "iwavb"] * 4,
-        "mse": [1.0, 0.5, 3.0, 2.5, 2.0, 2.2, 1.0, np.nan],
-    })
+    frame = pd.DataFrame(
+        {
+            "design": ["a"] * 6 + ["b"] * 2,
+            "rep": [0, 0, 0, 0, 1, 1, 0, 0],
+            "R": [5, 5, 25, 25, 5, 5, 5, 5],
+            "method": ["iwae", "iwavb"] * 4,
+            "mse": [1.0, 0.5, 3.0, 2.5, 2.0, 2.2, 1.0, np.nan],
+        }
+    )
     d = verdicts.paired_differences(frame, "mse", claimed="iwavb", baseline="iwae", units=["design", "rep"])
     # design a, rep 0: R = 5 and R = 25 share data, so they form one pair: (0.5 + 2.5)/2 - (1 + 3)/2
     assert d.to_dict() == {("a", 0): pytest.approx(-0.5), ("a", 1): pytest.approx(0.2)}
@@ -105,9 +111,20 @@ def ifa_fits(loading_diffs, design="d", latent="normal"):
     rows = []
     for rep, diff in enumerate(loading_diffs):
         for method, mse in (("iwae", 1.0), ("iwavb", 1.0 + diff)):
-            rows.append({"design": design, "latent": latent, "method": method, "n_factors": 1,
-                         "importance_samples": 5, "rep": rep, "loading_mse": mse, "intercept_mse": np.nan,
-                         "factor_corr_mse": np.nan, "loglik_independent": -10.0 + (0.5 if method == "iwavb" else 0.0)})
+            rows.append(
+                {
+                    "design": design,
+                    "latent": latent,
+                    "method": method,
+                    "n_factors": 1,
+                    "importance_samples": 5,
+                    "rep": rep,
+                    "loading_mse": mse,
+                    "intercept_mse": np.nan,
+                    "factor_corr_mse": np.nan,
+                    "loglik_independent": -10.0 + (0.5 if method == "iwavb" else 0.0),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -131,9 +148,24 @@ def test_ifa_claims_from_paired_replications():
 def test_mse_outliers_name_the_extreme_true_value():
     from bayesirt.studies.amortized_ifa import tables
 
-    rows = [{"method": "iwae", "n_factors": 1, "importance_samples": 5, "parameter": "loading", "item": j,
-             "person": -1, "factor": 0, "factor2": -1, "category": -1, "mse": 0.01 * (1 + j % 3),
-             "bias": 0.0, "n_reps": 2, "true": 1.0 + 0.1 * j} for j in range(10)]
+    rows = [
+        {
+            "method": "iwae",
+            "n_factors": 1,
+            "importance_samples": 5,
+            "parameter": "loading",
+            "item": j,
+            "person": -1,
+            "factor": 0,
+            "factor2": -1,
+            "category": -1,
+            "mse": 0.01 * (1 + j % 3),
+            "bias": 0.0,
+            "n_reps": 2,
+            "true": 1.0 + 0.1 * j,
+        }
+        for j in range(10)
+    ]
     rows[7].update(mse=8.0, true=7.5)
     out = tables.mse_outliers(pd.DataFrame(rows))
     assert out["item"].tolist() == [7] and out.loc[0, "rank_of_true"] == 1 and out.loc[0, "n_true"] == 10
@@ -147,11 +179,15 @@ def test_rb_imputation_jensen_claim_is_paired_by_replication():
 
     rows = []
     for rep, (rb, naive) in enumerate([(0.10, 0.20), (0.12, 0.25), (0.11, 0.19), (0.09, 0.22), (0.10, 0.21)]):
-        rows += [{"condition": "rao_blackwell_M3", "rep": rep, "discrimination_rmse_vs_complete_data": rb},
-                 {"condition": "naive_average_M3", "rep": rep, "discrimination_rmse_vs_complete_data": naive}]
+        rows += [
+            {"condition": "rao_blackwell_M3", "rep": rep, "discrimination_rmse_vs_complete_data": rb},
+            {"condition": "naive_average_M3", "rep": rep, "discrimination_rmse_vs_complete_data": naive},
+        ]
     v = tables.jensen_verdict(pd.DataFrame(rows), "rao_blackwell_M3", "naive_average_M3")
     assert v.outcome == "supported" and v.n == 5 and v.mean_difference == pytest.approx(-0.11)
-    assert v.text.startswith("the discrimination RMSE of rao_blackwell_M3 (against naive_average_M3) is lower in 5 of 5")
+    assert v.text.startswith(
+        "the discrimination RMSE of rao_blackwell_M3 (against naive_average_M3) is lower in 5 of 5"
+    )
     one = tables.jensen_verdict(pd.DataFrame(rows[:2]), "rao_blackwell_M3", "naive_average_M3")
     assert one.outcome == "inconclusive" and one.n == 1
 
@@ -162,8 +198,11 @@ def test_vibo_claims_are_paired_by_condition_and_replication():
     rows, times = [], []
     for rep in range(4):
         for missing, extra in (("mcar0", 0.0), ("mcar20", 0.1)):
-            for method, rmse, seconds in (("vibo_one_prior", 0.30 + extra + 0.001 * rep, 1.0),
-                                          ("mml", 0.30 + extra, 2.0), ("nuts", 0.30 + extra - 0.001 * rep, 100.0 + rep)):
+            for method, rmse, seconds in (
+                ("vibo_one_prior", 0.30 + extra + 0.001 * rep, 1.0),
+                ("mml", 0.30 + extra, 2.0),
+                ("nuts", 0.30 + extra - 0.001 * rep, 100.0 + rep),
+            ):
                 rows.append({"design": "a", "missing": missing, "method": method, "rep": rep, "ability_rmse": rmse})
                 times.append({"design": "a", "missing": missing, "method": method, "rep": rep, "wall_seconds": seconds})
     out = {c["claim"]: c["verdict"] for c in tables.claim_verdicts(pd.DataFrame(rows), pd.DataFrame(times))}
@@ -183,11 +222,21 @@ def test_vibo_mnar_and_variant_claims():
     for rep in range(4):
         for missing, extra in (("mcar20", 0.0), ("mnar20", 0.05)):
             # VIBO's RMSE grows 0.05 + 0.03 from MCAR to MNAR, MML's 0.05: 0.03 beyond the 0.01 margin
-            for method, rmse, cov in (("vibo_one_prior", 0.30 + extra * 1.6 + 0.001 * rep, 0.89 + 0.002 * rep),
-                                      ("vibo_prior_per_missing", 0.35 + extra, 0.70 + 0.01 * rep),
-                                      ("mml", 0.29 + extra, 0.90)):
-                rows.append({"design": "a", "missing": missing, "method": method, "rep": rep, "ability_rmse": rmse,
-                             "coverage_90": cov})
+            for method, rmse, cov in (
+                ("vibo_one_prior", 0.30 + extra * 1.6 + 0.001 * rep, 0.89 + 0.002 * rep),
+                ("vibo_prior_per_missing", 0.35 + extra, 0.70 + 0.01 * rep),
+                ("mml", 0.29 + extra, 0.90),
+            ):
+                rows.append(
+                    {
+                        "design": "a",
+                        "missing": missing,
+                        "method": method,
+                        "rep": rep,
+                        "ability_rmse": rmse,
+                        "coverage_90": cov,
+                    }
+                )
                 times.append({"design": "a", "missing": missing, "method": method, "rep": rep, "wall_seconds": 1.0})
     out = {c["claim"]: c["verdict"] for c in tables.claim_verdicts(pd.DataFrame(rows), pd.DataFrame(times))}
     # one MCAR rate only: no MCAR robustness claim; the MNAR stress claim pairs mcar20 with mnar20
@@ -198,9 +247,20 @@ def test_vibo_mnar_and_variant_claims():
     cal = out["One prior expert gives better calibrated ability intervals than a prior expert per missing response"]
     assert cal.outcome == "supported" and cal.n == 8
     # MCAR and MNAR side by side (the report's table), from summary rows of replication 0
-    summary = pd.DataFrame([{"design": "a", "missing": r["missing"], "method": r["method"],
-                             "ability_rmse_mean": r["ability_rmse"], "coverage_90_mean": r["coverage_90"],
-                             "hidden_log_score_mean": -1.0} for r in rows if r["rep"] == 0])
+    summary = pd.DataFrame(
+        [
+            {
+                "design": "a",
+                "missing": r["missing"],
+                "method": r["method"],
+                "ability_rmse_mean": r["ability_rmse"],
+                "coverage_90_mean": r["coverage_90"],
+                "hidden_log_score_mean": -1.0,
+            }
+            for r in rows
+            if r["rep"] == 0
+        ]
+    )
     only_mcar = summary[summary.missing == "mcar20"].assign(design="b")  # a design without MNAR is left out
     summary = pd.concat([summary, only_mcar], ignore_index=True)
     table = tables.mechanism_table(summary)

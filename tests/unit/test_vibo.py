@@ -90,7 +90,7 @@ def test_product_of_experts_is_one_expert_per_observed_response(missing):
         n_prior = 1 if missing == "one_prior" else int((y[i] < 0).sum())
         prec += n_prior + vibo.MIN_PRECISION
         np.testing.assert_allclose(mean[i], pm / prec, rtol=1e-4, atol=1e-6)
-        np.testing.assert_allclose(sd[i], prec ** -0.5, rtol=1e-4)
+        np.testing.assert_allclose(sd[i], prec**-0.5, rtol=1e-4)
 
 
 def test_variant_b_pulls_toward_the_prior_with_missing_answers_variant_a_does_not():
@@ -141,13 +141,16 @@ def test_bad_input_is_a_one_line_error():
     st, vs = spec_for()
     y = small_data()
     settings = TrainSettings(max_steps=50, progress_every=0)
-    bad = y.copy(); bad[3, 4] = 2
+    bad = y.copy()
+    bad[3, 4] = 2
     with pytest.raises(ValueError, match="person 3 to item 4"):
         vibo.fit(jax.random.key(0), bad, st, replace(vs, train=settings))
-    bad = y.copy(); bad[7, :] = -1
+    bad = y.copy()
+    bad[7, :] = -1
     with pytest.raises(ValueError, match="person 7 has no observed response"):
         vibo.fit(jax.random.key(0), bad, st, replace(vs, train=settings))
-    bad = y.copy(); bad[:, 5] = -1
+    bad = y.copy()
+    bad[:, 5] = -1
     with pytest.raises(ValueError, match="item 5 has no observed response"):
         vibo.fit(jax.random.key(0), bad, st, replace(vs, train=settings))
     with pytest.raises(ValueError, match="batch_size 100 is larger than the 60 persons"):
@@ -163,7 +166,9 @@ def test_diverging_fit_keeps_the_last_good_state():
     y = small_data()
     params = vibo.init(jax.random.key(0), st, vs, y)
     params["items"]["loc"]["difficulty"] = params["items"]["loc"]["difficulty"].at[0].set(jnp.nan)
-    result = vibo.fit(jax.random.key(0), y, st, replace(vs, train=TrainSettings(max_steps=100, progress_every=0)), init=params)
+    result = vibo.fit(
+        jax.random.key(0), y, st, replace(vs, train=TrainSettings(max_steps=100, progress_every=0)), init=params
+    )
     assert not result.converged and result.extra["diverged_at_step"] == 0
 
 
@@ -184,10 +189,13 @@ def test_grm_fit_recovers_simulated_abilities_and_items():
     y = inject(rm, "mcar", 0.1, seed=22)[0].responses
     pick = lambda p: truth[truth.parameter == p].sort_values(["item", "person", "category"]).value.to_numpy()  # noqa: E731
     theta, a = pick("ability"), pick("discrimination")
-    tau = pick("base_difficulty")[:, None] + np.concatenate([np.zeros((j, 1)), np.cumsum(pick("increments").reshape(j, c - 2), 1)], 1)
+    tau = pick("base_difficulty")[:, None] + np.concatenate(
+        [np.zeros((j, 1)), np.cumsum(pick("increments").reshape(j, c - 2), 1)], 1
+    )
     st, vs = spec_for("grm", 1, j=j, categories=(c,) * j)
-    settings = TrainSettings(learning_rate=0.03, batch_size=100, max_steps=3000, min_steps=200, lr_decay_steps=500,
-                             progress_every=0)
+    settings = TrainSettings(
+        learning_rate=0.03, batch_size=100, max_steps=3000, min_steps=200, lr_decay_steps=500, progress_every=0
+    )
     result = vibo.fit(jax.random.key(0), y, st, replace(vs, train=settings))
     assert result.converged, result.reason
     mean, sd = vibo.encode(result.params, st, vs, jax.random.key(1), y)

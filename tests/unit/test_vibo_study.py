@@ -29,9 +29,13 @@ def validated(study: dict | None = None) -> dict:
 
 
 def study(**design):
-    return {"methods": list(conditions.METHODS),
-            "designs": {"a": {"n_persons": 100, "n_items": 10, "missing": ["mcar0", "mnar20"], "replications": 2},
-                        "b": {"n_persons": 50, "n_items": 5, "missing": ["mcar10"], "replications": 1, **design}}}
+    return {
+        "methods": list(conditions.METHODS),
+        "designs": {
+            "a": {"n_persons": 100, "n_items": 10, "missing": ["mcar0", "mnar20"], "replications": 2},
+            "b": {"n_persons": 50, "n_items": 5, "missing": ["mcar10"], "replications": 1, **design},
+        },
+    }
 
 
 def test_the_study_loads_and_its_conditions_are_the_test_configs_fits():
@@ -85,8 +89,14 @@ def test_config_errors_name_the_key():
 
 
 def grm_design(**extra):
-    return {"model": "grm", "preset": "rwa", "n_persons": 60, "missing": ["mcar20", "mnar20"], "replications": 1,
-            **extra}
+    return {
+        "model": "grm",
+        "preset": "rwa",
+        "n_persons": 60,
+        "missing": ["mcar20", "mnar20"],
+        "replications": 1,
+        **extra,
+    }
 
 
 def test_grm_design_parsing():
@@ -121,18 +131,21 @@ def test_grm_design_config_errors_name_the_key():
     parse(**grm_design(n_persons=100))  # a valid GRM design passes
     assert refused(**grm_design(n_items=10)).startswith(
         "config key 'studies.vibo.designs.g.n_items': a grm design takes its items from its preset 'rwa' "
-        "(22 items, 9 categories)")
+        "(22 items, 9 categories)"
+    )
     no_preset = grm_design()
     del no_preset["preset"]
     assert refused(**no_preset).startswith("config key 'studies.vibo.designs.g.preset': a grm design needs")
     assert refused(n_persons=100, n_items=10, preset="rwa").startswith(
-        "config key 'studies.vibo.designs.g.preset': only a grm design has a preset")
+        "config key 'studies.vibo.designs.g.preset': only a grm design has a preset"
+    )
     assert refused(n_persons=100).startswith("config key 'studies.vibo.designs.g.n_items': a 2pl design needs")
     assert refused(**grm_design(preset="ipip")).startswith("config key 'studies.vibo.designs.g.preset'")
     assert refused(**grm_design(model="gpcm")).startswith("config key 'studies.vibo.designs.g.model'")
     # the GRM's missingness is bounded like the 2PL's, on the preset's 22 items
     assert refused(**grm_design(n_persons=20, missing=["mcar90"])).startswith(
-        "config key 'studies.vibo.designs.g.missing.0': 'mcar90'")
+        "config key 'studies.vibo.designs.g.missing.0': 'mcar90'"
+    )
 
 
 def test_grm_simulation_matches_its_truth():
@@ -140,8 +153,9 @@ def test_grm_simulation_matches_its_truth():
     # the model-implied share of responses >= k at the true abilities matches the simulated
     # share per item and k (4,000 persons: binomial sd <= 0.008; tolerance 0.035).
     design = grm_design(n_persons=4000, missing=["mcar0"])
-    train, hidden, hold, truth = data.simulate_condition(design, "mcar0", 5, score_fraction=0.05,
-                                                         heldout_fraction=0.1, missing_seed=6)
+    train, hidden, hold, truth = data.simulate_condition(
+        design, "mcar0", 5, score_fraction=0.05, heldout_fraction=0.1, missing_seed=6
+    )
     assert train.responses.shape == (4000, 22) and hold.responses.shape == (400, 22)
     assert list(train.n_categories) == [9] * 22 and train.responses.max() == 8
     y = train.responses.copy()
@@ -185,13 +199,18 @@ def test_grm_item_and_person_tables(tmp_path):
     from bayesirt.studies import fit_tables
 
     st = irt2pl.Structure("grm", 3, 1, n_categories=(3, 4, 2))
-    items = {"discrimination": (np.array([2.0, 0.5, 1.0]), np.full(3, 0.1)),
-             "cut": (np.array([[-1.0, 1.0, 7.0], [-2.0, 0.0, 2.0], [0.3, 8.0, 9.0]]), np.full((3, 3), 0.2))}
+    items = {
+        "discrimination": (np.array([2.0, 0.5, 1.0]), np.full(3, 0.1)),
+        "cut": (np.array([[-1.0, 1.0, 7.0], [-2.0, 0.0, 2.0], [0.3, 8.0, 9.0]]), np.full((3, 3), 0.2)),
+    }
     est = methods.estimates_table(items, (np.array([0.1, -0.3]), np.array([0.5, 0.6])), None, st)
     est.to_csv(tmp_path / "estimates.csv", index=False)
     (tmp_path / "fit.json").write_text(json.dumps({"model": "grm", "method": "mml"}))
-    rm = io.ResponseMatrix(np.array([[0, 3, 1], [2, -1, -1]]),
-                           [io.Item("Q1", 3, "rwa"), io.Item("Q2", 4, "rwa"), io.Item("Q3", 2, "rwa")], {})
+    rm = io.ResponseMatrix(
+        np.array([[0, 3, 1], [2, -1, -1]]),
+        [io.Item("Q1", 3, "rwa"), io.Item("Q2", 4, "rwa"), io.Item("Q3", 2, "rwa")],
+        {},
+    )
     item_table, persons = fit_tables.tables(tmp_path, rm)
     b = item_table[(item_table.form == "irt") & (item_table.parameter == "b")]
     np.testing.assert_allclose(b["mean"], [-0.5, 0.5, -4.0, 0.0, 4.0, 0.3])
@@ -202,6 +221,7 @@ def test_grm_item_and_person_tables(tmp_path):
 
 
 # ------------------------------------------------------------------ real data (no truth)
+
 
 def fake_real_data(n=120, j=6, k=4, seed=0):
     """A small 'real' questionnaire without a truth: k-category items driven by one trait, with
@@ -260,27 +280,50 @@ def fake_fit(method, rep, missing="mcar10", design="real", shift=0.0, noise=0.0,
     st = irt2pl.Structure("grm", 3, 1, n_categories=(3, 3, 3))
     theta = rng.normal(size=40)
     extra = np.random.default_rng(100 + len(method)).normal(scale=noise, size=40)
-    items = {"discrimination": (np.array([1.0, 1.5, 0.8]) + shift, np.full(3, 0.1)),
-             "cut": (np.array([[-1.0, 1.0], [-0.5, 0.5], [0.0, 2.0]]) + shift, np.full((3, 2), 0.1))}
+    items = {
+        "discrimination": (np.array([1.0, 1.5, 0.8]) + shift, np.full(3, 0.1)),
+        "cut": (np.array([[-1.0, 1.0], [-0.5, 0.5], [0.0, 2.0]]) + shift, np.full((3, 2), 0.1)),
+    }
     est = methods.estimates_table(items, (theta + shift + extra, np.full(40, 0.3)), truth, st)
-    evaluation = {**methods.evaluation(est), "hidden_accuracy": 0.5 + shift, "hidden_log_score": -1.0 - shift,
-                  "hidden_n_cells": 10, "heldout_loglik": -3.0}
-    record = {"design": design, "model": "grm", "missing": missing, "method": method, "replication": rep,
-              "n_persons": 40, "n_items": 3, "missing_rate": 0.2, "converged": True, "steps": 10,
-              "evaluation": evaluation, "timing": {"wall_seconds": 1.0, "compile_seconds": 0.1,
-                                                   "score_new_seconds": 0.01}}
+    evaluation = {
+        **methods.evaluation(est),
+        "hidden_accuracy": 0.5 + shift,
+        "hidden_log_score": -1.0 - shift,
+        "hidden_n_cells": 10,
+        "heldout_loglik": -3.0,
+    }
+    record = {
+        "design": design,
+        "model": "grm",
+        "missing": missing,
+        "method": method,
+        "replication": rep,
+        "n_persons": 40,
+        "n_items": 3,
+        "missing_rate": 0.2,
+        "converged": True,
+        "steps": 10,
+        "evaluation": evaluation,
+        "timing": {"wall_seconds": 1.0, "compile_seconds": 0.1, "score_new_seconds": 0.01},
+    }
     return record, est
 
 
 def test_real_data_tables_compare_the_methods_with_each_other(tmp_path):
-    fits = [fake_fit(m, rep, shift=s, noise=z) for rep in (0, 1)
-            for m, s, z in (("vibo_one_prior", 0.1, 0.5), ("mfvi", 0.0, 0.0), ("mml", 0.0, 0.0))]
+    fits = [
+        fake_fit(m, rep, shift=s, noise=z)
+        for rep in (0, 1)
+        for m, s, z in (("vibo_one_prior", 0.1, 0.5), ("mfvi", 0.0, 0.0), ("mml", 0.0, 0.0))
+    ]
     result = tables.aggregate([r for r, _ in fits], [e for _, e in fits], observed=True)
     assert set(result) == {"fits", "summary", "agreement", "timings"}
     ag = result["agreement"]
     # 3 pairs x 2 replications x (ability, discrimination, cut), methods in METHOD_NAMES order
     assert len(ag) == 3 * 2 * 3 and set(zip(ag.method, ag.other)) == {
-        ("vibo_one_prior", "mfvi"), ("vibo_one_prior", "mml"), ("mfvi", "mml")}
+        ("vibo_one_prior", "mfvi"),
+        ("vibo_one_prior", "mml"),
+        ("mfvi", "mml"),
+    }
     same = ag[(ag.method == "mfvi") & (ag.other == "mml")]
     assert np.allclose(same["corr"], 1.0) and np.allclose(same["rmsd"], 0.0)
     shifted = ag[(ag.method == "vibo_one_prior") & (ag.other == "mml") & (ag.parameter == "cut")]
@@ -306,15 +349,18 @@ def test_claims_leave_real_data_designs_out():
     for rep in (0, 1, 2):
         r, e = fake_fit("mml", rep, design="sim")
         truth = e.rename(columns={"mean": "value"})[["parameter", "item", "person", "category", "value"]]
-        sim += [fake_fit("vibo_one_prior", rep, design="sim", shift=0.05, truth=truth),
-                fake_fit("mml", rep, design="sim", truth=truth)]
+        sim += [
+            fake_fit("vibo_one_prior", rep, design="sim", shift=0.05, truth=truth),
+            fake_fit("mml", rep, design="sim", truth=truth),
+        ]
         real += [fake_fit("vibo_one_prior", rep, shift=2.0), fake_fit("mml", rep)]
     assert "true" in sim[0][1] and "true" not in real[0][1]
     sim_fits = tables.aggregate([r for r, _ in sim], [e for _, e in sim])["fits"]
     real_fits = tables.aggregate([r for r, _ in real], [e for _, e in real], observed=True)["fits"]
     both = pd.concat([sim_fits, real_fits], ignore_index=True)
-    timings = pd.DataFrame({"design": both.design, "missing": both.missing, "method": both.method,
-                            "rep": both.rep, "wall_seconds": 1.0})
+    timings = pd.DataFrame(
+        {"design": both.design, "missing": both.missing, "method": both.method, "rep": both.rep, "wall_seconds": 1.0}
+    )
     claims = tables.claim_verdicts(both, timings)
     alone = tables.claim_verdicts(sim_fits, timings[timings.design == "sim"])
     assert [c["claim"] for c in claims] == [c["claim"] for c in alone] != []
@@ -326,10 +372,12 @@ def test_real_data_fit_has_no_recovery_but_scores_the_hidden_cells():
     # MML-EAP (the cheapest method) on the fake data set through methods.fit, as the workflow calls it
     rm = fake_real_data(n=150, j=5)
     design = {"model": "grm", "dataset": "fake", "missing": ["mcar10"], "replications": 1}
-    train, hidden, hold, truth = data.observed_condition(rm, design, "mcar10", 1, score_fraction=0.15,
-                                                         heldout_fraction=0.2, missing_seed=2, where="fake")
+    train, hidden, hold, truth = data.observed_condition(
+        rm, design, "mcar10", 1, score_fraction=0.15, heldout_fraction=0.2, missing_seed=2, where="fake"
+    )
     study = settings.StudySettings.from_config(
-        validated({"designs": {"real": design}, "eval_samples": 50, "posterior_draws": 20, "training": {}}))
+        validated({"designs": {"real": design}, "eval_samples": 50, "posterior_draws": 20, "training": {}})
+    )
     out = methods.fit(train, hidden, hold, truth, Condition("real", "mcar10", "mml", 0), settings=study, seed=5)
     ev = out.record["evaluation"]
     assert not any(k.endswith(("_rmse", "_corr")) or k.startswith("coverage") for k in ev)
@@ -358,14 +406,19 @@ def test_real_data_design_config_errors_name_the_key():
         return str(e.value)
 
     cfg = parse(model="grm", dataset="survey", missing=["mcar0", "mcar20"], replications=3)
-    assert [c for c in conditions.conditions(cfg) if c.design == "r"][0].folder == \
-        "results/vibo/r/mcar0/vibo_one_prior/rep0"
+    assert [c for c in conditions.conditions(cfg) if c.design == "r"][
+        0
+    ].folder == "results/vibo/r/mcar0/vibo_one_prior/rep0"
     assert refused(model="grm", dataset="nope").startswith(
-        "config key 'studies.vibo.designs.r.dataset': 'nope' is not one of the data sets")
+        "config key 'studies.vibo.designs.r.dataset': 'nope' is not one of the data sets"
+    )
     assert refused(model="grm", dataset="survey", preset="rwa").startswith(
-        "config key 'studies.vibo.designs.r.preset': a design that names a dataset ('survey')")
+        "config key 'studies.vibo.designs.r.preset': a design that names a dataset ('survey')"
+    )
     assert refused(model="grm", dataset="survey", n_persons=100).startswith(
-        "config key 'studies.vibo.designs.r.n_persons': a design that names a dataset")
+        "config key 'studies.vibo.designs.r.n_persons': a design that names a dataset"
+    )
     assert refused(dataset="survey").startswith("config key 'studies.vibo.designs.r.model': the data set 'survey'")
     assert refused(model="grm", dataset="survey", missing=["mar0"]).startswith(
-        "config key 'studies.vibo.designs.r.missing.0': 'mar0'")
+        "config key 'studies.vibo.designs.r.missing.0': 'mar0'"
+    )

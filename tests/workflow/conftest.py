@@ -17,4 +17,3 @@ def compilation_cache(tmp_path_factory):
 @pytest.fixture(scope="session")
 def local_run(tmp_path_factory, compilation_cache):
     return run_test_config(tmp_path_factory.mktemp("run_a"), compilation_cache)
-

@@ -17,8 +17,13 @@ OTHER_RUNS: list[Path] = []
 
 
 def snakemake(*args, cwd=ROOT, check=True, env=None):
-    proc = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, capture_output=True, text=True,
-                          env=None if env is None else {**os.environ, **env})
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=None if env is None else {**os.environ, **env},
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc
@@ -43,9 +48,11 @@ def assert_same_results(a: Path, b: Path) -> int:
     """Every data and result file of run `a` is in run `b` with the same content, bit for bit,
     except what records time: timings tables, the `timing` field of the JSON records, and the
     executed report notebooks (run timestamps). Returns the number of files compared."""
+
     def listing(run):
-        return sorted(p.relative_to(run) for folder in ("results", "data")
-                      for p in (run / folder).rglob("*") if p.is_file())
+        return sorted(
+            p.relative_to(run) for folder in ("results", "data") for p in (run / folder).rglob("*") if p.is_file()
+        )
 
     files = listing(a)
     assert len(files) >= 10 and files == listing(b), set(files) ^ set(listing(b))

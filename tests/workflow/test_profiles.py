@@ -20,8 +20,9 @@ pytestmark = pytest.mark.workflow
 
 @pytest.fixture(scope="module")
 def rules() -> list[str]:
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "--list-rules"], cwd=ROOT,
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--list-rules"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
     names = [line.strip() for line in proc.stdout.splitlines() if re.fullmatch(r"\s*\w+\s*", line)]
     assert "all" in names, proc.stdout
     return names

@@ -24,7 +24,11 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.workflow
 
 FITS = "results/rb_imputation/rwa_sim/mcar15/rep0"
-TARGETS = ["results/rb_imputation/rwa_sim/recovery.csv", f"{FITS}/zero_fill/fit.json", f"{FITS}/naive_average_M2/fit.json"]
+TARGETS = [
+    "results/rb_imputation/rwa_sim/recovery.csv",
+    f"{FITS}/zero_fill/fit.json",
+    f"{FITS}/naive_average_M2/fit.json",
+]
 # the workflow's files, and the Makefile whose `run` target is the command under test
 FILES = ("Snakefile", "config", "workflow", "notebooks", "environment.yml", "Makefile")
 
@@ -42,8 +46,21 @@ def make_run(folder: Path, env: dict, **popen) -> subprocess.Popen:
     (-o: the environment is taken as installed, not rebuilt)."""
     venv = Path(sys.prefix)
     args = ["--configfile", "config/test.yaml", "--cores", "2", *TARGETS]
-    return subprocess.Popen(["make", "--no-print-directory", "-o", str(venv / ".installed"), "run", f"VENV={venv}",
-                             f"ARGS={' '.join(args)}"], cwd=folder, env={**os.environ, **env}, text=True, **popen)
+    return subprocess.Popen(
+        [
+            "make",
+            "--no-print-directory",
+            "-o",
+            str(venv / ".installed"),
+            "run",
+            f"VENV={venv}",
+            f"ARGS={' '.join(args)}",
+        ],
+        cwd=folder,
+        env={**os.environ, **env},
+        text=True,
+        **popen,
+    )
 
 
 def incomplete_outputs(folder: Path) -> list[Path]:
@@ -64,8 +81,9 @@ def locked(folder: Path) -> bool:
 
 
 def result_files(folder: Path) -> list[Path]:
-    return sorted(p.relative_to(folder) for sub in ("results", "data") for p in (folder / sub).rglob("*")
-                  if p.is_file())
+    return sorted(
+        p.relative_to(folder) for sub in ("results", "data") for p in (folder / sub).rglob("*") if p.is_file()
+    )
 
 
 def same_content(a: Path, b: Path) -> bool:
@@ -81,8 +99,9 @@ def same_content(a: Path, b: Path) -> bool:
 def test_make_run_resumes_after_kill_9(tmp_path, local_run, compilation_cache):
     run = copy_of_workflow(tmp_path / "killed")
     # its own process group, so that the kill takes make, Snakemake and every running job at once
-    proc = make_run(run, compilation_cache, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                    start_new_session=True)
+    proc = make_run(
+        run, compilation_cache, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and proc.poll() is None:
         # mid-way: at least one fit done and a job running
@@ -122,8 +141,12 @@ def test_lock_of_a_live_run_is_left_alone(tmp_path):
     (tmp_path / ".snakemake" / "locks" / "0.output.lock").write_text("results/x\n")
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "snakemake"], cwd=tmp_path)
     try:
-        proc = subprocess.run([sys.executable, str(ROOT / "workflow" / "unlock_if_stale.py")], cwd=tmp_path,
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "workflow" / "unlock_if_stale.py")],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
     finally:
         live.kill()
         live.wait()

@@ -40,10 +40,22 @@ NODE = {
 # OPENBLAS_NUM_THREADS, and the LCDM EM standard errors (jnp.linalg.inv through LAPACK) change
 # in their last float32 digits with it. That is the profile's thread count, not the scheduler:
 # the SLURM resources (sbatch --cpus-per-task) still come from the profile's cpus_per_task.
-SLURM_ARGS = ("--workflow-profile", "workflow/profiles/slurm", "--executor", "slurm", "--jobs", "8",
-              "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "2",
-              "--slurm-keep-successful-logs", "--verbose",
-              "--set-threads", *(f"{rule}=1" for rule in PROFILE["set-threads"]))
+SLURM_ARGS = (
+    "--workflow-profile",
+    "workflow/profiles/slurm",
+    "--executor",
+    "slurm",
+    "--jobs",
+    "8",
+    "--slurm-status-command",
+    "squeue",
+    "--slurm-init-seconds-before-status-checks",
+    "2",
+    "--slurm-keep-successful-logs",
+    "--verbose",
+    "--set-threads",
+    *(f"{rule}=1" for rule in PROFILE["set-threads"]),
+)
 pytestmark = pytest.mark.workflow
 
 
@@ -78,8 +90,13 @@ def cluster():
 
 def scheduler_jobs(env) -> dict[str, dict]:
     """Every job the controller knows (finished ones stay for MinJobAge), by SLURM job id."""
-    out = subprocess.run(["scontrol", "show", "job", "--details", "--oneliner"], env={**os.environ, **env},
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["scontrol", "show", "job", "--details", "--oneliner"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     jobs = {}
     for line in out.splitlines():
         fields = dict(re.findall(r"(\w+)=(\S*)", line))
@@ -114,16 +131,34 @@ def slurm_runs(cluster, local_run, compilation_cache, tmp_path_factory):
     cfg["datasets"]["rwa_bad"] = {"source": "rwa", "url": str(bad / "bad.csv")}
     (bad / "bad.yaml").write_text(yaml.safe_dump(cfg))
     failing = subprocess.Popen(
-        [sys.executable, "-m", "snakemake", "data/processed/rwa_bad/responses.parquet", *SLURM_ARGS,
-         "--configfile", "bad.yaml"], cwd=bad, env={**os.environ, **env}, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "data/processed/rwa_bad/responses.parquet",
+            *SLURM_ARGS,
+            "--configfile",
+            "bad.yaml",
+        ],
+        cwd=bad,
+        env={**os.environ, **env},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         proc = snakemake(*SLURM_ARGS, "--configfile", "config/test.yaml", cwd=run, env=env)
         OTHER_RUNS.append(run)
     finally:
         failed_output = failing.communicate(timeout=600)[0]
-    return {"run": run, "output": proc.stdout + proc.stderr, "bad": bad, "failed_output": failed_output,
-            "failed_rc": failing.returncode, "scheduler": scheduler_jobs(cluster)}
+    return {
+        "run": run,
+        "output": proc.stdout + proc.stderr,
+        "bad": bad,
+        "failed_output": failed_output,
+        "failed_rc": failing.returncode,
+        "scheduler": scheduler_jobs(cluster),
+    }
 
 
 def test_every_job_went_through_sbatch_with_the_profiles_resources(slurm_runs):
@@ -146,8 +181,10 @@ def test_every_job_went_through_sbatch_with_the_profiles_resources(slurm_runs):
         assert f"mem={res['mem_mb']}M" in job["TRES"], (rule, job["TRES"])
         # fitting jobs were given one (count-only) GPU by the scheduler, the others none
         assert (job["JOB_GRES"] == "gpu:1") == rule.startswith("fit_"), (rule, job["JOB_GRES"])
-        assert int(job["TimeLimit"].split(":")[0]) * 60 + int(job["TimeLimit"].split(":")[1]) == res["runtime"], \
-            (rule, job["TimeLimit"])
+        assert int(job["TimeLimit"].split(":")[0]) * 60 + int(job["TimeLimit"].split(":")[1]) == res["runtime"], (
+            rule,
+            job["TimeLimit"],
+        )
         # the node wrote its log where the plugin said
         assert Path(job["StdOut"]).is_file(), job["StdOut"]
     assert {started[j] for j in submitted} >= set(FITS) & {"fit_reference", "fit_objective", "fit_amortized_ifa"}
@@ -193,7 +230,12 @@ def test_start_refuses_where_slurm_is_configured_already(tmp_path):
     etc = tmp_path / "etc"
     etc.mkdir()
     (etc / "slurm.conf").write_text("ClusterName=site\n")
-    proc = subprocess.run([str(START), "start"], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "BAYESIRT_SLURM_ETC": str(etc), "BAYESIRT_SLURM_DIR": str(tmp_path / "c")})
+    proc = subprocess.run(
+        [str(START), "start"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "BAYESIRT_SLURM_ETC": str(etc), "BAYESIRT_SLURM_DIR": str(tmp_path / "c")},
+    )
     assert proc.returncode == 3 and "a SLURM configuration exists" in proc.stderr, proc.stderr
     assert (etc / "slurm.conf").read_text() == "ClusterName=site\n" and not (tmp_path / "c").exists()

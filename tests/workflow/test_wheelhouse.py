@@ -60,8 +60,20 @@ def test_install_from_a_wheelhouse_with_no_index(tmp_path):
     python = str(venv / "bin" / "python")
     offline = _offline_prefix()
     print(f"offline install {'in a namespace with no network' if offline else 'with --no-index only'}")
-    _run([*offline, python, "-m", "pip", "install", "--disable-pip-version-check", "--no-index",
-          "--find-links", str(wheelhouse), "bayesirt"])
+    _run(
+        [
+            *offline,
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-index",
+            "--find-links",
+            str(wheelhouse),
+            "bayesirt",
+        ]
+    )
     out = json.loads(_run([*offline, python, "-c", CHECK], cwd=tmp_path).stdout.strip().splitlines()[-1])
     locked = dict(line.lower().split("==") for line in (ROOT / "requirements.lock").read_text().split())
     installed = {name.replace("_", "-"): v for name, v in out["installed"].items()}
@@ -73,11 +85,23 @@ def test_install_from_a_wheelhouse_with_no_index(tmp_path):
     assert not extra, f"installed packages the lock does not name: {extra}"
 
 
-@pytest.mark.parametrize("platform, expected", [
-    ("manylinux_2_28_x86_64", ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
-                               "manylinux_2_12_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"]),
-    ("macosx_11_0_arm64", ["macosx_11_0_arm64"]),
-])
+@pytest.mark.parametrize(
+    "platform, expected",
+    [
+        (
+            "manylinux_2_28_x86_64",
+            [
+                "manylinux_2_28_x86_64",
+                "manylinux_2_17_x86_64",
+                "manylinux2014_x86_64",
+                "manylinux_2_12_x86_64",
+                "manylinux2010_x86_64",
+                "manylinux1_x86_64",
+            ],
+        ),
+        ("macosx_11_0_arm64", ["macosx_11_0_arm64"]),
+    ],
+)
 def test_platform_tags_widen_to_older_manylinux(platform, expected):
     sys.path.insert(0, str(ROOT / "tools"))
     try:

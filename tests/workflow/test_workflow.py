@@ -36,8 +36,17 @@ def paper_dry_run(tmp_path_factory):
     cfg = capped_replications(yaml.safe_load((ROOT / "config" / "paper.yaml").read_text()), 2)
     path = tmp_path_factory.mktemp("paper") / "paper_2_replications.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    return snakemake("-n", "--workflow-profile", "workflow/profiles/slurm", "--executor", "slurm",
-                     "--jobs", "10", "--configfile", str(path))
+    return snakemake(
+        "-n",
+        "--workflow-profile",
+        "workflow/profiles/slurm",
+        "--executor",
+        "slurm",
+        "--jobs",
+        "10",
+        "--configfile",
+        str(path),
+    )
 
 
 def test_dry_run_paper_config(paper_dry_run):
@@ -47,10 +56,14 @@ def test_dry_run_paper_config(paper_dry_run):
         assert f"results/reports/{study}.html" in proc.stdout
     # the VIBO study's GRM on the real RWA data: its conditions read the prepared data set, every
     # method is fitted to them, and the real-data tables rule (no truth) aggregates them
-    assert re.search(r"^\s+wildcards: design=rwa_real_grm, missing=mcar20, method=vibo_one_prior, rep=0$", proc.stdout,
-                     flags=re.M)
-    block = re.search(r"^rule vibo_simulate:\n(?:[ \t]+.*\n)*?[ \t]+wildcards: design=rwa_real_grm, missing=mcar10, rep=1$",
-                      proc.stdout, flags=re.M)
+    assert re.search(
+        r"^\s+wildcards: design=rwa_real_grm, missing=mcar20, method=vibo_one_prior, rep=0$", proc.stdout, flags=re.M
+    )
+    block = re.search(
+        r"^rule vibo_simulate:\n(?:[ \t]+.*\n)*?[ \t]+wildcards: design=rwa_real_grm, missing=mcar10, rep=1$",
+        proc.stdout,
+        flags=re.M,
+    )
     assert block and "input: data/processed/rwa_real/responses.parquet" in block.group(0)
     assert "results/vibo/rwa_real_grm/agreement.csv" in proc.stdout
 
@@ -73,8 +86,9 @@ def test_dry_run_through_slurm_profile(paper_dry_run):
     fits = [(rule, res) for rule, res in jobs if rule.startswith("fit_")]
     assert {"fit_reference", "fit_imputation_model", "fit_objective", "fit_amortized_ifa"} <= {r for r, _ in fits}
     # every fitting job asks SLURM for a GPU and for more than the defaults
-    assert all(res.get("gpu") == "1" and int(res["cpus_per_task"]) > 1 for _, res in fits), \
-        sorted({rule for rule, res in fits if res.get("gpu") != "1"})
+    assert all(res.get("gpu") == "1" and int(res["cpus_per_task"]) > 1 for _, res in fits), sorted(
+        {rule for rule, res in fits if res.get("gpu") != "1"}
+    )
     assert all("gpu" not in res for rule, res in jobs if not rule.startswith("fit_"))
 
 
@@ -90,8 +104,9 @@ def test_failed_job_writes_its_traceback_to_the_log(tmp_path):
     cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     cfg["datasets"]["rwa_bad"] = {"source": "rwa", "url": str(tmp_path / "bad.csv")}
     (run / "bad.yaml").write_text(yaml.safe_dump(cfg))
-    proc = snakemake("data/processed/rwa_bad/responses.parquet", "--cores", "1", "--configfile", "bad.yaml",
-                     cwd=run, check=False)
+    proc = snakemake(
+        "data/processed/rwa_bad/responses.parquet", "--cores", "1", "--configfile", "bad.yaml", cwd=run, check=False
+    )
     assert proc.returncode != 0
     log = (run / "logs/data/rwa_bad.prepare.log").read_text()
     assert "Traceback (most recent call last)" in log
@@ -101,14 +116,19 @@ def test_failed_job_writes_its_traceback_to_the_log(tmp_path):
     assert not (run / "data/processed/rwa_bad/responses.parquet").exists()
 
 
-@pytest.mark.parametrize("text, message", [
-    # one value the schema refuses, one only the studies' parsers can judge: the Snakefile runs
-    # both checks before any job; tests/unit/test_config_validation.py holds the other bad values,
-    # put through the same three steps in-process
-    ("bogus: 1\n", "config key 'bogus': unknown key"),
-    ("studies: {rb_imputation: {dataset: rwa_sim, missing: mcar150}}\n",
-     "config key 'studies.rb_imputation.missing': 'mcar150' — the rate 150% is outside [0, 100)"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        # one value the schema refuses, one only the studies' parsers can judge: the Snakefile runs
+        # both checks before any job; tests/unit/test_config_validation.py holds the other bad values,
+        # put through the same three steps in-process
+        ("bogus: 1\n", "config key 'bogus': unknown key"),
+        (
+            "studies: {rb_imputation: {dataset: rwa_sim, missing: mcar150}}\n",
+            "config key 'studies.rb_imputation.missing': 'mcar150' — the rate 150% is outside [0, 100)",
+        ),
+    ],
+)
 def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, text, message):
     base = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     base.update(yaml.safe_load(text))
@@ -209,7 +229,11 @@ def test_amortized_ifa_outputs_follow_the_schemas(local_run):
     assert set(pd.read_csv(base / "mixture_p1/latent_density.csv")["latent"]) == {"mixture"}
     scree = pd.read_csv(base / "ipip/scree.csv")
     assert sorted(zip(scree["method"], scree["n_factors"])) == [("iwae", 1), ("iwae", 2), ("iwavb", 1), ("iwavb", 2)]
-    assert [p.name for p in sorted((base / "ipip/figures").glob("*.png"))] == ["loadings.png", "scree.png", "timings.png"]
+    assert [p.name for p in sorted((base / "ipip/figures").glob("*.png"))] == [
+        "loadings.png",
+        "scree.png",
+        "timings.png",
+    ]
     html = (run / "results/reports/amortized_ifa.html").read_text()
     assert "Which of the paper" in html and "image/png" in html and "Traceback" not in html
 

@@ -11,8 +11,15 @@ w = snakemake.wildcards
 method = getattr(w, "method", "nuts")
 spec = FitSpec(w.design, w.missing, method, int(w.rep))
 rm, truth, q = data.read(snakemake.input.responses, snakemake.input.truth)
-out = methods.fit(method, rm, truth, q, seed=snakemake.params.seed,
-                  config=methods.study_config(snakemake.params.settings), fields=spec.fields)
+out = methods.fit(
+    method,
+    rm,
+    truth,
+    q,
+    seed=snakemake.params.seed,
+    config=methods.study_config(snakemake.params.settings),
+    fields=spec.fields,
+)
 if not out.record["converged"]:
     log.warning("fit did not converge: %s", out.record["convergence_reason"])
 log.info("%s: pattern accuracy %.3f", method, out.record["accuracy"]["pattern_accuracy"])

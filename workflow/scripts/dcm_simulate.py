@@ -10,5 +10,13 @@ rm, truth, q = data.simulate(snakemake.params.spec, missing_rate(w.missing), sna
 rm.attrs.update({"dataset": f"dcm_bbvi_{w.design}_{w.missing}", "design": w.design})
 io.write_table(truth, snakemake.output.truth)
 io.write_responses(rm, snakemake.output.responses)
-log.info("simulated %s/%s rep %s: %d persons x %d items, %d attributes, %.1f%% missing", w.design, w.missing,
-         w.rep, rm.n_persons, rm.n_items, q.shape[1], 100 * (rm.responses < 0).mean())
+log.info(
+    "simulated %s/%s rep %s: %d persons x %d items, %d attributes, %.1f%% missing",
+    w.design,
+    w.missing,
+    w.rep,
+    rm.n_persons,
+    rm.n_items,
+    q.shape[1],
+    100 * (rm.responses < 0).mean(),
+)

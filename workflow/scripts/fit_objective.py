@@ -10,9 +10,13 @@ log = logs.to_file(snakemake.log[0])
 wc = snakemake.wildcards
 objective, copies = parse_condition(wc.condition)
 # the objectives use one draw of the parameters per step (the config's n_draws is the reference's)
-out = methods.fit(objective, data.read(snakemake.input.responses, snakemake.input.truth, snakemake.input.imputation),
-                  seed=snakemake.params.seed, config=methods.study_config(snakemake.params.settings, copies or 1),
-                  fields={"dataset": wc.dataset, "missing": wc.missing, "replication": int(wc.rep)})
+out = methods.fit(
+    objective,
+    data.read(snakemake.input.responses, snakemake.input.truth, snakemake.input.imputation),
+    seed=snakemake.params.seed,
+    config=methods.study_config(snakemake.params.settings, copies or 1),
+    fields={"dataset": wc.dataset, "missing": wc.missing, "replication": int(wc.rep)},
+)
 if not out.record["converged"]:
     log.warning("fit did not converge: %s", out.record["convergence_reason"])
 records.write_fit(out, Path(snakemake.output.record).parent)

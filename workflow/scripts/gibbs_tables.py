@@ -14,8 +14,12 @@ aggregated = tables.aggregate(fit_records, estimates)
 for name in ("fits", "recovery", "diagnostics", "nuts", "missing", "timings"):  # timings: run-dependent
     io.write_table(aggregated[name], snakemake.output[name])
 missing, rep = figures.shown_fit(fit_records)
-shown = {r["method"]: (e, str(Path(p).parent / "posterior.nc")) for r, e, p in
-         zip(fit_records, estimates, snakemake.input.fits) if r["missing"] == missing and r["replication"] == rep}
-figures.figures({m: v[0] for m, v in shown.items()}, {m: v[1] for m, v in shown.items()},
-                dict(snakemake.output.items()))
+shown = {
+    r["method"]: (e, str(Path(p).parent / "posterior.nc"))
+    for r, e, p in zip(fit_records, estimates, snakemake.input.fits)
+    if r["missing"] == missing and r["replication"] == rep
+}
+figures.figures(
+    {m: v[0] for m, v in shown.items()}, {m: v[1] for m, v in shown.items()}, dict(snakemake.output.items())
+)
 log.info("%s: %d fits aggregated; figures show %s rep %d", snakemake.wildcards.design, len(fit_records), missing, rep)

@@ -9,11 +9,20 @@ from bayesirt.studies.amortized_ifa import FitSpec, data, methods, settings
 log = logs.to_file(snakemake.log[0])
 w = snakemake.wildcards
 study = settings.Settings.from_config(snakemake.config)
-train, holdout, truth = data.read_design_data(snakemake.input.responses, snakemake.input.holdout,
-                                              snakemake.input.truth or None)
+train, holdout, truth = data.read_design_data(
+    snakemake.input.responses, snakemake.input.holdout, snakemake.input.truth or None
+)
 spec = FitSpec(w.design, w.method, int(w.factors), int(w.samples), int(w.rep))
-out = methods.fit(train, holdout, truth, spec, study.design(w.design), study.evaluation, seed=snakemake.params.seed,
-                  dataset=snakemake.params.dataset)
+out = methods.fit(
+    train,
+    holdout,
+    truth,
+    spec,
+    study.design(w.design),
+    study.evaluation,
+    seed=snakemake.params.seed,
+    dataset=snakemake.params.dataset,
+)
 if not out.record["converged"]:
     log.warning("fit did not converge: %s", out.record["convergence_reason"])
 log.info("held-out log-likelihood per person: %s", out.record["heldout_loglik"])

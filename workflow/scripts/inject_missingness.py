@@ -9,17 +9,32 @@ log = logs.to_file(snakemake.log[0])
 kind = snakemake.wildcards.kind
 rate = float(snakemake.wildcards.percent) / 100.0
 cfg = snakemake.params.options
-kind_options = {"mar": {"strength": cfg.get("mar_strength", 1.0), "drivers": cfg.get("mar_drivers")},
-                "mnar": {"strength": cfg.get("mnar_strength", 1.0)}}.get(kind, {})
+kind_options = {
+    "mar": {"strength": cfg.get("mar_strength", 1.0), "drivers": cfg.get("mar_drivers")},
+    "mnar": {"strength": cfg.get("mnar_strength", 1.0)},
+}.get(kind, {})
 wc = snakemake.wildcards
 seed = derive(snakemake.params.base_seed, "missingness", wc.dataset, kind, wc.percent, wc.rep)
 rm = io.read_responses(snakemake.input.responses)
-out, hidden = missingness.inject(rm, kind=kind, rate=rate, seed=seed,
-                                 keep_one_per_person=cfg.get("keep_one_per_person", True),
-                                 keep_one_per_item=cfg.get("keep_one_per_item", True), **kind_options)
+out, hidden = missingness.inject(
+    rm,
+    kind=kind,
+    rate=rate,
+    seed=seed,
+    keep_one_per_person=cfg.get("keep_one_per_person", True),
+    keep_one_per_item=cfg.get("keep_one_per_item", True),
+    **kind_options,
+)
 out.attrs["missingness"]["replication"] = int(snakemake.wildcards.rep)
 missingness.write_hidden(out, hidden, snakemake.output.hidden)
 io.write_responses(out, snakemake.output.responses)
 rec = out.attrs["missingness"]
-log.info("%s: %s missingness, target %.4f, achieved %.4f (%d cells hidden), seed %d",
-         snakemake.wildcards.dataset, kind, rate, rec["achieved_rate"], rec["n_hidden"], rec["seed"])
+log.info(
+    "%s: %s missingness, target %.4f, achieved %.4f (%d cells hidden), seed %d",
+    snakemake.wildcards.dataset,
+    kind,
+    rate,
+    rec["achieved_rate"],
+    rec["n_hidden"],
+    rec["seed"],
+)

@@ -18,11 +18,15 @@ with download.raw_csv(snakemake.input.download, member, source=download.source_o
 split_seed = derive(snakemake.params.base_seed, "holdout", snakemake.wildcards.dataset)
 train, holdout = split_holdout(rm, spec.get("holdout_fraction", 0.025), split_seed)
 for part in (train, holdout):
-    part.attrs.update({"dataset": snakemake.wildcards.dataset,
-                       "download": record})
+    part.attrs.update({"dataset": snakemake.wildcards.dataset, "download": record})
 io.write_table(counts, snakemake.output.row_counts)
 io.write_responses(holdout, snakemake.output.holdout)
 io.write_responses(train, snakemake.output.responses)
-log.info("IPIP-FFM %s: %d persons after preprocessing (%d training, %d held out)\n%s",
-         snakemake.wildcards.dataset, rm.n_persons, train.n_persons, holdout.n_persons,
-         counts.to_string(index=False))
+log.info(
+    "IPIP-FFM %s: %d persons after preprocessing (%d training, %d held out)\n%s",
+    snakemake.wildcards.dataset,
+    rm.n_persons,
+    train.n_persons,
+    holdout.n_persons,
+    counts.to_string(index=False),
+)

@@ -7,11 +7,20 @@ from bayesirt.seeds import derive
 log = logs.to_file(snakemake.log[0])
 name = snakemake.wildcards.dataset
 spec = snakemake.params.spec
-prepared = table.load(snakemake.input.table, items=spec.get("items"), item_pattern=spec.get("item_pattern"),
-                      id_column=spec["id_column"], delimiter=spec["delimiter"], coding=spec["coding"],
-                      missing_codes=spec["missing_codes"], reverse_keyed=spec["reverse_keyed"],
-                      reorient=spec["reorient"], scales=spec["scales"], empty_persons=spec["empty_persons"],
-                      key=f"datasets.{name}")
+prepared = table.load(
+    snakemake.input.table,
+    items=spec.get("items"),
+    item_pattern=spec.get("item_pattern"),
+    id_column=spec["id_column"],
+    delimiter=spec["delimiter"],
+    coding=spec["coding"],
+    missing_codes=spec["missing_codes"],
+    reverse_keyed=spec["reverse_keyed"],
+    reorient=spec["reorient"],
+    scales=spec["scales"],
+    empty_persons=spec["empty_persons"],
+    key=f"datasets.{name}",
+)
 parts = table.split(prepared, spec["holdout_fraction"], derive(snakemake.params.base_seed, "holdout", name))
 for part in (parts.train, parts.holdout):
     part.attrs["dataset"] = name
@@ -21,5 +30,11 @@ io.write_table(item_direction.item_rest_correlations(prepared.responses), snakem
 io.write_table(parts.persons, snakemake.output.persons)
 io.write_responses(parts.holdout, snakemake.output.holdout)
 io.write_responses(parts.train, snakemake.output.responses)
-log.info("table %s: %d persons x %d items (%d held out)\n%s", name, parts.train.n_persons, parts.train.n_items,
-         parts.holdout.n_persons, parts.row_counts.to_string(index=False))
+log.info(
+    "table %s: %d persons x %d items (%d held out)\n%s",
+    name,
+    parts.train.n_persons,
+    parts.train.n_items,
+    parts.holdout.n_persons,
+    parts.row_counts.to_string(index=False),
+)

@@ -11,5 +11,6 @@ record = io.read_json(snakemake.input.record)
 if "true" not in estimates:
     log.info("no true values (real data): recovery table left empty")
 io.write_table(tables.recovery(estimates, record["condition"]), snakemake.output.table)
-figures.reference_figures(estimates, {record["condition"]: pd.read_csv(snakemake.input.loss)},
-                          dict(snakemake.output.items()))
+figures.reference_figures(
+    estimates, {record["condition"]: pd.read_csv(snakemake.input.loss)}, dict(snakemake.output.items())
+)

@@ -9,5 +9,10 @@ rm, truth = simulate.from_preset(spec["preset"], snakemake.params.seed, spec["n_
 rm.attrs.update({"dataset": snakemake.wildcards.dataset, "preset": spec["preset"]})
 io.write_table(truth, snakemake.output.truth)
 io.write_responses(rm, snakemake.output.responses)
-log.info("simulated %s: %d persons x %d items, seed %d", snakemake.wildcards.dataset,
-         rm.n_persons, rm.n_items, snakemake.params.seed)
+log.info(
+    "simulated %s: %d persons x %d items, seed %d",
+    snakemake.wildcards.dataset,
+    rm.n_persons,
+    rm.n_items,
+    snakemake.params.seed,
+)

@@ -15,8 +15,15 @@ w = snakemake.wildcards
 train, holdout = io.read_responses(snakemake.input.responses), io.read_responses(snakemake.input.holdout)
 hidden, truth = pd.read_csv(snakemake.input.hidden), pd.read_csv(snakemake.input.truth)
 cond = Condition(w.design, w.missing, w.method, int(w.rep))
-out = methods.fit(train, hidden, holdout, truth, cond, settings=StudySettings.from_study(snakemake.params.study),
-                  seed=snakemake.params.seed)
+out = methods.fit(
+    train,
+    hidden,
+    holdout,
+    truth,
+    cond,
+    settings=StudySettings.from_study(snakemake.params.study),
+    seed=snakemake.params.seed,
+)
 if not out.record["converged"]:
     log.warning("fit did not converge: %s", out.record["convergence_reason"])
 log.info("%s: %s", cond.folder, out.record["evaluation"])

@@ -15,5 +15,9 @@ result = tables.aggregate(fit_records, estimates, observed=observed)
 for name, table in result.items():  # timings.csv is the run-dependent table
     io.write_table(table, snakemake.output[name])
 figures.figures(result, dict(snakemake.output.items()), observed=observed)
-log.info("%s: %d fits aggregated%s", snakemake.wildcards.design, len(fit_records),
-         " (real data, no truth: methods compared with each other)" if observed else "")
+log.info(
+    "%s: %d fits aggregated%s",
+    snakemake.wildcards.design,
+    len(fit_records),
+    " (real data, no truth: methods compared with each other)" if observed else "",
+)

@@ -48,8 +48,15 @@ log = logging.getLogger("bayesirt")
 FLAGS = ("test_time", "long_string", "mahalanobis", "guttman")
 
 
-def careless_flags(codes: np.ndarray, oriented: np.ndarray, testelapse: np.ndarray, factor: np.ndarray,
-                   n_categories: int, opt, fit_grm=None) -> tuple[np.ndarray, dict]:
+def careless_flags(
+    codes: np.ndarray,
+    oriented: np.ndarray,
+    testelapse: np.ndarray,
+    factor: np.ndarray,
+    n_categories: int,
+    opt,
+    fit_grm=None,
+) -> tuple[np.ndarray, dict]:
     """(N, 4) risk levels 0/1/2 in the order of ``FLAGS`` (0 where a flag is switched off).
 
     ``codes``: raw codes 1..K, missing -1, items in file order; ``oriented``: the same as
@@ -68,16 +75,21 @@ def careless_flags(codes: np.ndarray, oriented: np.ndarray, testelapse: np.ndarr
         flags[:, 1] = long_string_flag(codes, opt.long_string_length)
     if opt.flag_mahalanobis:
         p = mahalanobis_pvalues(np.where(codes == MISSING, np.nan, codes.astype(np.float64)))
-        flags[:, 2] = np.where(p < opt.mahalanobis_p_high, 2,
-                               np.where((p > opt.mahalanobis_p_high) & (p < opt.mahalanobis_p_low), 1, 0))
+        flags[:, 2] = np.where(
+            p < opt.mahalanobis_p_high, 2, np.where((p > opt.mahalanobis_p_high) & (p < opt.mahalanobis_p_low), 1, 0)
+        )
     if opt.flag_guttman:
         gp = guttman_errors(oriented, n_categories, factor)
         cut_high, cut_low, g_info = guttman_cutoffs(oriented, factor, n_categories, opt, fit_grm)
         flags[:, 3] = np.where(gp > cut_high, 2, np.where(gp > cut_low, 1, 0))
         info["guttman"] = g_info
     for k, name in enumerate(FLAGS):
-        info[name] = {**info.get(name, {}), "switched_on": bool(getattr(opt, f"flag_{name}")),
-                      "low": int((flags[:, k] == 1).sum()), "high": int((flags[:, k] == 2).sum())}
+        info[name] = {
+            **info.get(name, {}),
+            "switched_on": bool(getattr(opt, f"flag_{name}")),
+            "low": int((flags[:, k] == 1).sum()),
+            "high": int((flags[:, k] == 2).sum()),
+        }
     info["dropped"] = int(drop_rule(flags).sum())
     return flags, info
 
@@ -85,8 +97,10 @@ def careless_flags(codes: np.ndarray, oriented: np.ndarray, testelapse: np.ndarr
 def require_fitter(opt, fit_grm) -> None:
     """Stop early, with what to do, when the Guttman flag is on and no GRM fitter was given."""
     if getattr(opt, "screen_careless", True) and opt.flag_guttman and fit_grm is None:
-        raise ValueError("the Guttman flag of the careless-responder screen needs a GRM fitter: pass "
-                         "fit_grm=bayesirt.inference.mml.fit_arrays (or set flag_guttman: false)")
+        raise ValueError(
+            "the Guttman flag of the careless-responder screen needs a GRM fitter: pass "
+            "fit_grm=bayesirt.inference.mml.fit_arrays (or set flag_guttman: false)"
+        )
 
 
 def drop_rule(flags: np.ndarray) -> np.ndarray:
@@ -136,7 +150,7 @@ def mahalanobis_pvalues(x: np.ndarray, chunk: int = 200_000) -> np.ndarray:
     d2 = np.full(x.shape[0], np.nan)
     rows = np.flatnonzero(complete)
     for start in range(0, rows.size, chunk):
-        r = rows[start:start + chunk]
+        r = rows[start : start + chunk]
         z = linalg.solve_triangular(chol, (x[r] - mu).T, lower=True)
         d2[r] = np.einsum("ij,ij->j", z, z)
     partial = np.flatnonzero(~complete & obs.any(1))
@@ -202,8 +216,7 @@ def guttman_cutoffs(y: np.ndarray, factor: np.ndarray, n_categories: int, opt, f
     n_sim = opt.guttman_simulated_persons
     theta = np.asarray(fit.ability)
     a = np.asarray(fit.discrimination, np.float64)
-    theta_sim = np.stack([rng.choice(theta[:, f], size=n_sim, replace=True)
-                          for f in range(theta.shape[1])], axis=1)
+    theta_sim = np.stack([rng.choice(theta[:, f], size=n_sim, replace=True) for f in range(theta.shape[1])], axis=1)
     y_sim = sample_grm(rng, theta_sim[:, factor] * a[None, :], np.asarray(fit.cuts, np.float64))
     g_sim = guttman_errors(y_sim, n_categories, factor).astype(np.float64)
     q_high, q_low = [], []
@@ -214,11 +227,20 @@ def guttman_cutoffs(y: np.ndarray, factor: np.ndarray, n_categories: int, opt, f
         q_low.append(lo)
     cut_high, cut_low = float(np.median(q_high)), float(np.median(q_low))
     fitter = f"{getattr(fit_grm, '__module__', '?')}.{getattr(fit_grm, '__qualname__', repr(fit_grm))}"
-    info = {"cutoff_high": cut_high, "cutoff_low": cut_low, "fit_persons": int(fit_rows.size),
-            "fit": f"marginal ML of one unidimensional GRM per factor, EAP abilities ({fitter})",
-            "fit_max_iterations": int(opt.guttman_fit_iterations), "fit_iterations": int(fit.iterations),
-            "fit_converged": bool(fit.converged), "fit_grad_norm": float(fit.grad_norm),
-            "fit_reason": str(fit.reason), "fit_mean_nll": float(fit.mean_nll),
-            "simulated_persons": n_sim, "bootstrap": opt.guttman_bootstrap,
-            "discrimination_mean": float(a.mean()), "seconds": time.perf_counter() - t0}
+    info = {
+        "cutoff_high": cut_high,
+        "cutoff_low": cut_low,
+        "fit_persons": int(fit_rows.size),
+        "fit": f"marginal ML of one unidimensional GRM per factor, EAP abilities ({fitter})",
+        "fit_max_iterations": int(opt.guttman_fit_iterations),
+        "fit_iterations": int(fit.iterations),
+        "fit_converged": bool(fit.converged),
+        "fit_grad_norm": float(fit.grad_norm),
+        "fit_reason": str(fit.reason),
+        "fit_mean_nll": float(fit.mean_nll),
+        "simulated_persons": n_sim,
+        "bootstrap": opt.guttman_bootstrap,
+        "discrimination_mean": float(a.mean()),
+        "seconds": time.perf_counter() - t0,
+    }
     return cut_high, cut_low, info

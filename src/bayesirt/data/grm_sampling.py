@@ -19,8 +19,7 @@ def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def sample_grm(rng: np.random.Generator, score, cuts, discrimination=None, weights=None,
-               dtype=np.int16) -> np.ndarray:
+def sample_grm(rng: np.random.Generator, score, cuts, discrimination=None, weights=None, dtype=np.int16) -> np.ndarray:
     """Responses (N, I), categories 0..K-1.
 
     score           (N, I); with ``weights``, (N, I, D): one score per mixture dimension

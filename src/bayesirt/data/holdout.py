@@ -23,8 +23,7 @@ def holdout_mask(n_persons: int, fraction: float = 0.025, seed: int = 0) -> np.n
 def split_holdout(rm: ResponseMatrix, fraction: float = 0.025, seed: int = 0) -> tuple[ResponseMatrix, ResponseMatrix]:
     """(training, held-out) response matrices; persons keep their order within each part."""
     mask = holdout_mask(rm.n_persons, fraction, seed)
-    info = {"fraction": float(fraction), "seed": int(seed), "n_holdout": int(mask.sum()),
-            "n_train": int((~mask).sum())}
+    info = {"fraction": float(fraction), "seed": int(seed), "n_holdout": int(mask.sum()), "n_train": int((~mask).sum())}
     train = ResponseMatrix(rm.responses[~mask], list(rm.items), {**rm.attrs, "split": {"part": "train", **info}})
     hold = ResponseMatrix(rm.responses[mask], list(rm.items), {**rm.attrs, "split": {"part": "holdout", **info}})
     return train, hold

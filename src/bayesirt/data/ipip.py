@@ -42,11 +42,41 @@ log = logging.getLogger("bayesirt")
 FACTORS = ("EXT", "EST", "AGR", "CSN", "OPN")
 ITEMS = [f"{f}{i}" for f in FACTORS for i in range(1, 11)]
 TIME_COLUMNS = [f"{it}_E" for it in ITEMS]
-META_COLUMNS = ["dateload", "screenw", "screenh", "introelapse", "testelapse", "endelapse", "IPC",
-                "country", "lat_appx_lots_of_err", "long_appx_lots_of_err"]
+META_COLUMNS = [
+    "dateload",
+    "screenw",
+    "screenh",
+    "introelapse",
+    "testelapse",
+    "endelapse",
+    "IPC",
+    "country",
+    "lat_appx_lots_of_err",
+    "long_appx_lots_of_err",
+]
 COLUMNS = ITEMS + TIME_COLUMNS + META_COLUMNS
-REVERSE_KEYED = frozenset({"EXT2", "EXT4", "EXT6", "EXT8", "EXT10", "EST2", "EST4", "AGR1", "AGR3",
-                           "AGR5", "AGR7", "CSN2", "CSN4", "CSN6", "CSN8", "OPN2", "OPN4", "OPN6"})
+REVERSE_KEYED = frozenset(
+    {
+        "EXT2",
+        "EXT4",
+        "EXT6",
+        "EXT8",
+        "EXT10",
+        "EST2",
+        "EST4",
+        "AGR1",
+        "AGR3",
+        "AGR5",
+        "AGR7",
+        "CSN2",
+        "CSN4",
+        "CSN6",
+        "CSN8",
+        "OPN2",
+        "OPN4",
+        "OPN6",
+    }
+)
 N_CATEGORIES = 5
 
 
@@ -54,9 +84,9 @@ N_CATEGORIES = 5
 class Preprocess:
     """Preprocessing options (config keys of the same names)."""
 
-    keep_single_ip: bool = True          # keep IPC == 1 only
-    drop_empty_persons: bool = True      # drop persons with no response
-    screen_careless: bool = True         # master switch of the four flags
+    keep_single_ip: bool = True  # keep IPC == 1 only
+    drop_empty_persons: bool = True  # drop persons with no response
+    screen_careless: bool = True  # master switch of the four flags
     flag_test_time: bool = True
     flag_long_string: bool = True
     flag_mahalanobis: bool = True
@@ -74,7 +104,7 @@ class Preprocess:
     guttman_bootstrap: int = 200
     seed: int = 0
     reorient: bool = True
-    bad_lines: str = "error"             # "error" or "skip"
+    bad_lines: str = "error"  # "error" or "skip"
     require_all_categories: bool = True
 
     def __post_init__(self):
@@ -87,6 +117,7 @@ def items() -> list[Item]:
 
 
 # --------------------------------------------------------------------------------------- reading
+
 
 def read_raw(path, bad_lines: str = "error") -> tuple[dict, int]:
     """Parse the columns the preprocessing needs: ``{"items": (N, 50) int16 raw codes 0..5 with
@@ -111,14 +142,20 @@ def read_raw(path, bad_lines: str = "error") -> tuple[dict, int]:
             read_options=pacsv.ReadOptions(block_size=1 << 24),
             parse_options=pacsv.ParseOptions(delimiter="\t", quote_char=False, invalid_row_handler=on_invalid),
             convert_options=pacsv.ConvertOptions(
-                include_columns=needed, column_types={c: pa.float64() for c in needed},
-                null_values=["NULL", ""], strings_can_be_null=True))
+                include_columns=needed,
+                column_types={c: pa.float64() for c in needed},
+                null_values=["NULL", ""],
+                strings_can_be_null=True,
+            ),
+        )
     except pa.ArrowInvalid as err:
         raise _conversion_error(path, header, str(err)) from None
     if bad and bad_lines == "error":
         number, actual, expected = _first_bad_line(path, len(header))
-        raise DataFormatError(f"{path}: line {number} has {actual} fields, the header has {expected} "
-                              f"({len(bad)} such line(s); set bad_lines: skip to drop them)")
+        raise DataFormatError(
+            f"{path}: line {number} has {actual} fields, the header has {expected} "
+            f"({len(bad)} such line(s); set bad_lines: skip to drop them)"
+        )
     if table.num_rows == 0:
         raise DataFormatError(f"{path}: header only, no persons")
     if bad:
@@ -127,9 +164,11 @@ def read_raw(path, bad_lines: str = "error") -> tuple[dict, int]:
     for j, name in enumerate(ITEMS):
         values = table.column(name).to_numpy(zero_copy_only=False)
         codes[:, j] = _raw.integer_codes(values, path, name, 0, 5, allow_null=True)
-    out = {"items": codes,
-           "testelapse": table.column("testelapse").to_numpy(zero_copy_only=False).astype(np.float64),
-           "IPC": table.column("IPC").to_numpy(zero_copy_only=False).astype(np.float64)}
+    out = {
+        "items": codes,
+        "testelapse": table.column("testelapse").to_numpy(zero_copy_only=False).astype(np.float64),
+        "IPC": table.column("IPC").to_numpy(zero_copy_only=False).astype(np.float64),
+    }
     return out, len(bad)
 
 
@@ -165,6 +204,7 @@ def _first_bad_line(path, n_fields) -> tuple[int, int, int]:
 
 # --------------------------------------------------------------------------------- preprocessing
 
+
 def load(path, fit_grm=None, **preprocess_options) -> tuple[ResponseMatrix, pd.DataFrame]:
     """Read and preprocess the raw file; return the response matrix and the row-count table.
 
@@ -179,8 +219,7 @@ def load(path, fit_grm=None, **preprocess_options) -> tuple[ResponseMatrix, pd.D
     log.info("%s: read %d rows in %.1f s", Path(path).name, raw["items"].shape[0], time.perf_counter() - t0)
     rm, counts, _ = preprocess(raw, opt, where=path, n_skipped=n_skipped, fit_grm=fit_grm)
     rm.attrs["file"] = Path(path).name
-    log.info("%s: %d persons after preprocessing (%.1f s)", Path(path).name, rm.n_persons,
-             time.perf_counter() - t0)
+    log.info("%s: %d persons after preprocessing (%.1f s)", Path(path).name, rm.n_persons, time.perf_counter() - t0)
     return rm, counts
 
 
@@ -208,17 +247,21 @@ def preprocess(raw: dict, opt: Preprocess, where="IPIP-FFM data", n_skipped: int
             raise DataFormatError(f"{where}: no persons left to screen")
         oriented = reorient(np.where(codes == MISSING, MISSING, codes - 1))
         factor = np.repeat(np.arange(len(FACTORS)), len(ITEMS) // len(FACTORS))
-        flags, screening = careless.careless_flags(codes, oriented, testelapse, factor, N_CATEGORIES, opt,
-                                                     fit_grm)
+        flags, screening = careless.careless_flags(codes, oriented, testelapse, factor, N_CATEGORIES, opt, fit_grm)
         keep(~careless.drop_rule(flags), "careless-responder screen")
 
     y = np.where(codes == MISSING, MISSING, codes - 1).astype(np.int16)
     if opt.reorient:
         y = reorient(y)
     counts = pd.DataFrame(steps, columns=["step", "persons", "removed"])
-    attrs = {"source": "ipip_ffm", "reoriented": bool(opt.reorient),
-             "preprocess": dataclasses.asdict(opt), "row_counts": counts.to_dict(orient="records"),
-             "screening": screening, "n_missing_cells": int((y == MISSING).sum())}
+    attrs = {
+        "source": "ipip_ffm",
+        "reoriented": bool(opt.reorient),
+        "preprocess": dataclasses.asdict(opt),
+        "row_counts": counts.to_dict(orient="records"),
+        "screening": screening,
+        "n_missing_cells": int((y == MISSING).sum()),
+    }
     rm = ResponseMatrix(y, items(), attrs)
     _raw.check_nonempty(rm, where)
     if opt.require_all_categories:

@@ -13,8 +13,15 @@ from bayesirt.data.ipip import COLUMNS, ITEMS, REVERSE_KEYED, TIME_COLUMNS
 from bayesirt.io import atomic_path
 
 
-def write_synthetic_raw(path, n_persons: int, seed: int = 0, careless_fraction: float = 0.05,
-                        multi_ip_fraction: float = 0.3, null_rows: int = 0, zero_fraction: float = 0.002) -> dict:
+def write_synthetic_raw(
+    path,
+    n_persons: int,
+    seed: int = 0,
+    careless_fraction: float = 0.05,
+    multi_ip_fraction: float = 0.3,
+    null_rows: int = 0,
+    zero_fraction: float = 0.002,
+) -> dict:
     """Write a file in the exact raw format of ``data-final.csv`` (for tests and benchmarks).
 
     Responses come from a five-factor GRM (10 items per factor, reverse-keyed items reversed);
@@ -40,8 +47,11 @@ def write_synthetic_raw(path, n_persons: int, seed: int = 0, careless_fraction: 
     y[string_rows] = rng.choice([1, 5], size=string_rows.sum())[:, None]
     y[rng.random(y.shape) < zero_fraction] = 0
     times = rng.lognormal(8.3, 0.5, size=(n, 50)).astype(np.int64)
-    testelapse = np.where(careless & (rng.random(n) < 0.7), rng.integers(40, 140, size=n),
-                          rng.lognormal(5.7, 0.5, size=n).astype(np.int64))
+    testelapse = np.where(
+        careless & (rng.random(n) < 0.7),
+        rng.integers(40, 140, size=n),
+        rng.lognormal(5.7, 0.5, size=n).astype(np.int64),
+    )
     ipc = np.where(rng.random(n) < multi_ip_fraction, rng.integers(2, 40, size=n), 1)
     null = np.zeros(n, dtype=bool)
     if null_rows:
@@ -73,6 +83,7 @@ def write_synthetic_raw(path, n_persons: int, seed: int = 0, careless_fraction: 
     table = pa.table(cols)
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         fh.write(("\t".join(COLUMNS) + "\n").encode())  # pyarrow would quote the header
-        pacsv.write_csv(table, fh, write_options=pacsv.WriteOptions(
-            delimiter="\t", quoting_style="none", include_header=False))
+        pacsv.write_csv(
+            table, fh, write_options=pacsv.WriteOptions(delimiter="\t", quoting_style="none", include_header=False)
+        )
     return {"careless": careless, "ipc": ipc, "null_rows": null, "n_persons": n}

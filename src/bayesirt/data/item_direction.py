@@ -55,8 +55,9 @@ def item_rest_correlations(rm: ResponseMatrix, threshold: float = MIN_ITEM_REST_
                 item = y[both, j]
                 if item.std() > 0 and rest.std() > 0:
                     r = float(np.corrcoef(item, rest)[0, 1])
-            rows.append((rm.items[j].name, scale, bool(reverse[j]), r, int(both.sum()),
-                         bool(np.isfinite(r) and r < threshold)))
+            rows.append(
+                (rm.items[j].name, scale, bool(reverse[j]), r, int(both.sum()), bool(np.isfinite(r) and r < threshold))
+            )
     return pd.DataFrame(rows, columns=["item", "scale", "reverse_keyed", "correlation", "n_persons", "flagged"])
 
 
@@ -66,10 +67,15 @@ def warn_item_direction(table: pd.DataFrame, key: str = "datasets.<name>") -> li
     messages = []
     for row in table[table.flagged].itertuples():
         declared = "declared reverse-keyed" if row.reverse_keyed else "not declared reverse-keyed"
-        fix = (f"remove it from '{key}.reverse_keyed' if that was a mistake" if row.reverse_keyed
-               else f"if it is worded the other way, add it to '{key}.reverse_keyed'")
-        messages.append(f"item '{row.item}' (scale '{row.scale}', {declared}): corrected item-rest correlation "
-                        f"{row.correlation:.3f} over {row.n_persons} persons, below {MIN_ITEM_REST_CORRELATION}; "
-                        f"it may be keyed the wrong way: {fix}, or drop it from the items")
+        fix = (
+            f"remove it from '{key}.reverse_keyed' if that was a mistake"
+            if row.reverse_keyed
+            else f"if it is worded the other way, add it to '{key}.reverse_keyed'"
+        )
+        messages.append(
+            f"item '{row.item}' (scale '{row.scale}', {declared}): corrected item-rest correlation "
+            f"{row.correlation:.3f} over {row.n_persons} persons, below {MIN_ITEM_REST_CORRELATION}; "
+            f"it may be keyed the wrong way: {fix}, or drop it from the items"
+        )
         log.warning(messages[-1])
     return messages

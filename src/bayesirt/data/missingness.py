@@ -40,9 +40,15 @@ KINDS = ("mcar", "mar", "mnar")
 RATE_TOLERANCE = 0.005  # achieved rate must be within +-0.5 percentage points of the target
 
 
-def inject(rm: ResponseMatrix, kind: str = "mcar", rate: float = 0.15, seed: int = 0,
-           keep_one_per_person: bool = True, keep_one_per_item: bool = True,
-           **kind_options) -> tuple[ResponseMatrix, np.ndarray]:
+def inject(
+    rm: ResponseMatrix,
+    kind: str = "mcar",
+    rate: float = 0.15,
+    seed: int = 0,
+    keep_one_per_person: bool = True,
+    keep_one_per_item: bool = True,
+    **kind_options,
+) -> tuple[ResponseMatrix, np.ndarray]:
     """Hide ``rate`` of all cells; return the injected matrix and the mask of hidden cells.
 
     kind_options
@@ -59,8 +65,7 @@ def inject(rm: ResponseMatrix, kind: str = "mcar", rate: float = 0.15, seed: int
     allowed = {"mcar": set(), "mar": {"strength", "drivers"}, "mnar": {"strength"}}[kind]
     unknown = sorted(set(kind_options) - allowed)
     if unknown:
-        raise ValueError(f"option(s) {unknown} do not apply to missingness kind '{kind}'; "
-                         f"allowed: {sorted(allowed)}")
+        raise ValueError(f"option(s) {unknown} do not apply to missingness kind '{kind}'; allowed: {sorted(allowed)}")
 
     y = np.asarray(rm.responses)
     n_persons, n_items = y.shape
@@ -93,7 +98,8 @@ def inject(rm: ResponseMatrix, kind: str = "mcar", rate: float = 0.15, seed: int
             f"missingness rate {rate} cannot be met: it needs {n_target} hidden cells but at most "
             f"{n_available} of {n_cells} ({n_available / n_cells:.4f}) can be hidden "
             f"({int(observed.sum())} observed, {int(protected.sum())} kept to leave one response "
-            f"per person/item{', driver items never hidden' if kind == 'mar' else ''})")
+            f"per person/item{', driver items never hidden' if kind == 'mar' else ''})"
+        )
 
     flat = np.flatnonzero(candidates.ravel())
     hidden = np.zeros(n_cells, dtype=bool)
@@ -109,12 +115,19 @@ def inject(rm: ResponseMatrix, kind: str = "mcar", rate: float = 0.15, seed: int
     if abs(achieved - rate) > RATE_TOLERANCE:  # cannot happen with exact counts; kept as a guard
         raise ValueError(f"missingness rate {rate}: achieved {achieved:.4f}, outside +-0.5 points")
     out = np.where(hidden, MISSING, y).astype(y.dtype)
-    record = {"kind": kind, "target_rate": rate, "achieved_rate": achieved, "seed": int(seed),
-              "n_hidden": int(hidden.sum()), "n_cells": n_cells,
-              "natural_missing_rate": float((~observed).sum()) / n_cells if n_cells else 0.0,
-              "total_missing_rate": float((out == MISSING).sum()) / n_cells if n_cells else 0.0,
-              "keep_one_per_person": bool(keep_one_per_person),
-              "keep_one_per_item": bool(keep_one_per_item), **options}
+    record = {
+        "kind": kind,
+        "target_rate": rate,
+        "achieved_rate": achieved,
+        "seed": int(seed),
+        "n_hidden": int(hidden.sum()),
+        "n_cells": n_cells,
+        "natural_missing_rate": float((~observed).sum()) / n_cells if n_cells else 0.0,
+        "total_missing_rate": float((out == MISSING).sum()) / n_cells if n_cells else 0.0,
+        "keep_one_per_person": bool(keep_one_per_person),
+        "keep_one_per_item": bool(keep_one_per_item),
+        **options,
+    }
     attrs = {**rm.attrs, "missingness": record}
     return ResponseMatrix(out, list(rm.items), attrs), hidden
 
@@ -225,6 +238,8 @@ def read_hidden(path, rm: ResponseMatrix | None = None) -> np.ndarray:
     if rm is not None:
         names = [it.name for it in rm.items]
         if list(df.columns) != names or len(df) != rm.n_persons:
-            raise ValueError(f"{path}: hidden mask does not match the response matrix "
-                             f"({len(df)} x {df.shape[1]} vs {rm.n_persons} x {rm.n_items})")
+            raise ValueError(
+                f"{path}: hidden mask does not match the response matrix "
+                f"({len(df)} x {df.shape[1]} vs {rm.n_persons} x {rm.n_items})"
+            )
     return df.to_numpy(dtype=bool)

@@ -44,18 +44,22 @@ from bayesirt.io import MISSING, DataFormatError, Item, ResponseMatrix
 ITEMS = [f"Q{i}" for i in range(1, 23)]
 REVERSE_KEYED = frozenset({"Q4", "Q6", "Q8", "Q9", "Q11", "Q13", "Q15", "Q18", "Q20", "Q21"})
 N_CATEGORIES = 9
-SCALES = {"pro_trait": [q for q in ITEMS if q not in REVERSE_KEYED],
-          "con_trait": [q for q in ITEMS if q in REVERSE_KEYED]}
+SCALES = {
+    "pro_trait": [q for q in ITEMS if q not in REVERSE_KEYED],
+    "con_trait": [q for q in ITEMS if q in REVERSE_KEYED],
+}
 SCALE_DEFINITION = "wording direction: pro_trait = pro-trait worded items, con_trait = reverse-keyed items"
 
 
 def items() -> list[Item]:
-    return [Item(q, N_CATEGORIES, "con_trait" if q in REVERSE_KEYED else "pro_trait", q in REVERSE_KEYED)
-            for q in ITEMS]
+    return [
+        Item(q, N_CATEGORIES, "con_trait" if q in REVERSE_KEYED else "pro_trait", q in REVERSE_KEYED) for q in ITEMS
+    ]
 
 
-def load(path, reorient: bool = False, require_all_categories: bool = True,
-         drop_empty_persons: bool = False) -> ResponseMatrix:
+def load(
+    path, reorient: bool = False, require_all_categories: bool = True, drop_empty_persons: bool = False
+) -> ResponseMatrix:
     """Read ``RWAS/data.csv`` into a response matrix (22 items, 9 categories, missing -1).
 
     Raises ``DataFormatError`` naming file, line and column for an empty file, missing item
@@ -73,9 +77,9 @@ def load(path, reorient: bool = False, require_all_categories: bool = True,
     _raw.require_columns(path, list(df.columns), ITEMS)
     if len(df) == 0:
         raise DataFormatError(f"{path}: header only, no persons")
-    raw = np.column_stack([
-        _raw.integer_codes(_raw.numeric_column(df[q], path, q, null_strings=("",)), path, q, 0, 9)
-        for q in ITEMS])
+    raw = np.column_stack(
+        [_raw.integer_codes(_raw.numeric_column(df[q], path, q, null_strings=("",)), path, q, 0, 9) for q in ITEMS]
+    )
     y = np.where(raw == 0, MISSING, raw - 1).astype(np.int16)
     if reorient:
         rev = np.array([q in REVERSE_KEYED for q in ITEMS])
@@ -85,12 +89,16 @@ def load(path, reorient: bool = False, require_all_categories: bool = True,
     if drop_empty_persons:
         y = y[~empty]
     missing = y == MISSING
-    attrs = {"source": "rwa", "file": path.name, "reoriented": bool(reorient),
-             "scale_definition": SCALE_DEFINITION,
-             "n_missing_cells": int(missing.sum()),
-             "n_persons_with_missing": int(missing.any(1).sum()),
-             "n_persons_without_response": int(missing.all(1).sum()),
-             "n_persons_dropped_without_response": n_empty if drop_empty_persons else 0}
+    attrs = {
+        "source": "rwa",
+        "file": path.name,
+        "reoriented": bool(reorient),
+        "scale_definition": SCALE_DEFINITION,
+        "n_missing_cells": int(missing.sum()),
+        "n_persons_with_missing": int(missing.any(1).sum()),
+        "n_persons_without_response": int(missing.all(1).sum()),
+        "n_persons_dropped_without_response": n_empty if drop_empty_persons else 0,
+    }
     rm = ResponseMatrix(y, items(), attrs)
     _raw.check_nonempty(rm, path)
     if require_all_categories:
@@ -109,17 +117,20 @@ def _check_field_counts(path: Path) -> None:
         n = len(header)
         for row in reader:
             if len(row) != n and row:
-                raise DataFormatError(f"{path}: line {reader.line_num} has {len(row)} fields, "
-                                      f"the header has {n}")
+                raise DataFormatError(f"{path}: line {reader.line_num} has {len(row)} fields, the header has {n}")
 
 
 def summary(rm: ResponseMatrix) -> dict:
     """Figures reported by the ``rwa_real`` benchmark and the prepare step's log."""
     missing = rm.responses == MISSING
-    return {"persons": rm.n_persons, "items": rm.n_items,
-            "categories": sorted(set(int(k) for k in rm.n_categories)),
-            "missing_cells": int(missing.sum()), "persons_with_missing": int(missing.any(1).sum()),
-            "persons_without_response": int(missing.all(1).sum()),
-            "reverse_keyed": [it.name for it in rm.items if it.reverse_keyed],
-            "scale_sizes": {s: int(sum(it.scale == s for it in rm.items)) for s in rm.scales},
-            "reoriented": bool(rm.attrs.get("reoriented", False))}
+    return {
+        "persons": rm.n_persons,
+        "items": rm.n_items,
+        "categories": sorted(set(int(k) for k in rm.n_categories)),
+        "missing_cells": int(missing.sum()),
+        "persons_with_missing": int(missing.any(1).sum()),
+        "persons_without_response": int(missing.all(1).sum()),
+        "reverse_keyed": [it.name for it in rm.items if it.reverse_keyed],
+        "scale_sizes": {s: int(sum(it.scale == s for it in rm.items)) for s in rm.scales},
+        "reoriented": bool(rm.attrs.get("reoriented", False)),
+    }

@@ -13,9 +13,15 @@ from bayesirt.models import factorized_grm, mixture_grm
 from bayesirt.tables import factorized_grm_table, mixture_grm_table
 
 
-def simulate_factorized_grm(seed: int, n_persons: int, items_per_scale: list[int], n_categories: int,
-                   scale_names: list[str] | None = None, item_prefix: str = "Q",
-                   ability_corr: float = 0.3) -> tuple[ResponseMatrix, pd.DataFrame]:
+def simulate_factorized_grm(
+    seed: int,
+    n_persons: int,
+    items_per_scale: list[int],
+    n_categories: int,
+    scale_names: list[str] | None = None,
+    item_prefix: str = "Q",
+    ability_corr: float = 0.3,
+) -> tuple[ResponseMatrix, pd.DataFrame]:
     """Responses from the factorized GRM, and the true parameters as a tidy table."""
     if n_persons < 1:
         raise ValueError(f"n_persons must be positive, got {n_persons}")
@@ -26,10 +32,10 @@ def simulate_factorized_grm(seed: int, n_persons: int, items_per_scale: list[int
     truth = factorized_grm.draw_parameters(rng, n_persons, items_per_scale, n_categories, ability_corr)
     scale_index = np.repeat(np.arange(len(items_per_scale)), items_per_scale)
     responses = sample_grm(rng, truth["ability"][:, scale_index], thresholds(truth), truth["discrimination"])
-    items = [Item(f"{item_prefix}{i + 1}", n_categories, scale_names[s])
-             for i, s in enumerate(scale_index)]
-    rm = ResponseMatrix(responses, items, {"source": "simulated", "model": "factorized_grm",
-                                           "seed": seed, "ability_corr": ability_corr})
+    items = [Item(f"{item_prefix}{i + 1}", n_categories, scale_names[s]) for i, s in enumerate(scale_index)]
+    rm = ResponseMatrix(
+        responses, items, {"source": "simulated", "model": "factorized_grm", "seed": seed, "ability_corr": ability_corr}
+    )
     return rm, factorized_grm_table(truth, scale_index, scale_names)
 
 
@@ -39,25 +45,35 @@ def from_preset(preset: str, seed: int, n_persons: int):
     return simulate_factorized_grm(seed, n_persons, **PRESETS[preset])
 
 
-def simulate_mixture_grm(seed: int, n_persons: int, items_per_scale: list[int], n_categories: int,
-                         n_dimensions: int, scale_names: list[str] | None = None
-                         ) -> tuple[ResponseMatrix, pd.DataFrame]:
+def simulate_mixture_grm(
+    seed: int,
+    n_persons: int,
+    items_per_scale: list[int],
+    n_categories: int,
+    n_dimensions: int,
+    scale_names: list[str] | None = None,
+) -> tuple[ResponseMatrix, pd.DataFrame]:
     """Responses from the mixture GRM and its true parameters (tidy, with a ``dimension``)."""
     rng = np.random.default_rng(seed)
     scale_names = scale_names or [f"S{s + 1}" for s in range(len(items_per_scale))]
     truth = mixture_grm.draw_parameters(rng, n_persons, items_per_scale, n_categories, n_dimensions)
     scale_index = np.repeat(np.arange(len(items_per_scale)), items_per_scale)
     alpha = np.asarray(truth["discrimination"])  # (I, D)
-    responses = sample_grm(rng, np.asarray(truth["ability"])[:, scale_index, :], thresholds(truth), alpha,
-                           weights=alpha / alpha.sum(-1, keepdims=True))
+    responses = sample_grm(
+        rng,
+        np.asarray(truth["ability"])[:, scale_index, :],
+        thresholds(truth),
+        alpha,
+        weights=alpha / alpha.sum(-1, keepdims=True),
+    )
     items = [Item(f"Q{i + 1}", n_categories, scale_names[s]) for i, s in enumerate(scale_index)]
-    rm = ResponseMatrix(responses, items, {"source": "simulated", "model": "mixture_grm", "seed": seed,
-                                           "n_dimensions": n_dimensions})
+    rm = ResponseMatrix(
+        responses, items, {"source": "simulated", "model": "mixture_grm", "seed": seed, "n_dimensions": n_dimensions}
+    )
     return rm, mixture_grm_table(truth, scale_index, scale_names)
 
 
 def thresholds(params: dict) -> np.ndarray:
     """(I, K-1) thresholds tau: the base difficulty plus the cumulated increments."""
     base = np.asarray(params["base_difficulty"])
-    return base[:, None] + np.concatenate([np.zeros((base.size, 1)), np.cumsum(params["increments"], axis=1)],
-                                          axis=1)
+    return base[:, None] + np.concatenate([np.zeros((base.size, 1)), np.cumsum(params["increments"], axis=1)], axis=1)

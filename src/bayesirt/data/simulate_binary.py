@@ -34,11 +34,20 @@ MODELS = ("1pl", "2pl", "2pno")
 ABILITIES = ("normal", "mixture")
 
 
-def simulate_binary(seed: int, n_persons: int, n_items: int, model: str = "2pl",
-                    discrimination_sd: float = 0.3, difficulty_sd: float = 1.0,
-                    ability: str = "normal", mixture_weights=(0.5, 0.5), mixture_means=(-1.0, 1.0),
-                    mixture_sd: float = 0.5, item_prefix: str = "B",
-                    discrimination_range: tuple[float, float] | None = None) -> tuple[ResponseMatrix, pd.DataFrame]:
+def simulate_binary(
+    seed: int,
+    n_persons: int,
+    n_items: int,
+    model: str = "2pl",
+    discrimination_sd: float = 0.3,
+    difficulty_sd: float = 1.0,
+    ability: str = "normal",
+    mixture_weights=(0.5, 0.5),
+    mixture_means=(-1.0, 1.0),
+    mixture_sd: float = 0.5,
+    item_prefix: str = "B",
+    discrimination_range: tuple[float, float] | None = None,
+) -> tuple[ResponseMatrix, pd.DataFrame]:
     """Binary responses from the 1PL, 2PL or 2PNO model, and the true parameters."""
     if model not in MODELS:
         raise ValueError(f"binary model '{model}' is not known; expected one of {list(MODELS)}")
@@ -61,12 +70,20 @@ def simulate_binary(seed: int, n_persons: int, n_items: int, model: str = "2pl",
     p = ndtr(eta) if model == "2pno" else expit(eta)
     y = (rng.uniform(size=p.shape) < p).astype(np.int16)
     items = [Item(f"{item_prefix}{j + 1}", 2) for j in range(n_items)]
-    attrs = {"source": "simulated", "model": model, "seed": int(seed),
-             "parametrization": "eta = a * theta - d; P = sigmoid(eta) (1pl, 2pl) or Phi(eta) (2pno)",
-             "ability": ability}
+    attrs = {
+        "source": "simulated",
+        "model": model,
+        "seed": int(seed),
+        "parametrization": "eta = a * theta - d; P = sigmoid(eta) (1pl, 2pl) or Phi(eta) (2pno)",
+        "ability": ability,
+    }
     if ability == "mixture":
-        attrs["mixture"] = {"weights": list(mixture_weights), "means": list(mixture_means),
-                            "sd": mixture_sd, "standardized": True}
+        attrs["mixture"] = {
+            "weights": list(mixture_weights),
+            "means": list(mixture_means),
+            "sd": mixture_sd,
+            "standardized": True,
+        }
     return ResponseMatrix(y, items, attrs), truth_table(a, d, theta)
 
 
@@ -76,30 +93,59 @@ def _abilities(rng, n, ability, weights, means, sd):
     w = np.asarray(weights, dtype=np.float64)
     m = np.asarray(means, dtype=np.float64)
     if w.shape != m.shape or w.ndim != 1 or np.any(w < 0) or not np.isclose(w.sum(), 1.0):
-        raise ValueError(f"mixture weights {list(weights)} must be non-negative, sum to 1 and "
-                         f"match the means {list(means)}")
+        raise ValueError(
+            f"mixture weights {list(weights)} must be non-negative, sum to 1 and match the means {list(means)}"
+        )
     comp = rng.choice(w.size, size=n, p=w)
     x = rng.normal(m[comp], sd)
     mean = float(w @ m)
-    var = float(w @ (m - mean) ** 2) + sd ** 2
+    var = float(w @ (m - mean) ** 2) + sd**2
     return (x - mean) / np.sqrt(var)
 
 
 def truth_table(a, d, theta) -> pd.DataFrame:
     n_items, n_persons = len(a), len(theta)
     items = np.arange(n_items)
-    return pd.concat([
-        pd.DataFrame({"parameter": "discrimination", "item": items, "person": -1, "scale": "all",
-                      "category": -1, "value": np.asarray(a, dtype=np.float64)}),
-        pd.DataFrame({"parameter": "difficulty", "item": items, "person": -1, "scale": "all",
-                      "category": -1, "value": np.asarray(d, dtype=np.float64)}),
-        pd.DataFrame({"parameter": "ability", "item": -1, "person": np.arange(n_persons), "scale": "all",
-                      "category": -1, "value": np.asarray(theta, dtype=np.float64)}),
-    ], ignore_index=True)
+    return pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "parameter": "discrimination",
+                    "item": items,
+                    "person": -1,
+                    "scale": "all",
+                    "category": -1,
+                    "value": np.asarray(a, dtype=np.float64),
+                }
+            ),
+            pd.DataFrame(
+                {
+                    "parameter": "difficulty",
+                    "item": items,
+                    "person": -1,
+                    "scale": "all",
+                    "category": -1,
+                    "value": np.asarray(d, dtype=np.float64),
+                }
+            ),
+            pd.DataFrame(
+                {
+                    "parameter": "ability",
+                    "item": -1,
+                    "person": np.arange(n_persons),
+                    "scale": "all",
+                    "category": -1,
+                    "value": np.asarray(theta, dtype=np.float64),
+                }
+            ),
+        ],
+        ignore_index=True,
+    )
 
 
-def simulate_gaussian_mixture(seed: int, n: int, pi: float = 0.3, mu0: float = -2.0, mu1: float = 2.0,
-                              precision: float = 1.0) -> tuple[np.ndarray, np.ndarray, dict]:
+def simulate_gaussian_mixture(
+    seed: int, n: int, pi: float = 0.3, mu0: float = -2.0, mu1: float = 2.0, precision: float = 1.0
+) -> tuple[np.ndarray, np.ndarray, dict]:
     """``x`` (n,), component labels ``z`` (1 = first component, probability ``pi``) and the truth."""
     if not 0.0 < pi < 1.0 or precision <= 0 or n < 1:
         raise ValueError(f"need 0 < pi < 1, precision > 0, n >= 1; got pi={pi}, precision={precision}, n={n}")
@@ -109,8 +155,9 @@ def simulate_gaussian_mixture(seed: int, n: int, pi: float = 0.3, mu0: float = -
     return x, z, {"pi": pi, "mu0": mu0, "mu1": mu1, "precision": precision, "seed": int(seed)}
 
 
-def simulate_2pno_arrays(seed: int, n_persons: int, n_items: int, missing: float = 0.0,
-                         discrimination_range=(0.5, 2.0)):
+def simulate_2pno_arrays(
+    seed: int, n_persons: int, n_items: int, missing: float = 0.0, discrimination_range=(0.5, 2.0)
+):
     """Seed 001's recovery design as plain arrays: a_j ~ U(0.5, 2), d_j ~ N(0, 1),
     theta_i ~ N(0, 1), 2PNO responses (int8), a ``missing`` fraction of cells set to -1 (MCAR).
     Returns (y, a, d, theta)."""

@@ -41,14 +41,20 @@ from scipy.special import expit
 
 from bayesirt.io import Item, ResponseMatrix
 
-SEED_002_DESIGN = {"n_persons": 1000, "n_attributes": 2, "n_items": 30,
-                   "intercept": (-1.15, -1.05), "main_single": (2.9, 3.1),
-                   "main_multi": (1.45, 1.55), "interaction": (0.45, 0.55)}
+SEED_002_DESIGN = {
+    "n_persons": 1000,
+    "n_attributes": 2,
+    "n_items": 30,
+    "intercept": (-1.15, -1.05),
+    "main_single": (2.9, 3.1),
+    "main_multi": (1.45, 1.55),
+    "interaction": (0.45, 0.55),
+}
 
 
 def profiles(n_attributes: int) -> np.ndarray:
     """(2^A, A) 0/1 matrix; row c is the profile with index c (attribute a = bit a of c)."""
-    c = np.arange(2 ** n_attributes)
+    c = np.arange(2**n_attributes)
     return ((c[:, None] >> np.arange(n_attributes)[None, :]) & 1).astype(np.int8)
 
 
@@ -78,19 +84,30 @@ def feature_name(feature: tuple[int, ...]) -> str:
 def design_matrix(q_row: np.ndarray, n_attributes: int) -> np.ndarray:
     """(2^A, L_j): delta_j for every profile (row c = profile index c)."""
     prof = profiles(n_attributes)
-    return np.stack([prof[:, list(f)].prod(1) if f else np.ones(len(prof), np.int8)
-                     for f in item_features(q_row)], axis=1).astype(np.float64)
+    return np.stack(
+        [prof[:, list(f)].prod(1) if f else np.ones(len(prof), np.int8) for f in item_features(q_row)], axis=1
+    ).astype(np.float64)
 
 
-def simulate_lcdm(seed: int, n_persons: int = 1000, n_attributes: int = 2, n_items: int = 30,
-                  profile_probabilities=None, q_matrix=None, intercept=(-1.15, -1.05),
-                  main_single=(2.9, 3.1), main_multi=(1.45, 1.55), interaction=(0.45, 0.55),
-                  item_prefix: str = "D") -> tuple[ResponseMatrix, pd.DataFrame, np.ndarray]:
+def simulate_lcdm(
+    seed: int,
+    n_persons: int = 1000,
+    n_attributes: int = 2,
+    n_items: int = 30,
+    profile_probabilities=None,
+    q_matrix=None,
+    intercept=(-1.15, -1.05),
+    main_single=(2.9, 3.1),
+    main_multi=(1.45, 1.55),
+    interaction=(0.45, 0.55),
+    item_prefix: str = "D",
+) -> tuple[ResponseMatrix, pd.DataFrame, np.ndarray]:
     """Binary responses from the LCDM; the seed-002 design by default."""
     if n_persons < 1 or n_items < 1 or n_attributes < 1:
-        raise ValueError(f"n_persons, n_items and n_attributes must be positive, got "
-                         f"{n_persons}, {n_items}, {n_attributes}")
-    n_profiles = 2 ** n_attributes
+        raise ValueError(
+            f"n_persons, n_items and n_attributes must be positive, got {n_persons}, {n_items}, {n_attributes}"
+        )
+    n_profiles = 2**n_attributes
     if profile_probabilities is None:
         probs = np.full(n_profiles, 1.0 / n_profiles)
     else:
@@ -111,8 +128,13 @@ def simulate_lcdm(seed: int, n_persons: int = 1000, n_attributes: int = 2, n_ite
         n_measured = int(q[j].sum())
         beta = np.empty(len(feats))
         for f, feat in enumerate(feats):
-            lo, hi = (intercept if len(feat) == 0 else
-                      (main_single if n_measured == 1 else main_multi) if len(feat) == 1 else interaction)
+            lo, hi = (
+                intercept
+                if len(feat) == 0
+                else (main_single if n_measured == 1 else main_multi)
+                if len(feat) == 1
+                else interaction
+            )
             if lo is None:
                 # features are ordered by size, so the main effects of feat are already drawn
                 lo = -min(beta[feats.index((a,))] for a in feat)
@@ -125,10 +147,15 @@ def simulate_lcdm(seed: int, n_persons: int = 1000, n_attributes: int = 2, n_ite
     y = (rng.uniform(size=(n_persons, n_items)) < p_class[profile]).astype(np.int16)
 
     items = [Item(f"{item_prefix}{j + 1}", 2) for j in range(n_items)]
-    attrs = {"source": "simulated", "model": "lcdm", "seed": int(seed), "n_attributes": n_attributes,
-             "q_matrix": q.astype(int).tolist(),
-             "profile_order": "index c = sum_a z_a 2^a (attribute 1 = least significant bit)",
-             "profile_probabilities": probs.tolist()}
+    attrs = {
+        "source": "simulated",
+        "model": "lcdm",
+        "seed": int(seed),
+        "n_attributes": n_attributes,
+        "q_matrix": q.astype(int).tolist(),
+        "profile_order": "index c = sum_a z_a 2^a (attribute 1 = least significant bit)",
+        "profile_probabilities": probs.tolist(),
+    }
     rm = ResponseMatrix(y, items, attrs)
     return rm, truth_table(q, betas, profile, probs, n_attributes), q
 
@@ -137,19 +164,59 @@ def truth_table(q, betas, profile, probs, n_attributes) -> pd.DataFrame:
     rows = []
     for j, beta in enumerate(betas):
         feats = item_features(q[j])
-        rows.append(pd.DataFrame({"parameter": "beta", "item": j, "person": -1, "scale": "all",
-                                  "category": np.arange(len(feats)),
-                                  "feature": [feature_name(f) for f in feats], "value": beta}))
+        rows.append(
+            pd.DataFrame(
+                {
+                    "parameter": "beta",
+                    "item": j,
+                    "person": -1,
+                    "scale": "all",
+                    "category": np.arange(len(feats)),
+                    "feature": [feature_name(f) for f in feats],
+                    "value": beta,
+                }
+            )
+        )
     n = len(profile)
-    rows.append(pd.DataFrame({"parameter": "profile", "item": -1, "person": np.arange(n), "scale": "all",
-                              "category": -1, "feature": "", "value": profile.astype(np.float64)}))
+    rows.append(
+        pd.DataFrame(
+            {
+                "parameter": "profile",
+                "item": -1,
+                "person": np.arange(n),
+                "scale": "all",
+                "category": -1,
+                "feature": "",
+                "value": profile.astype(np.float64),
+            }
+        )
+    )
     mastery = profiles(n_attributes)[profile]
     pp, aa = np.meshgrid(np.arange(n), np.arange(n_attributes), indexing="ij")
-    rows.append(pd.DataFrame({"parameter": "mastery", "item": -1, "person": pp.ravel(), "scale": "all",
-                              "category": aa.ravel(), "feature": [f"a{a + 1}" for a in aa.ravel()],
-                              "value": mastery.ravel().astype(np.float64)}))
-    rows.append(pd.DataFrame({"parameter": "profile_probability", "item": -1, "person": -1, "scale": "all",
-                              "category": np.arange(len(probs)),
-                              "feature": [profile_label(c, n_attributes) for c in range(len(probs))],
-                              "value": probs}))
+    rows.append(
+        pd.DataFrame(
+            {
+                "parameter": "mastery",
+                "item": -1,
+                "person": pp.ravel(),
+                "scale": "all",
+                "category": aa.ravel(),
+                "feature": [f"a{a + 1}" for a in aa.ravel()],
+                "value": mastery.ravel().astype(np.float64),
+            }
+        )
+    )
+    rows.append(
+        pd.DataFrame(
+            {
+                "parameter": "profile_probability",
+                "item": -1,
+                "person": -1,
+                "scale": "all",
+                "category": np.arange(len(probs)),
+                "feature": [profile_label(c, n_attributes) for c in range(len(probs))],
+                "value": probs,
+            }
+        )
+    )
     return pd.concat(rows, ignore_index=True)

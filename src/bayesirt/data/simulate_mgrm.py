@@ -61,12 +61,22 @@ def lkj_corr(rng: np.random.Generator, dim: int, concentration: float = 1.0) -> 
     return corr
 
 
-def simulate_mgrm(seed: int, n_persons: int, n_items: int, n_categories: int, n_factors: int,
-                  structure: str = "simple", latent: str = "normal", loading_log_var: float = 0.5,
-                  lkj_concentration: float = 1.0, cross_prob: float = 0.5,
-                  standardize_mixture: bool = True, factor_names: list[str] | None = None,
-                  include_abilities: bool = True, parameter_seed: int | None = None
-                  ) -> tuple[ResponseMatrix, pd.DataFrame]:
+def simulate_mgrm(
+    seed: int,
+    n_persons: int,
+    n_items: int,
+    n_categories: int,
+    n_factors: int,
+    structure: str = "simple",
+    latent: str = "normal",
+    loading_log_var: float = 0.5,
+    lkj_concentration: float = 1.0,
+    cross_prob: float = 0.5,
+    standardize_mixture: bool = True,
+    factor_names: list[str] | None = None,
+    include_abilities: bool = True,
+    parameter_seed: int | None = None,
+) -> tuple[ResponseMatrix, pd.DataFrame]:
     """Responses from the multidimensional GRM and the true parameters as a tidy table.
 
     With ``parameter_seed`` the item parameters and the factor correlations are drawn from
@@ -112,7 +122,7 @@ def simulate_mgrm(seed: int, n_persons: int, n_items: int, n_categories: int, n_
         z = np.asarray(MIXTURE_MEANS)[comp][:, None] + MIXTURE_SD * (eps @ chol.T)
         if standardize_mixture:
             w, m = np.asarray(MIXTURE_WEIGHTS), np.asarray(MIXTURE_MEANS)
-            scale = float(np.sqrt(MIXTURE_SD ** 2 + np.sum(w * m ** 2)))
+            scale = float(np.sqrt(MIXTURE_SD**2 + np.sum(w * m**2)))
             z = z / scale
     lam_true = lam * scale  # loadings on the scale of the returned latent draws
 
@@ -125,16 +135,32 @@ def simulate_mgrm(seed: int, n_persons: int, n_items: int, n_categories: int, n_
         return f"{f}_{k}" if f[-1].isdigit() else f"{f}{k}"  # EXT1 (IPIP style), F1_1
 
     items = [Item(item_name(j), n_categories, factor_names[main_factor[j]]) for j in range(n_items)]
-    attrs = {"source": "simulated", "model": "mgrm", "seed": seed, "parameter_seed": parameter_seed,
-             "structure": structure,
-             "latent": latent, "n_factors": n_factors, "loading_log_var": loading_log_var,
-             "lkj_concentration": lkj_concentration,
-             "latent_scale_divisor": scale, "standardize_mixture": standardize_mixture,
-             "q_matrix": (lam != 0).astype(int).tolist(), "factor_names": factor_names}
+    attrs = {
+        "source": "simulated",
+        "model": "mgrm",
+        "seed": seed,
+        "parameter_seed": parameter_seed,
+        "structure": structure,
+        "latent": latent,
+        "n_factors": n_factors,
+        "loading_log_var": loading_log_var,
+        "lkj_concentration": lkj_concentration,
+        "latent_scale_divisor": scale,
+        "standardize_mixture": standardize_mixture,
+        "q_matrix": (lam != 0).astype(int).tolist(),
+        "factor_names": factor_names,
+    }
     rm = ResponseMatrix(responses, items, attrs)
-    truth = mgrm_table({"loading": lam_true, "intercept": -cuts, "factor_corr": sigma,
-                        **({"ability": z} if include_abilities else {})},
-                       item_names=[it.name for it in items], factor_names=factor_names)
+    truth = mgrm_table(
+        {
+            "loading": lam_true,
+            "intercept": -cuts,
+            "factor_corr": sigma,
+            **({"ability": z} if include_abilities else {}),
+        },
+        item_names=[it.name for it in items],
+        factor_names=factor_names,
+    )
     return rm, truth
 
 

@@ -48,21 +48,31 @@ MAX_REPORTED = 5  # bad cells quoted in one message
 
 class Prepared(NamedTuple):
     responses: ResponseMatrix
-    person_ids: list[str]        # one per row of ``responses``
-    row_counts: pd.DataFrame     # step, persons, removed, reason
+    person_ids: list[str]  # one per row of ``responses``
+    row_counts: pd.DataFrame  # step, persons, removed, reason
 
 
 class _Cells(NamedTuple):
-    frame: pd.DataFrame          # every column as stripped text, "" for blank / null
-    lines: np.ndarray            # the file's line (text) or data row (parquet) of each record
-    where: str                   # "line" or "row"
+    frame: pd.DataFrame  # every column as stripped text, "" for blank / null
+    lines: np.ndarray  # the file's line (text) or data row (parquet) of each record
+    where: str  # "line" or "row"
 
 
-def load(path, *, items: Sequence[str] | None = None, item_pattern: str | None = None,
-         id_column: str | None = None, delimiter: str | None = None, coding: Mapping | None = None,
-         missing_codes: Sequence = DEFAULT_MISSING, reverse_keyed: Sequence[str] = (), reorient: bool = True,
-         scales: Mapping[str, Sequence[str]] | None = None, empty_persons: str = "drop",
-         key: str = "table") -> Prepared:
+def load(
+    path,
+    *,
+    items: Sequence[str] | None = None,
+    item_pattern: str | None = None,
+    id_column: str | None = None,
+    delimiter: str | None = None,
+    coding: Mapping | None = None,
+    missing_codes: Sequence = DEFAULT_MISSING,
+    reverse_keyed: Sequence[str] = (),
+    reorient: bool = True,
+    scales: Mapping[str, Sequence[str]] | None = None,
+    empty_persons: str = "drop",
+    key: str = "table",
+) -> Prepared:
     """Read and check a table of item responses; see the module docstring.
 
     coding         ``{"integers_from": k}`` (codes k, k+1, ...; ``"n_categories": K`` declares a
@@ -85,14 +95,18 @@ def load(path, *, items: Sequence[str] | None = None, item_pattern: str | None =
     columns = list(cells.frame.columns)
 
     names = _item_columns(path, columns, items, item_pattern, key)
-    for col, what in ([(id_column, "id_column")] if id_column else []):
+    for col, what in [(id_column, "id_column")] if id_column else []:
         if col not in columns:
-            raise DataFormatError(f"{path}: line 1: column '{col}' (config key '{key}.{what}') is not in the "
-                                  f"header; columns are {_preview(columns)}")
+            raise DataFormatError(
+                f"{path}: line 1: column '{col}' (config key '{key}.{what}') is not in the "
+                f"header; columns are {_preview(columns)}"
+            )
     for name in reverse_keyed:
         if name not in names:
-            raise DataFormatError(f"{path}: column '{name}' (config key '{key}.reverse_keyed') is not among "
-                                  f"the item columns {_preview(names)}")
+            raise DataFormatError(
+                f"{path}: column '{name}' (config key '{key}.reverse_keyed') is not among "
+                f"the item columns {_preview(names)}"
+            )
     scale_of = _scales(path, names, scales, key)
     ids = _person_ids(path, cells, id_column)
 
@@ -108,9 +122,11 @@ def load(path, *, items: Sequence[str] | None = None, item_pattern: str | None =
     if empty.any():
         first = int(np.flatnonzero(empty)[0])
         if empty_persons == "error":
-            raise DataFormatError(f"{path}: {cells.where} {cells.lines[first]} (person '{ids[first]}'): no observed "
-                                  f"response in any item column; {int(empty.sum())} such person(s) (config key "
-                                  f"'{key}.empty_persons' is error; set it to drop to remove them)")
+            raise DataFormatError(
+                f"{path}: {cells.where} {cells.lines[first]} (person '{ids[first]}'): no observed "
+                f"response in any item column; {int(empty.sum())} such person(s) (config key "
+                f"'{key}.empty_persons' is error; set it to drop to remove them)"
+            )
         y, ids = y[~empty], [i for i, e in zip(ids, empty) if not e]
         counts.append(("persons with a response", len(y), int(empty.sum()), "no observed response"))
     if len(y) == 0:
@@ -118,12 +134,19 @@ def load(path, *, items: Sequence[str] | None = None, item_pattern: str | None =
 
     item_list = [Item(n, n_categories, scale_of[n], bool(r)) for n, r in zip(names, rev)]
     missing = y == MISSING
-    attrs = {"source": "table", "file": path.name, "sha256": _sha256(path),
-             "categories": labels, "missing_codes": [str(m) for m in missing_codes],
-             "reoriented": bool(reorient and rev.any()), "id_column": id_column,
-             "factor_names": list(dict.fromkeys(scale_of[n] for n in names)),
-             "n_missing_cells": int(missing.sum()), "n_persons_with_missing": int(missing.any(1).sum()),
-             "n_persons_dropped_without_response": int(empty.sum())}
+    attrs = {
+        "source": "table",
+        "file": path.name,
+        "sha256": _sha256(path),
+        "categories": labels,
+        "missing_codes": [str(m) for m in missing_codes],
+        "reoriented": bool(reorient and rev.any()),
+        "id_column": id_column,
+        "factor_names": list(dict.fromkeys(scale_of[n] for n in names)),
+        "n_missing_cells": int(missing.sum()),
+        "n_persons_with_missing": int(missing.any(1).sum()),
+        "n_persons_dropped_without_response": int(empty.sum()),
+    }
     table = pd.DataFrame(counts, columns=["step", "persons", "removed", "reason"])
     responses = ResponseMatrix(y.astype(np.int16), item_list, attrs)
     # an item keyed the wrong way is named now, before any fit hides it (bayesirt.data.item_direction)
@@ -133,28 +156,37 @@ def load(path, *, items: Sequence[str] | None = None, item_pattern: str | None =
 
 # ------------------------------------------------------------------------------- reading
 
+
 def _read_text(path: Path, delimiter: str | None) -> _Cells:
     raw = path.read_bytes()
     nul = raw.find(b"\x00", 0, 1 << 16)
     if nul >= 0:
-        raise DataFormatError(f"{path}: not a text table (binary content: NUL byte at offset {nul}); "
-                              f"expected CSV, TSV or parquet")
+        raise DataFormatError(
+            f"{path}: not a text table (binary content: NUL byte at offset {nul}); expected CSV, TSV or parquet"
+        )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         line = raw[: err.start].count(b"\n") + 1
-        raise DataFormatError(f"{path}: line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x} at offset "
-                              f"{err.start}); save the table as UTF-8 CSV") from None
+        raise DataFormatError(
+            f"{path}: line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x} at offset "
+            f"{err.start}); save the table as UTF-8 CSV"
+        ) from None
     header = text.splitlines()[0] if text.strip() else ""
     if not header.strip():
         raise DataFormatError(f"{path}: line 1: empty header")
     sep = delimiter or TEXT_SUFFIXES.get(path.suffix.lower()) or _detect_delimiter(header)
     if sep not in header:
         others = [d for d in DELIMITERS if d != sep and d in header]
-        hint = (f"; the header looks {DELIMITERS[others[0]]}-separated" if others
-                else f"; no delimiter among {', '.join(DELIMITERS.values())} found")
-        raise DataFormatError(f"{path}: line 1 is a single column when split on {DELIMITERS.get(sep, repr(sep))}"
-                              f"{hint} (set the data set's delimiter, or fix the file)")
+        hint = (
+            f"; the header looks {DELIMITERS[others[0]]}-separated"
+            if others
+            else f"; no delimiter among {', '.join(DELIMITERS.values())} found"
+        )
+        raise DataFormatError(
+            f"{path}: line 1 is a single column when split on {DELIMITERS.get(sep, repr(sep))}"
+            f"{hint} (set the data set's delimiter, or fix the file)"
+        )
     reader = csv.reader(_io.StringIO(text, newline=""), delimiter=sep)
     try:
         head = [h.strip() for h in next(reader)]
@@ -163,8 +195,10 @@ def _read_text(path: Path, delimiter: str | None) -> _Cells:
             if not row:
                 continue  # blank line
             if len(row) != len(head):
-                raise DataFormatError(f"{path}: line {reader.line_num} has {len(row)} fields, the header has "
-                                      f"{len(head)} ({DELIMITERS.get(sep, repr(sep))}-separated)")
+                raise DataFormatError(
+                    f"{path}: line {reader.line_num} has {len(row)} fields, the header has "
+                    f"{len(head)} ({DELIMITERS.get(sep, repr(sep))}-separated)"
+                )
             rows.append(row)
             lines.append(reader.line_num)
     except csv.Error as err:
@@ -186,8 +220,10 @@ def _read_parquet(path: Path) -> _Cells:
     try:
         df = pd.read_parquet(path)
     except Exception as err:  # pyarrow raises several types for a file that is not parquet
-        raise DataFormatError(f"{path}: not a readable parquet file ({type(err).__name__}: "
-                              f"{str(err).splitlines()[0] if str(err) else ''})") from None
+        raise DataFormatError(
+            f"{path}: not a readable parquet file ({type(err).__name__}: "
+            f"{str(err).splitlines()[0] if str(err) else ''})"
+        ) from None
     head = [str(c).strip() for c in df.columns]
     _check_header(path, head)
     if len(df) == 0:
@@ -206,11 +242,14 @@ def _check_header(path: Path, head: list[str]) -> None:
     seen = {}
     for k, h in enumerate(head):
         if h in seen:
-            raise DataFormatError(f"{path}: line 1: column name '{h}' appears twice (columns {seen[h] + 1} and {k + 1})")
+            raise DataFormatError(
+                f"{path}: line 1: column name '{h}' appears twice (columns {seen[h] + 1} and {k + 1})"
+            )
         seen[h] = k
 
 
 # ------------------------------------------------------------------------------- config against the file
+
 
 def _item_columns(path, columns, items, pattern, key) -> list[str]:
     if (items is None) == (pattern is None):
@@ -218,17 +257,22 @@ def _item_columns(path, columns, items, pattern, key) -> list[str]:
     if items is not None:
         absent = [c for c in items if c not in columns]
         if absent:
-            raise DataFormatError(f"{path}: line 1: column '{absent[0]}' (config key '{key}.items') is not in the "
-                                  f"header" + (f" ({len(absent)} item columns absent)" if len(absent) > 1 else "")
-                                  + f"; columns are {_preview(columns)}")
+            raise DataFormatError(
+                f"{path}: line 1: column '{absent[0]}' (config key '{key}.items') is not in the "
+                f"header"
+                + (f" ({len(absent)} item columns absent)" if len(absent) > 1 else "")
+                + f"; columns are {_preview(columns)}"
+            )
         if len(set(items)) != len(items):
             raise ValueError(f"config key '{key}.items': an item is listed twice")
         return list(items)
     rx = re.compile(pattern)
     names = [c for c in columns if rx.fullmatch(c)]
     if not names:
-        raise DataFormatError(f"{path}: line 1: no column matches item_pattern '{pattern}' (config key "
-                              f"'{key}.item_pattern'); columns are {_preview(columns)}")
+        raise DataFormatError(
+            f"{path}: line 1: no column matches item_pattern '{pattern}' (config key "
+            f"'{key}.item_pattern'); columns are {_preview(columns)}"
+        )
     return names
 
 
@@ -239,8 +283,10 @@ def _scales(path, names, scales, key) -> dict:
     for scale, members in scales.items():
         for m in members:
             if m not in names:
-                raise DataFormatError(f"{path}: column '{m}' (config key '{key}.scales.{scale}') is not among the "
-                                      f"item columns {_preview(names)}")
+                raise DataFormatError(
+                    f"{path}: column '{m}' (config key '{key}.scales.{scale}') is not among the "
+                    f"item columns {_preview(names)}"
+                )
             if m in scale_of:
                 raise ValueError(f"config key '{key}.scales': item '{m}' is in both '{scale_of[m]}' and '{scale}'")
             scale_of[m] = scale
@@ -262,13 +308,16 @@ def _person_ids(path, cells: _Cells, id_column) -> list[str]:
     if dup.any():
         r = int(np.argmax(dup))
         first = int(np.flatnonzero((ids == ids.iloc[r]).to_numpy())[0])
-        raise DataFormatError(f"{path}: {cells.where} {cells.lines[r]}, column '{id_column}': person id "
-                              f"'{ids.iloc[r]}' repeats {cells.where} {cells.lines[first]} "
-                              f"({int(dup.sum())} repeated id(s))")
+        raise DataFormatError(
+            f"{path}: {cells.where} {cells.lines[r]}, column '{id_column}': person id "
+            f"'{ids.iloc[r]}' repeats {cells.where} {cells.lines[first]} "
+            f"({int(dup.sum())} repeated id(s))"
+        )
     return ids.tolist()
 
 
 # ------------------------------------------------------------------------------- coding
+
 
 def _canonical(values: pd.Series) -> pd.Series:
     """Numbers as the shortest integer text where integral ("9.0" -> "9"), other text as is,
@@ -330,8 +379,10 @@ def _codes(path, cells: _Cells, names, lookup) -> np.ndarray:
         where = "; ".join(f"{cells.where} {cells.lines[r]}, column '{c}': {v!r}" for r, c, v in bad[:MAX_REPORTED])
         categories = [k for k, v in lookup.items() if v != MISSING]
         missing = sorted(k for k, v in lookup.items() if v == MISSING)
-        raise DataFormatError(f"{path}: {n_bad} cell(s) neither a declared category {_preview(categories)} nor a "
-                              f"missing code {missing}, first: {where}")
+        raise DataFormatError(
+            f"{path}: {n_bad} cell(s) neither a declared category {_preview(categories)} nor a "
+            f"missing code {missing}, first: {where}"
+        )
     return y
 
 
@@ -340,8 +391,10 @@ def _check_items(path, y, names, labels) -> None:
         seen = np.unique(y[:, j][y[:, j] != MISSING])
         if seen.size < 2:
             what = "no observed response" if seen.size == 0 else f"only category {labels[int(seen[0])]!r} observed"
-            raise DataFormatError(f"{path}: column '{n}': {what}; an item needs at least two observed categories "
-                                  f"(drop it from the items, or merge categories)")
+            raise DataFormatError(
+                f"{path}: column '{n}': {what}; an item needs at least two observed categories "
+                f"(drop it from the items, or merge categories)"
+            )
 
 
 def _preview(values, n: int = 8) -> str:
@@ -366,7 +419,7 @@ def person_table(ids: Sequence[str], part: str) -> pd.DataFrame:
 class Split(NamedTuple):
     train: ResponseMatrix
     holdout: ResponseMatrix
-    persons: pd.DataFrame        # row, person_id, part: every kept person, in matrix order per part
+    persons: pd.DataFrame  # row, person_id, part: every kept person, in matrix order per part
     row_counts: pd.DataFrame
 
 
@@ -382,7 +435,14 @@ def split(prepared: Prepared, fraction: float, seed: int) -> Split:
     persons = pd.concat([person_table(ids[~mask], "train"), person_table(ids[mask], "holdout")], ignore_index=True)
     counts = prepared.row_counts
     if mask.any():
-        counts = pd.concat([counts, pd.DataFrame([("training persons", train.n_persons, hold.n_persons,
-                                                   "held out for the held-out log-likelihood")],
-                                                 columns=counts.columns)], ignore_index=True)
+        counts = pd.concat(
+            [
+                counts,
+                pd.DataFrame(
+                    [("training persons", train.n_persons, hold.n_persons, "held out for the held-out log-likelihood")],
+                    columns=counts.columns,
+                ),
+            ],
+            ignore_index=True,
+        )
     return Split(train, hold, persons, counts)

@@ -53,8 +53,16 @@ def thresholds_to_slope_intercept(discrimination, thresholds):
     return -a[..., None] * np.asarray(thresholds)
 
 
-def item_table(slopes, intercepts, n_categories: Sequence[int], item_names: Sequence[str],
-               scales: Sequence[str], factor_names: Sequence[str], slope_sd=None, intercept_sd=None) -> pd.DataFrame:
+def item_table(
+    slopes,
+    intercepts,
+    n_categories: Sequence[int],
+    item_names: Sequence[str],
+    scales: Sequence[str],
+    factor_names: Sequence[str],
+    slope_sd=None,
+    intercept_sd=None,
+) -> pd.DataFrame:
     """Both forms of every item, one row per value (columns ``ITEM_COLUMNS``).
 
     slopes      (S, I, P) draws of a (S = 1 for point estimates); a slope that is exactly 0 in
@@ -103,8 +111,9 @@ def item_table(slopes, intercepts, n_categories: Sequence[int], item_names: Sequ
     return pd.DataFrame(rows, columns=ITEM_COLUMNS)
 
 
-def person_table(mean, sd, factor_names: Sequence[str], person_ids: Sequence, answered,
-                 score_type: str) -> pd.DataFrame:
+def person_table(
+    mean, sd, factor_names: Sequence[str], person_ids: Sequence, answered, score_type: str
+) -> pd.DataFrame:
     """One row per person and factor (columns ``PERSON_COLUMNS``), person by person.
 
     mean, sd   (N, P) posterior means and sds of the abilities (or the encoder's).
@@ -113,15 +122,21 @@ def person_table(mean, sd, factor_names: Sequence[str], person_ids: Sequence, an
     mean, sd, answered = (np.asarray(x) for x in (mean, sd, answered))
     n, p = mean.shape
     if sd.shape != (n, p) or answered.shape != (n, p) or len(person_ids) != n or len(factor_names) != p:
-        raise ValueError(f"person table: means {mean.shape}, sds {sd.shape}, answered {answered.shape}, "
-                         f"{len(person_ids)} ids, {len(factor_names)} factors do not agree")
-    return pd.DataFrame({
-        "person": np.repeat(np.arange(n), p),
-        "person_id": np.repeat(np.asarray(person_ids, dtype=object), p),
-        "factor": np.tile(np.asarray(factor_names, dtype=object), n),
-        "score": mean.ravel(), "sd": sd.ravel(), "n_answered": answered.ravel().astype(np.int64),
-        "score_type": score_type,
-    })[PERSON_COLUMNS]
+        raise ValueError(
+            f"person table: means {mean.shape}, sds {sd.shape}, answered {answered.shape}, "
+            f"{len(person_ids)} ids, {len(factor_names)} factors do not agree"
+        )
+    return pd.DataFrame(
+        {
+            "person": np.repeat(np.arange(n), p),
+            "person_id": np.repeat(np.asarray(person_ids, dtype=object), p),
+            "factor": np.tile(np.asarray(factor_names, dtype=object), n),
+            "score": mean.ravel(),
+            "sd": sd.ravel(),
+            "n_answered": answered.ravel().astype(np.int64),
+            "score_type": score_type,
+        }
+    )[PERSON_COLUMNS]
 
 
 def answered_per_factor(observed, loads) -> np.ndarray:
@@ -144,7 +159,9 @@ def items_at_lower_bound(items: pd.DataFrame, bound: float = AT_BOUND_DISCRIMINA
     return out
 
 
-def warn_items_at_bound(items: pd.DataFrame, where: str = "the fit", item_rest: pd.DataFrame | None = None) -> list[str]:
+def warn_items_at_bound(
+    items: pd.DataFrame, where: str = "the fit", item_rest: pd.DataFrame | None = None
+) -> list[str]:
     """Log one WARNING per item of an ``item_table`` whose discrimination sits at the lower bound
     (``items_at_lower_bound``), and, given the data's corrected item-rest correlations
     (``item_rest``: columns item, correlation, flagged, as ``data.item_direction`` computes
@@ -162,13 +179,17 @@ def warn_items_at_bound(items: pd.DataFrame, where: str = "the fit", item_rest: 
         sd = f" (sd {row.sd:.3f})" if np.isfinite(row.sd) else ""
         head = f"{where}: item '{row.item_name}' (scale '{row.scale}'): discrimination {row.discrimination:.3f}{sd}"
         if row.at_bound:
-            why = (f"sits at the lower bound 0 of the positivity constraint (below {AT_BOUND_DISCRIMINATION}); "
-                   f"a negative relation to its factor would look like this")
+            why = (
+                f"sits at the lower bound 0 of the positivity constraint (below {AT_BOUND_DISCRIMINATION}); "
+                f"a negative relation to its factor would look like this"
+            )
         else:
             why = "is positive only because the model keeps it so"
         if row.item_name in negative:
             why += f"; its corrected item-rest correlation in the data is {negative[row.item_name]:.3f}"
-        messages.append(f"{head} {why}: check whether it is keyed the wrong way (the data set's reverse_keyed) "
-                        f"or measures something else")
+        messages.append(
+            f"{head} {why}: check whether it is keyed the wrong way (the data set's reverse_keyed) "
+            f"or measures something else"
+        )
         log.warning(messages[-1])
     return messages

@@ -37,9 +37,16 @@ def _chunks(n, size):
     return [(i, min(i + size, n)) for i in range(0, n, size)]
 
 
-def importance_sampled_loglik(key, model_params, st: mgrm.Structure, responses, draw,
-                              n_samples: int = 5000, person_chunk: int = 256,
-                              sample_chunk: int = 500) -> np.ndarray:
+def importance_sampled_loglik(
+    key,
+    model_params,
+    st: mgrm.Structure,
+    responses,
+    draw,
+    n_samples: int = 5000,
+    person_chunk: int = 256,
+    sample_chunk: int = 500,
+) -> np.ndarray:
     """Eq. 27 per person with a method's own proposal.
 
     ``draw(key, y, n) -> (z (n, B, P), log_q (n, B))`` is the proposal (e.g.
@@ -99,9 +106,17 @@ def posterior_modes(model_params, st: mgrm.Structure, y, n_newton: int = 30):
     return jax.vmap(one)(y)
 
 
-def laplace_is_loglik(key, model_params, st: mgrm.Structure, responses, n_samples: int = 5000,
-                      inflation: float = 1.2, person_chunk: int = 256, sample_chunk: int = 500,
-                      n_newton: int = 30) -> np.ndarray:
+def laplace_is_loglik(
+    key,
+    model_params,
+    st: mgrm.Structure,
+    responses,
+    n_samples: int = 5000,
+    inflation: float = 1.2,
+    person_chunk: int = 256,
+    sample_chunk: int = 500,
+    n_newton: int = 30,
+) -> np.ndarray:
     """Method-independent importance-sampled log-likelihood per person (see module doc)."""
     y_all = np.asarray(responses)
     p = st.n_factors
@@ -112,7 +127,7 @@ def laplace_is_loglik(key, model_params, st: mgrm.Structure, responses, n_sample
     @jax.jit
     def proposal_of(params, y):
         mode, h = posterior_modes(params, st, y, n_newton)
-        cov = jnp.linalg.inv(-h) * inflation ** 2
+        cov = jnp.linalg.inv(-h) * inflation**2
         cov = 0.5 * (cov + jnp.swapaxes(cov, -1, -2)) + 1e-6 * jnp.eye(p)
         return mode, jnp.linalg.cholesky(cov)
 
@@ -120,8 +135,11 @@ def laplace_is_loglik(key, model_params, st: mgrm.Structure, responses, n_sample
     def chunk_stats(params, key, y, mode, chol):
         eps = jax.random.normal(key, (sample_chunk,) + mode.shape)
         z = mode + jnp.einsum("bij,rbj->rbi", chol, eps)
-        log_q = (-0.5 * jnp.sum(eps * eps, -1) - jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), -1)
-                 - 0.5 * p * math.log(2 * math.pi))
+        log_q = (
+            -0.5 * jnp.sum(eps * eps, -1)
+            - jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), -1)
+            - 0.5 * p * math.log(2 * math.pi)
+        )
         log_w = mgrm.log_joint(params, y, z, st) - log_q
         return jax.scipy.special.logsumexp(log_w, axis=0)
 
@@ -130,15 +148,18 @@ def laplace_is_loglik(key, model_params, st: mgrm.Structure, responses, n_sample
     for c, (a, b) in enumerate(_chunks(y_all.shape[0], person_chunk)):
         y = jnp.asarray(_pad(y_all[a:b], person_chunk), jnp.int8)
         mode, chol = proposal_of(model_params, y)
-        parts = [chunk_stats(model_params, jax.random.fold_in(jax.random.fold_in(key, c), r), y, mode, chol)
-                 for r in range(n_rounds)]
+        parts = [
+            chunk_stats(model_params, jax.random.fold_in(jax.random.fold_in(key, c), r), y, mode, chol)
+            for r in range(n_rounds)
+        ]
         total = jax.scipy.special.logsumexp(jnp.stack(parts), axis=0) - math.log(n_rounds * sample_chunk)
         out[a:b] = np.asarray(total, np.float64)[: b - a]
     return out
 
 
-def quadrature_loglik(model_params, st: mgrm.Structure, responses, n_nodes: int | None = None,
-                      person_chunk: int = 512) -> np.ndarray:
+def quadrature_loglik(
+    model_params, st: mgrm.Structure, responses, n_nodes: int | None = None, person_chunk: int = 512
+) -> np.ndarray:
     """Gauss-Hermite marginal log-likelihood per person (P <= 2)."""
     p = st.n_factors
     if p > 2:

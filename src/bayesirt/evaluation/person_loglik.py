@@ -22,8 +22,9 @@ import numpy as np
 
 def laplace_proposal(log_lik, y, n_factors: int, n_newton: int = 25):
     """Mode (B, K) and Cholesky factor (B, K, K) of the inverse negative Hessian."""
+
     def log_joint(theta, yi):
-        return log_lik(yi[None], theta[None])[0] - 0.5 * jnp.sum(theta ** 2)
+        return log_lik(yi[None], theta[None])[0] - 0.5 * jnp.sum(theta**2)
 
     grad = jax.grad(log_joint)
     hess = jax.hessian(log_joint)
@@ -34,15 +35,19 @@ def laplace_proposal(log_lik, y, n_factors: int, n_newton: int = 25):
             step = jnp.linalg.solve(h, grad(th, yi))
             step = jnp.clip(step, -2.0, 2.0)  # damped first steps from far away
             return th - step
-        th = jax.lax.fori_loop(0, n_newton, body, jnp.zeros(n_factors, y.dtype if jnp.issubdtype(y.dtype, jnp.floating) else jnp.float32))
+
+        th = jax.lax.fori_loop(
+            0, n_newton, body, jnp.zeros(n_factors, y.dtype if jnp.issubdtype(y.dtype, jnp.floating) else jnp.float32)
+        )
         cov = jnp.linalg.inv(-hess(th, yi))
         return th, jnp.linalg.cholesky(cov)
 
     return jax.vmap(newton)(y)
 
 
-def importance_loglik(key, log_lik, y, mean, chol, n_samples: int = 1000, inflation: float = 1.2,
-                      chunk: int = 2000) -> np.ndarray:
+def importance_loglik(
+    key, log_lik, y, mean, chol, n_samples: int = 1000, inflation: float = 1.2, chunk: int = 2000
+) -> np.ndarray:
     """(B,) importance-sampled log p(r_i). ``chol`` (B, K, K) or a (B, K) sd (diagonal)."""
     y = jnp.asarray(y)
     mean = jnp.asarray(mean, jnp.float32)
@@ -57,24 +62,28 @@ def importance_loglik(key, log_lik, y, mean, chol, n_samples: int = 1000, inflat
         eps = jax.random.normal(key, (n_samples,) + mb.shape)
         theta = mb + jnp.einsum("bkl,sbl->sbk", lb, eps)
         log_det = jnp.sum(jnp.log(jnp.abs(jax.vmap(jnp.diag)(lb))), -1)
-        log_g = -0.5 * jnp.sum(eps ** 2, -1) - log_det - 0.5 * k * math.log(2 * math.pi)
-        log_p = log_lik(yb, theta) - 0.5 * jnp.sum(theta ** 2, -1) - 0.5 * k * math.log(2 * math.pi)
+        log_g = -0.5 * jnp.sum(eps**2, -1) - log_det - 0.5 * k * math.log(2 * math.pi)
+        log_p = log_lik(yb, theta) - 0.5 * jnp.sum(theta**2, -1) - 0.5 * k * math.log(2 * math.pi)
         return jax.scipy.special.logsumexp(log_p - log_g, axis=0) - math.log(n_samples)
 
-    out = [np.asarray(block(jax.random.fold_in(key, a), y[a:a + chunk], mean[a:a + chunk], chol[a:a + chunk]))
-           for a in range(0, y.shape[0], chunk)]
+    out = [
+        np.asarray(block(jax.random.fold_in(key, a), y[a : a + chunk], mean[a : a + chunk], chol[a : a + chunk]))
+        for a in range(0, y.shape[0], chunk)
+    ]
     return np.concatenate(out).astype(np.float64)
 
 
-def laplace_importance_loglik(key, log_lik, y, n_factors: int, n_samples: int = 1000,
-                              inflation: float = 1.2, chunk: int = 2000) -> np.ndarray:
+def laplace_importance_loglik(
+    key, log_lik, y, n_factors: int, n_samples: int = 1000, inflation: float = 1.2, chunk: int = 2000
+) -> np.ndarray:
     """The method-independent evaluator: Laplace proposal, then ``importance_loglik``."""
     y = jnp.asarray(y)
     means, chols = [], []
     prop = jax.jit(lambda yb: laplace_proposal(log_lik, yb, n_factors))
     for a in range(0, y.shape[0], chunk):
-        m, c = prop(y[a:a + chunk])
+        m, c = prop(y[a : a + chunk])
         means.append(m)
         chols.append(c)
-    return importance_loglik(key, log_lik, y, jnp.concatenate(means), jnp.concatenate(chols),
-                             n_samples, inflation, chunk)
+    return importance_loglik(
+        key, log_lik, y, jnp.concatenate(means), jnp.concatenate(chols), n_samples, inflation, chunk
+    )

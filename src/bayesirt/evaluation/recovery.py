@@ -13,13 +13,23 @@ def metrics(estimate, reference) -> dict:
     if estimate.shape != reference.shape:
         raise ValueError(f"shapes differ: {estimate.shape} vs {reference.shape}")
     err = estimate - reference
-    corr = np.corrcoef(estimate, reference)[0, 1] if estimate.size > 1 and estimate.std() > 0 and reference.std() > 0 else np.nan
-    return {"rmse": float(np.sqrt(np.mean(err ** 2))), "bias": float(err.mean()),
-            "mse": float(np.mean(err ** 2)), "corr": float(corr), "n": int(estimate.size)}
+    corr = (
+        np.corrcoef(estimate, reference)[0, 1]
+        if estimate.size > 1 and estimate.std() > 0 and reference.std() > 0
+        else np.nan
+    )
+    return {
+        "rmse": float(np.sqrt(np.mean(err**2))),
+        "bias": float(err.mean()),
+        "mse": float(np.mean(err**2)),
+        "corr": float(corr),
+        "n": int(estimate.size),
+    }
 
 
-def recovery_table(estimates: pd.DataFrame, reference_column: str = "true",
-                   by: tuple = ("parameter", "scale")) -> pd.DataFrame:
+def recovery_table(
+    estimates: pd.DataFrame, reference_column: str = "true", by: tuple = ("parameter", "scale")
+) -> pd.DataFrame:
     """One row per group of ``by`` (and per parameter over all scales, scale = 'all')."""
     rows = []
     groups = [list(by)] + ([["parameter"]] if "scale" in by else [])

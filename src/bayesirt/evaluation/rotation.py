@@ -37,6 +37,7 @@ def geomin_criterion(loadings, delta: float = 0.01):
 
 def _gpf_oblique(a, t, delta, max_iter, tol):
     """Gradient projection for oblique rotation from start ``t``; returns (loadings, T, f, converged)."""
+
     def rotated(tt):
         return a @ np.linalg.inv(tt).T
 
@@ -74,8 +75,15 @@ class Rotation:
     converged: bool
 
 
-def geomin(loadings, factor_corr=None, delta: float = 0.01, n_starts: int = 10, seed: int = 0,
-           max_iter: int = 1000, tol: float = 1e-6) -> Rotation:
+def geomin(
+    loadings,
+    factor_corr=None,
+    delta: float = 0.01,
+    n_starts: int = 10,
+    seed: int = 0,
+    max_iter: int = 1000,
+    tol: float = 1e-6,
+) -> Rotation:
     """Geomin oblique rotation of ``loadings`` (I, P) whose factors have correlation
     ``factor_corr`` (identity if None). The first start is the identity, then random
     orthogonal matrices; the solution with the smallest criterion is returned."""
@@ -130,7 +138,14 @@ def rotate_and_align(loadings, reference, factor_corr=None, equivalent_above: fl
     rot = geomin(loadings, factor_corr, **kwargs)
     lam, corr, perm, signs = align(rot.loadings, reference, rot.factor_corr)
     phi = tucker_congruence(lam, reference)
-    return {"loadings": lam, "factor_corr": corr, "permutation": perm, "signs": signs,
-            "congruence": phi, "mean_congruence": float(phi.mean()),
-            "equivalent": bool(phi.min() > equivalent_above), "criterion": rot.criterion,
-            "converged": rot.converged}
+    return {
+        "loadings": lam,
+        "factor_corr": corr,
+        "permutation": perm,
+        "signs": signs,
+        "congruence": phi,
+        "mean_congruence": float(phi.mean()),
+        "equivalent": bool(phi.min() > equivalent_above),
+        "criterion": rot.criterion,
+        "converged": rot.converged,
+    }

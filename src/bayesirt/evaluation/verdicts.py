@@ -77,8 +77,15 @@ def _mean_interval(d: np.ndarray, level: float) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
-def paired_verdict(differences, *, subject: str, direction: str, margin: float = 0.0, level: float = 0.95,
-                   unit: str = "paired replications") -> Verdict:
+def paired_verdict(
+    differences,
+    *,
+    subject: str,
+    direction: str,
+    margin: float = 0.0,
+    level: float = 0.95,
+    unit: str = "paired replications",
+) -> Verdict:
     """Verdict on the claim that ``differences`` (claimed method − baseline, one per pair) are
     ``direction`` ("lower" or "higher") than 0, tolerating ``margin`` in the wrong direction.
 
@@ -90,8 +97,15 @@ def paired_verdict(differences, *, subject: str, direction: str, margin: float =
     d = d[np.isfinite(d)]
     n = int(d.size)
     if n == 0:
-        return Verdict("inconclusive", 0, np.nan, np.nan, np.nan, level,
-                       f"{subject}: no paired replications to compare: inconclusive.")
+        return Verdict(
+            "inconclusive",
+            0,
+            np.nan,
+            np.nan,
+            np.nan,
+            level,
+            f"{subject}: no paired replications to compare: inconclusive.",
+        )
     favour = int(np.sum(d < 0) if direction == "lower" else np.sum(d > 0))
     ties = int(np.sum(d == 0))
     mean = float(d.mean())
@@ -112,21 +126,30 @@ def paired_verdict(differences, *, subject: str, direction: str, margin: float =
     return Verdict(outcome, n, mean, low, high, level, f"{evidence}: **{tail}**.")
 
 
-def two_group_verdict(first, second, *, subject: str, direction: str, labels=("first", "second"),
-                      level: float = 0.95) -> Verdict:
+def two_group_verdict(
+    first, second, *, subject: str, direction: str, labels=("first", "second"), level: float = 0.95
+) -> Verdict:
     """Verdict on the claim that the mean of ``first`` is ``direction`` than the mean of ``second``
     (two unpaired groups; Welch's interval for the difference of means)."""
     _check(direction, 0.0, level)
     a = np.asarray(first, dtype=np.float64).ravel()
     b = np.asarray(second, dtype=np.float64).ravel()
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    evidence = (f"{subject}: mean {number(a.mean()) if a.size else 'n/a'} with {labels[0]} ({a.size}) against "
-                f"{number(b.mean()) if b.size else 'n/a'} with {labels[1]} ({b.size})")
+    evidence = (
+        f"{subject}: mean {number(a.mean()) if a.size else 'n/a'} with {labels[0]} ({a.size}) against "
+        f"{number(b.mean()) if b.size else 'n/a'} with {labels[1]} ({b.size})"
+    )
     if a.size < 2 or b.size < 2:
-        return Verdict("inconclusive", int(a.size + b.size), float(a.mean() - b.mean()) if a.size and b.size else np.nan,
-                       np.nan, np.nan, level,
-                       f"{evidence}; too few values for an interval: **inconclusive at "
-                       f"{min(a.size, b.size)} replication{'s' if min(a.size, b.size) != 1 else ''}**.")
+        return Verdict(
+            "inconclusive",
+            int(a.size + b.size),
+            float(a.mean() - b.mean()) if a.size and b.size else np.nan,
+            np.nan,
+            np.nan,
+            level,
+            f"{evidence}; too few values for an interval: **inconclusive at "
+            f"{min(a.size, b.size)} replication{'s' if min(a.size, b.size) != 1 else ''}**.",
+        )
     mean = float(a.mean() - b.mean())
     if np.ptp(a) == 0 and np.ptp(b) == 0:
         low = high = mean  # no spread in either group
@@ -136,13 +159,20 @@ def two_group_verdict(first, second, *, subject: str, direction: str, labels=("f
     outcome = _outcome(low, high, direction, 0.0)
     n = int(min(a.size, b.size))
     tail = f"inconclusive at {n} replications" if outcome == "inconclusive" else outcome
-    return Verdict(outcome, int(a.size + b.size), mean, low, high, level,
-                   f"{evidence}; difference {number(mean)}, {level:.0%} interval [{number(low)}, {number(high)}]: "
-                   f"**{tail}**.")
+    return Verdict(
+        outcome,
+        int(a.size + b.size),
+        mean,
+        low,
+        high,
+        level,
+        f"{evidence}; difference {number(mean)}, {level:.0%} interval [{number(low)}, {number(high)}]: **{tail}**.",
+    )
 
 
-def paired_differences(frame: pd.DataFrame, value: str, *, claimed: str, baseline: str, units,
-                       method_column: str = "method") -> pd.Series:
+def paired_differences(
+    frame: pd.DataFrame, value: str, *, claimed: str, baseline: str, units, method_column: str = "method"
+) -> pd.Series:
     """``claimed`` − ``baseline`` of ``value`` per unit (the columns ``units``, e.g. design and
     replication), each method's values first averaged within the unit; units where either
     method has no value are left out.

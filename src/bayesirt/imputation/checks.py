@@ -44,40 +44,49 @@ def validate_imputation_model(model, item_names, n_categories=None) -> dict:
     if missing:
         raise ImputationModelError(
             f"imputation model check 2 (coverage): IRT item(s) {missing} are not in the imputation "
-            f"model, whose items are {names}")
+            f"model, whose items are {names}"
+        )
     if n_categories is not None:
         for name, k in zip(item_names, n_categories):
             k_model = int(model.n_categories[names.index(name)])
             if int(k) != k_model:
                 raise ImputationModelError(
                     f"imputation model check 2 (coverage): item '{name}' has {int(k)} categories in "
-                    f"the data but {k_model} in the imputation model")
+                    f"the data but {k_model} in the imputation model"
+                )
     record["coverage"] = True
 
     bad = [(n, t) for n, t in zip(names, model.item_types) if t not in ALLOWED_TYPES]
     if bad:
         raise ImputationModelError(
             "imputation model check 3 (variable type): items must be ordinal or binary; got "
-            + ", ".join(f"'{n}' is {t}" for n, t in bad))
+            + ", ".join(f"'{n}' is {t}" for n, t in bad)
+        )
     record["variable_type"] = True
 
     rows = [names.index(name) for name in item_names]
     converged = np.asarray(model.converged)[rows]
     none = [item_names[r] for r in range(len(rows)) if not converged[r].any()]
-    record["convergence"] = {"ok": not none, "items_without_converged_submodel": none,
-                             "converged_submodels": int(np.asarray(model.converged).sum()),
-                             "submodels": int(np.asarray(model.converged).size)}
+    record["convergence"] = {
+        "ok": not none,
+        "items_without_converged_submodel": none,
+        "converged_submodels": int(np.asarray(model.converged).sum()),
+        "submodels": int(np.asarray(model.converged).size),
+    }
     if none:
         _warn(f"imputation model check 4 (convergence): no converged sub-model for item(s) {none}")
 
     best = np.asarray(model.weights)[rows].argmax(-1)
     khat = np.asarray(model.pareto_k)[rows, best]
     high = {item_names[r]: round(float(khat[r]), 3) for r in range(len(rows)) if not khat[r] < KHAT_LIMIT}
-    record["pareto_k"] = {"ok": not high, "limit": KHAT_LIMIT, "max_best_khat": float(np.max(khat)),
-                          "items_over_limit": high}
+    record["pareto_k"] = {
+        "ok": not high,
+        "limit": KHAT_LIMIT,
+        "max_best_khat": float(np.max(khat)),
+        "items_over_limit": high,
+    }
     if high:
-        _warn(f"imputation model check 5 (PSIS k-hat): best sub-model's Pareto k-hat >= {KHAT_LIMIT} "
-              f"for {high}")
+        _warn(f"imputation model check 5 (PSIS k-hat): best sub-model's Pareto k-hat >= {KHAT_LIMIT} for {high}")
     return record
 
 

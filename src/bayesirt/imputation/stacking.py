@@ -107,9 +107,9 @@ def fit(rm: io.ResponseMatrix, settings: StackingSettings = StackingSettings()) 
 
     t0 = time.perf_counter()
     fit_fn = jax.jit(lambda k, u, c, d, nc: fit_all(k, u, c, d, nc, n_slopes, settings))
-    converged, tables, log_w, pmf = fit_fn(jax.random.key(settings.seed), jnp.asarray(u0),
-                                           jnp.asarray(counts), jnp.asarray(design),
-                                           jnp.asarray(n_cat))
+    converged, tables, log_w, pmf = fit_fn(
+        jax.random.key(settings.seed), jnp.asarray(u0), jnp.asarray(counts), jnp.asarray(design), jnp.asarray(n_cat)
+    )
     tables = np.asarray(tables)  # (I, I, S, Ka, K)
     fit_seconds = time.perf_counter() - t0
 
@@ -141,15 +141,41 @@ def fit(rm: io.ResponseMatrix, settings: StackingSettings = StackingSettings()) 
 
     n_pairs = counts.sum((-2, -1))
     types = ["binary" if k == 2 else "ordinal" for k in n_cat]
-    info = {"n_persons": rm.n_persons, "n_items": n_items, "n_submodels": n_items * n_items,
-            "n_pairwise": n_items * (n_items - 1), "n_intercept_only": n_items,
-            "n_loo_cells": int(cells.sum()), "fit_seconds": fit_seconds, "loo_seconds": loo_seconds,
-            "stacking_seconds": stack_seconds, "total_seconds": time.perf_counter() - t_start}
-    log.info("stacking imputation: %d sub-models, %d converged, fit %.1f s, loo %.1f s, weights %.1f s",
-             n_items * n_items, int(np.asarray(converged).sum()), fit_seconds, loo_seconds, stack_seconds)
-    return StackingModel([it.name for it in rm.items], np.asarray(n_cat), types, np.asarray(pmf, np.float64),
-                         weights, elpd, pareto_k, laplace_khat, np.asarray(converged), n_pairs,
-                         asdict(settings), True, info)
+    info = {
+        "n_persons": rm.n_persons,
+        "n_items": n_items,
+        "n_submodels": n_items * n_items,
+        "n_pairwise": n_items * (n_items - 1),
+        "n_intercept_only": n_items,
+        "n_loo_cells": int(cells.sum()),
+        "fit_seconds": fit_seconds,
+        "loo_seconds": loo_seconds,
+        "stacking_seconds": stack_seconds,
+        "total_seconds": time.perf_counter() - t_start,
+    }
+    log.info(
+        "stacking imputation: %d sub-models, %d converged, fit %.1f s, loo %.1f s, weights %.1f s",
+        n_items * n_items,
+        int(np.asarray(converged).sum()),
+        fit_seconds,
+        loo_seconds,
+        stack_seconds,
+    )
+    return StackingModel(
+        [it.name for it in rm.items],
+        np.asarray(n_cat),
+        types,
+        np.asarray(pmf, np.float64),
+        weights,
+        elpd,
+        pareto_k,
+        laplace_khat,
+        np.asarray(converged),
+        n_pairs,
+        asdict(settings),
+        True,
+        info,
+    )
 
 
 # ----------------------------------------------------------------------------- prediction
@@ -179,8 +205,9 @@ def predict_pmf(model: StackingModel, responses: np.ndarray, persons=None, items
     return pmf / pmf.sum(-1, keepdims=True)
 
 
-def imputation_accuracy(model: StackingModel, responses_missing: np.ndarray, truth: np.ndarray,
-                        hidden: np.ndarray) -> dict:
+def imputation_accuracy(
+    model: StackingModel, responses_missing: np.ndarray, truth: np.ndarray, hidden: np.ndarray
+) -> dict:
     """Log score and accuracy of the PMF's mode on the cells hidden by injection."""
     persons, items = np.nonzero(hidden)
     if persons.size == 0:
@@ -192,13 +219,15 @@ def imputation_accuracy(model: StackingModel, responses_missing: np.ndarray, tru
     p_true = pmf[np.arange(true.size), true]
     baseline = model.pmf_tables[items, items, 0]  # intercept-only (marginal) model
     b_true = baseline[np.arange(true.size), true]
-    return {"n_cells": int(true.size),
-            "log_score": float(np.mean(np.log(np.maximum(p_true, 1e-300)))),
-            "accuracy": float(np.mean(pmf.argmax(-1) == true)),
-            "within_one": float(np.mean(np.abs(pmf.argmax(-1) - true) <= 1)),
-            "expected_abs_error": float(np.mean(np.abs(pmf @ np.arange(pmf.shape[1]) - true))),
-            "marginal_log_score": float(np.mean(np.log(np.maximum(b_true, 1e-300)))),
-            "marginal_accuracy": float(np.mean(baseline.argmax(-1) == true))}
+    return {
+        "n_cells": int(true.size),
+        "log_score": float(np.mean(np.log(np.maximum(p_true, 1e-300)))),
+        "accuracy": float(np.mean(pmf.argmax(-1) == true)),
+        "within_one": float(np.mean(np.abs(pmf.argmax(-1) - true) <= 1)),
+        "expected_abs_error": float(np.mean(np.abs(pmf @ np.arange(pmf.shape[1]) - true))),
+        "marginal_log_score": float(np.mean(np.log(np.maximum(b_true, 1e-300)))),
+        "marginal_accuracy": float(np.mean(baseline.argmax(-1) == true)),
+    }
 
 
 def summary_table(model: StackingModel):
@@ -206,12 +235,18 @@ def summary_table(model: StackingModel):
     names = model.item_names
     n = len(names)
     t, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-    return pd.DataFrame({
-        "target": [names[i] for i in t.ravel()],
-        "predictor": ["(intercept)" if a == b else names[b] for a, b in zip(t.ravel(), j.ravel())],
-        "weight": model.weights.ravel(), "elpd_loo": model.elpd_loo.ravel(),
-        "pareto_k": model.pareto_k.ravel(), "laplace_khat": model.laplace_khat.ravel(),
-        "converged": model.converged.ravel(), "n_pairs": model.n_pairs.ravel().astype(int)})
+    return pd.DataFrame(
+        {
+            "target": [names[i] for i in t.ravel()],
+            "predictor": ["(intercept)" if a == b else names[b] for a, b in zip(t.ravel(), j.ravel())],
+            "weight": model.weights.ravel(),
+            "elpd_loo": model.elpd_loo.ravel(),
+            "pareto_k": model.pareto_k.ravel(),
+            "laplace_khat": model.laplace_khat.ravel(),
+            "converged": model.converged.ravel(),
+            "n_pairs": model.n_pairs.ravel().astype(int),
+        }
+    )
 
 
 # ----------------------------------------------------------------------------- files
@@ -220,14 +255,27 @@ def summary_table(model: StackingModel):
 def save(model: StackingModel, path) -> None:
     """One .npz file (arrays) with the metadata as a JSON string inside; written atomically."""
     path = Path(path)
-    meta = {"format": FORMAT, "item_names": model.item_names, "item_types": model.item_types,
-            "settings": model.settings, "fitted": model.fitted,
-            # timings vary run to run; leaving them out keeps the file identical on reruns
-            "info": {k: v for k, v in model.info.items() if not k.endswith("_seconds")}}
-    io.write_npz(path, meta=np.array(json.dumps(meta, default=io._json_default)),
-                 n_categories=model.n_categories, pmf_tables=model.pmf_tables,
-                 weights=model.weights, elpd_loo=model.elpd_loo, pareto_k=model.pareto_k,
-                 laplace_khat=model.laplace_khat, converged=model.converged, n_pairs=model.n_pairs)
+    meta = {
+        "format": FORMAT,
+        "item_names": model.item_names,
+        "item_types": model.item_types,
+        "settings": model.settings,
+        "fitted": model.fitted,
+        # timings vary run to run; leaving them out keeps the file identical on reruns
+        "info": {k: v for k, v in model.info.items() if not k.endswith("_seconds")},
+    }
+    io.write_npz(
+        path,
+        meta=np.array(json.dumps(meta, default=io._json_default)),
+        n_categories=model.n_categories,
+        pmf_tables=model.pmf_tables,
+        weights=model.weights,
+        elpd_loo=model.elpd_loo,
+        pareto_k=model.pareto_k,
+        laplace_khat=model.laplace_khat,
+        converged=model.converged,
+        n_pairs=model.n_pairs,
+    )
 
 
 def load(path) -> StackingModel:
@@ -241,7 +289,18 @@ def load(path) -> StackingModel:
         raise io.DataFormatError(f"{path}: not a readable stacking imputation model ({err})") from err
     if meta.get("format") != FORMAT:
         raise io.DataFormatError(f"{path}: format is {meta.get('format')!r}, expected {FORMAT!r}")
-    return StackingModel(meta["item_names"], z["n_categories"], meta["item_types"], z["pmf_tables"],
-                         z["weights"], z["elpd_loo"], z["pareto_k"], z["laplace_khat"],
-                         z["converged"].astype(bool), z["n_pairs"], meta["settings"], bool(meta["fitted"]),
-                         meta["info"])
+    return StackingModel(
+        meta["item_names"],
+        z["n_categories"],
+        meta["item_types"],
+        z["pmf_tables"],
+        z["weights"],
+        z["elpd_loo"],
+        z["pareto_k"],
+        z["laplace_khat"],
+        z["converged"].astype(bool),
+        z["n_pairs"],
+        meta["settings"],
+        bool(meta["fitted"]),
+        meta["info"],
+    )

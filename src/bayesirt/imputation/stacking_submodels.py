@@ -94,7 +94,7 @@ def initial_parameters(counts: np.ndarray, n_slopes: int) -> np.ndarray:
 
 def _unpack(u, n_slopes):
     beta = u[:n_slopes]
-    cuts = grm.ordered_cuts(u[n_slopes], jax.nn.softplus(u[n_slopes + 1:]))
+    cuts = grm.ordered_cuts(u[n_slopes], jax.nn.softplus(u[n_slopes + 1 :]))
     return beta, cuts
 
 
@@ -107,7 +107,7 @@ def _table_log_probs(u, design, n_cat, n_slopes):
 
 
 def _log_prior(u, n_slopes, s: StackingSettings):
-    beta, first, raw = u[:n_slopes], u[n_slopes], u[n_slopes + 1:]
+    beta, first, raw = u[:n_slopes], u[n_slopes], u[n_slopes + 1 :]
     gaps = jax.nn.softplus(raw)
     lp = -0.5 * jnp.sum((beta / s.slope_scale) ** 2) - 0.5 * (first / s.first_cut_scale) ** 2
     # HalfNormal on the gaps plus log|d softplus / d raw| = log sigmoid(raw)
@@ -165,7 +165,7 @@ def _laplace_draws(key, u, cov, counts, design, n_cat, n_slopes, s: StackingSett
     draws = u + z @ chol.T
     tables = jax.vmap(lambda v: _table_log_probs(v, design, n_cat, n_slopes))(draws)
     log_p = jax.vmap(lambda v: _log_posterior(v, counts, design, n_cat, n_slopes, s))(draws)
-    log_q = -0.5 * jnp.sum(z ** 2, -1)  # up to a constant, which PSIS ignores
+    log_q = -0.5 * jnp.sum(z**2, -1)  # up to a constant, which PSIS ignores
     return tables, log_p - log_q
 
 

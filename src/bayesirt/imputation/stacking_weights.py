@@ -51,8 +51,11 @@ def stacking_weights(y: np.ndarray, loo_cell: np.ndarray, ridge: float) -> np.nd
     answered = (y >= 0).astype(np.float64)  # (N, I): which persons count for each target
     n_ans = np.maximum(answered.sum(0), 1.0)
 
-    dens_j, usable_j, answered_j = (jnp.asarray(dens, jnp.float32), jnp.asarray(usable, jnp.float32),
-                                    jnp.asarray(answered, jnp.float32))
+    dens_j, usable_j, answered_j = (
+        jnp.asarray(dens, jnp.float32),
+        jnp.asarray(usable, jnp.float32),
+        jnp.asarray(answered, jnp.float32),
+    )
     n_ans_j = jnp.asarray(n_ans, jnp.float32)
 
     @jax.jit
@@ -63,7 +66,7 @@ def stacking_weights(y: np.ndarray, loo_cell: np.ndarray, ridge: float) -> np.nd
         den = jnp.sum(w * usable_j, -1)
         term = jnp.where(answered_j > 0, jnp.log(jnp.maximum(num, 1e-30)) - jnp.log(jnp.maximum(den, 1e-30)), 0.0)
         per_item = term.sum(0) / n_ans_j
-        return -per_item.sum() + ridge * jnp.sum(z ** 2)
+        return -per_item.sum() + ridge * jnp.sum(z**2)
 
     value_and_grad = jax.jit(jax.value_and_grad(objective))
 
@@ -71,7 +74,8 @@ def stacking_weights(y: np.ndarray, loo_cell: np.ndarray, ridge: float) -> np.nd
         v, g = value_and_grad(jnp.asarray(z, jnp.float32))
         return float(v), np.asarray(g, np.float64)
 
-    res = minimize(fun, np.zeros(n_items * n_items), jac=True, method="L-BFGS-B",
-                   options={"maxiter": 500, "gtol": 1e-7})
+    res = minimize(
+        fun, np.zeros(n_items * n_items), jac=True, method="L-BFGS-B", options={"maxiter": 500, "gtol": 1e-7}
+    )
     w = np.asarray(jax.nn.softmax(jnp.asarray(res.x.reshape(n_items, n_items)), axis=-1), np.float64)
     return w / w.sum(-1, keepdims=True)

@@ -57,12 +57,29 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-METHOD_MODULES = ("advi", "bbvi", "collapsed_vi", "dcm_em", "gibbs", "gibbs_mixture", "grm_advi", "iwae",
-                  "iwavb", "mfvi", "mml", "objectives", "vibo")
+METHOD_MODULES = (
+    "advi",
+    "bbvi",
+    "collapsed_vi",
+    "dcm_em",
+    "gibbs",
+    "gibbs_mixture",
+    "grm_advi",
+    "iwae",
+    "iwavb",
+    "mfvi",
+    "mml",
+    "objectives",
+    "vibo",
+)
 DRIVER_MODULES = ("nuts", "sampling", "training")
 # name -> module that defines it
-_NAMES = {"TrainSettings": "training", "FitResult": "training", "SamplerSettings": "sampling",
-          "SampleResult": "sampling"}
+_NAMES = {
+    "TrainSettings": "training",
+    "FitResult": "training",
+    "SamplerSettings": "sampling",
+    "SampleResult": "sampling",
+}
 
 __all__ = [*METHOD_MODULES, *DRIVER_MODULES, *_NAMES]
 

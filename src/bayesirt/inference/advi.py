@@ -61,9 +61,9 @@ def init(model: Model, initial_values: dict, init_scale: float = 0.1) -> dict:
     ``raw_scale`` (softplus-inverse of the standard deviation) at ``init_scale``."""
     raw = float(np.log(np.expm1(init_scale)))
     # one compiled program rather than a few eager ones per parameter
-    loc = jax.jit(lambda values: {k: jnp.asarray(model.bijectors[k].inverse(v), jnp.float32)
-                                  for k, v in values.items()})(
-        {k: np.asarray(v, np.float32) for k, v in initial_values.items()})
+    loc = jax.jit(
+        lambda values: {k: jnp.asarray(model.bijectors[k].inverse(v), jnp.float32) for k, v in values.items()}
+    )({k: np.asarray(v, np.float32) for k, v in initial_values.items()})
     for k, shape in model.shapes.items():
         if loc[k].shape != tuple(shape):
             raise ValueError(f"initial value of '{k}' has shape {loc[k].shape}, expected {shape}")
@@ -129,8 +129,9 @@ def negative_elbo(model: Model, n_persons: int, n_draws: int = 1):
     return loss
 
 
-def fit(key, y, structure: Model, settings: ADVISettings = ADVISettings(), *, init: dict | None = None,
-        label: str = "advi") -> FitResult:
+def fit(
+    key, y, structure: Model, settings: ADVISettings = ADVISettings(), *, init: dict | None = None, label: str = "advi"
+) -> FitResult:
     """Fit the mean-field surrogate of ``structure`` to the data ``y`` by the training driver.
 
     Parameters
@@ -162,11 +163,12 @@ def fit(key, y, structure: Model, settings: ADVISettings = ADVISettings(), *, in
     n_persons = next(int(v.shape[0]) for k, v in y.items() if k != SHARED)
     q0 = init
     if q0 is None:
-        zeros = {k: np.asarray(structure.bijectors[k].forward(np.zeros(shape, np.float32)))
-                 for k, shape in structure.shapes.items()}
+        zeros = {
+            k: np.asarray(structure.bijectors[k].forward(np.zeros(shape, np.float32)))
+            for k, shape in structure.shapes.items()
+        }
         q0 = _init(structure, zeros, settings.init_scale)
-    return train(negative_elbo(structure, n_persons, settings.n_draws), q0, key, y, n_persons, settings.train,
-                 label)
+    return train(negative_elbo(structure, n_persons, settings.n_draws), q0, key, y, n_persons, settings.train, label)
 
 
 def draws(model: Model, q: dict, key, n: int) -> dict:

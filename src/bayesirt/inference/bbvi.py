@@ -64,8 +64,9 @@ def block_optimizer(settings: BBVISettings, train: training.TrainSettings) -> op
         if train.lr_decay_rate >= 1.0:
             sched = optax.constant_schedule(lr)
         else:
-            sched = optax.exponential_decay(lr, train.lr_decay_steps, train.lr_decay_rate,
-                                            end_value=min(train.min_learning_rate, lr))
+            sched = optax.exponential_decay(
+                lr, train.lr_decay_steps, train.lr_decay_rate, end_value=min(train.min_learning_rate, lr)
+            )
         txs.append(optax.adam(sched))
     return coordinate_ascent(txs, tuple(settings.steps_per_block))
 
@@ -86,15 +87,21 @@ def prepare(y, q, allow_zero_rows: bool = False) -> Problem:
     lcdm.check_size(y.shape[0], q.shape[1])
     des = lcdm.design(q)
     y_obs, n_obs = lcdm.observed_counts(y)
-    data = {"y_obs": y_obs, "n_obs": n_obs,
-            training.SHARED: {"delta": jnp.asarray(des.delta, jnp.float32),
-                              "feature_mask": jnp.asarray(des.feature_mask, jnp.float32),
-                              "order": jnp.asarray(des.order, jnp.int32)}}
+    data = {
+        "y_obs": y_obs,
+        "n_obs": n_obs,
+        training.SHARED: {
+            "delta": jnp.asarray(des.delta, jnp.float32),
+            "feature_mask": jnp.asarray(des.feature_mask, jnp.float32),
+            "order": jnp.asarray(des.order, jnp.int32),
+        },
+    }
     return Problem(data, des, y.shape[0])
 
 
-def fit(key, problem: Problem, settings: BBVISettings = BBVISettings(), *, init: dict | None = None,
-        label: str = "bbvi") -> training.FitResult:
+def fit(
+    key, problem: Problem, settings: BBVISettings = BBVISettings(), *, init: dict | None = None, label: str = "bbvi"
+) -> training.FitResult:
     """Run BBVI through the training driver.
 
     Parameters
@@ -120,9 +127,17 @@ def fit(key, problem: Problem, settings: BBVISettings = BBVISettings(), *, init:
     """
     init_key, fit_key = jax.random.split(key)
     params = init_params(problem.n_persons, problem.design, settings) if init is None else init
-    return training.keep_last_good(training.train, make_loss(settings, problem.n_persons), params, fit_key,
-                                   problem.data, problem.n_persons, settings.train, label,
-                                   optimizer=block_optimizer(settings, settings.train))
+    return training.keep_last_good(
+        training.train,
+        make_loss(settings, problem.n_persons),
+        params,
+        fit_key,
+        problem.data,
+        problem.n_persons,
+        settings.train,
+        label,
+        optimizer=block_optimizer(settings, settings.train),
+    )
 
 
 def gradient_variance(key, params, problem: Problem, settings: BBVISettings, n_repeats: int = 64) -> dict:
@@ -135,8 +150,11 @@ def gradient_variance(key, params, problem: Problem, settings: BBVISettings, n_r
         return gradients(params, k, batch, settings, problem.n_persons, "both")[1]
 
     # one program over the repeats, run in chunks of 8 (bounded memory on large data)
-    keys = jax.random.split(key, n_repeats).reshape(-1, 1, 2) if n_repeats < 8 else \
-        jax.random.split(key, (n_repeats // 8) * 8).reshape(-1, 8, 2)
+    keys = (
+        jax.random.split(key, n_repeats).reshape(-1, 1, 2)
+        if n_repeats < 8
+        else jax.random.split(key, (n_repeats // 8) * 8).reshape(-1, 8, 2)
+    )
     plain, cv = jax.jit(lambda ks: jax.lax.map(jax.vmap(both), ks))(keys)
     plain, cv = (jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), t) for t in (plain, cv))
     out = {}
@@ -180,7 +198,11 @@ def summarize(params, design: lcdm.Design, key=None, monotone: bool = False, n_d
     d = jnp.exp(params["log_d"])
     d0 = d.sum()
     a, b = np.exp(np.asarray(params["log_ab"]))
-    return Summary(np.asarray(jax.nn.softmax(params["rho"])), np.asarray(beta_mean),
-                   np.asarray(beta_sd), np.asarray(d / d0),
-                   np.asarray(jnp.sqrt(d * (d0 - d) / (d0 ** 2 * (d0 + 1)))),
-                   float(b / (a - 1)) if a > 1 else float("inf"))
+    return Summary(
+        np.asarray(jax.nn.softmax(params["rho"])),
+        np.asarray(beta_mean),
+        np.asarray(beta_sd),
+        np.asarray(d / d0),
+        np.asarray(jnp.sqrt(d * (d0 - d) / (d0**2 * (d0 + 1)))),
+        float(b / (a - 1)) if a > 1 else float("inf"),
+    )

@@ -44,7 +44,7 @@ def log_q_beta(mu, chol_off, log_diag, beta, feature_mask):
     c = chol_factor(chol_off, log_diag, feature_mask)
     eps = solve_triangular(c, beta - mu, lower=True)
     k = feature_mask.sum()
-    return -0.5 * jnp.sum(feature_mask * eps ** 2) - jnp.sum(feature_mask * log_diag) - 0.5 * k * jnp.log(2 * jnp.pi)
+    return -0.5 * jnp.sum(feature_mask * eps**2) - jnp.sum(feature_mask * log_diag) - 0.5 * k * jnp.log(2 * jnp.pi)
 
 
 def score_beta(params, beta, feature_mask):
@@ -115,7 +115,7 @@ def log_gamma_from(alpha, x, u, u_boost):
     c = 1.0 / jnp.sqrt(9.0 * d)
     v = (1 + c * x) ** 3
     log_v = jnp.log(jnp.where(v > 0, v, 1.0))
-    accept = (v > 0) & (jnp.log(u) < 0.5 * x ** 2 + d - d * v + d * log_v)
+    accept = (v > 0) & (jnp.log(u) < 0.5 * x**2 + d - d * v + d * log_v)
     first = jnp.argmax(accept, 0)
     log_v_first = jnp.where(accept.any(0), jnp.take_along_axis(log_v, first[None], 0)[0], 0.0)
     return jnp.log(d) + log_v_first + jnp.where(boost, jnp.log(u_boost) / alpha, 0.0)
@@ -144,8 +144,12 @@ def draw(params, key, n_samples: int, rho, feature_mask):
     beta = params["mu"] + jnp.einsum("jkl,mjl->mjk", c, eps) * feature_mask
     a, b = jnp.exp(params["log_ab"][0]), jnp.exp(params["log_ab"][1])
     sigma2 = b * jnp.exp(-log_gamma_from(a, normals[1].reshape(p, m), uniforms[0].reshape(p, m), uniforms[2]))
-    lg = log_gamma_from(jnp.exp(params["log_d"]), normals[2].reshape(p, m, n_prof),
-                        uniforms[1].reshape(p, m, n_prof), uniforms[3].reshape(m, n_prof))
+    lg = log_gamma_from(
+        jnp.exp(params["log_d"]),
+        normals[2].reshape(p, m, n_prof),
+        uniforms[1].reshape(p, m, n_prof),
+        uniforms[3].reshape(m, n_prof),
+    )
     log_pi = lg - jax.nn.logsumexp(lg, -1, keepdims=True)
     z = categorical_from(rho, uniforms[4].reshape(m, n_b))
     return z, beta, log_pi, sigma2

@@ -82,7 +82,8 @@ def gradients(params, key, batch, settings: BBVISettings, n_persons: int, contro
     onehot = jax.nn.one_hot(z, rho.shape[-1])  # (M, B, L)
     lnorm = lcdm.log_normal_beta(beta, sigma2, fmask)  # (M, J)
     lq_beta = jax.vmap(jax.vmap(log_q_beta, (0, 0, 0, 0, 0)), (None, None, None, 0, None))(
-        params["mu"], params["chol_off"], params["log_diag"], q_draw, fmask)  # (M, J)
+        params["mu"], params["chol_off"], params["log_diag"], q_draw, fmask
+    )  # (M, J)
     lq_pi = jax.vmap(log_q_pi, (None, 0))(params["log_d"], log_pi)  # (M,)
     lq_s2 = jax.vmap(log_q_sigma2, (None, 0))(params["log_ab"], sigma2)  # (M,)
     l_dir = lcdm.log_dirichlet(log_pi, pr.d0)  # (M,)

@@ -81,12 +81,18 @@ def plan_groups(settings: SamplerSettings) -> list[tuple[int, int]]:
     n = settings.n_chains
     workers = min(settings.chain_processes, n)
     if workers > 1 and jax.default_backend() != "cpu":
-        log.warning("chain_processes=%d applies to the CPU only; running the chains vmapped in this "
-                    "process on the %s", settings.chain_processes, jax.default_backend())
+        log.warning(
+            "chain_processes=%d applies to the CPU only; running the chains vmapped in this process on the %s",
+            settings.chain_processes,
+            jax.default_backend(),
+        )
         workers = 1
     elif workers > len(usable_cpus()):
-        log.warning("chain_processes=%d but only %d usable cores: the workers share them (same draws, "
-                    "slower)", workers, len(usable_cpus()))
+        log.warning(
+            "chain_processes=%d but only %d usable cores: the workers share them (same draws, slower)",
+            workers,
+            len(usable_cpus()),
+        )
     bounds = np.linspace(0, n, workers + 1).round().astype(int)
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
@@ -109,9 +115,11 @@ def _check_picklable(fns: ChainFunctions) -> None:
         try:
             pickle.dumps(fn)
         except Exception as err:  # noqa: BLE001 (pickle raises several types)
-            raise ValueError(f"chain_processes > 1 needs picklable functions, but {name} ({fn!r}) is not "
-                             f"({err}); use module-level functions or functools.partial of them, or "
-                             f"chain_processes=1") from None
+            raise ValueError(
+                f"chain_processes > 1 needs picklable functions, but {name} ({fn!r}) is not "
+                f"({err}); use module-level functions or functools.partial of them, or "
+                f"chain_processes=1"
+            ) from None
 
 
 def worker_main() -> None:
@@ -135,8 +143,9 @@ def worker_main() -> None:
         if sys.stdin.readline().strip() != _GO:
             return  # the parent gave up (another worker failed)
         stop_file = Path(job["stop_file"])
-        run = execute_group(compiled, init_keys, chain_keys, job["settings"], job["label"], job["first_chain"],
-                            stop_file.exists)
+        run = execute_group(
+            compiled, init_keys, chain_keys, job["settings"], job["label"], job["first_chain"], stop_file.exists
+        )
         if run.diverged:
             stop_file.touch()
         result = ("done", run._replace(states=jax.device_get(run.states)))
@@ -147,8 +156,9 @@ def worker_main() -> None:
     result_path.write_bytes(pickle.dumps(result))
 
 
-def run_groups(groups, init_keys, chain_keys, fns: ChainFunctions, settings: SamplerSettings, data,
-               label: str) -> GroupRun:
+def run_groups(
+    groups, init_keys, chain_keys, fns: ChainFunctions, settings: SamplerSettings, data, label: str
+) -> GroupRun:
     """Run each chain range of ``groups`` in its own pinned worker process; returns the chains
     together, in order, as one :class:`~bayesirt.inference.chains.GroupRun`."""
     _check_picklable(fns)
@@ -162,15 +172,35 @@ def run_groups(groups, init_keys, chain_keys, fns: ChainFunctions, settings: Sam
         workers, relays = [], []
         try:
             for index, (a, b) in enumerate(groups):
-                job = {"fns": fns, "settings": settings, "data": data_np, "first_chain": a,
-                       "init_keys": _key_payload(init_keys[a:b]), "chain_keys": _key_payload(chain_keys[a:b]),
-                       "label": f"{label} [chains {a}-{b - 1}]", "cpu": cpus[index % len(cpus)],
-                       "log_level": log_level, "x64": bool(jax.config.jax_enable_x64),
-                       "stop_file": str(tmp / "stop")}
+                job = {
+                    "fns": fns,
+                    "settings": settings,
+                    "data": data_np,
+                    "first_chain": a,
+                    "init_keys": _key_payload(init_keys[a:b]),
+                    "chain_keys": _key_payload(chain_keys[a:b]),
+                    "label": f"{label} [chains {a}-{b - 1}]",
+                    "cpu": cpus[index % len(cpus)],
+                    "log_level": log_level,
+                    "x64": bool(jax.config.jax_enable_x64),
+                    "stop_file": str(tmp / "stop"),
+                }
                 (tmp / f"job{index}.pkl").write_bytes(pickle.dumps(job))
-                workers.append(subprocess.Popen(
-                    [sys.executable, "-c", _WORKER_COMMAND, str(tmp / f"job{index}.pkl"), str(tmp / f"result{index}.pkl")],
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+                workers.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-c",
+                            _WORKER_COMMAND,
+                            str(tmp / f"job{index}.pkl"),
+                            str(tmp / f"result{index}.pkl"),
+                        ],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                    )
+                )
                 relays.append(threading.Thread(target=_relay_log, args=(workers[-1].stderr,), daemon=True))
                 relays[-1].start()
             for index, worker in enumerate(workers):
@@ -179,8 +209,12 @@ def run_groups(groups, init_keys, chain_keys, fns: ChainFunctions, settings: Sam
                     _read_result(tmp, index, groups, worker)  # raises with the worker's error
                     raise RuntimeError(f"chain worker {index} ended before it was ready")
             compile_seconds = time.perf_counter() - t0
-            log.info("%s: %d worker processes ready after %.1f s (start-up and compilation)", label,
-                     len(workers), compile_seconds)
+            log.info(
+                "%s: %d worker processes ready after %.1f s (start-up and compilation)",
+                label,
+                len(workers),
+                compile_seconds,
+            )
             t0 = time.perf_counter()
             for worker in workers:
                 worker.stdin.write(_GO + "\n")
@@ -228,8 +262,10 @@ def _read_result(tmp: Path, index: int, groups, worker) -> GroupRun:
     a, b = groups[index]
     path = tmp / f"result{index}.pkl"
     if not path.exists():
-        raise RuntimeError(f"chain worker for chains {a}-{b - 1} ended with exit code {worker.returncode} "
-                           "and no result (see its messages above)")
+        raise RuntimeError(
+            f"chain worker for chains {a}-{b - 1} ended with exit code {worker.returncode} "
+            "and no result (see its messages above)"
+        )
     what, payload = pickle.loads(path.read_bytes())
     if what == "error":
         raise RuntimeError(f"chain worker for chains {a}-{b - 1} failed: {payload}")
@@ -252,7 +288,14 @@ def _combine(runs: list[GroupRun], wall: float, compile_seconds: float) -> Group
     states = jax.tree.map(lambda *xs: np.concatenate(xs, axis=0), *[r.states for r in runs]) if aligned else None
     reason = "; ".join(reasons) if diverged else "completed"
     if diverged and not aligned:
-        reason += (f"; the groups stopped at different sweeps (kept the {n_draws} draws all completed; "
-                   "no final state)")
-    return GroupRun(states, join([r.posterior for r in runs]), join([r.stats for r in runs]), done, diverged,
-                    reason, wall, compile_seconds)
+        reason += f"; the groups stopped at different sweeps (kept the {n_draws} draws all completed; no final state)"
+    return GroupRun(
+        states,
+        join([r.posterior for r in runs]),
+        join([r.stats for r in runs]),
+        done,
+        diverged,
+        reason,
+        wall,
+        compile_seconds,
+    )

@@ -180,12 +180,20 @@ def compile_group(fns: ChainFunctions, settings: SamplerSettings, init_keys, cha
         if (record, n) not in programs:
             fn = _chunk_program(step_with, recorder, n, settings.thin if record else 1, record)
             programs[record, n] = jax.jit(fn).lower(state_shape, chain_keys, first, data).compile()
-    return CompiledGroup(init_program, programs, state_shape, plan, recorder, fns.stats_fn is not None, data,
-                         time.perf_counter() - t0)
+    return CompiledGroup(
+        init_program, programs, state_shape, plan, recorder, fns.stats_fn is not None, data, time.perf_counter() - t0
+    )
 
 
-def execute_group(compiled: CompiledGroup, init_keys, chain_keys, settings: SamplerSettings, label: str,
-                  first_chain: int = 0, should_stop: Callable[[], bool] | None = None) -> GroupRun:
+def execute_group(
+    compiled: CompiledGroup,
+    init_keys,
+    chain_keys,
+    settings: SamplerSettings,
+    label: str,
+    first_chain: int = 0,
+    should_stop: Callable[[], bool] | None = None,
+) -> GroupRun:
     """Initialise and run the compiled chunks in order, checking for non-finite values after
     each; ``first_chain`` numbers the chains in messages; ``should_stop()`` (checked between
     chunks) ends the run early, e.g. when another group of chains went non-finite."""
@@ -203,13 +211,16 @@ def execute_group(compiled: CompiledGroup, init_keys, chain_keys, settings: Samp
         if should_stop is not None and should_stop():
             reason = f"stopped after sweep {done}: another group of chains went non-finite"
             break
-        new_states, chunk_draws, flags = compiled.programs[program](states, chain_keys,
-                                                                    jnp.asarray(done, jnp.int32), data)
+        new_states, chunk_draws, flags = compiled.programs[program](
+            states, chain_keys, jnp.asarray(done, jnp.int32), data
+        )
         bad = _bad_fields(jax.device_get(flags), first_chain)
         if bad:
             diverged = True
-            reason = (f"non-finite values in {bad} during sweeps {done + 1}-{done + sweeps} "
-                      f"({phase} chunk {i + 1} of {len(plan)}); kept the draws before sweep {done + 1}")
+            reason = (
+                f"non-finite values in {bad} during sweeps {done + 1}-{done + sweeps} "
+                f"({phase} chunk {i + 1} of {len(plan)}); kept the draws before sweep {done + 1}"
+            )
             log.error("%s: %s", label, reason)
             break
         states = new_states
@@ -218,8 +229,7 @@ def execute_group(compiled: CompiledGroup, init_keys, chain_keys, settings: Samp
         done += sweeps
         if settings.progress_every and ((i + 1) % settings.progress_every == 0 or i + 1 == len(plan)):
             elapsed = time.perf_counter() - t0
-            log.info("%s: sweep %d / %d (%s), %.1f sweeps/s", label, done, total, phase,
-                     done / max(elapsed, 1e-9))
+            log.info("%s: sweep %d / %d (%s), %.1f sweeps/s", label, done, total, phase, done / max(elapsed, 1e-9))
     jax.block_until_ready(states)
     wall = time.perf_counter() - t0
     posterior, stats = _stack_draws(draws, compiled.state_shape, compiled.recorder, compiled.has_stats)

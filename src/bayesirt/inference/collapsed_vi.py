@@ -51,8 +51,7 @@ def unpack(params_draw):
     return params_draw["beta"], log_pi, jnp.exp(log_s2), jnp.sum(log_pi, -1) + log_s2
 
 
-def log_density(params_draw, data, priors: lcdm.Priors = lcdm.Priors(), scale: float = 1.0,
-                monotone: bool = False):
+def log_density(params_draw, data, priors: lcdm.Priors = lcdm.Priors(), scale: float = 1.0, monotone: bool = False):
     """Collapsed log-density in unconstrained space (person terms times ``scale``); with
     ``monotone`` the coefficients are ``models.lcdm.monotone_beta`` of the ``beta`` entry."""
     sh = data[training.SHARED]
@@ -63,8 +62,13 @@ def log_density(params_draw, data, priors: lcdm.Priors = lcdm.Priors(), scale: f
         log_jac = log_jac + beta_jac
     beta = beta * fm
     ll = lcdm.marginal_loglik(beta, log_pi, sh["delta"], data["y_obs"], data["n_obs"]).sum()
-    return (scale * ll + lcdm.log_normal_beta(beta, sigma2, fm).sum()
-            + lcdm.log_dirichlet(log_pi, priors.d0) + lcdm.log_inv_gamma(sigma2, priors.a0, priors.b0) + log_jac)
+    return (
+        scale * ll
+        + lcdm.log_normal_beta(beta, sigma2, fm).sum()
+        + lcdm.log_dirichlet(log_pi, priors.d0)
+        + lcdm.log_inv_gamma(sigma2, priors.a0, priors.b0)
+        + log_jac
+    )
 
 
 def init_params(design: lcdm.Design, settings: CollapsedSettings = CollapsedSettings()) -> dict:
@@ -74,14 +78,18 @@ def init_params(design: lcdm.Design, settings: CollapsedSettings = CollapsedSett
     if settings.monotone:
         # the same start in u: softplus^-1 of the main effects; interactions 0 = -min + softplus(u)
         main = 2.0 / np.maximum(n_main, 1)
-        mu = np.where(design.order == 1, np.log(np.expm1(main)), np.where(design.order == 2, np.log(np.expm1(main)), mu))
-    return {"mu": jnp.asarray(mu * design.feature_mask, jnp.float32),
-            "chol_off": jnp.zeros((j, k, k), jnp.float32),
-            "log_diag": jnp.full((j, k), np.log(settings.init_scale), jnp.float32),
-            "theta_mu": jnp.zeros(n_prof - 1, jnp.float32),
-            "theta_log_sd": jnp.full(n_prof - 1, np.log(settings.init_scale), jnp.float32),
-            "ls2_mu": jnp.zeros([], jnp.float32),
-            "ls2_log_sd": jnp.asarray(np.log(settings.init_scale), jnp.float32)}
+        mu = np.where(
+            design.order == 1, np.log(np.expm1(main)), np.where(design.order == 2, np.log(np.expm1(main)), mu)
+        )
+    return {
+        "mu": jnp.asarray(mu * design.feature_mask, jnp.float32),
+        "chol_off": jnp.zeros((j, k, k), jnp.float32),
+        "log_diag": jnp.full((j, k), np.log(settings.init_scale), jnp.float32),
+        "theta_mu": jnp.zeros(n_prof - 1, jnp.float32),
+        "theta_log_sd": jnp.full(n_prof - 1, np.log(settings.init_scale), jnp.float32),
+        "ls2_mu": jnp.zeros([], jnp.float32),
+        "ls2_log_sd": jnp.asarray(np.log(settings.init_scale), jnp.float32),
+    }
 
 
 def make_loss(settings: CollapsedSettings, n_persons: int):
@@ -95,21 +103,33 @@ def make_loss(settings: CollapsedSettings, n_persons: int):
         n_theta = params["theta_mu"].shape[0]
         eps = jax.random.normal(key, (s, j * k + n_theta + 1))
         c = chol_factor(params["chol_off"], params["log_diag"], fm)
-        draws = {"beta": params["mu"] + jnp.einsum("jkl,sjl->sjk", c, eps[:, :j * k].reshape(s, j, k)) * fm,
-                 "theta": params["theta_mu"] + jnp.exp(params["theta_log_sd"]) * eps[:, j * k:j * k + n_theta],
-                 "log_sigma2": params["ls2_mu"] + jnp.exp(params["ls2_log_sd"]) * eps[:, -1]}
+        draws = {
+            "beta": params["mu"] + jnp.einsum("jkl,sjl->sjk", c, eps[:, : j * k].reshape(s, j, k)) * fm,
+            "theta": params["theta_mu"] + jnp.exp(params["theta_log_sd"]) * eps[:, j * k : j * k + n_theta],
+            "log_sigma2": params["ls2_mu"] + jnp.exp(params["ls2_log_sd"]) * eps[:, -1],
+        }
         lp = jax.vmap(lambda d: log_density(d, batch, settings.priors, scale, settings.monotone))(draws).mean()
         # Gaussian entropies in full (constants included, so the ELBO is comparable with BBVI's)
         n_dims = jnp.sum(fm) + n_theta + 1
-        entropy = (jnp.sum(fm * params["log_diag"]) + jnp.sum(params["theta_log_sd"]) + params["ls2_log_sd"]
-                   + 0.5 * n_dims * (1.0 + jnp.log(2 * jnp.pi)))
+        entropy = (
+            jnp.sum(fm * params["log_diag"])
+            + jnp.sum(params["theta_log_sd"])
+            + params["ls2_log_sd"]
+            + 0.5 * n_dims * (1.0 + jnp.log(2 * jnp.pi))
+        )
         return -(lp + entropy)
 
     return loss
 
 
-def fit(key, problem: Problem, settings: CollapsedSettings = CollapsedSettings(), *, init: dict | None = None,
-        label: str = "collapsed_vi") -> training.FitResult:
+def fit(
+    key,
+    problem: Problem,
+    settings: CollapsedSettings = CollapsedSettings(),
+    *,
+    init: dict | None = None,
+    label: str = "collapsed_vi",
+) -> training.FitResult:
     """Fit collapsed VI through the training driver.
 
     Parameters
@@ -136,8 +156,16 @@ def fit(key, problem: Problem, settings: CollapsedSettings = CollapsedSettings()
     if settings.monotone:
         lcdm.check_monotone_design(problem.design)
     params = init_params(problem.design, settings) if init is None else init
-    return training.keep_last_good(training.train, make_loss(settings, problem.n_persons), params, key,
-                                   problem.data, problem.n_persons, settings.train, label)
+    return training.keep_last_good(
+        training.train,
+        make_loss(settings, problem.n_persons),
+        params,
+        key,
+        problem.data,
+        problem.n_persons,
+        settings.train,
+        label,
+    )
 
 
 class CollapsedSummary(NamedTuple):
@@ -158,24 +186,38 @@ def summarize(key, params, problem: Problem, n_draws: int = 2000, monotone: bool
     if monotone:
         key, bkey = jax.random.split(key)
         beta_mean, sd = monotone_moments(bkey, params["mu"], c, problem.design, n_draws)
-    theta = params["theta_mu"] + jnp.exp(params["theta_log_sd"]) * jax.random.normal(key, (n_draws,) + params["theta_mu"].shape)
+    theta = params["theta_mu"] + jnp.exp(params["theta_log_sd"]) * jax.random.normal(
+        key, (n_draws,) + params["theta_mu"].shape
+    )
     pi = jax.nn.softmax(jnp.concatenate([theta, jnp.zeros((n_draws, 1))], -1))
     log_pi_mean = jnp.log(pi.mean(0))
     sh = problem.data[training.SHARED]
     post = profile_posterior(beta_mean, log_pi_mean, sh["delta"], problem.data["y_obs"], problem.data["n_obs"])
     s2 = jnp.exp(params["ls2_mu"] + 0.5 * jnp.exp(2 * params["ls2_log_sd"]))
-    return CollapsedSummary(np.asarray(post), np.asarray(beta_mean), np.asarray(sd),
-                            np.asarray(pi.mean(0)), np.asarray(pi.std(0)), float(s2))
+    return CollapsedSummary(
+        np.asarray(post),
+        np.asarray(beta_mean),
+        np.asarray(sd),
+        np.asarray(pi.mean(0)),
+        np.asarray(pi.std(0)),
+        float(s2),
+    )
 
 
 def profile_posterior(beta, log_pi, delta, y_obs, n_obs, chunk: int = 65536):
     """(N, L) p(z_i = l | y_i) in chunks of persons (bounded memory for large N)."""
     f = jax.jit(lambda yo, no: jnp.exp(lcdm.posterior_profiles(beta, log_pi, delta, yo, no)))
-    return jnp.concatenate([f(y_obs[s:s + chunk], n_obs[s:s + chunk]) for s in range(0, y_obs.shape[0], chunk)])
+    return jnp.concatenate([f(y_obs[s : s + chunk], n_obs[s : s + chunk]) for s in range(0, y_obs.shape[0], chunk)])
 
 
-def run_collapsed_nuts(key, problem: Problem, sampler_settings, priors: lcdm.Priors = lcdm.Priors(),
-                       init=None, label: str = "nuts_collapsed"):
+def run_collapsed_nuts(
+    key,
+    problem: Problem,
+    sampler_settings,
+    priors: lcdm.Priors = lcdm.Priors(),
+    init=None,
+    label: str = "nuts_collapsed",
+):
     """NUTS on ``log_density`` (numpyro, through ``inference.nuts.run_nuts``); draws of beta
     (padded coefficients are given a standard normal so the density stays proper), theta and
     log_sigma2. ``init``: starting values (defaults: the monotone start)."""
@@ -190,5 +232,12 @@ def run_collapsed_nuts(key, problem: Problem, sampler_settings, priors: lcdm.Pri
     def density(p, data):
         return log_density(p, data, priors) - 0.5 * jnp.sum((1 - fm) * p["beta"] ** 2)
 
-    return run_nuts(key, density, init, sampler_settings, data=problem.data, label=label,
-                    dims={"beta": ["item", "feature"], "theta": ["profile_logit"]})
+    return run_nuts(
+        key,
+        density,
+        init,
+        sampler_settings,
+        data=problem.data,
+        label=label,
+        dims={"beta": ["item", "feature"], "theta": ["profile_logit"]},
+    )

@@ -92,6 +92,7 @@ def init_beta(design: lcdm.Design) -> np.ndarray:
 
 def _m_step_item(beta_j, delta_j, mask_j, n_j, s_j, ridge, steps):
     """Newton steps for one item's weighted logistic regression on its L profile rows."""
+
     def newton(b, _):
         eta = delta_j @ b
         p = jax.nn.sigmoid(eta)
@@ -99,6 +100,7 @@ def _m_step_item(beta_j, delta_j, mask_j, n_j, s_j, ridge, steps):
         w = n_j * p * (1 - p)
         hess = (delta_j.T * w) @ delta_j + jnp.diag(ridge * mask_j + (1 - mask_j))
         return b + mask_j * jnp.linalg.solve(hess, grad), None
+
     return jax.lax.scan(newton, beta_j, None, length=steps)[0]
 
 
@@ -115,8 +117,9 @@ def _m_step_item_monotone(u_j, delta_j, mask_j, order_j, n_j, s_j, ridge, steps)
     def objective(u):
         b = _item_beta(u, order_j, mask_j)
         eta = delta_j @ b
-        return (jnp.sum(s_j * jax.nn.log_sigmoid(eta) + (n_j - s_j) * jax.nn.log_sigmoid(-eta))
-                - 0.5 * ridge * jnp.sum(b ** 2))
+        return jnp.sum(s_j * jax.nn.log_sigmoid(eta) + (n_j - s_j) * jax.nn.log_sigmoid(-eta)) - 0.5 * ridge * jnp.sum(
+            b**2
+        )
 
     def newton(u, _):
         b = _item_beta(u, order_j, mask_j)
@@ -130,8 +133,9 @@ def _m_step_item_monotone(u_j, delta_j, mask_j, order_j, n_j, s_j, ridge, steps)
         direction = direction * jnp.minimum(1.0, MAX_U_STEP / jnp.maximum(jnp.max(jnp.abs(direction)), 1e-30))
         # the largest of 1, 1/2, 1/4, ... that does not lower the objective; none: stay
         ts = 0.5 ** jnp.arange(N_HALVINGS)
-        vals = jax.vmap(lambda t: objective(jnp.where(constrained, jnp.maximum(u + t * direction, U_FLOOR),
-                                                      u + t * direction)))(ts)
+        vals = jax.vmap(
+            lambda t: objective(jnp.where(constrained, jnp.maximum(u + t * direction, U_FLOOR), u + t * direction))
+        )(ts)
         ok = vals >= objective(u)
         t = jnp.where(ok.any(), ts[jnp.argmax(ok)], 0.0)
         new = u + t * direction
@@ -155,7 +159,8 @@ def _em_loop(params, log_pi, delta, mask, order, y_obs, n_obs, max_iter, tol, ri
         s = jnp.einsum("nl,nj->jl", post, y_obs)
         if monotone:
             new_p = jax.vmap(_m_step_item_monotone, (0, 0, 0, 0, 0, 0, None, None))(
-                p, delta, mask, order, n, s, ridge, newton_steps)
+                p, delta, mask, order, n, s, ridge, newton_steps
+            )
         else:
             new_p = jax.vmap(_m_step_item, (0, 0, 0, 0, 0, None, None))(p, delta, mask, n, s, ridge, newton_steps)
         new_log_pi = jax.nn.log_softmax(jnp.log(post.mean(0) + 1e-30))
@@ -192,9 +197,9 @@ def standard_errors(beta, log_pi, delta, mask, y_obs, n_obs, ridge=0.0, u=None, 
     theta = jnp.concatenate([beta.ravel(), log_pi - log_pi[0]])
 
     def objective(t):
-        b = t[:j * k].reshape(j, k) * mask
-        lp = jax.nn.log_softmax(t[j * k:])
-        return lcdm.marginal_loglik(b, lp, delta, y_obs, n_obs).sum() - 0.5 * ridge * jnp.sum(b ** 2)
+        b = t[: j * k].reshape(j, k) * mask
+        lp = jax.nn.log_softmax(t[j * k :])
+        return lcdm.marginal_loglik(b, lp, delta, y_obs, n_obs).sum() - 0.5 * ridge * jnp.sum(b**2)
 
     hess = jax.hessian(objective)(theta)
     free_beta = mask
@@ -203,21 +208,22 @@ def standard_errors(beta, log_pi, delta, mask, y_obs, n_obs, ridge=0.0, u=None, 
         jac = jax.vmap(jax.jacfwd(_item_beta))(u, order, mask)  # (J, K, K)
         at_floor = (order >= 1) & (u <= U_FLOOR + 1e-3)
         free_beta = mask * ~at_floor
-        g = g.at[:j * k, :j * k].set((jnp.eye(j)[:, None, :, None] * jac[:, :, None, :]).reshape(j * k, j * k))
+        g = g.at[: j * k, : j * k].set((jnp.eye(j)[:, None, :, None] * jac[:, :, None, :]).reshape(j * k, j * k))
     free = jnp.concatenate([free_beta.ravel(), jnp.zeros(1), jnp.ones(n_prof - 1)])
     info = -(g.T @ hess @ g) * free[:, None] * free[None, :] + jnp.diag(1 - free)
     cov = g @ (jnp.linalg.inv(info) * free[:, None] * free[None, :]) @ g.T
-    beta_var = jnp.diag(cov)[:j * k].reshape(j, k)
+    beta_var = jnp.diag(cov)[: j * k].reshape(j, k)
     beta_se = jnp.where((mask > 0) & (free_beta > 0), jnp.sqrt(jnp.maximum(beta_var, 0)), jnp.nan)
-    pi = jnp.exp(jax.nn.log_softmax(theta[j * k:]))
+    pi = jnp.exp(jax.nn.log_softmax(theta[j * k :]))
     jac = jnp.diag(pi) - jnp.outer(pi, pi)  # d pi / d logits
-    cov_l = cov[j * k:, j * k:]
+    cov_l = cov[j * k :, j * k :]
     pi_se = jnp.sqrt(jnp.maximum(jnp.diag(jac @ cov_l @ jac.T), 0))
     return beta_se, pi_se
 
 
-def fit(key, problem: Problem, settings: EMSettings = EMSettings(), *, init: dict | None = None,
-        label: str = "em") -> EMResult:
+def fit(
+    key, problem: Problem, settings: EMSettings = EMSettings(), *, init: dict | None = None, label: str = "em"
+) -> EMResult:
     """EM marginal maximum likelihood of the LCDM.
 
     Parameters
@@ -267,14 +273,30 @@ def fit(key, problem: Problem, settings: EMSettings = EMSettings(), *, init: dic
     p, beta, log_pi, change, it, ll = jax.block_until_ready(compiled(*args, tol=settings.tol, ridge=settings.ridge))
     wall = time.perf_counter() - t0
     converged = bool(change <= settings.tol)
-    reason = (f"largest parameter change {float(change):.2e} <= tol {settings.tol:g} after {int(it)} iterations"
-              if converged else f"reached max_iter={settings.max_iter} (largest change {float(change):.2e})")
+    reason = (
+        f"largest parameter change {float(change):.2e} <= tol {settings.tol:g} after {int(it)} iterations"
+        if converged
+        else f"reached max_iter={settings.max_iter} (largest change {float(change):.2e})"
+    )
     log_post = lcdm.posterior_profiles(beta, log_pi, delta, y_obs, n_obs)
     u = p if settings.monotone else None
     beta_se = pi_se = None
     if settings.standard_errors:
         extra = dict(u=u, order=order) if settings.monotone else {}
-        beta_se, pi_se = (np.asarray(a) for a in standard_errors(beta, log_pi, delta, mask, y_obs, n_obs,
-                                                                 settings.ridge, **extra))
-    return EMResult(np.asarray(beta), np.asarray(log_pi), np.asarray(log_post), float(ll), int(it), converged,
-                    reason, wall, compile_seconds, beta_se, pi_se, None if u is None else np.asarray(u))
+        beta_se, pi_se = (
+            np.asarray(a) for a in standard_errors(beta, log_pi, delta, mask, y_obs, n_obs, settings.ridge, **extra)
+        )
+    return EMResult(
+        np.asarray(beta),
+        np.asarray(log_pi),
+        np.asarray(log_post),
+        float(ll),
+        int(it),
+        converged,
+        reason,
+        wall,
+        compile_seconds,
+        beta_se,
+        pi_se,
+        None if u is None else np.asarray(u),
+    )

@@ -172,8 +172,12 @@ def make_data(y) -> Data:
     """:class:`Data` from a (validated) numpy response matrix."""
     y = np.asarray(y)
     start = initial_values(y)
-    return Data(jnp.asarray(y, jnp.int8), jnp.asarray(start["ability"]),
-                jnp.asarray(start["discrimination"]), jnp.asarray(start["difficulty"]))
+    return Data(
+        jnp.asarray(y, jnp.int8),
+        jnp.asarray(start["ability"]),
+        jnp.asarray(start["discrimination"]),
+        jnp.asarray(start["difficulty"]),
+    )
 
 
 def init_from(key, data: Data, jitter: float = 0.5) -> State:
@@ -194,8 +198,7 @@ def init(key, y, priors: Priors | None = None, missing: str = "augment", jitter:
     return init_from(key, make_data(y), jitter)
 
 
-def step(key, state: State, y, priors: Priors | None = None, missing: str = "augment",
-         expand: bool = True) -> State:
+def step(key, state: State, y, priors: Priors | None = None, missing: str = "augment", expand: bool = True) -> State:
     """One sweep: Z, then theta, then (a, d), each block for all persons / items at once; then,
     if ``expand`` and the item prior means are 0, the item-scale move of :func:`expand_items`
     (``expand=False`` gives Albert's plain sampler)."""
@@ -241,8 +244,16 @@ class Kernel(NamedTuple):
     data: Data
 
 
-def kernel(y, priors: Priors | None = None, missing: str = "augment", abilities: bool | None = None,
-           item_names=None, jitter: float = 0.5, where: str = "responses", expand: bool = True) -> Kernel:
+def kernel(
+    y,
+    priors: Priors | None = None,
+    missing: str = "augment",
+    abilities: bool | None = None,
+    item_names=None,
+    jitter: float = 0.5,
+    where: str = "responses",
+    expand: bool = True,
+) -> Kernel:
     """Validate the data (see :func:`bayesirt.models.twopno.check_binary_responses`: stops on
     non-binary codes; warns about constant or empty items and about persons with no response,
     who are kept and get prior draws) and build the driver's functions.
@@ -288,8 +299,16 @@ class GibbsSettings:
         _check_missing(self.missing)
 
 
-def fit(key, y, priors: Priors | None = None, settings: GibbsSettings = GibbsSettings(), *,
-        init: State | None = None, item_names=None, label: str = "gibbs_2pno"):
+def fit(
+    key,
+    y,
+    priors: Priors | None = None,
+    settings: GibbsSettings = GibbsSettings(),
+    *,
+    init: State | None = None,
+    item_names=None,
+    label: str = "gibbs_2pno",
+):
     """Sample the 2PNO posterior with the data-augmentation Gibbs sampler.
 
     Validates the data, builds the kernel (:func:`kernel`) and runs it through the
@@ -324,8 +343,9 @@ def fit(key, y, priors: Priors | None = None, settings: GibbsSettings = GibbsSet
 
     k = kernel(y, priors, settings.missing, settings.abilities, item_names, settings.jitter, expand=settings.expand)
     init_fn = k.init_fn if init is None else functools.partial(_fixed_start, state=init)
-    return sample(key, init_fn, k.step_fn, k.record_fn, settings.sampler, coords=k.coords, dims=k.dims,
-                  label=label, data=k.data)
+    return sample(
+        key, init_fn, k.step_fn, k.record_fn, settings.sampler, coords=k.coords, dims=k.dims, label=label, data=k.data
+    )
 
 
 def _fixed_start(key, data: Data, state: State) -> State:

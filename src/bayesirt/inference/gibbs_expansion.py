@@ -85,8 +85,10 @@ def rescale(key, theta, a, priors: Priors, step_size=None):
     g = jnp.exp(eps)
 
     def log_prior(th, aa):
-        return (-0.5 * jnp.sum((th - priors.ability_mean) ** 2) / priors.ability_var
-                - 0.5 * jnp.sum((aa - priors.discrimination_mean) ** 2) / priors.discrimination_var)
+        return (
+            -0.5 * jnp.sum((th - priors.ability_mean) ** 2) / priors.ability_var
+            - 0.5 * jnp.sum((aa - priors.discrimination_mean) ** 2) / priors.discrimination_var
+        )
 
     log_r = log_prior(g * theta, a / g) - log_prior(theta, a) + (n - j) * eps
     accept = jnp.log(jax.random.uniform(k_u, (), theta.dtype)) < log_r

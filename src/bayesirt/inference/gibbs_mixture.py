@@ -66,8 +66,10 @@ def check_data(x, where: str = "mixture data") -> np.ndarray:
     if x.ndim != 1 or x.size < 2:
         raise ValueError(f"{where}: expected a vector of at least 2 observations, got shape {x.shape}")
     if not np.all(np.isfinite(x)):
-        raise ValueError(f"{where}: {int((~np.isfinite(x)).sum())} non-finite value(s), first at index "
-                         f"{int(np.flatnonzero(~np.isfinite(x))[0])}")
+        raise ValueError(
+            f"{where}: {int((~np.isfinite(x)).sum())} non-finite value(s), first at index "
+            f"{int(np.flatnonzero(~np.isfinite(x))[0])}"
+        )
     return x
 
 
@@ -83,16 +85,17 @@ def init(key, x, priors: MixturePriors | None = None) -> MixtureState:
 
 def allocation_logit(x, pi, mu, lam):
     """log(w_i1 / w_i0): the log-odds that x_i belongs to component 1."""
-    return (jnp.log(pi) - jnp.log1p(-pi)
-            - 0.5 * lam * ((x - mu[1]) ** 2 - (x - mu[0]) ** 2))
+    return jnp.log(pi) - jnp.log1p(-pi) - 0.5 * lam * ((x - mu[1]) ** 2 - (x - mu[0]) ** 2)
 
 
 def relabel(state: MixtureState) -> MixtureState:
     """The mirror image when mu_0 > mu_1: swap the means, flip z and pi."""
     swap = state.mu[0] > state.mu[1]
-    return MixtureState(jnp.where(swap, 1 - state.z, state.z),
-                        jnp.where(swap, 1.0 - state.pi, state.pi),
-                        jnp.where(swap, state.mu[::-1], state.mu))
+    return MixtureState(
+        jnp.where(swap, 1 - state.z, state.z),
+        jnp.where(swap, 1.0 - state.pi, state.pi),
+        jnp.where(swap, state.mu[::-1], state.mu),
+    )
 
 
 def step(key, state: MixtureState, x, priors: MixturePriors | None = None) -> MixtureState:
@@ -143,9 +146,11 @@ def kernel(x, priors: MixturePriors | None = None, where: str = "mixture data") 
     priors = priors or MixturePriors()
     x = check_data(x, where)
     if priors.alpha != priors.beta:
-        warnings.warn(f"mixture prior alpha={priors.alpha} != beta={priors.beta}: relabelling to "
-                      f"mu_0 < mu_1 then samples the posterior under the symmetrized Beta prior",
-                      stacklevel=2)
+        warnings.warn(
+            f"mixture prior alpha={priors.alpha} != beta={priors.beta}: relabelling to "
+            f"mu_0 < mu_1 then samples the posterior under the symmetrized Beta prior",
+            stacklevel=2,
+        )
     x_dev = jnp.asarray(x, jnp.float32)
     return MixtureKernel(
         init_fn=functools.partial(init, x=x_dev, priors=priors),

@@ -68,15 +68,26 @@ def advi_model(st, priors: fgrm.Priors, n_persons: int, log_likelihood: Callable
         return m.log_likelihood(params, batch["y"], st)
 
     return advi.Model(
-        shapes=m.parameter_shapes(st, n_persons), bijectors=m.bijectors(), local=m.LOCAL,
+        shapes=m.parameter_shapes(st, n_persons),
+        bijectors=m.bijectors(),
+        local=m.LOCAL,
         log_prior_global=lambda p: m.log_prior(p, priors, st, local=False),
         log_prior_local=lambda p: m.log_prior(p, priors, st, local=True),
-        log_likelihood=log_likelihood or complete_case)
+        log_likelihood=log_likelihood or complete_case,
+    )
 
 
-def fit(key, y, structure, settings: GRMADVISettings = GRMADVISettings(), *, init: dict | None = None,
-        log_likelihood: Callable | None = None, extra_data: dict | None = None,
-        label: str = "factorized_grm") -> GRMADVIFit:
+def fit(
+    key,
+    y,
+    structure,
+    settings: GRMADVISettings = GRMADVISettings(),
+    *,
+    init: dict | None = None,
+    log_likelihood: Callable | None = None,
+    extra_data: dict | None = None,
+    label: str = "factorized_grm",
+) -> GRMADVIFit:
     """Mean-field ADVI fit of the factorized (or mixture) GRM.
 
     Parameters
@@ -114,8 +125,9 @@ def fit(key, y, structure, settings: GRMADVISettings = GRMADVISettings(), *, ini
     initial = model_module(structure).initial_values(y, structure) if init is None else init
     data = {"y": jnp.asarray(y, jnp.int32), **(extra_data or {})}
     advi_settings = advi.ADVISettings(n_draws=settings.n_draws, init_scale=settings.init_scale, train=settings.train)
-    result = keep_last_good(advi.fit, key_fit, data, model, advi_settings,
-                            init=advi.init(model, initial, settings.init_scale), label=label)
+    result = keep_last_good(
+        advi.fit, key_fit, data, model, advi_settings, init=advi.init(model, initial, settings.init_scale), label=label
+    )
     q = result.params
     elbo = final_elbo(model, q, key_elbo, data, n_persons, settings.elbo_draws)
     samples = advi.draws(model, q, key_draws, settings.posterior_draws)

@@ -71,6 +71,7 @@ class IWAESettings:
 
 # ----------------------------------------------------------------------------- shared pieces
 
+
 def warmup_beta(warmup_steps: int, batch: dict):
     """Weight beta on log p(z) - log q(z | x) inside the importance weights (KL/entropy warm-up).
 
@@ -93,8 +94,10 @@ def fit_settings(settings: TrainSettings, warmup_steps: int) -> TrainSettings:
         return settings
     return dataclasses.replace(settings, min_steps=max(settings.min_steps, warmup_steps + 2 * settings.window))
 
-def adamw(settings: TrainSettings, learning_rates: dict, weight_decay: float,
-          params: dict) -> optax.GradientTransformation:
+
+def adamw(
+    settings: TrainSettings, learning_rates: dict, weight_decay: float, params: dict
+) -> optax.GradientTransformation:
     """AdamW per top-level part of ``params`` (each with its own base learning rate), with the
     driver's global-norm clipping and exponential learning-rate decay schedule (decay rate and
     steps, floor at ``settings.min_learning_rate`` relative to ``settings.learning_rate``).
@@ -105,15 +108,14 @@ def adamw(settings: TrainSettings, learning_rates: dict, weight_decay: float,
     floor_ratio = settings.min_learning_rate / settings.learning_rate
 
     def part(lr, decay):
-        schedule = optax.exponential_decay(lr, settings.lr_decay_steps, settings.lr_decay_rate,
-                                           end_value=lr * floor_ratio)
+        schedule = optax.exponential_decay(
+            lr, settings.lr_decay_steps, settings.lr_decay_rate, end_value=lr * floor_ratio
+        )
         return optax.adamw(schedule, weight_decay=decay)
 
-    transforms = {name: part(lr, 0.0 if name == "model" else weight_decay)
-                  for name, lr in learning_rates.items()}
+    transforms = {name: part(lr, 0.0 if name == "model" else weight_decay) for name, lr in learning_rates.items()}
     labels = {name: jax.tree.map(lambda _: name, sub) for name, sub in params.items()}
-    return optax.chain(optax.clip_by_global_norm(settings.clip_norm),
-                       optax.multi_transform(transforms, labels))
+    return optax.chain(optax.clip_by_global_norm(settings.clip_norm), optax.multi_transform(transforms, labels))
 
 
 def dreg_log_weights(f, theta, z, aux, beta=None):
@@ -152,8 +154,7 @@ def dreg_log_weights(f, theta, z, aux, beta=None):
         vjp, w, aux, beta = res
         g_theta, g_z = vjp(ct)
         g_z = jax.tree.map(lambda gz: gz * w.reshape(w.shape + (1,) * (gz.ndim - w.ndim)), g_z)
-        return (g_theta, g_z, jax.tree.map(_zero_cotangent, aux),
-                None if beta is None else jnp.zeros_like(beta))
+        return (g_theta, g_z, jax.tree.map(_zero_cotangent, aux), None if beta is None else jnp.zeros_like(beta))
 
     g.defvjp(fwd, bwd)
     return g(theta, z, aux, beta)
@@ -179,12 +180,14 @@ def iw_elbo(log_w):
 
 # ----------------------------------------------------------------------------- IWAE
 
+
 def init(key, st: mgrm.Structure, config: IWAESettings, responses=None) -> dict:
     k_model, k_enc = jax.random.split(key)
     n_in = networks.n_features(st.n_items, st.max_categories)
-    return {"model": mgrm.init_params(k_model, st, responses),
-            "encoder": networks.init_mlp(k_enc, (n_in, *config.hidden, _n_out(st.n_factors, config)),
-                                         scale_last=0.1)}
+    return {
+        "model": mgrm.init_params(k_model, st, responses),
+        "encoder": networks.init_mlp(k_enc, (n_in, *config.hidden, _n_out(st.n_factors, config)), scale_last=0.1),
+    }
 
 
 def _n_out(p, config):
@@ -195,13 +198,12 @@ def encode(encoder, y, st: mgrm.Structure, config: IWAESettings):
     """Gaussian q(z | x) = N(mu, L L'): returns mu (B, P), log of diag(L) (B, P) and the
     strictly lower part of L (B, P, P; zeros for the diagonal encoder)."""
     p = st.n_factors
-    out = networks.apply_mlp(encoder, networks.response_features(y, st.max_categories),
-                             config.approximate_gelu)
-    mu, log_sigma = out[..., :p], jnp.clip(out[..., p:2 * p], *config.log_sigma_bounds)
+    out = networks.apply_mlp(encoder, networks.response_features(y, st.max_categories), config.approximate_gelu)
+    mu, log_sigma = out[..., :p], jnp.clip(out[..., p : 2 * p], *config.log_sigma_bounds)
     lower = jnp.zeros(mu.shape + (p,), mu.dtype)
     if config.full_covariance and p > 1:
         rows, cols = np.tril_indices(p, -1)
-        lower = lower.at[..., rows, cols].set(out[..., 2 * p:])
+        lower = lower.at[..., rows, cols].set(out[..., 2 * p :])
     return mu, log_sigma, lower
 
 
@@ -267,8 +269,15 @@ def log_weights(model, y, z, log_q, st: mgrm.Structure, beta=None):
 _init = init  # for ``fit``, whose keyword ``init`` hides the function
 
 
-def fit(key, y, structure: mgrm.Structure, settings: IWAESettings = IWAESettings(), *, init: dict | None = None,
-        label: str = "iwae") -> FitResult:
+def fit(
+    key,
+    y,
+    structure: mgrm.Structure,
+    settings: IWAESettings = IWAESettings(),
+    *,
+    init: dict | None = None,
+    label: str = "iwae",
+) -> FitResult:
     """Fit the IWAE by the training driver.
 
     Parameters
@@ -299,8 +308,12 @@ def fit(key, y, structure: mgrm.Structure, settings: IWAESettings = IWAESettings
     y = np.asarray(y)
     params = _init(k_init, structure, settings, y) if init is None else init
     train_settings = fit_settings(settings.train, settings.warmup_steps)
-    opt = adamw(train_settings, {"model": settings.learning_rate, "encoder": settings.learning_rate},
-                settings.weight_decay, params)
+    opt = adamw(
+        train_settings,
+        {"model": settings.learning_rate, "encoder": settings.learning_rate},
+        settings.weight_decay,
+        params,
+    )
     data = {"y": jnp.asarray(y, jnp.int8)}
     return train(loss_fn(structure, settings), params, k_fit, data, y.shape[0], train_settings, label, optimizer=opt)
 
@@ -321,5 +334,4 @@ def posterior_means(params, st: mgrm.Structure, config: IWAESettings, responses,
     """Encoder means of the factor scores, (N, P)."""
     f = jax.jit(lambda y: encode(params["encoder"], y, st, config)[0])
     y = np.asarray(responses)
-    return np.concatenate([np.asarray(f(jnp.asarray(y[i:i + batch], jnp.int8)))
-                           for i in range(0, y.shape[0], batch)])
+    return np.concatenate([np.asarray(f(jnp.asarray(y[i : i + batch], jnp.int8))) for i in range(0, y.shape[0], batch)])

@@ -132,11 +132,12 @@ def init(key, st: mgrm.Structure, config: IWAVBSettings, responses=None) -> dict
     encoder = {
         "trunk": networks.init_mlp(k_trunk, (n_in, h)),
         "head": networks.init_mlp(k_head, (h, 2 * p), scale_last=0.1),
-        "noise": networks.init_mlp(k_noise, (h + _noise_dim(st, config), *config.noise_hidden, p),
-                                   scale_last=0.1),
+        "noise": networks.init_mlp(k_noise, (h + _noise_dim(st, config), *config.noise_hidden, p), scale_last=0.1),
     }
-    disc = {"net": networks.init_mlp(k_disc, (n_in + p, *config.discriminator_hidden, 1), scale_last=0.01),
-            "log_precision": jnp.zeros(p)}
+    disc = {
+        "net": networks.init_mlp(k_disc, (n_in + p, *config.discriminator_hidden, 1), scale_last=0.01),
+        "log_precision": jnp.zeros(p),
+    }
     return {"model": mgrm.init_params(k_model, st, responses), "encoder": encoder, "discriminator": disc}
 
 
@@ -149,8 +150,7 @@ def encode(encoder, feats, eps, config: IWAVBSettings):
     if not config.implicit:
         return eps[..., :p], mu, log_sigma
     hb = jnp.broadcast_to(h, eps.shape[:-1] + h.shape[-1:])
-    u = eps[..., :p] + networks.apply_mlp(encoder["noise"], jnp.concatenate([hb, eps], -1),
-                                          config.approximate_gelu)
+    u = eps[..., :p] + networks.apply_mlp(encoder["noise"], jnp.concatenate([hb, eps], -1), config.approximate_gelu)
     return u, mu, log_sigma
 
 
@@ -223,9 +223,8 @@ def loss_fn(st: mgrm.Structure, config: IWAVBSettings):
         # estimates (which would push q~ towards two-point distributions). Gradient only.
         half = R // 2
         if half >= 1:
-            ua, ub = u[:half], u[half:2 * half]
-            gauge = (jnp.mean(ua, 0) * jnp.mean(ub, 0)
-                     + (jnp.mean(ua * ua, 0) - 1.0) * (jnp.mean(ub * ub, 0) - 1.0))
+            ua, ub = u[:half], u[half : 2 * half]
+            gauge = jnp.mean(ua, 0) * jnp.mean(ub, 0) + (jnp.mean(ua * ua, 0) - 1.0) * (jnp.mean(ub * ub, 0) - 1.0)
             gauge = config.gauge_weight * jnp.mean(jnp.sum(gauge, -1))
         else:
             gauge = jnp.zeros(())
@@ -238,8 +237,15 @@ def loss_fn(st: mgrm.Structure, config: IWAVBSettings):
 _init = init  # for ``fit``, whose keyword ``init`` hides the function
 
 
-def fit(key, y, structure: mgrm.Structure, settings: IWAVBSettings = IWAVBSettings(), *,
-        init: dict | None = None, label: str = "iwavb") -> FitResult:
+def fit(
+    key,
+    y,
+    structure: mgrm.Structure,
+    settings: IWAVBSettings = IWAVBSettings(),
+    *,
+    init: dict | None = None,
+    label: str = "iwavb",
+) -> FitResult:
     """Fit the IWAVB by the training driver.
 
     Parameters
@@ -269,9 +275,16 @@ def fit(key, y, structure: mgrm.Structure, settings: IWAVBSettings = IWAVBSettin
     y = np.asarray(y)
     params = _init(k_init, structure, settings, y) if init is None else init
     train_settings = fit_settings(settings.train, settings.warmup_steps)
-    opt = adamw(train_settings, {"model": settings.learning_rate, "encoder": settings.learning_rate,
-                                 "discriminator": settings.discriminator_learning_rate},
-                settings.weight_decay, params)
+    opt = adamw(
+        train_settings,
+        {
+            "model": settings.learning_rate,
+            "encoder": settings.learning_rate,
+            "discriminator": settings.discriminator_learning_rate,
+        },
+        settings.weight_decay,
+        params,
+    )
     data = {"y": jnp.asarray(y, jnp.int8)}
     return train(loss_fn(structure, settings), params, k_fit, data, y.shape[0], train_settings, label, optimizer=opt)
 
@@ -292,8 +305,9 @@ def proposal(params, st: mgrm.Structure, config: IWAVBSettings):
     return draw
 
 
-def posterior_means(params, st: mgrm.Structure, config: IWAVBSettings, responses, key=None,
-                    n_draws: int = 100, batch: int = 2048):
+def posterior_means(
+    params, st: mgrm.Structure, config: IWAVBSettings, responses, key=None, n_draws: int = 100, batch: int = 2048
+):
     """Monte Carlo means of the implicit q per person, (N, P)."""
     key = jax.random.key(0) if key is None else key
 
@@ -305,5 +319,9 @@ def posterior_means(params, st: mgrm.Structure, config: IWAVBSettings, responses
         return (mu + jnp.exp(log_sigma) * u).mean(0)
 
     y = np.asarray(responses)
-    return np.concatenate([np.asarray(f(jax.random.fold_in(key, i), jnp.asarray(y[i:i + batch], jnp.int8)))
-                           for i in range(0, y.shape[0], batch)])
+    return np.concatenate(
+        [
+            np.asarray(f(jax.random.fold_in(key, i), jnp.asarray(y[i : i + batch], jnp.int8)))
+            for i in range(0, y.shape[0], batch)
+        ]
+    )

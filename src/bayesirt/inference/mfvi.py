@@ -38,14 +38,21 @@ class MFVISettings:
 def init(st: irt2pl.Structure, settings: MFVISettings, y) -> dict:
     loc = irt2pl.initial_items(y, st)
     n = np.asarray(y).shape[0]
-    return {"items": {"loc": loc,
-                      "log_scale": jax.tree.map(lambda v: jnp.full_like(v, math.log(settings.init_item_scale)), loc)},
-            "abilities": {"loc": jnp.zeros((n, st.n_factors)),
-                          "log_scale": jnp.full((n, st.n_factors), math.log(settings.init_ability_scale))}}
+    return {
+        "items": {
+            "loc": loc,
+            "log_scale": jax.tree.map(lambda v: jnp.full_like(v, math.log(settings.init_item_scale)), loc),
+        },
+        "abilities": {
+            "loc": jnp.zeros((n, st.n_factors)),
+            "log_scale": jnp.full((n, st.n_factors), math.log(settings.init_ability_scale)),
+        },
+    }
 
 
-def _person_terms(q_items, q_ab, key, y, index, st: irt2pl.Structure, settings: MFVISettings,
-                  fixed_items: bool = False):
+def _person_terms(
+    q_items, q_ab, key, y, index, st: irt2pl.Structure, settings: MFVISettings, fixed_items: bool = False
+):
     mean, sd = q_ab["loc"][index], jnp.exp(q_ab["log_scale"][index])
 
     def one(s):
@@ -56,7 +63,7 @@ def _person_terms(q_items, q_ab, key, y, index, st: irt2pl.Structure, settings: 
         return irt2pl.log_lik(y, theta, items, st)
 
     recon = jax.vmap(one)(jnp.arange(settings.n_samples)).mean(0)
-    return recon - jnp.sum(0.5 * (sd ** 2 + mean ** 2 - 1.0) - jnp.log(sd), axis=-1)
+    return recon - jnp.sum(0.5 * (sd**2 + mean**2 - 1.0) - jnp.log(sd), axis=-1)
 
 
 def loss_fn(st: irt2pl.Structure, settings: MFVISettings, n_persons: int):
@@ -70,8 +77,15 @@ def loss_fn(st: irt2pl.Structure, settings: MFVISettings, n_persons: int):
 _init = init  # for ``fit``, whose keyword ``init`` hides the function
 
 
-def fit(key, y, structure: irt2pl.Structure, settings: MFVISettings = MFVISettings(), *,
-        init: dict | None = None, label: str = "mfvi") -> FitResult:
+def fit(
+    key,
+    y,
+    structure: irt2pl.Structure,
+    settings: MFVISettings = MFVISettings(),
+    *,
+    init: dict | None = None,
+    label: str = "mfvi",
+) -> FitResult:
     """Fit the per-person mean-field VI to responses ``y`` with the project's training driver.
 
     Parameters
@@ -99,8 +113,16 @@ def fit(key, y, structure: irt2pl.Structure, settings: MFVISettings = MFVISettin
     y = irt2pl.check_responses(y, structure)
     vibo.check_batch(settings.train.batch_size, y.shape[0])
     params = _init(structure, settings, y) if init is None else init
-    return keep_last_good(train, loss_fn(structure, settings, y.shape[0]), params, key, {"y": jnp.asarray(y)},
-                          y.shape[0], settings.train, label)
+    return keep_last_good(
+        train,
+        loss_fn(structure, settings, y.shape[0]),
+        params,
+        key,
+        {"y": jnp.asarray(y)},
+        y.shape[0],
+        settings.train,
+        label,
+    )
 
 
 def abilities(params: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -110,15 +132,20 @@ def abilities(params: dict) -> tuple[np.ndarray, np.ndarray]:
 
 def ability_draws(params: dict, key, n_draws: int):
     """Joint draws (item values, abilities) from q(d) q(a): dict of (S, ...), (S, N, K)."""
+
     def one(k):
         k_item, k_ab = jax.random.split(k)
         q = params["abilities"]
-        return vibo.sample_items(k_item, params["items"]), q["loc"] + jnp.exp(q["log_scale"]) * jax.random.normal(k_ab, q["loc"].shape)
+        return vibo.sample_items(k_item, params["items"]), q["loc"] + jnp.exp(q["log_scale"]) * jax.random.normal(
+            k_ab, q["loc"].shape
+        )
 
     return jax.jit(jax.vmap(one))(jax.random.split(key, n_draws))
 
 
-def score_new(params: dict, st: irt2pl.Structure, settings: MFVISettings, key, y, train_settings: TrainSettings) -> FitResult:
+def score_new(
+    params: dict, st: irt2pl.Structure, settings: MFVISettings, key, y, train_settings: TrainSettings
+) -> FitResult:
     """Refit q(a) of new persons with the items fixed at the mean of q(d) (the non-amortized
     way to score persons who were not in the training data), trained with ``train_settings``."""
     y = irt2pl.check_responses(y, st)

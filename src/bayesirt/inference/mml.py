@@ -98,6 +98,7 @@ def unconstrain(discrimination, cuts) -> Params:
 
 # ------------------------------------------------------------------------------- data layout
 
+
 class _Data(NamedTuple):
     onehot: jax.Array  # (N, I*Kmax) indicator of each observed (item, category)
     member: jax.Array  # (I*Kmax, F) which factor each (item, category) column belongs to
@@ -124,8 +125,10 @@ def _check(y, n_categories, factor):
     bad = (y != MISSING) & ((y < 0) | (y >= n_categories[None, :]))
     if bad.any():
         i, j = map(int, np.argwhere(bad)[0])
-        raise ValueError(f"response {y[i, j]} of person {i} to item {j} is outside 0..{n_categories[j] - 1} "
-                         f"and is not {MISSING} (missing)")
+        raise ValueError(
+            f"response {y[i, j]} of person {i} to item {j} is outside 0..{n_categories[j] - 1} "
+            f"and is not {MISSING} (missing)"
+        )
     return y, n_categories, factor
 
 
@@ -137,8 +140,13 @@ def _data(y, n_categories, factor, n_nodes, dtype) -> _Data:
     onehot = (y[:, :, None] == np.arange(kmax)) & obs[:, :, None]
     member = np.repeat(np.eye(n_factors)[factor], kmax, axis=0)
     x, log_w = gauss_hermite(n_nodes)
-    return _Data(jnp.asarray(onehot.reshape(n, n_items * kmax), dtype), jnp.asarray(member, dtype),
-                 jnp.asarray(n_categories, jnp.int32), jnp.asarray(x, dtype), jnp.asarray(log_w, dtype))
+    return _Data(
+        jnp.asarray(onehot.reshape(n, n_items * kmax), dtype),
+        jnp.asarray(member, dtype),
+        jnp.asarray(n_categories, jnp.int32),
+        jnp.asarray(x, dtype),
+        jnp.asarray(log_w, dtype),
+    )
 
 
 def _node_loglik(a, cuts, data: _Data):
@@ -161,11 +169,12 @@ def _posterior(a, cuts, data: _Data):
     norm = jax.nn.logsumexp(lj, axis=-1)
     post = jnp.exp(lj - norm[..., None])
     mean = post @ data.nodes
-    var = post @ data.nodes ** 2 - mean ** 2
+    var = post @ data.nodes**2 - mean**2
     return norm.sum(-1), mean, jnp.sqrt(jnp.maximum(var, 0.0))
 
 
 # ------------------------------------------------------------------------------ the program
+
 
 def _fit_program(params: Params, data: _Data, tol, max_iter, history_len: int):
     opt = optax.lbfgs()
@@ -212,6 +221,7 @@ def _dtype():
 
 # -------------------------------------------------------------------------------- public API
 
+
 def initial_values(y, n_categories=None) -> Params:
     """Starting values: a = 1; cuts from the logits of the observed proportions P(Y >= k),
     stretched by 1.4 (the logistic scale of a standard normal ability with a = 1), made increasing."""
@@ -224,8 +234,9 @@ def initial_values(y, n_categories=None) -> Params:
     cut0 = np.maximum.accumulate(-np.log(p_ge / (1 - p_ge)) * 1.4, axis=1)
     inc0 = np.maximum(np.diff(cut0, axis=1), 0.05)
     dtype = _dtype()
-    return Params(jnp.zeros(y.shape[1], dtype), jnp.asarray(cut0[:, 0], dtype),
-                  jnp.asarray(np.log(np.expm1(inc0)), dtype))
+    return Params(
+        jnp.zeros(y.shape[1], dtype), jnp.asarray(cut0[:, 0], dtype), jnp.asarray(np.log(np.expm1(inc0)), dtype)
+    )
 
 
 class Structure(NamedTuple):
@@ -247,8 +258,15 @@ class MMLSettings(NamedTuple):
     n_nodes: int = 21
 
 
-def fit(key, y, structure: Structure = Structure(), settings: MMLSettings = MMLSettings(), *,
-        init: Params | None = None, label: str = "mml") -> MMLFit:
+def fit(
+    key,
+    y,
+    structure: Structure = Structure(),
+    settings: MMLSettings = MMLSettings(),
+    *,
+    init: Params | None = None,
+    label: str = "mml",
+) -> MMLFit:
     """Marginal ML of independent unidimensional GRMs, one per factor.
 
     Parameters
@@ -285,8 +303,12 @@ def fit(key, y, structure: Structure = Structure(), settings: MMLSettings = MMLS
     data = _data(y, n_categories, factor, n_nodes, dtype)
     params = initial_values(y, n_categories) if init is None else Params(*(jnp.asarray(v, dtype) for v in init))
     p, value, gnorm, count, failed, history, loglik, eap, sd = _fit_jit(
-        params, data, jnp.asarray(tol, dtype), jnp.asarray(int(max_iter), jnp.int32),
-        history_len=max(256, 1 << (int(max_iter) - 1).bit_length()))
+        params,
+        data,
+        jnp.asarray(tol, dtype),
+        jnp.asarray(int(max_iter), jnp.int32),
+        history_len=max(256, 1 << (int(max_iter) - 1).bit_length()),
+    )
     a, cuts = item_parameters(p)
     a, cuts = np.asarray(a, np.float64), np.asarray(cuts, np.float64)
     count, gnorm, failed = int(count), float(gnorm), bool(failed)
@@ -297,11 +319,21 @@ def fit(key, y, structure: Structure = Structure(), settings: MMLSettings = MMLS
         reason = f"gradient norm {gnorm:.3g} below tol={tol:g} after {count} iterations"
     else:
         reason = f"reached max_iter={max_iter} with gradient norm {gnorm:.3g} (tol={tol:g})"
-    return MMLFit(discrimination=a, cuts=cuts, thresholds=cuts / a[:, None],
-                  ability=np.asarray(eap, np.float64), ability_sd=np.asarray(sd, np.float64),
-                  loglik=float(np.asarray(loglik, np.float64).sum()), mean_nll=float(value),
-                  iterations=count, grad_norm=gnorm, converged=converged, reason=reason,
-                  loss_history=np.asarray(history, np.float64)[:count], wall_seconds=time.perf_counter() - t0)
+    return MMLFit(
+        discrimination=a,
+        cuts=cuts,
+        thresholds=cuts / a[:, None],
+        ability=np.asarray(eap, np.float64),
+        ability_sd=np.asarray(sd, np.float64),
+        loglik=float(np.asarray(loglik, np.float64).sum()),
+        mean_nll=float(value),
+        iterations=count,
+        grad_norm=gnorm,
+        converged=converged,
+        reason=reason,
+        loss_history=np.asarray(history, np.float64)[:count],
+        wall_seconds=time.perf_counter() - t0,
+    )
 
 
 def fit_arrays(y, n_categories=None, factor=None, max_iter: int = 200) -> MMLFit:
@@ -334,8 +366,9 @@ def mean_nll(params: Params, y, n_categories=None, factor=None, n_nodes: int = 2
     return _mean_nll(params, _data(y, n_categories, factor, n_nodes, _dtype()))
 
 
-def predictive_probs(y, discrimination, cuts, rows, cols, n_categories=None, factor=None,
-                     n_nodes: int = 21) -> np.ndarray:
+def predictive_probs(
+    y, discrimination, cuts, rows, cols, n_categories=None, factor=None, n_nodes: int = 21
+) -> np.ndarray:
     """Posterior predictive P(y_ij = k | person i's observed responses) at the cells (rows, cols),
     (n_cells, Kmax): the GRM category probabilities at the nodes averaged over the person's
     posterior on the nodes of the item's factor, item parameters plugged in. The cells are
@@ -349,6 +382,7 @@ def predictive_probs(y, discrimination, cuts, rows, cols, n_categories=None, fac
     c = jnp.asarray(cuts, dtype)[:, : int(n_categories.max()) - 1]
     lj = _node_loglik(a, c, data) + data.log_w  # (P, F, Q)
     post = np.asarray(jax.nn.softmax(lj, axis=-1), np.float64)
-    probs = np.exp(np.asarray(grm.category_log_probs(data.nodes[:, None] * a[None, :], c, data.n_categories),
-                              np.float64))  # (Q, I, Kmax)
+    probs = np.exp(
+        np.asarray(grm.category_log_probs(data.nodes[:, None] * a[None, :], c, data.n_categories), np.float64)
+    )  # (Q, I, Kmax)
     return np.einsum("nq,qnk->nk", post[which, factor[cols]], probs[:, cols])

@@ -26,8 +26,12 @@ def init_mlp(key, sizes, scale_last: float = 1.0) -> list[dict]:
         kw, kb = jax.random.split(k)
         bound = jnp.sqrt(3.0 / fan_in)
         s = scale_last if i == len(sizes) - 2 else 1.0
-        layers.append({"w": s * jax.random.uniform(kw, (fan_in, fan_out), minval=-bound, maxval=bound),
-                       "b": s * jax.random.uniform(kb, (fan_out,), minval=-bound, maxval=bound)})
+        layers.append(
+            {
+                "w": s * jax.random.uniform(kw, (fan_in, fan_out), minval=-bound, maxval=bound),
+                "b": s * jax.random.uniform(kb, (fan_out,), minval=-bound, maxval=bound),
+            }
+        )
     return layers
 
 
@@ -48,7 +52,7 @@ def response_features(y, n_categories_max: int):
     response over ``n_categories_max`` categories (all zeros for a missing cell) followed by
     the observation mask, so a missing answer is never confused with an answer.
     Returns (B, I * Kmax + I) float32."""
-    observed = (y >= 0)
+    observed = y >= 0
     onehot = jax.nn.one_hot(jnp.where(observed, y, 0), n_categories_max, dtype=jnp.float32)
     onehot = onehot * observed[..., None]
     flat = onehot.reshape(y.shape[:-1] + (-1,))

@@ -58,11 +58,13 @@ from bayesirt.inference.sampling import SampleResult, SamplerSettings, summary_t
 log = logging.getLogger("bayesirt")
 
 # JAX's events for the stages of turning a Python function into an executable.
-_COMPILE_EVENTS = frozenset({
-    "/jax/core/compile/jaxpr_trace_duration",
-    "/jax/core/compile/jaxpr_to_mlir_module_duration",
-    "/jax/core/compile/backend_compile_duration",
-})
+_COMPILE_EVENTS = frozenset(
+    {
+        "/jax/core/compile/jaxpr_trace_duration",
+        "/jax/core/compile/jaxpr_to_mlir_module_duration",
+        "/jax/core/compile/backend_compile_duration",
+    }
+)
 
 
 class _CompileSpans:
@@ -115,11 +117,24 @@ def _timed(fn):
     return out, total, min(_compile_spans.seconds(), total)
 
 
-def run_nuts(key, log_density: Callable | None, init_params: dict | None, settings: SamplerSettings, *,
-             coords: dict | None = None, dims: dict | None = None, label: str = "nuts",
-             target_accept: float = 0.8, init_jitter: float = 0.5, init_batched: bool = False,
-             model: Callable | None = None, model_args: tuple = (), model_kwargs: dict | None = None,
-             max_tree_depth: int = 10, data=None) -> SampleResult:
+def run_nuts(
+    key,
+    log_density: Callable | None,
+    init_params: dict | None,
+    settings: SamplerSettings,
+    *,
+    coords: dict | None = None,
+    dims: dict | None = None,
+    label: str = "nuts",
+    target_accept: float = 0.8,
+    init_jitter: float = 0.5,
+    init_batched: bool = False,
+    model: Callable | None = None,
+    model_args: tuple = (),
+    model_kwargs: dict | None = None,
+    max_tree_depth: int = 10,
+    data=None,
+) -> SampleResult:
     """Sample with numpyro NUTS; see the module docstring.
 
     ``settings``: ``n_chains``, ``n_warmup`` (adaptation iterations, discarded), ``n_samples``
@@ -141,20 +156,27 @@ def run_nuts(key, log_density: Callable | None, init_params: dict | None, settin
         init_params = _chain_inits(jitter_key, init_params, settings.n_chains, init_jitter, init_batched)
 
     if model is None and data is None:
-        kernel = NUTS(potential_fn=lambda p: -log_density(p), target_accept_prob=target_accept,
-                      max_tree_depth=max_tree_depth)
+        kernel = NUTS(
+            potential_fn=lambda p: -log_density(p), target_accept_prob=target_accept, max_tree_depth=max_tree_depth
+        )
     else:
         if model is None:
             model, model_args = _density_model(log_density, init_params), (data,)
         kernel = NUTS(model, target_accept_prob=target_accept, max_tree_depth=max_tree_depth)
     n_iter = settings.n_draws * settings.thin  # as the Gibbs driver: whole thinning blocks
-    mcmc = MCMC(kernel, num_warmup=settings.n_warmup, num_samples=n_iter, thinning=settings.thin,
-                num_chains=settings.n_chains, chain_method="vectorized", progress_bar=False,
-                jit_model_args=kernel.model is not None)
+    mcmc = MCMC(
+        kernel,
+        num_warmup=settings.n_warmup,
+        num_samples=n_iter,
+        thinning=settings.thin,
+        num_chains=settings.n_chains,
+        chain_method="vectorized",
+        progress_bar=False,
+        jit_model_args=kernel.model is not None,
+    )
     kwargs = model_kwargs or {}
     if settings.progress_every:
-        log.info("%s: NUTS, %d chains, %d warm-up + %d iterations", label, settings.n_chains,
-                 settings.n_warmup, n_iter)
+        log.info("%s: NUTS, %d chains, %d warm-up + %d iterations", label, settings.n_chains, settings.n_warmup, n_iter)
 
     # warm-up and sampling run separately so that each can be timed; numpyro continues the
     # sampling phase from the adapted state (step size, mass matrix) left by warmup()
@@ -166,8 +188,13 @@ def run_nuts(key, log_density: Callable | None, init_params: dict | None, settin
 
     def run():
         # after warmup() numpyro starts from the adapted state and ignores init_params
-        mcmc.run(sample_key, *model_args, init_params=None if settings.n_warmup else init_params,
-                 extra_fields=("diverging",), **kwargs)
+        mcmc.run(
+            sample_key,
+            *model_args,
+            init_params=None if settings.n_warmup else init_params,
+            extra_fields=("diverging",),
+            **kwargs,
+        )
         return mcmc.last_state
 
     warmup_total = warmup_compile = 0.0
@@ -197,10 +224,17 @@ def run_nuts(key, log_density: Callable | None, init_params: dict | None, settin
         "sampling_compile_seconds": sampling_compile,
     }
     if settings.progress_every:
-        log.info("%s: %s, %.2f s (+%.2f s compile), %d divergent transitions", label, reason.split(";")[0],
-                 wall, compile_seconds, n_div)
-    return SampleResult(idata, summary_table(idata), settings.n_warmup + n_iter,
-                        wall, compile_seconds, diverged, reason, extra)
+        log.info(
+            "%s: %s, %.2f s (+%.2f s compile), %d divergent transitions",
+            label,
+            reason.split(";")[0],
+            wall,
+            compile_seconds,
+            n_div,
+        )
+    return SampleResult(
+        idata, summary_table(idata), settings.n_warmup + n_iter, wall, compile_seconds, diverged, reason, extra
+    )
 
 
 def _density_model(log_density: Callable, chain_inits: dict) -> Callable:
@@ -215,8 +249,10 @@ def _density_model(log_density: Callable, chain_inits: dict) -> Callable:
     shapes = {name: tuple(jnp.shape(x))[1:] for name, x in chain_inits.items()}  # without the chain axis
 
     def model(data):
-        params = {name: numpyro.sample(name, dist.ImproperUniform(dist.constraints.real, (), shape))
-                  for name, shape in shapes.items()}
+        params = {
+            name: numpyro.sample(name, dist.ImproperUniform(dist.constraints.real, (), shape))
+            for name, shape in shapes.items()
+        }
         numpyro.factor("log_density", log_density(params, data))
 
     return model
@@ -226,13 +262,16 @@ def _chain_inits(key, init_params: dict, n_chains: int, jitter: float, batched: 
     """Per-chain starting points with a leading chain axis."""
     leaves, treedef = jax.tree.flatten(init_params)
     # integers would give the gradient nothing to move: start from their floating-point values
-    leaves = [x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(jnp.result_type(float))
-              for x in map(jnp.asarray, leaves)]
+    leaves = [
+        x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(jnp.result_type(float))
+        for x in map(jnp.asarray, leaves)
+    ]
     if batched:
         for x in leaves:
             if x.ndim == 0 or x.shape[0] != n_chains:
-                raise ValueError(f"run_nuts: init_batched=True needs a leading axis of {n_chains} chains, "
-                                 f"got shape {x.shape}")
+                raise ValueError(
+                    f"run_nuts: init_batched=True needs a leading axis of {n_chains} chains, got shape {x.shape}"
+                )
         return jax.tree.unflatten(treedef, leaves)
     keys = jax.random.split(key, len(leaves))
     out = []

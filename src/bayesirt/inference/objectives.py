@@ -108,14 +108,17 @@ class MissingCells:
 
 
 jax.tree_util.register_dataclass(
-    MissingCells, data_fields=["person", "item", "pmf", "cdf", "block_person", "block_valid", "block_pmf", "block_cdf"],
-    meta_fields=["n_persons", "batch_cap", "blocks"])
+    MissingCells,
+    data_fields=["person", "item", "pmf", "cdf", "block_person", "block_valid", "block_pmf", "block_cdf"],
+    meta_fields=["n_persons", "batch_cap", "blocks"],
+)
 
 BLOCK_WASTE = 1.5  # item blocks are used when their padded size is at most this times the cells
 
 
-def imputation_data(responses: np.ndarray, persons: np.ndarray, items: np.ndarray, pmf: np.ndarray,
-                    n_categories: np.ndarray) -> dict:
+def imputation_data(
+    responses: np.ndarray, persons: np.ndarray, items: np.ndarray, pmf: np.ndarray, n_categories: np.ndarray
+) -> dict:
     """The imputation PMFs of the missing cells as a fit's ``extra_data`` (see the module
     docstring): ``miss_start``, ``miss_count`` (N,) int32 and ``data["shared"]["missing_cells"]``.
 
@@ -143,7 +146,7 @@ def imputation_data(responses: np.ndarray, persons: np.ndarray, items: np.ndarra
     count = missing.sum(1).astype(np.int64)
     order = np.lexsort((items, persons))
     persons, items, pmf, n_cat = persons[order], items[order], pmf[order], n_cat[order]
-    cdf = np.cumsum(pmf, -1)[:, :kmax - 1]
+    cdf = np.cumsum(pmf, -1)[:, : kmax - 1]
     cdf[np.arange(kmax - 1)[None] >= (n_cat - 1)[:, None]] = 1.0  # exact 1 from the last category on
     cap = np.concatenate([[0], np.cumsum(np.sort(count)[::-1])])
 
@@ -160,13 +163,25 @@ def imputation_data(responses: np.ndarray, persons: np.ndarray, items: np.ndarra
         slot = np.arange(persons.size) - np.repeat(np.cumsum(per_item) - per_item, per_item)
         at = (items[by_item], slot)
         b_person[at], b_valid[at], b_pmf[at], b_cdf[at] = persons[by_item], True, pmf[by_item], cdf[by_item]
-    cells = MissingCells(jnp.asarray(persons, jnp.int32), jnp.asarray(items, jnp.int32),
-                         jnp.asarray(pmf, jnp.float32), jnp.asarray(cdf, jnp.float32),
-                         jnp.asarray(b_person), jnp.asarray(b_valid), jnp.asarray(b_pmf), jnp.asarray(b_cdf),
-                         n_persons=int(n), batch_cap=tuple(int(c) for c in cap), blocks=bool(blocks))
+    cells = MissingCells(
+        jnp.asarray(persons, jnp.int32),
+        jnp.asarray(items, jnp.int32),
+        jnp.asarray(pmf, jnp.float32),
+        jnp.asarray(cdf, jnp.float32),
+        jnp.asarray(b_person),
+        jnp.asarray(b_valid),
+        jnp.asarray(b_pmf),
+        jnp.asarray(b_cdf),
+        n_persons=int(n),
+        batch_cap=tuple(int(c) for c in cap),
+        blocks=bool(blocks),
+    )
     start = np.cumsum(count) - count
-    return {"miss_start": jnp.asarray(start, jnp.int32), "miss_count": jnp.asarray(count, jnp.int32),
-            SHARED: {CELLS: cells}}
+    return {
+        "miss_start": jnp.asarray(start, jnp.int32),
+        "miss_count": jnp.asarray(count, jnp.int32),
+        SHARED: {CELLS: cells},
+    }
 
 
 def from_dense_pmf(responses: np.ndarray, dense_pmf: np.ndarray, n_categories: np.ndarray) -> dict:
@@ -200,7 +215,7 @@ def factorized_cell_probs(st: fgrm.Structure):
         rows = jnp.concatenate([e, gap, alpha[:, None]], axis=-1)[items]  # (..., 2 Kmax + 2)
         theta = params["ability"][persons, st.scale_index[items]]
         top = grm.top_category_mask(st.n_categories[items], kmax, rows.dtype)
-        return grm.category_probs(rows[..., -1] * theta, rows[..., :kmax + 1], rows[..., kmax + 1:-1], top)
+        return grm.category_probs(rows[..., -1] * theta, rows[..., : kmax + 1], rows[..., kmax + 1 : -1], top)
 
     return cell_probs
 
@@ -251,9 +266,10 @@ def per_person(values, view: CellView, n_batch: int):
     if view.valid is not None:
         values = jnp.where(view.valid, values, 0.0)
     n_cell_axes = view.persons.ndim
-    flat = values.reshape(values.shape[:values.ndim - n_cell_axes] + (-1,))
-    out = jax.ops.segment_sum(jnp.moveaxis(flat, -1, 0), view.persons.reshape(-1), num_segments=n_batch,
-                              indices_are_sorted=view.sorted)
+    flat = values.reshape(values.shape[: values.ndim - n_cell_axes] + (-1,))
+    out = jax.ops.segment_sum(
+        jnp.moveaxis(flat, -1, 0), view.persons.reshape(-1), num_segments=n_batch, indices_are_sorted=view.sorted
+    )
     return jnp.moveaxis(out, 0, -1)
 
 
@@ -328,13 +344,14 @@ def naive_average(st: fgrm.Structure, n_copies: int, observed_log_lik=None, cell
     return _copies_objective(st, n_copies, lambda miss: miss.mean(0), observed_log_lik, cell_probs)
 
 
-def rao_blackwell(st: fgrm.Structure, n_copies: int, per: str = "person", observed_log_lik=None,
-                  cell_probs=None):
+def rao_blackwell(st: fgrm.Structure, n_copies: int, per: str = "person", observed_log_lik=None, cell_probs=None):
     log_m = math.log(n_copies) if n_copies >= 1 else 0.0
     if per == "person":
+
         def combine(miss):
             return jax.nn.logsumexp(miss, axis=0) - log_m
     elif per == "batch":
+
         def combine(miss):
             total = jax.nn.logsumexp(miss.sum(1)) - log_m
             return jnp.full(miss.shape[1], total / miss.shape[1], miss.dtype)
@@ -355,8 +372,13 @@ def exact_marginal(st: fgrm.Structure, observed_log_lik=None, cell_probs=None):
     return log_likelihood
 
 
-def make(name: str, st: fgrm.Structure, n_copies: int = 3, cell_probs: Callable | None = None,
-         observed_log_lik: Callable | None = None):
+def make(
+    name: str,
+    st: fgrm.Structure,
+    n_copies: int = 3,
+    cell_probs: Callable | None = None,
+    observed_log_lik: Callable | None = None,
+):
     """An objective by its study name (see ``NAMES``).
 
     ``cell_probs(params, persons, items) -> (C, Kmax)`` and ``observed_log_lik(params, batch)

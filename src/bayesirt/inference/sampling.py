@@ -65,8 +65,15 @@ import pandas as pd
 from bayesirt.inference import chain_processes
 from bayesirt.inference.chains import ChainFunctions, SamplerSettings, compile_group, execute_group
 
-__all__ = ["STAT_COLUMNS", "SampleResult", "SamplerSettings", "convergence", "sample", "summary_table",
-           "to_inference_data"]
+__all__ = [
+    "STAT_COLUMNS",
+    "SampleResult",
+    "SamplerSettings",
+    "convergence",
+    "sample",
+    "summary_table",
+    "to_inference_data",
+]
 
 log = logging.getLogger("bayesirt")
 
@@ -91,9 +98,19 @@ class SampleResult(NamedTuple):
 # the driver
 
 
-def sample(key, init_fn: Callable, step_fn: Callable, record_fn: Callable, settings: SamplerSettings, *,
-           coords: dict | None = None, dims: dict | None = None, label: str = "sampler",
-           stats_fn: Callable | None = None, data=None) -> SampleResult:
+def sample(
+    key,
+    init_fn: Callable,
+    step_fn: Callable,
+    record_fn: Callable,
+    settings: SamplerSettings,
+    *,
+    coords: dict | None = None,
+    dims: dict | None = None,
+    label: str = "sampler",
+    stats_fn: Callable | None = None,
+    data=None,
+) -> SampleResult:
     """Run ``settings.n_chains`` chains of ``step_fn`` from ``init_fn``; see the module docstring.
 
     ``coords`` and ``dims`` go to ``az.from_dict`` (``dims`` maps a recorded name to the names
@@ -122,19 +139,32 @@ def sample(key, init_fn: Callable, step_fn: Callable, record_fn: Callable, setti
         run = execute_group(compiled, init_keys, chain_keys, settings, label)
 
     idata = to_inference_data(run.posterior, run.stats, coords=coords, dims=dims)
-    log.info("%s: %s after %d sweeps x %d chains, %.2f s (+%.2f s compile)", label,
-             "diverged" if run.diverged else "completed", run.done, settings.n_chains, run.wall_seconds,
-             run.compile_seconds)
-    return SampleResult(idata, summary_table(idata), run.done, run.wall_seconds, run.compile_seconds,
-                        run.diverged, run.reason, {"final_state": run.states})
+    log.info(
+        "%s: %s after %d sweeps x %d chains, %.2f s (+%.2f s compile)",
+        label,
+        "diverged" if run.diverged else "completed",
+        run.done,
+        settings.n_chains,
+        run.wall_seconds,
+        run.compile_seconds,
+    )
+    return SampleResult(
+        idata,
+        summary_table(idata),
+        run.done,
+        run.wall_seconds,
+        run.compile_seconds,
+        run.diverged,
+        run.reason,
+        {"final_state": run.states},
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # InferenceData and summaries
 
 
-def to_inference_data(posterior: dict, sample_stats: dict | None = None, *, coords=None, dims=None
-                      ) -> az.InferenceData:
+def to_inference_data(posterior: dict, sample_stats: dict | None = None, *, coords=None, dims=None) -> az.InferenceData:
     """``az.from_dict`` of chain x draw arrays, without the ``created_at`` stamp."""
     import arviz as az  # here, not at the top: importing ArviZ costs seconds in every workflow job
 
@@ -142,10 +172,12 @@ def to_inference_data(posterior: dict, sample_stats: dict | None = None, *, coor
         # ArviZ guesses the axes are swapped when there are more chains than draws (e.g. a run
         # that diverged early); ours are always chain x draw
         warnings.filterwarnings("ignore", message="More chains", category=UserWarning)
-        idata = az.from_dict(posterior={k: np.asarray(v) for k, v in posterior.items()},
-                             sample_stats=None if not sample_stats else {k: np.asarray(v) for k, v in
-                                                                         sample_stats.items()},
-                             coords=coords, dims=dims)
+        idata = az.from_dict(
+            posterior={k: np.asarray(v) for k, v in posterior.items()},
+            sample_stats=None if not sample_stats else {k: np.asarray(v) for k, v in sample_stats.items()},
+            coords=coords,
+            dims=dims,
+        )
     for group in idata.groups():
         idata[group].attrs.pop("created_at", None)
     return idata
@@ -206,7 +238,7 @@ def _split_chains(x: np.ndarray) -> np.ndarray:
     """(chain, draw, ...) -> (2 chain, draw // 2, ...): each chain's halves as two chains (the
     odd last draw dropped), as in split R-hat."""
     half = x.shape[1] // 2
-    return np.concatenate([x[:, :half], x[:, x.shape[1] - half:]], axis=0)
+    return np.concatenate([x[:, :half], x[:, x.shape[1] - half :]], axis=0)
 
 
 def _z_scale(x: np.ndarray) -> np.ndarray:
@@ -262,8 +294,7 @@ def _diagnostics_vectorized(x: np.ndarray) -> dict:
     r_hat = np.maximum(_rhat_classic(_z_scale(split)), _rhat_classic(_z_scale(_split_chains(folded))))
     ess_bulk = _ess(_z_scale(split))
     q5, q95 = np.quantile(x.reshape(-1, *x.shape[2:]), [0.05, 0.95], axis=0)
-    ess_tail = np.minimum(_ess(_split_chains((x <= q5).astype(float))),
-                          _ess(_split_chains((x >= q95).astype(float))))
+    ess_tail = np.minimum(_ess(_split_chains((x <= q5).astype(float))), _ess(_split_chains((x >= q95).astype(float))))
     ess_mean = _ess(split)
     mcse_mean = x.reshape(-1, *x.shape[2:]).std(axis=0, ddof=1) / np.sqrt(ess_mean)
     return {"mcse_mean": mcse_mean, "ess_bulk": ess_bulk, "ess_tail": ess_tail, "r_hat": r_hat}
@@ -302,8 +333,13 @@ def convergence(summary: pd.DataFrame) -> dict:
     counted in ``n_nan_r_hat`` so a record never hides them.
     """
     if summary.empty:
-        return {"max_r_hat": float("nan"), "min_ess_bulk": float("nan"), "min_ess_tail": float("nan"),
-                "n_parameters": 0, "n_nan_r_hat": 0}
+        return {
+            "max_r_hat": float("nan"),
+            "min_ess_bulk": float("nan"),
+            "min_ess_tail": float("nan"),
+            "n_parameters": 0,
+            "n_nan_r_hat": 0,
+        }
 
     def extreme(fn, col):
         values = summary[col].to_numpy(float)

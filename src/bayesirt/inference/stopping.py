@@ -85,6 +85,7 @@ FULL_BATCH_BLOCKS = 10
 @dataclass(frozen=True)
 class Trend:
     """The noise rule's test on the last ``2 * blocks_per_window`` complete blocks."""
+
     slope: float  # loss change per block (per epoch, or per step for full batch); < 0 is improvement
     slope_se: float
     slope_unit: str  # "epoch" or "step"
@@ -93,8 +94,12 @@ class Trend:
     mean: float  # mean loss over the blocks
 
     def as_dict(self) -> dict:
-        return {"slope": self.slope, "slope_se": self.slope_se, "slope_unit": self.slope_unit,
-                "improving": self.improving}
+        return {
+            "slope": self.slope,
+            "slope_se": self.slope_se,
+            "slope_unit": self.slope_unit,
+            "improving": self.improving,
+        }
 
 
 def blocks(n_persons: int, settings: TrainSettings) -> tuple[int, int, str]:
@@ -116,7 +121,7 @@ def trend(history: np.ndarray, block: int, per_window: int, unit: str, confidenc
     complete = len(history) // block
     if complete < n:
         return None
-    means = history[(complete - n) * block:complete * block].reshape(n, block).mean(axis=1).astype(np.float64)
+    means = history[(complete - n) * block : complete * block].reshape(n, block).mean(axis=1).astype(np.float64)
     x = np.arange(n) - (n - 1) / 2
     slope = float(x @ (means - means.mean()) / (x @ x))
     resid = means - means.mean() - slope * x
@@ -136,8 +141,7 @@ DRIFT_CAP = 100.0
 def _window_total(chunk_sums: list, part: int):
     """One of the chunks' sums (0: gradients, 1: squared gradients, 2: iterates) added up over
     the window, in float64 (the per-chunk sums are float32)."""
-    return jax.tree.map(lambda *xs: np.sum(np.stack(xs).astype(np.float64), axis=0),
-                        *[c[part] for c in chunk_sums])
+    return jax.tree.map(lambda *xs: np.sum(np.stack(xs).astype(np.float64), axis=0), *[c[part] for c in chunk_sums])
 
 
 def gradient_drift(chunk_sums: list, steps_per_chunk: int) -> tuple[float, str]:

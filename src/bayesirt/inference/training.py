@@ -72,8 +72,12 @@ class TrainSettings:
             # optax reads end_value as an upper bound when the rate is not below 1
             schedule = optax.constant_schedule(self.learning_rate)
         else:
-            schedule = optax.exponential_decay(self.learning_rate, self.lr_decay_steps, self.lr_decay_rate,
-                                               end_value=min(self.min_learning_rate, self.learning_rate))
+            schedule = optax.exponential_decay(
+                self.learning_rate,
+                self.lr_decay_steps,
+                self.lr_decay_rate,
+                end_value=min(self.min_learning_rate, self.learning_rate),
+            )
         return optax.chain(optax.clip_by_global_norm(self.clip_norm), optax.adam(schedule))
 
 
@@ -126,8 +130,11 @@ def _chunk_fn(loss_fn, optimizer, n_persons: int, batch_size: int, n_steps: int,
         updates, opt_state = optimizer.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
         if track:  # sums of gradients, squared gradients and iterates (see ``gradient_drift``)
-            sums = (jax.tree.map(jnp.add, sums[0], grads), jax.tree.map(lambda a, g: a + g * g, sums[1], grads),
-                    jax.tree.map(jnp.add, sums[2], params))
+            sums = (
+                jax.tree.map(jnp.add, sums[0], grads),
+                jax.tree.map(lambda a, g: a + g * g, sums[1], grads),
+                jax.tree.map(jnp.add, sums[2], params),
+            )
         return (params, opt_state, sums), loss
 
     def chunk(params, opt_state, step_key, perms, data, first_step):
@@ -141,18 +148,23 @@ def _chunk_fn(loss_fn, optimizer, n_persons: int, batch_size: int, n_steps: int,
             # whatever the chunk boundaries.
             epoch, pos = t // batches_per_epoch, t % batches_per_epoch
             index = jax.vmap(lambda e, s: jax.lax.dynamic_slice(perms[e], (s * batch_size,), (batch_size,)))(
-                epoch - epoch[0], pos)
+                epoch - epoch[0], pos
+            )
 
         def step_with_data(carry, xs):
             key, idx, s = xs
-            batch = data if full_batch else {
-                k: v if k == SHARED else jax.tree.map(lambda a: a[idx], v) for k, v in data.items()}
+            batch = (
+                data
+                if full_batch
+                else {k: v if k == SHARED else jax.tree.map(lambda a: a[idx], v) for k, v in data.items()}
+            )
             batch = dict(batch, index=idx, step=s)
             return step(carry, (key, batch))
 
         sums = tuple(jax.tree.map(jnp.zeros_like, params) for _ in range(3)) if track else ()
-        (params, opt_state, sums), losses = jax.lax.scan(step_with_data, (params, opt_state, sums),
-                                                         (step_keys, index, t))
+        (params, opt_state, sums), losses = jax.lax.scan(
+            step_with_data, (params, opt_state, sums), (step_keys, index, t)
+        )
         return params, opt_state, losses, sums
 
     return chunk
@@ -182,8 +194,16 @@ class _EpochPermutations:
         return self.stacked
 
 
-def train(loss_fn, params, key, data: dict, n_persons: int, settings: TrainSettings,
-          label: str = "fit", optimizer: optax.GradientTransformation | None = None) -> FitResult:
+def train(
+    loss_fn,
+    params,
+    key,
+    data: dict,
+    n_persons: int,
+    settings: TrainSettings,
+    label: str = "fit",
+    optimizer: optax.GradientTransformation | None = None,
+) -> FitResult:
     """Minimise ``loss_fn(params, key, batch)`` from ``params``; see the module docstring.
 
     ``optimizer`` replaces ``settings.optimizer()`` when a method needs its own (e.g. AdamW
@@ -214,14 +234,15 @@ def train(loss_fn, params, key, data: dict, n_persons: int, settings: TrainSetti
     drift, drift_array, averaged = None, None, 0
     t0 = time.perf_counter()
     while steps < settings.max_steps:
-        new_params, new_state, chunk_losses, sums = compiled(params, opt_state, step_key,
-                                                             permutations.for_chunk(steps), data, steps)
+        new_params, new_state, chunk_losses, sums = compiled(
+            params, opt_state, step_key, permutations.for_chunk(steps), data, steps
+        )
         chunk_losses = np.asarray(chunk_losses)
         bad = ~np.isfinite(chunk_losses)
         if bad.any() or not _all_finite(new_params):
             first = steps + (int(np.argmax(bad)) if bad.any() else settings.check_every - 1)
             log.error("%s: non-finite loss at step %d", label, first)
-            raise FitDivergedError(first, params, np.concatenate(losses + [chunk_losses[:first - steps]]))
+            raise FitDivergedError(first, params, np.concatenate(losses + [chunk_losses[: first - steps]]))
         params, opt_state = new_params, new_state
         losses.append(chunk_losses)
         if track:
@@ -230,14 +251,16 @@ def train(loss_fn, params, key, data: dict, n_persons: int, settings: TrainSetti
         history = np.concatenate(losses)
         if settings.stopping == "relative":
             if steps >= max(settings.min_steps, 2 * settings.window):
-                recent = history[-settings.window:].mean()
-                before = history[-2 * settings.window:-settings.window].mean()
+                recent = history[-settings.window :].mean()
+                before = history[-2 * settings.window : -settings.window].mean()
                 improvement = (before - recent) / max(abs(recent), 1e-12)
                 stalls = stalls + 1 if improvement < settings.rel_tol else 0
                 if stalls >= settings.patience:
                     converged, stop_reason = True, "relative_tolerance"
-                    reason = (f"windowed loss improved by less than {settings.rel_tol:g} (relative) "
-                              f"for {settings.patience} checks")
+                    reason = (
+                        f"windowed loss improved by less than {settings.rel_tol:g} (relative) "
+                        f"for {settings.patience} checks"
+                    )
                     break
         elif steps >= settings.min_steps and steps // block > tested_blocks:
             # one test per newly completed block, so patience counts fresh evidence
@@ -257,18 +280,25 @@ def train(loss_fn, params, key, data: dict, n_persons: int, settings: TrainSetti
                 stalls = 0 if (last.improving or large or moving) else stalls + 1
                 if stalls >= settings.patience:
                     converged, stop_reason = True, "no_improvement"
-                    reason = (f"windowed loss slope {last.slope:.3g} +- {last.slope_se:.2g} per {unit} over "
-                              f"the last {2 * per_window * block} steps and gradient drift {drift:.2g} "
-                              f"(largest in {drift_array}): no improvement distinguishable from noise "
-                              f"for {settings.patience} tests")
+                    reason = (
+                        f"windowed loss slope {last.slope:.3g} +- {last.slope_se:.2g} per {unit} over "
+                        f"the last {2 * per_window * block} steps and gradient drift {drift:.2g} "
+                        f"(largest in {drift_array}): no improvement distinguishable from noise "
+                        f"for {settings.patience} tests"
+                    )
                     if settings.average_tail:
                         params = tail_average(list(recent), settings.check_every, params)
                         averaged = settings.check_every * len(recent)
                     break
         n_chunks = steps // settings.check_every
         if settings.progress_every and n_chunks % settings.progress_every == 0:
-            log.info("%s: step %d  loss %.5g  (%.1f s)", label, steps,
-                     history[-settings.check_every:].mean(), time.perf_counter() - t0)
+            log.info(
+                "%s: step %d  loss %.5g  (%.1f s)",
+                label,
+                steps,
+                history[-settings.check_every :].mean(),
+                time.perf_counter() - t0,
+            )
     jax.block_until_ready(params)
     wall = time.perf_counter() - t0
     history = np.concatenate(losses)
@@ -279,16 +309,33 @@ def train(loss_fn, params, key, data: dict, n_persons: int, settings: TrainSetti
     drifting = track and (drift is None or drift > settings.drift_max)
     still_improving = stop_reason == "max_steps" and (final is None or final.improving or drifting)
     if still_improving:
-        reason += (" while still improving" + ("" if final is None else
-                   f" (loss slope {final.slope:.3g} +- {final.slope_se:.2g} per {unit}"
-                   + (f", gradient drift {drift:.2g} in {drift_array})" if drift is not None else ")")))
-    convergence = {"stopping": settings.stopping, "stop_reason": stop_reason,
-                   **(final.as_dict() if final is not None else
-                      {"slope": None, "slope_se": None, "slope_unit": unit, "improving": None}),
-                   "max_steps_still_improving": still_improving,
-                   "gradient_drift": drift, "gradient_drift_array": drift_array, "averaged_steps": averaged}
-    log.info("%s: %s after %d steps, %.2f s (+%.2f s compile)", label,
-             "converged" if converged else "stopped", steps, wall, compile_seconds)
+        reason += " while still improving" + (
+            ""
+            if final is None
+            else f" (loss slope {final.slope:.3g} +- {final.slope_se:.2g} per {unit}"
+            + (f", gradient drift {drift:.2g} in {drift_array})" if drift is not None else ")")
+        )
+    convergence = {
+        "stopping": settings.stopping,
+        "stop_reason": stop_reason,
+        **(
+            final.as_dict()
+            if final is not None
+            else {"slope": None, "slope_se": None, "slope_unit": unit, "improving": None}
+        ),
+        "max_steps_still_improving": still_improving,
+        "gradient_drift": drift,
+        "gradient_drift_array": drift_array,
+        "averaged_steps": averaged,
+    }
+    log.info(
+        "%s: %s after %d steps, %.2f s (+%.2f s compile)",
+        label,
+        "converged" if converged else "stopped",
+        steps,
+        wall,
+        compile_seconds,
+    )
     return FitResult(params, history, steps, converged, reason, wall, compile_seconds, convergence=convergence)
 
 
@@ -301,9 +348,17 @@ def keep_last_good(fit, *args, **kwargs) -> FitResult:
         return fit(*args, **kwargs)
     except FitDivergedError as err:
         log.error("%s", err)
-        return FitResult(err.last_good, np.asarray(err.losses), max(err.step, 1), False, str(err),
-                         time.perf_counter() - t0, 0.0, {"diverged_at_step": err.step},
-                         convergence={"stop_reason": "diverged", "max_steps_still_improving": False})
+        return FitResult(
+            err.last_good,
+            np.asarray(err.losses),
+            max(err.step, 1),
+            False,
+            str(err),
+            time.perf_counter() - t0,
+            0.0,
+            {"diverged_at_step": err.step},
+            convergence={"stop_reason": "diverged", "max_steps_still_improving": False},
+        )
 
 
 def _all_finite(tree) -> bool:

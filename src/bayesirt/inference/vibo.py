@@ -89,16 +89,17 @@ def init(key, st: irt2pl.Structure, settings: VIBOSettings, y) -> dict:
     loc = irt2pl.initial_items(y, st)
     log_scale = jax.tree.map(lambda v: jnp.full_like(v, math.log(settings.init_item_scale)), loc)
     sizes = [n_item_features(st) + st.n_categories_max, *map(int, settings.hidden), 2 * st.n_factors]
-    return {"items": {"loc": loc, "log_scale": log_scale},
-            "encoder": networks.init_mlp(key, sizes, scale_last=0.1)}
+    return {"items": {"loc": loc, "log_scale": log_scale}, "encoder": networks.init_mlp(key, sizes, scale_last=0.1)}
 
 
 def sample_items(key, q_items: dict):
     """One reparameterized draw of the unconstrained item values from q(d)."""
     names = sorted(q_items["loc"])
     keys = dict(zip(names, jax.random.split(key, len(names))))
-    return {n: q_items["loc"][n] + jnp.exp(q_items["log_scale"][n]) * jax.random.normal(keys[n], q_items["loc"][n].shape)
-            for n in names}
+    return {
+        n: q_items["loc"][n] + jnp.exp(q_items["log_scale"][n]) * jax.random.normal(keys[n], q_items["loc"][n].shape)
+        for n in names
+    }
 
 
 def item_kl(q_items: dict, priors: irt2pl.ItemPriors):
@@ -107,7 +108,7 @@ def item_kl(q_items: dict, priors: irt2pl.ItemPriors):
     for name, loc in q_items["loc"].items():
         mean, sd = priors.of(name)
         log_s = q_items["log_scale"][name]
-        total = total + jnp.sum(math.log(sd) - log_s + (jnp.exp(2 * log_s) + (loc - mean) ** 2) / (2 * sd ** 2) - 0.5)
+        total = total + jnp.sum(math.log(sd) - log_s + (jnp.exp(2 * log_s) + (loc - mean) ** 2) / (2 * sd**2) - 0.5)
     return total
 
 
@@ -116,8 +117,13 @@ def expert_table(encoder, items: dict, st: irt2pl.Structure):
     feats = _item_features(items, st)  # (J, F)
     cmax = st.n_categories_max
     onehot = jnp.eye(cmax, dtype=feats.dtype)
-    x = jnp.concatenate([jnp.broadcast_to(feats[:, None, :], (st.n_items, cmax, feats.shape[1])),
-                         jnp.broadcast_to(onehot[None], (st.n_items, cmax, cmax))], axis=-1)
+    x = jnp.concatenate(
+        [
+            jnp.broadcast_to(feats[:, None, :], (st.n_items, cmax, feats.shape[1])),
+            jnp.broadcast_to(onehot[None], (st.n_items, cmax, cmax)),
+        ],
+        axis=-1,
+    )
     out = networks.apply_mlp(encoder, x)
     k = st.n_factors
     mu, prec = out[..., :k], jax.nn.softplus(out[..., k:] + 1.0)
@@ -147,7 +153,7 @@ def product_of_experts(encoder, items: dict, y, st: irt2pl.Structure, settings: 
 
 
 def _ability_kl(mean, sd):
-    return jnp.sum(0.5 * (sd ** 2 + mean ** 2 - 1.0) - jnp.log(sd), axis=-1)
+    return jnp.sum(0.5 * (sd**2 + mean**2 - 1.0) - jnp.log(sd), axis=-1)
 
 
 def person_terms(params, key, y, index, st: irt2pl.Structure, settings: VIBOSettings):
@@ -184,8 +190,15 @@ def check_batch(batch_size, n_persons: int):
 _init = init  # for ``fit``, whose keyword ``init`` hides the function
 
 
-def fit(key, y, structure: irt2pl.Structure, settings: VIBOSettings = VIBOSettings(), *,
-        init: dict | None = None, label: str = "vibo") -> FitResult:
+def fit(
+    key,
+    y,
+    structure: irt2pl.Structure,
+    settings: VIBOSettings = VIBOSettings(),
+    *,
+    init: dict | None = None,
+    label: str = "vibo",
+) -> FitResult:
     """Fit VIBO to responses ``y`` with the project's training driver.
 
     Parameters
@@ -216,8 +229,16 @@ def fit(key, y, structure: irt2pl.Structure, settings: VIBOSettings = VIBOSettin
     check_batch(settings.train.batch_size, y.shape[0])
     init_key, train_key = jax.random.split(key)
     params = _init(init_key, structure, settings, y) if init is None else init
-    return keep_last_good(train, loss_fn(structure, settings, y.shape[0]), params, train_key, {"y": jnp.asarray(y)},
-                          y.shape[0], settings.train, label)
+    return keep_last_good(
+        train,
+        loss_fn(structure, settings, y.shape[0]),
+        params,
+        train_key,
+        {"y": jnp.asarray(y)},
+        y.shape[0],
+        settings.train,
+        label,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,8 +259,10 @@ def item_posterior(params: dict, st: irt2pl.Structure, key=None, n_draws: int = 
         out["difficulty"] = (loc["difficulty"], jnp.exp(log_scale["difficulty"]))
     if st.model == "grm":
         key = jax.random.key(0) if key is None else key
-        q = {"loc": {k: loc[k] for k in ("first_cut", "log_gaps")},
-             "log_scale": {k: log_scale[k] for k in ("first_cut", "log_gaps")}}
+        q = {
+            "loc": {k: loc[k] for k in ("first_cut", "log_gaps")},
+            "log_scale": {k: log_scale[k] for k in ("first_cut", "log_gaps")},
+        }
 
         def cut_draw(k):
             d = sample_items(k, q)
@@ -261,17 +284,19 @@ def make_encoder(st: irt2pl.Structure, settings: VIBOSettings, n_item_draws: int
         if n_item_draws == 0:
             return product_of_experts(params["encoder"], params["items"]["loc"], y, st, settings)
         keys = jax.random.split(key, n_item_draws)
-        means, sds = jax.vmap(lambda k: product_of_experts(params["encoder"], sample_items(k, params["items"]),
-                                                           y, st, settings))(keys)
+        means, sds = jax.vmap(
+            lambda k: product_of_experts(params["encoder"], sample_items(k, params["items"]), y, st, settings)
+        )(keys)
         mean = means.mean(0)
-        var = (sds ** 2 + means ** 2).mean(0) - mean ** 2
+        var = (sds**2 + means**2).mean(0) - mean**2
         return mean, jnp.sqrt(jnp.maximum(var, 0.0))
 
     return score
 
 
-def encode(params: dict, st: irt2pl.Structure, settings: VIBOSettings, key, y, n_item_draws: int = 16,
-           chunk: int = 100_000):
+def encode(
+    params: dict, st: irt2pl.Structure, settings: VIBOSettings, key, y, n_item_draws: int = 16, chunk: int = 100_000
+):
     """Abilities' posterior mean and sd (N, K) for responses ``y`` (checked), in chunks."""
     y = np.asarray(y)
     if y.ndim != 2 or y.shape[1] != st.n_items:
@@ -281,12 +306,13 @@ def encode(params: dict, st: irt2pl.Structure, settings: VIBOSettings, key, y, n
         i, j = map(int, np.argwhere((y < -1) | (y > top))[0])
         raise ValueError(f"response {int(y[i, j])} of person {i} to item {j} is outside the model's categories")
     score = make_encoder(st, settings, n_item_draws)
-    parts = [score(params, key, jnp.asarray(y[a:a + chunk])) for a in range(0, y.shape[0], chunk)]
+    parts = [score(params, key, jnp.asarray(y[a : a + chunk])) for a in range(0, y.shape[0], chunk)]
     return np.concatenate([np.asarray(p[0]) for p in parts]), np.concatenate([np.asarray(p[1]) for p in parts])
 
 
 def ability_draws(params: dict, st: irt2pl.Structure, settings: VIBOSettings, key, y, n_draws: int):
     """Joint draws (item values, abilities) from q(d) q(a | d, r): dict of (S, ...) arrays."""
+
     def one(k):
         k_item, k_ab = jax.random.split(k)
         items = sample_items(k_item, params["items"])
@@ -296,8 +322,9 @@ def ability_draws(params: dict, st: irt2pl.Structure, settings: VIBOSettings, ke
     return jax.jit(jax.vmap(one))(jax.random.split(key, n_draws))
 
 
-def predictive_probs(params: dict, st: irt2pl.Structure, settings: VIBOSettings, key, y, rows, cols,
-                     n_draws: int = 200):
+def predictive_probs(
+    params: dict, st: irt2pl.Structure, settings: VIBOSettings, key, y, rows, cols, n_draws: int = 200
+):
     """Posterior predictive P(y_ij = c) at cells (rows, cols) that are hidden in ``y``:
     averaged over joint draws of q(d) q(a | d, r). Returns (n_cells, C)."""
     items, theta = ability_draws(params, st, settings, key, jnp.asarray(y), n_draws)

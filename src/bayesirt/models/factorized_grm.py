@@ -69,15 +69,17 @@ def structure(n_categories, scale_index=None) -> Structure:
     scale_index = np.zeros(n_categories.size, np.int32) if scale_index is None else np.asarray(scale_index, np.int32)
     if scale_index.shape != n_categories.shape or (scale_index < 0).any():
         raise ValueError(f"scale_index must give a scale 0..S-1 for each of the {n_categories.size} items")
-    return Structure(jnp.asarray(scale_index), jnp.asarray(n_categories), int(scale_index.max()) + 1,
-                     int(n_categories.max()))
+    return Structure(
+        jnp.asarray(scale_index), jnp.asarray(n_categories), int(scale_index.max()) + 1, int(n_categories.max())
+    )
 
 
 def structure_of(rm) -> Structure:
     """The structure of a response matrix (anything with ``scale_index``, ``n_categories`` and
     ``scales``)."""
-    return Structure(jnp.asarray(rm.scale_index), jnp.asarray(rm.n_categories),
-                     len(rm.scales), int(rm.n_categories.max()))
+    return Structure(
+        jnp.asarray(rm.scale_index), jnp.asarray(rm.n_categories), len(rm.scales), int(rm.n_categories.max())
+    )
 
 
 def parameter_shapes(st: Structure, n_persons: int) -> dict:
@@ -138,13 +140,16 @@ def log_prior(params, p: Priors, st: Structure, local: bool):
         return dists["ability"].log_prob(params["ability"]).sum(-1)
     # Increments an item does not use (fewer categories than Kmax) keep their prior, so
     # they stay proper in the posterior without touching the likelihood.
-    return (dists["discrimination"].log_prob(params["discrimination"]).sum()
-            + dists["base_difficulty"].log_prob(params["base_difficulty"]).sum()
-            + dists["increments"].log_prob(params["increments"]).sum())
+    return (
+        dists["discrimination"].log_prob(params["discrimination"]).sum()
+        + dists["base_difficulty"].log_prob(params["base_difficulty"]).sum()
+        + dists["increments"].log_prob(params["increments"]).sum()
+    )
 
 
-def draw_parameters(rng: np.random.Generator, n_persons: int, items_per_scale: list[int],
-                    n_categories: int, ability_corr: float = 0.0) -> dict:
+def draw_parameters(
+    rng: np.random.Generator, n_persons: int, items_per_scale: list[int], n_categories: int, ability_corr: float = 0.0
+) -> dict:
     """Plausible true parameters for simulation (numpy, float64).
 
     Discriminations log-normal around 1.5 (0.8..2.8 typical), thresholds spread symmetric
@@ -161,8 +166,7 @@ def draw_parameters(rng: np.random.Generator, n_persons: int, items_per_scale: l
     base = location - span / 2
     cov = np.full((n_scales, n_scales), ability_corr) + (1 - ability_corr) * np.eye(n_scales)
     ability = rng.multivariate_normal(np.zeros(n_scales), cov, n_persons)
-    return {"discrimination": alpha, "base_difficulty": base, "increments": increments,
-            "ability": ability}
+    return {"discrimination": alpha, "base_difficulty": base, "increments": increments, "ability": ability}
 
 
 def initial_values(y, st: Structure) -> dict:
@@ -191,5 +195,9 @@ def initial_values(y, st: Structure) -> dict:
         t = -np.log(p_at_least / (1 - p_at_least)) * np.sqrt(1 + np.pi / 8)
         tau[i] = np.maximum.accumulate(t)
     increments = np.maximum(np.diff(tau, axis=1), 0.05)
-    return {"discrimination": np.ones(n_items), "base_difficulty": tau[:, 0],
-            "increments": increments, "ability": ability}
+    return {
+        "discrimination": np.ones(n_items),
+        "base_difficulty": tau[:, 0],
+        "increments": increments,
+        "ability": ability,
+    }

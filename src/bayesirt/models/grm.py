@@ -185,7 +185,6 @@ def log_mixture_prob(q, score, cuts, item=None, clip: float = 40.0):
     return jnp.log(jnp.maximum(value, 1e-37))
 
 
-
 def exp_cut_tables(cuts, n_categories, clip: float = 40.0):
     """Per-item tables for ``category_probs``: cuts (I, Kmax-1) increasing, n_categories (I,).
 
@@ -260,8 +259,12 @@ def _category_probs_bwd(clip, res, g):
     g_s = g_s * s * s  # cotangent of S times -dS/d(e v)
     g_v = jnp.sum(g_prod * gap * hi, -1) - jnp.sum(g_s * e, -1)
     g_score = jnp.where(jnp.abs(score) <= clip, -v[..., 0] * g_v, 0.0)
-    return (_sum_to(g_score, jnp.shape(score)), _sum_to(-g_s * v, e.shape), _sum_to(g_prod * v * hi, gap.shape),
-            jnp.zeros_like(top))
+    return (
+        _sum_to(g_score, jnp.shape(score)),
+        _sum_to(-g_s * v, e.shape),
+        _sum_to(g_prod * v * hi, gap.shape),
+        jnp.zeros_like(top),
+    )
 
 
 category_probs.defvjp(_category_probs_fwd, _category_probs_bwd)

@@ -75,13 +75,16 @@ class Structure:
             raise ValueError(f"n_factors must be at least 1, got {self.n_factors}")
         # Ledermann's bound: more factors than this cannot be identified from J items
         if (self.n_items - self.n_factors) ** 2 < self.n_items + self.n_factors:
-            raise ValueError(f"n_factors={self.n_factors} is more than {self.n_items} items can identify "
-                             f"(needs (J - K)^2 >= J + K)")
+            raise ValueError(
+                f"n_factors={self.n_factors} is more than {self.n_items} items can identify (needs (J - K)^2 >= J + K)"
+            )
         if self.model == "grm":
             if len(self.n_categories) != self.n_items or min(self.n_categories) < 2:
                 raise ValueError("a GRM structure needs n_categories (>= 2) for each of its items")
         elif self.n_categories and any(c != 2 for c in self.n_categories):
-            raise ValueError(f"model '{self.model}' is binary; got items with {sorted(set(self.n_categories))} categories")
+            raise ValueError(
+                f"model '{self.model}' is binary; got items with {sorted(set(self.n_categories))} categories"
+            )
 
     @property
     def n_categories_max(self) -> int:
@@ -112,13 +115,13 @@ def check_responses(y, st: Structure) -> np.ndarray:
     bad = (y < MISSING) | (y > top)
     if bad.any():
         i, j = map(int, np.argwhere(bad)[0])
-        raise ValueError(f"response {int(y[i, j])} of person {i} to item {j} is outside the model's "
-                         f"categories -1..{int(top[0, j])}")
+        raise ValueError(
+            f"response {int(y[i, j])} of person {i} to item {j} is outside the model's categories -1..{int(top[0, j])}"
+        )
     observed = y != MISSING
     empty_person = np.flatnonzero(~observed.any(1))
     if empty_person.size:
-        raise ValueError(f"person {int(empty_person[0])} has no observed response "
-                         f"({empty_person.size} such persons)")
+        raise ValueError(f"person {int(empty_person[0])} has no observed response ({empty_person.size} such persons)")
     empty_item = np.flatnonzero(~observed.any(0))
     if empty_item.size:
         raise ValueError(f"item {int(empty_item[0])} has no observed response ({empty_item.size} such items)")
@@ -185,7 +188,7 @@ def item_log_prior(items: dict, priors: ItemPriors):
 
 
 def ability_log_prior(theta):
-    return jnp.sum(-0.5 * theta ** 2 - 0.5 * math.log(2 * math.pi), axis=-1)
+    return jnp.sum(-0.5 * theta**2 - 0.5 * math.log(2 * math.pi), axis=-1)
 
 
 def initial_items(y, st: Structure, dtype=jnp.float32) -> dict:

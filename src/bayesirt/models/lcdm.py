@@ -38,12 +38,12 @@ from jax.scipy.special import gammaln, logsumexp
 # design tensor (J x 2^A x K) alone outgrows memory for any realistic test, so it is refused.
 MAX_ATTRIBUTES = 16
 # N x 2^A float32 cells held at once (4 GiB); larger problems are refused with this limit named.
-MAX_PROFILE_CELLS = 2 ** 30
+MAX_PROFILE_CELLS = 2**30
 
 
 def profiles(n_attributes: int) -> np.ndarray:
     """(2^A, A) 0/1 matrix; row c is the profile with index c (attribute a = bit a of c)."""
-    c = np.arange(2 ** n_attributes)
+    c = np.arange(2**n_attributes)
     return ((c[:, None] >> np.arange(n_attributes)[None, :]) & 1).astype(np.int8)
 
 
@@ -80,8 +80,7 @@ class Design(NamedTuple):
     names: list  # per item, the feature names
 
 
-def check_q_matrix(q, n_items: int | None = None, where: str = "Q-matrix",
-                   allow_zero_rows: bool = False) -> np.ndarray:
+def check_q_matrix(q, n_items: int | None = None, where: str = "Q-matrix", allow_zero_rows: bool = False) -> np.ndarray:
     """A 0/1 (J, A) Q-matrix with no zero row or column, or a one-line ValueError naming the
     item or attribute. A zero row (an item measuring nothing: intercept only, carrying no
     information on profiles) is usually a coding error; the seed-002 design draws such rows on
@@ -94,16 +93,21 @@ def check_q_matrix(q, n_items: int | None = None, where: str = "Q-matrix",
     if not np.isin(q, (0, 1)).all():
         raise ValueError(f"{where}: entries must be 0 or 1")
     if q.shape[1] > MAX_ATTRIBUTES:
-        raise ValueError(f"{where}: {q.shape[1]} attributes give 2^{q.shape[1]} profiles; at most "
-                         f"{MAX_ATTRIBUTES} attributes are supported")
+        raise ValueError(
+            f"{where}: {q.shape[1]} attributes give 2^{q.shape[1]} profiles; at most "
+            f"{MAX_ATTRIBUTES} attributes are supported"
+        )
     zero_rows = np.flatnonzero(q.sum(1) == 0)
     if zero_rows.size and not allow_zero_rows:
-        raise ValueError(f"{where}: item {int(zero_rows[0]) + 1} (row {int(zero_rows[0])}) measures no attribute "
-                         f"(pass allow_zero_rows for intercept-only items)")
+        raise ValueError(
+            f"{where}: item {int(zero_rows[0]) + 1} (row {int(zero_rows[0])}) measures no attribute "
+            f"(pass allow_zero_rows for intercept-only items)"
+        )
     zero_cols = np.flatnonzero(q.sum(0) == 0)
     if zero_cols.size:
-        raise ValueError(f"{where}: attribute {int(zero_cols[0]) + 1} (column {int(zero_cols[0])}) "
-                         f"is measured by no item")
+        raise ValueError(
+            f"{where}: attribute {int(zero_cols[0]) + 1} (column {int(zero_cols[0])}) is measured by no item"
+        )
     return q.astype(np.int8)
 
 
@@ -116,16 +120,20 @@ def check_responses(y, where: str = "responses") -> np.ndarray:
     bad = ~np.isin(y, (-1, 0, 1))
     if bad.any():
         i, j = np.argwhere(bad)[0]
-        raise ValueError(f"{where}: item {int(j) + 1} (column {int(j)}) holds {y[i, j].item()!r} at person {int(i)}; "
-                         f"the LCDM needs binary responses 0/1 (missing -1)")
+        raise ValueError(
+            f"{where}: item {int(j) + 1} (column {int(j)}) holds {y[i, j].item()!r} at person {int(i)}; "
+            f"the LCDM needs binary responses 0/1 (missing -1)"
+        )
     return y.astype(np.int32)
 
 
 def check_size(n_persons: int, n_attributes: int, where: str = "LCDM") -> None:
-    cells = n_persons * 2 ** n_attributes
+    cells = n_persons * 2**n_attributes
     if cells > MAX_PROFILE_CELLS:
-        raise ValueError(f"{where}: {n_persons} persons x 2^{n_attributes} profiles = {cells} cells exceed "
-                         f"the limit of {MAX_PROFILE_CELLS} held at once; use fewer attributes or persons")
+        raise ValueError(
+            f"{where}: {n_persons} persons x 2^{n_attributes} profiles = {cells} cells exceed "
+            f"the limit of {MAX_PROFILE_CELLS} held at once; use fewer attributes or persons"
+        )
 
 
 def design(q) -> Design:
@@ -135,7 +143,7 @@ def design(q) -> Design:
     prof = profiles(n_attr)
     feats = [item_features(q[j]) for j in range(n_items)]
     k = max(len(f) for f in feats)
-    delta = np.zeros((n_items, 2 ** n_attr, k))
+    delta = np.zeros((n_items, 2**n_attr, k))
     mask = np.zeros((n_items, k))
     order = np.full((n_items, k), -1, dtype=np.int32)
     for j, fj in enumerate(feats):
@@ -143,15 +151,16 @@ def design(q) -> Design:
             delta[j, :, f] = prof[:, list(feat)].prod(1) if feat else 1.0
             mask[j, f] = 1.0
             order[j, f] = len(feat)
-    return Design(delta, mask, np.array([len(f) for f in feats]), order,
-                  [[feature_name(f) for f in fj] for fj in feats])
+    return Design(
+        delta, mask, np.array([len(f) for f in feats]), order, [[feature_name(f) for f in fj] for fj in feats]
+    )
 
 
 def pack_beta(betas, k: int) -> np.ndarray:
     """List of per-item coefficient vectors -> padded (J, K) array."""
     out = np.zeros((len(betas), k))
     for j, b in enumerate(betas):
-        out[j, :len(b)] = b
+        out[j, : len(b)] = b
     return out
 
 
@@ -173,8 +182,9 @@ def item_logits(beta, delta):
 def profile_loglik(beta, delta, y_obs, n_obs):
     """(..., N, L): log p(y_i | profile l, beta), missing cells contributing nothing."""
     eta = item_logits(beta, delta)
-    return (jnp.einsum("nj,...jl->...nl", y_obs, jax.nn.log_sigmoid(eta))
-            + jnp.einsum("nj,...jl->...nl", n_obs, jax.nn.log_sigmoid(-eta)))
+    return jnp.einsum("nj,...jl->...nl", y_obs, jax.nn.log_sigmoid(eta)) + jnp.einsum(
+        "nj,...jl->...nl", n_obs, jax.nn.log_sigmoid(-eta)
+    )
 
 
 def marginal_loglik(beta, log_pi, delta, y_obs, n_obs):
@@ -202,8 +212,7 @@ def log_normal_beta(beta, sigma2, feature_mask):
     """(..., J): log N(beta_j; 0, sigma^2 I) over each item's real features. ``sigma2`` (...)."""
     s2 = jnp.asarray(sigma2)[..., None]
     k = feature_mask.sum(-1)
-    return (-0.5 * jnp.sum(feature_mask * beta ** 2, -1) / s2
-            - 0.5 * k * (jnp.log(2 * jnp.pi) + jnp.log(s2)))
+    return -0.5 * jnp.sum(feature_mask * beta**2, -1) / s2 - 0.5 * k * (jnp.log(2 * jnp.pi) + jnp.log(s2))
 
 
 def log_inv_gamma(sigma2, a, b):
@@ -218,10 +227,12 @@ def log_dirichlet(log_pi, d):
 
 def log_joint_collapsed(beta, log_pi, sigma2, delta, feature_mask, y_obs, n_obs, priors: Priors):
     """log p(y, beta, pi, sigma^2) with Z summed out (constrained parameters, no Jacobians)."""
-    return (marginal_loglik(beta, log_pi, delta, y_obs, n_obs).sum()
-            + log_normal_beta(beta, sigma2, feature_mask).sum()
-            + log_dirichlet(log_pi, priors.d0)
-            + log_inv_gamma(sigma2, priors.a0, priors.b0))
+    return (
+        marginal_loglik(beta, log_pi, delta, y_obs, n_obs).sum()
+        + log_normal_beta(beta, sigma2, feature_mask).sum()
+        + log_dirichlet(log_pi, priors.d0)
+        + log_inv_gamma(sigma2, priors.a0, priors.b0)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,8 +243,10 @@ def check_monotone_design(design: Design, where: str = "Q-matrix") -> None:
     """Monotone coefficients are parameterised for items measuring one or two attributes."""
     wide = np.flatnonzero(design.order.max(1) > 2)
     if wide.size:
-        raise ValueError(f"{where}: item {int(wide[0]) + 1} measures {int(design.order[wide[0]].max())} attributes; "
-                         f"monotonicity constraints support items measuring at most 2")
+        raise ValueError(
+            f"{where}: item {int(wide[0]) + 1} measures {int(design.order[wide[0]].max())} attributes; "
+            f"monotonicity constraints support items measuring at most 2"
+        )
 
 
 def monotone_beta(u, order):

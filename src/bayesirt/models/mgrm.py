@@ -56,8 +56,9 @@ class Structure(NamedTuple):
         return int(self.loading_mask.shape[0])
 
 
-def structure(n_categories, n_factors: int, q_matrix=None, positive_loadings: bool = False,
-              correlated: bool | None = None) -> Structure:
+def structure(
+    n_categories, n_factors: int, q_matrix=None, positive_loadings: bool = False, correlated: bool | None = None
+) -> Structure:
     """Build a ``Structure``. ``q_matrix`` (I, P) of 0/1 gives a confirmatory model; ``None``
     an exploratory one. ``correlated`` defaults to True for confirmatory and False for
     exploratory models."""
@@ -79,8 +80,14 @@ def structure(n_categories, n_factors: int, q_matrix=None, positive_loadings: bo
             raise ValueError(f"q_matrix: item {int(np.argmin(mask.sum(1)))} loads on no factor")
     if correlated is None:
         correlated = q_matrix is not None and n_factors > 1
-    return Structure(jnp.asarray(n_categories), jnp.asarray(mask), int(n_factors),
-                     int(n_categories.max()), bool(positive_loadings), bool(correlated and n_factors > 1))
+    return Structure(
+        jnp.asarray(n_categories),
+        jnp.asarray(mask),
+        int(n_factors),
+        int(n_categories.max()),
+        bool(positive_loadings),
+        bool(correlated and n_factors > 1),
+    )
 
 
 def simple_structure_q(factor_of_item, n_factors: int) -> np.ndarray:
@@ -92,6 +99,7 @@ def simple_structure_q(factor_of_item, n_factors: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- parameters
+
 
 def loadings(params, st: Structure):
     raw = params["loadings_raw"]
@@ -157,9 +165,9 @@ def init_params(key, st: Structure, responses=None, init_loading: float | None =
             upper = np.cumsum(counts[::-1])[::-1][1:] / counts.sum()  # P(Y >= k), k = 1..K-1
             cj = -np.log(upper / (1.0 - upper))  # cut_k = -logit P(Y >= k)
             cj = np.maximum.accumulate(cj + np.arange(cj.size) * 1e-3)
-            c[j, :k - 1] = cj
+            c[j, : k - 1] = cj
             if k - 1 < kmax - 1:  # unused cuts of items with fewer categories: keep increasing
-                c[j, k - 1:] = cj[-1] + np.arange(1, kmax - k + 1)
+                c[j, k - 1 :] = cj[-1] + np.arange(1, kmax - k + 1)
     gaps = np.maximum(np.diff(c, axis=1), 1e-2)
     params = {
         "loadings_raw": jnp.asarray(raw, jnp.float32),
@@ -187,13 +195,16 @@ def params_from_natural(st: Structure, loadings_value, cuts_value, corr=None) ->
     gaps = np.diff(c, axis=1)
     if (gaps <= 0).any():
         raise ValueError("cuts must be strictly increasing along each row")
-    params = {"loadings_raw": jnp.asarray(raw, jnp.float32), "cut_base": jnp.asarray(c[:, 0], jnp.float32),
-              "cut_increments": jnp.asarray(np.log(np.expm1(gaps)), jnp.float32)}
+    params = {
+        "loadings_raw": jnp.asarray(raw, jnp.float32),
+        "cut_base": jnp.asarray(c[:, 0], jnp.float32),
+        "cut_increments": jnp.asarray(np.log(np.expm1(gaps)), jnp.float32),
+    }
     if st.correlated:
         corr = np.eye(st.n_factors) if corr is None else np.asarray(corr, np.float64)
-        params["corr_raw"] = jnp.asarray(tfb.CorrelationCholesky().inverse(
-            jnp.asarray(np.linalg.cholesky(corr), jnp.float32)),
-                                         jnp.float32)
+        params["corr_raw"] = jnp.asarray(
+            tfb.CorrelationCholesky().inverse(jnp.asarray(np.linalg.cholesky(corr), jnp.float32)), jnp.float32
+        )
     return params
 
 
@@ -209,7 +220,7 @@ def truth_params(st: Structure, truth) -> dict:
     ncat = np.asarray(st.n_categories)
     for j in range(st.n_items):  # unused cuts of items with fewer categories: keep increasing
         if ncat[j] - 1 < kmax - 1:
-            cut_m[j, ncat[j] - 1:] = cut_m[j, ncat[j] - 2] + np.arange(1, kmax - ncat[j] + 1)
+            cut_m[j, ncat[j] - 1 :] = cut_m[j, ncat[j] - 2] + np.arange(1, kmax - ncat[j] + 1)
     corr = np.eye(st.n_factors)
     fc = truth[truth.parameter == "factor_corr"]
     corr[fc.factor.to_numpy(), fc.factor2.to_numpy()] = fc.value.to_numpy()
@@ -218,6 +229,7 @@ def truth_params(st: Structure, truth) -> dict:
 
 
 # ----------------------------------------------------------------------------- densities
+
 
 def log_likelihood(params, y, z, st: Structure):
     """log p(x_i | z) summed over observed items; missing cells (-1) contribute 0.
@@ -237,8 +249,7 @@ def log_prior(params, z, st: Structure):
     chol = factor_cholesky(params, st)
     flat = z.reshape(-1, p)
     white = jax.scipy.linalg.solve_triangular(chol, flat.T, lower=True).T.reshape(z.shape)
-    return (-0.5 * jnp.sum(white * white, -1) - jnp.sum(jnp.log(jnp.diag(chol)))
-            - 0.5 * p * LOG_2PI)
+    return -0.5 * jnp.sum(white * white, -1) - jnp.sum(jnp.log(jnp.diag(chol))) - 0.5 * p * LOG_2PI
 
 
 def log_joint(params, y, z, st: Structure):
@@ -253,12 +264,15 @@ def sample_prior(key, params, st: Structure, shape=()):
 
 # ----------------------------------------------------------------------------- outputs
 
+
 def natural_params(params, st: Structure) -> dict:
     """numpy loadings (I, P), intercepts (a list: each item's C_i - 1 of them) and factor
     correlations (P, P): the layout of ``bayesirt.tables.mgrm_table`` and of the truth of
     ``bayesirt.data.simulate_mgrm`` (the inverse of ``params_from_natural``)."""
     ints = np.asarray(intercepts(params, st))
     ncat = np.asarray(st.n_categories)
-    return {"loading": np.asarray(loadings(params, st)),
-            "intercept": [ints[j, :ncat[j] - 1] for j in range(ints.shape[0])],
-            "factor_corr": np.asarray(factor_corr(params, st))}
+    return {
+        "loading": np.asarray(loadings(params, st)),
+        "intercept": [ints[j, : ncat[j] - 1] for j in range(ints.shape[0])],
+        "factor_corr": np.asarray(factor_corr(params, st)),
+    }

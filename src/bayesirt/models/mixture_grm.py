@@ -56,10 +56,12 @@ def structure_of(rm, n_dimensions: int) -> Structure:
 
 def parameter_shapes(st: Structure, n_persons: int) -> dict:
     n_items = st.scale_index.shape[0]
-    return {"discrimination": (n_items, st.n_dimensions),
-            "base_difficulty": (n_items,),
-            "increments": (n_items, max(st.max_categories - 2, 0)),
-            "ability": (n_persons, st.n_scales, st.n_dimensions)}
+    return {
+        "discrimination": (n_items, st.n_dimensions),
+        "base_difficulty": (n_items,),
+        "increments": (n_items, max(st.max_categories - 2, 0)),
+        "ability": (n_persons, st.n_scales, st.n_dimensions),
+    }
 
 
 def mixture_weights(params):
@@ -99,8 +101,9 @@ def category_probs(params, persons, items, st: Structure):
     a = alpha[items]  # (..., D)
     score = a * params["ability"][persons, st.scale_index[items]]  # (..., D)
     top = grm.top_category_mask(st.n_categories[items], st.max_categories, a.dtype)
-    per_dim = jax.vmap(lambda e_d, gap_d, s_d: grm.category_probs(s_d, e_d[items], gap_d[items], top),
-                       in_axes=(0, 0, -1), out_axes=-2)(e, gap, score)  # (..., D, Kmax)
+    per_dim = jax.vmap(
+        lambda e_d, gap_d, s_d: grm.category_probs(s_d, e_d[items], gap_d[items], top), in_axes=(0, 0, -1), out_axes=-2
+    )(e, gap, score)  # (..., D, Kmax)
     return jnp.einsum("...d,...dk->...k", a / a.sum(-1, keepdims=True), per_dim)
 
 
@@ -129,13 +132,17 @@ def initial_values(y, st: Structure) -> dict:
     n_dimensions = st.n_dimensions
     base = fgrm.initial_values(y, fgrm.Structure(*st[:4]))
     spread = np.linspace(0.8, 1.2, n_dimensions) if n_dimensions > 1 else np.ones(1)
-    return {"discrimination": base["discrimination"][:, None] * spread[None],
-            "base_difficulty": base["base_difficulty"], "increments": base["increments"],
-            "ability": base["ability"][:, :, None] * spread[None, None]}
+    return {
+        "discrimination": base["discrimination"][:, None] * spread[None],
+        "base_difficulty": base["base_difficulty"],
+        "increments": base["increments"],
+        "ability": base["ability"][:, :, None] * spread[None, None],
+    }
 
 
-def draw_parameters(rng: np.random.Generator, n_persons: int, items_per_scale: list[int],
-                    n_categories: int, n_dimensions: int) -> dict:
+def draw_parameters(
+    rng: np.random.Generator, n_persons: int, items_per_scale: list[int], n_categories: int, n_dimensions: int
+) -> dict:
     """True parameters for simulation: thresholds as in ``factorized_grm.draw_parameters``,
     discriminations log-normal per dimension, independent standard-normal abilities."""
     base = fgrm.draw_parameters(rng, n_persons, items_per_scale, n_categories)

@@ -120,15 +120,19 @@ def log_joint(params: dict, y, priors: Priors, link: str = "probit"):
 
 def constrain(unconstrained: dict) -> dict:
     """``{ability, log_discrimination, difficulty}`` -> ``{ability, discrimination, difficulty}``."""
-    return {"ability": unconstrained["ability"],
-            "discrimination": jnp.exp(unconstrained["log_discrimination"]),
-            "difficulty": unconstrained["difficulty"]}
+    return {
+        "ability": unconstrained["ability"],
+        "discrimination": jnp.exp(unconstrained["log_discrimination"]),
+        "difficulty": unconstrained["difficulty"],
+    }
 
 
 def unconstrain(params: dict) -> dict:
-    return {"ability": jnp.asarray(params["ability"]),
-            "log_discrimination": jnp.log(jnp.asarray(params["discrimination"])),
-            "difficulty": jnp.asarray(params["difficulty"])}
+    return {
+        "ability": jnp.asarray(params["ability"]),
+        "log_discrimination": jnp.log(jnp.asarray(params["discrimination"])),
+        "difficulty": jnp.asarray(params["difficulty"]),
+    }
 
 
 def log_joint_unconstrained(unconstrained: dict, y, priors: Priors, link: str = "probit"):
@@ -173,8 +177,11 @@ def initial_values(y, link: str = "probit") -> dict:
     sd = score.std()
     theta = (score - score.mean()) / (sd if sd > 0 else 1.0)
     theta = np.where(n_obs_person > 0, theta, 0.0)
-    return {"ability": theta.astype(np.float32), "discrimination": np.ones(y.shape[1], np.float32),
-            "difficulty": d.astype(np.float32)}
+    return {
+        "ability": theta.astype(np.float32),
+        "discrimination": np.ones(y.shape[1], np.float32),
+        "difficulty": d.astype(np.float32),
+    }
 
 
 def check_binary_responses(y, item_names=None, *, where: str = "responses", warn=None) -> np.ndarray:
@@ -200,22 +207,30 @@ def check_binary_responses(y, item_names=None, *, where: str = "responses", warn
     bad = ~np.isin(y, (-1, 0, 1))
     if bad.any():
         i, j = map(int, np.argwhere(bad)[0])
-        raise ValueError(f"{where}: code {y[i, j].item()!r} at person {i}, item '{names[j]}' is not binary; "
-                         f"expected 0, 1 or -1 (missing) ({int(bad.sum())} such cells)")
+        raise ValueError(
+            f"{where}: code {y[i, j].item()!r} at person {i}, item '{names[j]}' is not binary; "
+            f"expected 0, 1 or -1 (missing) ({int(bad.sum())} such cells)"
+        )
     y = y.astype(np.int8)
     obs = y >= 0
     n_obs = obs.sum(0)
     n_ones = (y == 1).sum(0)
     empty = np.flatnonzero(n_obs == 0)
     if empty.size:
-        warn(f"{where}: item(s) {[names[j] for j in empty]} have no observed response; "
-             f"their parameters are drawn from the prior")
+        warn(
+            f"{where}: item(s) {[names[j] for j in empty]} have no observed response; "
+            f"their parameters are drawn from the prior"
+        )
     constant = np.flatnonzero((n_obs > 0) & ((n_ones == 0) | (n_ones == n_obs)))
     for j in constant:
-        warn(f"{where}: item '{names[j]}' was answered {int(y[obs[:, j], j][0])} by every one of its "
-             f"{int(n_obs[j])} respondents; its parameters rest on the prior")
+        warn(
+            f"{where}: item '{names[j]}' was answered {int(y[obs[:, j], j][0])} by every one of its "
+            f"{int(n_obs[j])} respondents; its parameters rest on the prior"
+        )
     no_resp = np.flatnonzero(obs.sum(1) == 0)
     if no_resp.size:
-        warn(f"{where}: {no_resp.size} person(s) with no observed response (first: person {int(no_resp[0])}) "
-             f"are kept; their abilities are drawn from the prior")
+        warn(
+            f"{where}: {no_resp.size} person(s) with no observed response (first: person {int(no_resp[0])}) "
+            f"are kept; their abilities are drawn from the prior"
+        )
     return y

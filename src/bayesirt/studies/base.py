@@ -102,5 +102,6 @@ def load(name: str) -> Study:
         raise ValueError(f"unknown study {name!r}; the studies are {', '.join(STUDIES)}")
     module = lambda part: importlib.import_module(f"bayesirt.studies.{name}.{part}")  # noqa: E731
     conditions, methods = module("conditions"), module("methods")
-    return Study(name, conditions.conditions, methods.fit, module("tables").aggregate,
-                 module("figures").figures, methods.METHODS)
+    return Study(
+        name, conditions.conditions, methods.fit, module("tables").aggregate, module("figures").figures, methods.METHODS
+    )

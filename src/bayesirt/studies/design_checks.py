@@ -23,4 +23,5 @@ def check_hidden_cells(key: str, value, rate: float, n_persons: int, n_items: in
         raise ConfigError(
             f"config key '{key}': {value!r} — hiding {need} of the {n_persons * n_items} cells of {what} "
             f"({n_persons} persons x {n_items} items) is impossible: one response of every person and item is "
-            f"kept, so at most {most} ({100 * most / (n_persons * n_items):.0f}%) can be hidden")
+            f"kept, so at most {most} ({100 * most / (n_persons * n_items):.0f}%) can be hidden"
+        )

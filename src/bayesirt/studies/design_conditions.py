@@ -35,8 +35,10 @@ def parse_missing(missing: str) -> tuple[str, float]:
     if percent >= 100:
         raise ValueError(f"'{missing}' — the rate {m.group(2)}% is outside [0, 100)")
     if percent == 0 and kind != "mcar":
-        raise ValueError(f"'{missing}' — a rate of 0% hides nothing, so the kind '{kind}' has no effect; "
-                         "write mcar0 for the condition without hidden responses")
+        raise ValueError(
+            f"'{missing}' — a rate of 0% hides nothing, so the kind '{kind}' has no effect; "
+            "write mcar0 for the condition without hidden responses"
+        )
     return kind, percent / 100.0
 
 
@@ -45,4 +47,3 @@ def max_hidden_cells(n_persons: int, n_items: int) -> int:
     it keeps one response of every person and of every item (``data.missingness.inject``), at
     least max(persons, items) cells."""
     return n_persons * n_items - max(n_persons, n_items)
-

@@ -72,27 +72,34 @@ def _posterior_draws(path, names, missing_ok: bool = False) -> dict | None:
 
 def _factorized(folder, estimates, rm, names, scales, ids):
     post = _posterior_draws(folder / "posterior.nc", ("discrimination", "base_difficulty", "increments"))
-    a = post["discrimination"].reshape(-1, rm.n_items)                    # (S, I): chains x draws
+    a = post["discrimination"].reshape(-1, rm.n_items)  # (S, I): chains x draws
     base = post["base_difficulty"].reshape(-1, rm.n_items)
     inc = post["increments"].reshape(a.shape[0], rm.n_items, -1)
     # the model's ordered thresholds: first threshold plus the cumulative increments
     tau = base[..., None] + np.concatenate([np.zeros_like(base)[..., None], np.cumsum(inc, -1)], -1)
     slopes = np.zeros((a.shape[0], rm.n_items, len(rm.scales)))
     slopes[:, np.arange(rm.n_items), rm.scale_index] = a
-    items = irt_tables.item_table(slopes, irt_tables.thresholds_to_slope_intercept(a, tau), rm.n_categories,
-                                  names, scales, rm.scales)
+    items = irt_tables.item_table(
+        slopes, irt_tables.thresholds_to_slope_intercept(a, tau), rm.n_categories, names, scales, rm.scales
+    )
     ab = estimates[estimates.parameter == "ability"]
     mean = _grid(ab, "scale", rm.scales, rm.n_persons, "mean")
     sd = _grid(ab, "scale", rm.scales, rm.n_persons, "sd")
     loads = np.eye(len(rm.scales), dtype=bool)[rm.scale_index]
-    persons = irt_tables.person_table(mean, sd, rm.scales, ids, irt_tables.answered_per_factor(rm.observed, loads),
-                                      "posterior mean and sd (mean-field ADVI)")
+    persons = irt_tables.person_table(
+        mean,
+        sd,
+        rm.scales,
+        ids,
+        irt_tables.answered_per_factor(rm.observed, loads),
+        "posterior mean and sd (mean-field ADVI)",
+    )
     return items, persons
 
 
 def _mgrm(estimates, record, rm, names, scales, ids):
     lam = estimates[estimates.parameter == "loading"]
-    factors = (lam.drop_duplicates("factor").sort_values("factor")["factor_name"].astype(str).tolist())
+    factors = lam.drop_duplicates("factor").sort_values("factor")["factor_name"].astype(str).tolist()
     slopes = np.zeros((1, rm.n_items, len(factors)))
     slopes[0, lam["item"].to_numpy(), lam["factor"].to_numpy()] = lam["mean"].to_numpy()
     ints = estimates[estimates.parameter == "intercept"]
@@ -105,8 +112,14 @@ def _mgrm(estimates, record, rm, names, scales, ids):
     mean = _grid(ab, "factor_name", factors, rm.n_persons, "mean")
     sd = _grid(ab, "factor_name", factors, rm.n_persons, "sd")
     loads = slopes[0] != 0
-    persons = irt_tables.person_table(mean, sd, factors, ids, irt_tables.answered_per_factor(rm.observed, loads),
-                                      f"encoder q(z|x) mean and sd ({record.get('method')})")
+    persons = irt_tables.person_table(
+        mean,
+        sd,
+        factors,
+        ids,
+        irt_tables.answered_per_factor(rm.observed, loads),
+        f"encoder q(z|x) mean and sd ({record.get('method')})",
+    )
     return items, persons
 
 
@@ -121,7 +134,9 @@ def _binary(folder, estimates, record, rm, names, scales, ids):
         d = -draws["difficulty"].reshape(-1, rm.n_items, 1)
         a_sd = d_sd = None
     else:
-        item_rows = {p: estimates[estimates.parameter == p].sort_values("item") for p in ("discrimination", "difficulty")}
+        item_rows = {
+            p: estimates[estimates.parameter == p].sort_values("item") for p in ("discrimination", "difficulty")
+        }
         a = item_rows["discrimination"]["mean"].to_numpy().reshape(1, rm.n_items, 1)
         d = -item_rows["difficulty"]["mean"].to_numpy().reshape(1, rm.n_items, 1)
         a_sd = item_rows["discrimination"]["sd"].to_numpy().reshape(rm.n_items, 1)
@@ -130,8 +145,9 @@ def _binary(folder, estimates, record, rm, names, scales, ids):
     ab = estimates[estimates.parameter == "ability"].assign(factor_name="theta")
     mean = _grid(ab, "factor_name", ["theta"], rm.n_persons, "mean")
     sd = _grid(ab, "factor_name", ["theta"], rm.n_persons, "sd")
-    persons = irt_tables.person_table(mean, sd, ["theta"], ids, rm.observed.sum(1, keepdims=True),
-                                      f"posterior mean and sd ({record.get('method')})")
+    persons = irt_tables.person_table(
+        mean, sd, ["theta"], ids, rm.observed.sum(1, keepdims=True), f"posterior mean and sd ({record.get('method')})"
+    )
     return items, persons
 
 
@@ -146,12 +162,18 @@ def _grm(estimates, record, rm, names, scales, ids):
     d[cuts["item"].to_numpy(), cuts["category"].to_numpy() - 1] = -cuts["mean"].to_numpy()
     d_sd[cuts["item"].to_numpy(), cuts["category"].to_numpy() - 1] = cuts["sd"].to_numpy()
     a = a_rows["mean"].to_numpy().reshape(1, rm.n_items, 1)
-    items = irt_tables.item_table(a, d[None], rm.n_categories, names, scales, ["theta"],
-                                  a_rows["sd"].to_numpy().reshape(rm.n_items, 1), d_sd)
+    items = irt_tables.item_table(
+        a, d[None], rm.n_categories, names, scales, ["theta"], a_rows["sd"].to_numpy().reshape(rm.n_items, 1), d_sd
+    )
     ab = estimates[estimates.parameter == "ability"].assign(factor_name="theta")
-    persons = irt_tables.person_table(_grid(ab, "factor_name", ["theta"], rm.n_persons, "mean"),
-                                      _grid(ab, "factor_name", ["theta"], rm.n_persons, "sd"), ["theta"], ids,
-                                      rm.observed.sum(1, keepdims=True), f"posterior mean and sd ({record.get('method')})")
+    persons = irt_tables.person_table(
+        _grid(ab, "factor_name", ["theta"], rm.n_persons, "mean"),
+        _grid(ab, "factor_name", ["theta"], rm.n_persons, "sd"),
+        ["theta"],
+        ids,
+        rm.observed.sum(1, keepdims=True),
+        f"posterior mean and sd ({record.get('method')})",
+    )
     return items, persons
 
 
@@ -170,8 +192,13 @@ def write(folder, rm: io.ResponseMatrix, person_ids_csv=None) -> tuple[pd.DataFr
     ``records.write_fit``); ``person_ids_csv`` is a table data set's ``persons.csv``."""
     folder = Path(folder)
     items, persons = tables(folder, rm, read_person_ids(person_ids_csv) if person_ids_csv else None)
-    irt_tables.warn_items_at_bound(items, str(folder), item_direction.item_rest_correlations(rm)  # keyed the wrong way?
-                                   if rm.attrs.get("source") == "table" else None)
+    irt_tables.warn_items_at_bound(
+        items,
+        str(folder),
+        item_direction.item_rest_correlations(rm)  # keyed the wrong way?
+        if rm.attrs.get("source") == "table"
+        else None,
+    )
     io.write_table(items, folder / "items.csv")
     io.write_table(persons, folder / "persons.csv")
     return items, persons

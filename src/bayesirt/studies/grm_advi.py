@@ -35,18 +35,34 @@ def structure(rm: io.ResponseMatrix, n_dimensions: int = 1):
     return fgrm.structure_of(rm) if n_dimensions == 1 else mixture_grm.structure_of(rm, n_dimensions)
 
 
-def fit(rm: io.ResponseMatrix, *, seed: int, settings: TrainSettings = TrainSettings(),
-        priors: fgrm.Priors = fgrm.Priors(), n_draws: int = 1, posterior_draws: int = 500,
-        truth: pd.DataFrame | None = None, log_likelihood=None, extra_data: dict | None = None,
-        fields: dict | None = None, n_dimensions: int = 1, label: str = "factorized_grm") -> MethodResult:
+def fit(
+    rm: io.ResponseMatrix,
+    *,
+    seed: int,
+    settings: TrainSettings = TrainSettings(),
+    priors: fgrm.Priors = fgrm.Priors(),
+    n_draws: int = 1,
+    posterior_draws: int = 500,
+    truth: pd.DataFrame | None = None,
+    log_likelihood=None,
+    extra_data: dict | None = None,
+    fields: dict | None = None,
+    n_dimensions: int = 1,
+    label: str = "factorized_grm",
+) -> MethodResult:
     """Mean-field ADVI fit (``inference.grm_advi.fit`` with ``jax.random.key(seed)``).
     ``fields`` go into the record (study, data set, condition ...); a fit whose loss becomes
     non-finite keeps its last good state and its record says so."""
     st = structure(rm, n_dimensions)
-    out = grm_advi.fit(jax.random.key(seed), rm.responses, st,
-                       grm_advi.GRMADVISettings(priors=priors, n_draws=n_draws, posterior_draws=posterior_draws,
-                                                train=settings),
-                       log_likelihood=log_likelihood, extra_data=extra_data, label=label)
+    out = grm_advi.fit(
+        jax.random.key(seed),
+        rm.responses,
+        st,
+        grm_advi.GRMADVISettings(priors=priors, n_draws=n_draws, posterior_draws=posterior_draws, train=settings),
+        log_likelihood=log_likelihood,
+        extra_data=extra_data,
+        label=label,
+    )
     result, samples = out.training, out.draws
     table = tables.factorized_grm_table if n_dimensions == 1 else tables.mixture_grm_table
     estimates = table({k: v.mean(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "mean")
@@ -58,26 +74,32 @@ def fit(rm: io.ResponseMatrix, *, seed: int, settings: TrainSettings = TrainSett
         truth_note = "not attached: the data were simulated from a model with other parameters"
         log.warning("true parameters %s", truth_note)
     elif truth is not None:
-        keys = ["parameter", "item", "person", "scale", "category"] + (["dimension"] if "dimension" in estimates else [])
+        keys = ["parameter", "item", "person", "scale", "category"] + (
+            ["dimension"] if "dimension" in estimates else []
+        )
         estimates = tables.attach_truth(estimates, truth, keys)
 
-    record = records.fit_record(result, {
-        "model": "factorized_grm" if n_dimensions == 1 else "mixture_grm",
-        "method": "advi",
-        "n_dimensions": n_dimensions,
-        **({"truth": truth_note} if truth_note else {}),
-        **(fields or {}),
-        "seed": seed,
-        "n_persons": rm.n_persons,
-        "n_items": rm.n_items,
-        "n_scales": len(rm.scales),
-        "scales": rm.scales,
-        "elbo": out.elbo,
-        "settings": asdict(settings),
-        "priors": asdict(priors),
-        "n_draws": n_draws,
-        "posterior_draws": posterior_draws,
-    }, window=settings.window)
+    record = records.fit_record(
+        result,
+        {
+            "model": "factorized_grm" if n_dimensions == 1 else "mixture_grm",
+            "method": "advi",
+            "n_dimensions": n_dimensions,
+            **({"truth": truth_note} if truth_note else {}),
+            **(fields or {}),
+            "seed": seed,
+            "n_persons": rm.n_persons,
+            "n_items": rm.n_items,
+            "n_scales": len(rm.scales),
+            "scales": rm.scales,
+            "elbo": out.elbo,
+            "settings": asdict(settings),
+            "priors": asdict(priors),
+            "n_draws": n_draws,
+            "posterior_draws": posterior_draws,
+        },
+        window=settings.window,
+    )
     return MethodResult(record, estimates, records.loss_table(result.losses), item_inference_data(samples, rm))
 
 

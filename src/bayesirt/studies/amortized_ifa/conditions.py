@@ -46,8 +46,7 @@ def conditions(config: dict) -> list[FitSpec]:
     if STUDY not in config["studies"] or not config["studies"][STUDY]["enabled"]:
         return []
     study = config["studies"][STUDY]
-    return [spec for name, design in study["designs"].items()
-            for spec in design_fits(name, design, study["methods"])]
+    return [spec for name, design in study["designs"].items() for spec in design_fits(name, design, study["methods"])]
 
 
 def design_fits(name: str, design: dict, methods=METHODS) -> list[FitSpec]:

@@ -22,8 +22,7 @@ def simulate_design(design: Design, seed: int, heldout_fraction: float, paramete
     replications of the same parameter)."""
     n = int(design.n_persons)
     n_hold = max(int(round(heldout_fraction * n)), 1)
-    rm, truth = sm.from_preset(design.preset, seed, n + n_hold, parameter_seed=parameter_seed,
-                               **dict(design.simulate))
+    rm, truth = sm.from_preset(design.preset, seed, n + n_hold, parameter_seed=parameter_seed, **dict(design.simulate))
     attrs = {**rm.attrs, "preset": design.preset, "n_heldout": n_hold}
     train = io.ResponseMatrix(rm.responses[:n], rm.items, {**attrs, "part": "train"})
     hold = io.ResponseMatrix(rm.responses[n:], rm.items, {**attrs, "part": "holdout"})
@@ -39,8 +38,8 @@ def _mixture_latent_corr(truth: pd.DataFrame, attrs: dict) -> pd.DataFrame:
     N(mu_k 1, sd^2 S) and weights w_k, Cov = sd^2 S + (sum_k w_k mu_k^2 - (sum_k w_k mu_k)^2) 1 1',
     whose correlation replaces S in the truth (the variances are equal, so no rescaling of loadings)."""
     w, m = np.asarray(sm.MIXTURE_WEIGHTS), np.asarray(sm.MIXTURE_MEANS)
-    between = float(np.sum(w * m ** 2) - np.sum(w * m) ** 2)
-    within = sm.MIXTURE_SD ** 2
+    between = float(np.sum(w * m**2) - np.sum(w * m) ** 2)
+    within = sm.MIXTURE_SD**2
     truth = truth.copy()
     rows = truth.parameter == "factor_corr"
     truth.loc[rows, "value"] = (within * truth.loc[rows, "value"] + between) / (within + between)
@@ -53,5 +52,3 @@ def read_design_data(responses, holdout, truth=None):
     if [it.name for it in train.items] != [it.name for it in hold.items]:
         raise io.DataFormatError(f"{holdout}: items differ from those of {responses}")
     return train, hold, (pd.read_csv(truth) if truth else None)
-
-

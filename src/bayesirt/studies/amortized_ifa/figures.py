@@ -26,8 +26,14 @@ def _grouped_boxes(ax, df, value, group, methods, width=0.35):
         keep = [k for k, d in enumerate(data) if len(d)]
         if not keep:
             continue
-        bp = ax.boxplot([data[k] for k in keep], positions=pos[keep], widths=width * 0.85, patch_artist=True,
-                        showfliers=True, flierprops={"markersize": 3})
+        bp = ax.boxplot(
+            [data[k] for k in keep],
+            positions=pos[keep],
+            widths=width * 0.85,
+            patch_artist=True,
+            showfliers=True,
+            flierprops={"markersize": 3},
+        )
         for box in bp["boxes"]:
             box.set(facecolor=METHOD_COLORS.get(method, f"C{m}"), alpha=0.45)
         for med in bp["medians"]:
@@ -74,15 +80,23 @@ def method_boxes(df: pd.DataFrame, columns, titles, group: str = "importance_sam
 def scree(scree_df: pd.DataFrame):
     """Seed 003 Figure 6: held-out log-likelihood per person against the number of factors."""
     cols = [c for c in ("loglik_independent", "loglik_own_proposal") if c in scree_df]
-    styles = {"loglik_independent": ("-", "o", "method-independent"),
-              "loglik_own_proposal": (":", "x", "own proposal (eq. 27)")}
+    styles = {
+        "loglik_independent": ("-", "o", "method-independent"),
+        "loglik_own_proposal": (":", "x", "own proposal (eq. 27)"),
+    }
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
     for method, d in scree_df.groupby("method", sort=True):
         d = d.sort_values("n_factors")
         for c in cols:
             ls, mk, lab = styles[c]
-            ax.plot(d["n_factors"], d[c], ls=ls, marker=mk, color=METHOD_COLORS.get(method, None),
-                    label=f"{method.upper()}, {lab}")
+            ax.plot(
+                d["n_factors"],
+                d[c],
+                ls=ls,
+                marker=mk,
+                color=METHOD_COLORS.get(method, None),
+                label=f"{method.upper()}, {lab}",
+            )
     ax.set_xlabel("number of factors P")
     ax.set_ylabel("held-out log-likelihood per person")
     ax.set_xticks(sorted(scree_df["n_factors"].unique()))
@@ -101,8 +115,15 @@ def latent_density(latent: pd.DataFrame, density: pd.DataFrame, factor: int = 0,
         first = d[(d["method"] == d["method"].iloc[0]) & (d["importance_samples"] == d["importance_samples"].iloc[0])]
         ax.hist(first["true"], bins=edges, density=True, histtype="stepfilled", color="0.85", label="true values")
     for (method, r), dm in d.groupby(["method", "importance_samples"], sort=True):
-        ax.hist(dm["mean"], bins=edges, density=True, histtype="step", lw=1.5,
-                color=METHOD_COLORS.get(method, None), label=f"{method.upper()} posterior means (R={r})")
+        ax.hist(
+            dm["mean"],
+            bins=edges,
+            density=True,
+            histtype="step",
+            lw=1.5,
+            color=METHOD_COLORS.get(method, None),
+            label=f"{method.upper()} posterior means (R={r})",
+        )
     ax.plot(density["x"], density["density"], color="k", lw=1.2, label=f"true density ({density['latent'].iloc[0]})")
     ax.set_xlabel(f"latent factor {factor + 1}")
     ax.set_ylabel("density")
@@ -114,8 +135,9 @@ def latent_density(latent: pd.DataFrame, density: pd.DataFrame, factor: int = 0,
 def loadings_heatmap(loadings: pd.DataFrame):
     """Geomin-rotated loadings of each method's reference (best-likelihood) fit, items x factors."""
     methods = sorted(set(loadings["method"])) or ["none"]
-    fig, axes = plt.subplots(1, len(methods), figsize=(2.2 + 0.5 * max(loadings["factor"].max() + 1, 1) * len(methods), 6),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(methods), figsize=(2.2 + 0.5 * max(loadings["factor"].max() + 1, 1) * len(methods), 6), squeeze=False
+    )
     vmax = float(np.abs(loadings["mean"]).max()) if len(loadings) else 1.0
     for ax, method in zip(axes[0], methods):
         d = loadings[loadings["method"] == method]
@@ -146,15 +168,24 @@ def figures(tables: dict, outputs: dict) -> None:
         _title(fig, "Posterior means of replication 0")
         plotting.save(fig, outputs["figure_latent"])
     if "figure_loglik" in outputs:
-        fig = method_boxes(fits_df, ["loglik_independent", "loglik_own_proposal"],
-                           ["held-out log-lik. per person\n(method-independent)",
-                            "held-out log-lik. per person\n(own proposal, eq. 27)"])
+        fig = method_boxes(
+            fits_df,
+            ["loglik_independent", "loglik_own_proposal"],
+            [
+                "held-out log-lik. per person\n(method-independent)",
+                "held-out log-lik. per person\n(own proposal, eq. 27)",
+            ],
+        )
         _title(fig, f"One point per fit: {reps} per method and R")
         plotting.save(fig, outputs["figure_loglik"])
     if "figure_timings" in outputs:
         fig = method_boxes(tables["timings"], ["wall_seconds"], ["fit time (s)"])
-        _title(fig, f"One point per fit: {reps} per method and R" if "figure_scree" not in outputs
-               else f"One point per fit: every P of the scree and the repeated fits ({reps} at the repeated P)")
+        _title(
+            fig,
+            f"One point per fit: {reps} per method and R"
+            if "figure_scree" not in outputs
+            else f"One point per fit: every P of the scree and the repeated fits ({reps} at the repeated P)",
+        )
         plotting.save(fig, outputs["figure_timings"])
     if "figure_scree" in outputs:
         fig = scree(tables["scree"])

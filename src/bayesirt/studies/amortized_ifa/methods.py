@@ -36,15 +36,33 @@ KEYS = ["parameter", "item", "person", "factor", "factor2", "category"]
 ITEM_PARAMETERS = ("loading", "intercept", "factor_corr")
 
 
-def fit_iwae(train, holdout, truth, spec: FitSpec, design: Design, evaluation: Evaluation, *, seed: int,
-             dataset: str | None = None) -> MethodResult:
+def fit_iwae(
+    train,
+    holdout,
+    truth,
+    spec: FitSpec,
+    design: Design,
+    evaluation: Evaluation,
+    *,
+    seed: int,
+    dataset: str | None = None,
+) -> MethodResult:
     """IWAE: a Gaussian encoder q(z | x), trained on the importance-weighted bound with R samples."""
     cfg = iwae.IWAESettings(n_importance=int(spec.n_importance), **asdict(design.iwae))
     return amortized_fit(iwae, cfg, train, holdout, truth, spec, design, evaluation, seed=seed, dataset=dataset)
 
 
-def fit_iwavb(train, holdout, truth, spec: FitSpec, design: Design, evaluation: Evaluation, *, seed: int,
-              dataset: str | None = None) -> MethodResult:
+def fit_iwavb(
+    train,
+    holdout,
+    truth,
+    spec: FitSpec,
+    design: Design,
+    evaluation: Evaluation,
+    *,
+    seed: int,
+    dataset: str | None = None,
+) -> MethodResult:
     """IWAVB: an implicit encoder q(z | x) whose density ratio a discriminator learns."""
     cfg = iwavb.IWAVBSettings(n_importance=int(spec.n_importance), **asdict(design.iwavb))
     return amortized_fit(iwavb, cfg, train, holdout, truth, spec, design, evaluation, seed=seed, dataset=dataset)
@@ -53,8 +71,17 @@ def fit_iwavb(train, holdout, truth, spec: FitSpec, design: Design, evaluation: 
 METHODS: dict[str, Callable[..., MethodResult]] = {"iwae": fit_iwae, "iwavb": fit_iwavb}
 
 
-def fit(train: io.ResponseMatrix, holdout: io.ResponseMatrix, truth, spec: FitSpec, design: Design,
-        evaluation: Evaluation, *, seed: int, dataset: str | None = None) -> MethodResult:
+def fit(
+    train: io.ResponseMatrix,
+    holdout: io.ResponseMatrix,
+    truth,
+    spec: FitSpec,
+    design: Design,
+    evaluation: Evaluation,
+    *,
+    seed: int,
+    dataset: str | None = None,
+) -> MethodResult:
     """One fit of the study by its method (``spec.method``), evaluated."""
     return METHODS[spec.method](train, holdout, truth, spec, design, evaluation, seed=seed, dataset=dataset)
 
@@ -85,8 +112,9 @@ def heldout_loglik(key, method: ModuleType, params, st, cfg, y_hold, n_samples: 
     k_own, k_lap = jax.random.split(key)
     chunk = min(500, n_samples)
     draw = method.proposal(params, st, cfg)
-    own = loglik.importance_sampled_loglik(k_own, params["model"], st, y_hold, draw, n_samples=n_samples,
-                                           sample_chunk=chunk)
+    own = loglik.importance_sampled_loglik(
+        k_own, params["model"], st, y_hold, draw, n_samples=n_samples, sample_chunk=chunk
+    )
     if st.n_factors <= 2:
         indep, how = loglik.quadrature_loglik(params["model"], st, y_hold), "quadrature"
     else:
@@ -106,7 +134,7 @@ def person_moments(key, method: ModuleType, params, st, cfg, y, n_draws: int, ba
 
     means, sds = [], []
     for c, a in enumerate(range(0, y.shape[0], batch)):
-        m, s = moments(jax.random.fold_in(key, c), jnp.asarray(y[a:a + batch], jnp.int8))
+        m, s = moments(jax.random.fold_in(key, c), jnp.asarray(y[a : a + batch], jnp.int8))
         means.append(np.asarray(m, np.float64))
         sds.append(np.asarray(s, np.float64))
     return np.concatenate(means), np.concatenate(sds)
@@ -127,8 +155,11 @@ def item_estimates(params, st, rm: io.ResponseMatrix, analysis: str, truth=None)
         true_lam = truth_matrix(truth, "loading", lam.shape) if truth is not None else None
         if true_lam is not None:
             lam, corr, perm, _ = rotation.align(lam, true_lam, corr)
-            info = {"rotation": "geomin", "aligned_to": "truth",
-                    "congruence_with_truth": rotation.tucker_congruence(lam, true_lam).tolist()}
+            info = {
+                "rotation": "geomin",
+                "aligned_to": "truth",
+                "congruence_with_truth": rotation.tucker_congruence(lam, true_lam).tolist(),
+            }
         else:
             lam, corr, _ = rotation.reflect(lam, corr)
             info = {"rotation": "geomin", "aligned_to": None}
@@ -152,12 +183,10 @@ def estimates_table(rm: io.ResponseMatrix, lam, ints, corr, abilities=None, trut
     p = lam.shape[1]
     names = rm.attrs.get("factor_names") if p == len(rm.attrs.get("factor_names") or []) else None
     names = names or [f"F{k + 1}" for k in range(p)]
-    values = {"loading": lam, "intercept": [ints[j, :ncat[j] - 1] for j in range(rm.n_items)],
-              "factor_corr": corr}
+    values = {"loading": lam, "intercept": [ints[j, : ncat[j] - 1] for j in range(rm.n_items)], "factor_corr": corr}
     if abilities is not None:
         values["ability"] = abilities[0]
-    est = tables.mgrm_table(values, item_names=[it.name for it in rm.items], factor_names=names,
-                            value_column="mean")
+    est = tables.mgrm_table(values, item_names=[it.name for it in rm.items], factor_names=names, value_column="mean")
     est["sd"] = np.nan
     if abilities is not None:
         est.loc[est.parameter == "ability", "sd"] = abilities[1].ravel()
@@ -172,9 +201,19 @@ def estimates_table(rm: io.ResponseMatrix, lam, ints, corr, abilities=None, trut
     return est
 
 
-def amortized_fit(method: ModuleType, cfg, train: io.ResponseMatrix, holdout: io.ResponseMatrix, truth,
-                  spec: FitSpec, design: Design, evaluation: Evaluation, *, seed: int,
-                  dataset: str | None = None) -> MethodResult:
+def amortized_fit(
+    method: ModuleType,
+    cfg,
+    train: io.ResponseMatrix,
+    holdout: io.ResponseMatrix,
+    truth,
+    spec: FitSpec,
+    design: Design,
+    evaluation: Evaluation,
+    *,
+    seed: int,
+    dataset: str | None = None,
+) -> MethodResult:
     """One fit of an amortized method (its module: ``fit``, ``proposal``; its settings ``cfg``),
     evaluated: the record, the tidy estimates and the loss history (``records.write_fit`` writes
     them). A fit whose loss becomes non-finite keeps its last good state, is evaluated there,
@@ -200,28 +239,36 @@ def amortized_fit(method: ModuleType, cfg, train: io.ResponseMatrix, holdout: io
     eval_seconds = time.perf_counter() - t0
 
     batch = min(settings.batch_size or train.n_persons, train.n_persons)
-    record = records.fit_record(res, {
-        "model": "mgrm",
-        "method": spec.method,
-        "study": STUDY,
-        "dataset": dataset or spec.design,
-        "design": spec.design,
-        "analysis": analysis,
-        "condition": spec.condition,
-        "replication": spec.rep,
-        "n_factors": spec.n_factors,
-        "importance_samples": spec.n_importance,
-        "seed": seed,
-        "n_persons": train.n_persons,
-        "n_items": train.n_items,
-        "n_heldout": holdout.n_persons,
-        "epochs": float(res.steps * batch / train.n_persons),
-        "heldout_loglik": ll,
-        "eval_samples": eval_samples,
-        "recovery": recovery_metrics(estimates),
-        **rot_info,
-        "settings": {"training": asdict(settings), "method": {k: v for k, v in asdict(cfg).items() if k != "train"}},
-    }, window=settings.window, timing={"eval_seconds": eval_seconds})
+    record = records.fit_record(
+        res,
+        {
+            "model": "mgrm",
+            "method": spec.method,
+            "study": STUDY,
+            "dataset": dataset or spec.design,
+            "design": spec.design,
+            "analysis": analysis,
+            "condition": spec.condition,
+            "replication": spec.rep,
+            "n_factors": spec.n_factors,
+            "importance_samples": spec.n_importance,
+            "seed": seed,
+            "n_persons": train.n_persons,
+            "n_items": train.n_items,
+            "n_heldout": holdout.n_persons,
+            "epochs": float(res.steps * batch / train.n_persons),
+            "heldout_loglik": ll,
+            "eval_samples": eval_samples,
+            "recovery": recovery_metrics(estimates),
+            **rot_info,
+            "settings": {
+                "training": asdict(settings),
+                "method": {k: v for k, v in asdict(cfg).items() if k != "train"},
+            },
+        },
+        window=settings.window,
+        timing={"eval_seconds": eval_seconds},
+    )
     return MethodResult(record, estimates, records.loss_table(res.losses))
 
 

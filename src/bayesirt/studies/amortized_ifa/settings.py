@@ -31,8 +31,10 @@ def check(config: dict) -> None:
         if "preset" in design:
             raise ConfigError(f"{where}': give either preset (simulated data) or dataset (real data), not both")
         if not (ds in datasets and _holds_out_persons(datasets[ds])):
-            raise ConfigError(f"{where}.dataset': '{ds}' is not a data set with held-out persons "
-                              f"(source ipip_ffm, or table with holdout_fraction > 0) among {sorted(datasets)}")
+            raise ConfigError(
+                f"{where}.dataset': '{ds}' is not a data set with held-out persons "
+                f"(source ipip_ffm, or table with holdout_fraction > 0) among {sorted(datasets)}"
+            )
         if design["analysis"] == "confirmatory" and "n_factors" not in design:
             raise ConfigError(f"{where}.n_factors': a confirmatory fit of a real data set needs n_factors")
 
@@ -122,13 +124,20 @@ class Design:
     @classmethod
     def from_config(cls, name: str, design: dict) -> Design:
         """From a validated design (``studies.amortized_ifa.designs.<name>``)."""
-        return cls(name=name, analysis=design["analysis"], importance_samples=tuple(design["importance_samples"]),
-                   replications=design["replications"], factors=tuple(design["factors"]),
-                   repeat_factors=design["repeat_factors"], training=Training(**_values(design["training"])),
-                   iwae=IWAE(**_values(design["iwae"])), iwavb=IWAVB(**_values(design["iwavb"])),
-                   simulate=tuple(design["simulate"].items()),
-                   # optional keys without a default: a design is simulated or reads a data set
-                   **{k: design[k] for k in ("preset", "n_persons", "dataset", "n_factors") if k in design})
+        return cls(
+            name=name,
+            analysis=design["analysis"],
+            importance_samples=tuple(design["importance_samples"]),
+            replications=design["replications"],
+            factors=tuple(design["factors"]),
+            repeat_factors=design["repeat_factors"],
+            training=Training(**_values(design["training"])),
+            iwae=IWAE(**_values(design["iwae"])),
+            iwavb=IWAVB(**_values(design["iwavb"])),
+            simulate=tuple(design["simulate"].items()),
+            # optional keys without a default: a design is simulated or reads a data set
+            **{k: design[k] for k in ("preset", "n_persons", "dataset", "n_factors") if k in design},
+        )
 
 
 @dataclass(frozen=True)
@@ -155,10 +164,16 @@ class Settings:
     def from_config(cls, config: dict) -> Settings:
         """From the whole validated config (which has the study)."""
         study = config["studies"][STUDY]
-        return cls(enabled=study["enabled"], methods=tuple(study["methods"]),
-                   evaluation=Evaluation(heldout_fraction=study["heldout_fraction"],
-                                         eval_samples=study["eval_samples"], posterior_draws=study["posterior_draws"]),
-                   designs=tuple(Design.from_config(n, d) for n, d in study["designs"].items()))
+        return cls(
+            enabled=study["enabled"],
+            methods=tuple(study["methods"]),
+            evaluation=Evaluation(
+                heldout_fraction=study["heldout_fraction"],
+                eval_samples=study["eval_samples"],
+                posterior_draws=study["posterior_draws"],
+            ),
+            designs=tuple(Design.from_config(n, d) for n, d in study["designs"].items()),
+        )
 
     def design(self, name: str) -> Design:
         return next(d for d in self.designs if d.name == name)

@@ -20,23 +20,48 @@ def fit_rows(fit_records: list[dict]):
     rows, timings = [], []
     for r in fit_records:
         ll = r["heldout_loglik"]
-        key = {"method": r["method"], "condition": r["condition"], "n_factors": r["n_factors"],
-               "importance_samples": r["importance_samples"], "rep": r["replication"]}
-        rows.append({**key, "converged": records.is_converged(r), "status": records.convergence_status(r), "steps": r["steps"], "epochs": r["epochs"],
-                     "final_loss": r["final_loss"], "loglik_independent": ll["independent"],
-                     "loglik_independent_method": ll["independent_method"], "loglik_own_proposal": ll["own_proposal"],
-                     **{k: r["recovery"].get(k) for k in ("loading_mse", "intercept_mse", "factor_corr_mse",
-                                                          "ability_rmse", "ability_corr")}})
+        key = {
+            "method": r["method"],
+            "condition": r["condition"],
+            "n_factors": r["n_factors"],
+            "importance_samples": r["importance_samples"],
+            "rep": r["replication"],
+        }
+        rows.append(
+            {
+                **key,
+                "converged": records.is_converged(r),
+                "status": records.convergence_status(r),
+                "steps": r["steps"],
+                "epochs": r["epochs"],
+                "final_loss": r["final_loss"],
+                "loglik_independent": ll["independent"],
+                "loglik_independent_method": ll["independent_method"],
+                "loglik_own_proposal": ll["own_proposal"],
+                **{
+                    k: r["recovery"].get(k)
+                    for k in ("loading_mse", "intercept_mse", "factor_corr_mse", "ability_rmse", "ability_corr")
+                },
+            }
+        )
         timings.append({**key, **r["timing"], "seconds_per_step": r["timing"]["wall_seconds"] / max(r["steps"], 1)})
     order = ["method", "n_factors", "importance_samples", "rep"]
-    return (pd.DataFrame(rows).sort_values(order, ignore_index=True),
-            pd.DataFrame(timings).sort_values(order, ignore_index=True))
+    return (
+        pd.DataFrame(rows).sort_values(order, ignore_index=True),
+        pd.DataFrame(timings).sort_values(order, ignore_index=True),
+    )
 
 
 def summary_table(fits_df: pd.DataFrame) -> pd.DataFrame:
     """Mean, sd and count across replications per method, P and R."""
-    value_cols = [c for c in fits_df.columns if c in ("loglik_independent", "loglik_own_proposal") or c.endswith("_mse")
-                  or c.startswith("ability_") or c in ("steps", "epochs", "final_loss")]
+    value_cols = [
+        c
+        for c in fits_df.columns
+        if c in ("loglik_independent", "loglik_own_proposal")
+        or c.endswith("_mse")
+        or c.startswith("ability_")
+        or c in ("steps", "epochs", "final_loss")
+    ]
     value_cols = [c for c in value_cols if fits_df[c].notna().any()]
     g = fits_df.groupby(["method", "n_factors", "importance_samples"], sort=True)
     out = g[value_cols].agg(["mean", "std"])
@@ -65,8 +90,9 @@ def parameter_mse(estimates: dict) -> pd.DataFrame:
     keys = ["method", "n_factors", "importance_samples", *KEYS]
     # the true value is kept so that an outlying MSE can be told apart from an extreme true value
     # (a design draws one set of item parameters, shared by its replications)
-    out = df.groupby(keys, sort=True).agg(mse=("sq", "mean"), bias=("err", "mean"), n_reps=("sq", "size"),
-                                          true=("true", "mean"))
+    out = df.groupby(keys, sort=True).agg(
+        mse=("sq", "mean"), bias=("err", "mean"), n_reps=("sq", "size"), true=("true", "mean")
+    )
     return out.reset_index()
 
 
@@ -100,14 +126,23 @@ def mse_note(parameter_mse: pd.DataFrame, factor: float = OUTLIER_FACTOR, show: 
     parts = []
     for (par, item), g in out.groupby(["parameter", "item"], sort=False):
         r = g.iloc[0]
-        size = (f"the largest of {int(r['n_true'])}" if r["rank_of_true"] == 1
-                else f"rank {int(r['rank_of_true'])} of {int(r['n_true'])} by size")
-        parts.append(f"{par.replace('_', ' ')} of item {int(item)} (true value {r['true']:.2f}, {size}; "
-                     f"MSE up to {g['mse'].max():.3g})")
+        size = (
+            f"the largest of {int(r['n_true'])}"
+            if r["rank_of_true"] == 1
+            else f"rank {int(r['rank_of_true'])} of {int(r['n_true'])} by size"
+        )
+        parts.append(
+            f"{par.replace('_', ' ')} of item {int(item)} (true value {r['true']:.2f}, {size}; "
+            f"MSE up to {g['mse'].max():.3g})"
+        )
     more = f" and {len(parts) - show} more" if len(parts) > show else ""
-    return (f"Outlying MSEs (above {factor:g} times the median of their panel): " + "; ".join(parts[:show]) + more
-            + ". The design draws one set of item parameters, shared by its replications, so an extreme draw "
-              "shows in every replication.")
+    return (
+        f"Outlying MSEs (above {factor:g} times the median of their panel): "
+        + "; ".join(parts[:show])
+        + more
+        + ". The design draws one set of item parameters, shared by its replications, so an extreme draw "
+        "shows in every replication."
+    )
 
 
 def n_replications(fits_df: pd.DataFrame) -> int:
@@ -147,24 +182,53 @@ def claim_verdicts(fits: pd.DataFrame, timings: pd.DataFrame) -> list[dict]:
                 continue
             d = verdicts.paired_differences(f, col, claimed="iwavb", baseline="iwae", units=units)
             margin = COMPARABLE_MSE * float(f.loc[f["method"] == "iwae", col].mean())
-            out.append({"claim": "lower or comparable MSE", "latent": latent,
-                        "verdict": verdicts.paired_verdict(d, subject=f"IWAVB's {label} MSE", direction="lower",
-                                                           margin=margin if np.isfinite(margin) else 0.0)})
-        gains[latent] = verdicts.paired_differences(f, "loglik_independent", claimed="iwavb", baseline="iwae",
-                                                    units=units)
-        out.append({"claim": "higher held-out log-likelihood", "latent": latent,
+            out.append(
+                {
+                    "claim": "lower or comparable MSE",
+                    "latent": latent,
                     "verdict": verdicts.paired_verdict(
-                        gains[latent], subject="IWAVB's held-out log-likelihood (method-independent)",
-                        direction="higher")})
+                        d,
+                        subject=f"IWAVB's {label} MSE",
+                        direction="lower",
+                        margin=margin if np.isfinite(margin) else 0.0,
+                    ),
+                }
+            )
+        gains[latent] = verdicts.paired_differences(
+            f, "loglik_independent", claimed="iwavb", baseline="iwae", units=units
+        )
+        out.append(
+            {
+                "claim": "higher held-out log-likelihood",
+                "latent": latent,
+                "verdict": verdicts.paired_verdict(
+                    gains[latent], subject="IWAVB's held-out log-likelihood (method-independent)", direction="higher"
+                ),
+            }
+        )
     if "normal" in gains and "mixture" in gains:
-        out.append({"claim": "larger gain with a multimodal latent", "latent": "both",
-                    "verdict": verdicts.two_group_verdict(
-                        gains["mixture"], gains["normal"], direction="higher", labels=("mixture", "normal latents"),
-                        subject="IWAVB's log-likelihood gain over IWAE per replication")})
+        out.append(
+            {
+                "claim": "larger gain with a multimodal latent",
+                "latent": "both",
+                "verdict": verdicts.two_group_verdict(
+                    gains["mixture"],
+                    gains["normal"],
+                    direction="higher",
+                    labels=("mixture", "normal latents"),
+                    subject="IWAVB's log-likelihood gain over IWAE per replication",
+                ),
+            }
+        )
     if len(timings):
         d = verdicts.paired_differences(timings, "wall_seconds", claimed="iwavb", baseline="iwae", units=units)
-        out.append({"claim": "higher time cost", "latent": "all",
-                    "verdict": verdicts.paired_verdict(d, subject="IWAVB's training time", direction="higher")})
+        out.append(
+            {
+                "claim": "higher time cost",
+                "latent": "all",
+                "verdict": verdicts.paired_verdict(d, subject="IWAVB's training time", direction="higher"),
+            }
+        )
     return out
 
 
@@ -176,10 +240,18 @@ def latent_tables(estimates: dict, design: Design, truth_attrs: dict):
         d = est[est.parameter == "ability"]
         if rep != 0 or d.empty:
             continue
-        frames.append(d[["person", "factor", "factor_name", "mean", "sd"] + (["true"] if "true" in d else [])]
-                      .assign(method=method, importance_samples=r))
-    latent = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["person", "factor", "factor_name", "mean", "sd", "true", "method", "importance_samples"])
+        frames.append(
+            d[["person", "factor", "factor_name", "mean", "sd"] + (["true"] if "true" in d else [])].assign(
+                method=method, importance_samples=r
+            )
+        )
+    latent = (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(
+            columns=["person", "factor", "factor_name", "mean", "sd", "true", "method", "importance_samples"]
+        )
+    )
     x = np.linspace(-4.0, 4.0, 401)
     # the design's override, else its preset's latent (a data set, or a preset without one: normal)
     latent_kind = dict(design.simulate).get("latent") or sm.PRESETS.get(design.preset, {}).get("latent", "normal")
@@ -217,14 +289,33 @@ def stability_table(estimates: dict, fits_df: pd.DataFrame, n_factors: int) -> t
                 continue
             lam, ints, corr = _matrices(estimates[_key(row)], n_factors)
             lam, corr, _, _ = rotation.align(lam, ref[0], corr)
-            rows.append({"method": method, "importance_samples": int(row["importance_samples"]), "rep": int(row["rep"]),
-                         "reference_rep": int(ref_row["rep"]),
-                         "loading_rmse": float(np.sqrt(np.mean((lam - ref[0]) ** 2))),
-                         "intercept_rmse": float(np.sqrt(np.nanmean((ints - ref[1]) ** 2))),
-                         "covariance_rmse": float(np.sqrt(np.mean((corr[low] - ref[2][low]) ** 2))) if n_factors > 1 else 0.0,
-                         "mean_congruence": float(rotation.tucker_congruence(lam, ref[0]).mean())})
-    per = pd.DataFrame(rows, columns=["method", "importance_samples", "rep", "reference_rep", "loading_rmse",
-                                      "intercept_rmse", "covariance_rmse", "mean_congruence"])
+            rows.append(
+                {
+                    "method": method,
+                    "importance_samples": int(row["importance_samples"]),
+                    "rep": int(row["rep"]),
+                    "reference_rep": int(ref_row["rep"]),
+                    "loading_rmse": float(np.sqrt(np.mean((lam - ref[0]) ** 2))),
+                    "intercept_rmse": float(np.sqrt(np.nanmean((ints - ref[1]) ** 2))),
+                    "covariance_rmse": float(np.sqrt(np.mean((corr[low] - ref[2][low]) ** 2)))
+                    if n_factors > 1
+                    else 0.0,
+                    "mean_congruence": float(rotation.tucker_congruence(lam, ref[0]).mean()),
+                }
+            )
+    per = pd.DataFrame(
+        rows,
+        columns=[
+            "method",
+            "importance_samples",
+            "rep",
+            "reference_rep",
+            "loading_rmse",
+            "intercept_rmse",
+            "covariance_rmse",
+            "mean_congruence",
+        ],
+    )
     metrics_cols = ["loading_rmse", "intercept_rmse", "covariance_rmse", "mean_congruence"]
     g = per.groupby("method", sort=True)[metrics_cols].agg(["mean", "std"])
     g.columns = [f"{c}_{s}" for c, s in g.columns]
@@ -257,7 +348,8 @@ def scree_table(fits_df: pd.DataFrame) -> pd.DataFrame:
     d = fits_df[fits_df.rep == 0]
     cols = ["loglik_independent", "loglik_independent_method", "loglik_own_proposal"]
     return d[["method", "importance_samples", "n_factors", *cols]].sort_values(
-        ["method", "importance_samples", "n_factors"], ignore_index=True)
+        ["method", "importance_samples", "n_factors"], ignore_index=True
+    )
 
 
 def aggregate(record_paths, design: Design, truth_attrs: dict | None = None) -> dict[str, pd.DataFrame]:
@@ -266,7 +358,8 @@ def aggregate(record_paths, design: Design, truth_attrs: dict | None = None) -> 
     estimates = {}
     for path, r in zip(record_paths, fit_records):
         estimates[(r["method"], r["n_factors"], r["importance_samples"], r["replication"])] = pd.read_csv(
-            Path(path).parent / "estimates.csv")
+            Path(path).parent / "estimates.csv"
+        )
     fits_df, timings = fit_rows(fit_records)
     tables = {"fits": fits_df, "timings": timings, "summary": summary_table(fits_df)}
     if design.analysis == "confirmatory":
@@ -280,8 +373,15 @@ def aggregate(record_paths, design: Design, truth_attrs: dict | None = None) -> 
             f = fits_df[(fits_df.method == method) & (fits_df.n_factors == design.repeat_factors)]
             if len(f):
                 ref[method] = estimates[_key(f.loc[f["loglik_independent"].idxmax()])]
-        tables["reference_loadings"] = pd.concat(
-            [e[e.parameter == "loading"][["item", "item_name", "factor", "mean"]].assign(method=m)
-             for m, e in ref.items()], ignore_index=True) if ref else pd.DataFrame(
-            columns=["item", "item_name", "factor", "mean", "method"])
+        tables["reference_loadings"] = (
+            pd.concat(
+                [
+                    e[e.parameter == "loading"][["item", "item_name", "factor", "mean"]].assign(method=m)
+                    for m, e in ref.items()
+                ],
+                ignore_index=True,
+            )
+            if ref
+            else pd.DataFrame(columns=["item", "item_name", "factor", "mean", "method"])
+        )
     return tables

@@ -19,12 +19,26 @@ SEED_ACCURACY = 0.967  # the seed's reported overall classification accuracy
 # attributes; intercepts U(-3, -0.1), main effects U(1, 5); interactions U(-min main effect, 2),
 # so every item stays monotone in each attribute).
 DESIGNS = {
-    "seed": {"n_persons": 1000, "n_items": 30, "n_attributes": 2, "q_rows": "uniform",
-             "intercept": (-1.15, -1.05), "main_single": (2.9, 3.1), "main_multi": (1.45, 1.55),
-             "interaction": (0.45, 0.55)},
-    "larger": {"n_persons": 2000, "n_items": 20, "n_attributes": 4, "q_rows": "one_or_two",
-               "intercept": (-3.0, -0.1), "main_single": (1.0, 5.0), "main_multi": (1.0, 5.0),
-               "interaction": (None, 2.0)},
+    "seed": {
+        "n_persons": 1000,
+        "n_items": 30,
+        "n_attributes": 2,
+        "q_rows": "uniform",
+        "intercept": (-1.15, -1.05),
+        "main_single": (2.9, 3.1),
+        "main_multi": (1.45, 1.55),
+        "interaction": (0.45, 0.55),
+    },
+    "larger": {
+        "n_persons": 2000,
+        "n_items": 20,
+        "n_attributes": 4,
+        "q_rows": "one_or_two",
+        "intercept": (-3.0, -0.1),
+        "main_single": (1.0, 5.0),
+        "main_multi": (1.0, 5.0),
+        "interaction": (None, 2.0),
+    },
 }
 
 
@@ -42,8 +56,12 @@ class FitSpec:
     @property
     def fields(self) -> dict:
         """The fit record's fields that name the condition."""
-        return {"design": self.design, "condition": f"{self.missing}/{self.method}", "replication": self.rep,
-                "dataset": f"{STUDY}_{self.design}_{self.missing}"}
+        return {
+            "design": self.design,
+            "condition": f"{self.missing}/{self.method}",
+            "replication": self.rep,
+            "dataset": f"{STUDY}_{self.design}_{self.missing}",
+        }
 
 
 def missing_label(rate: float) -> str:

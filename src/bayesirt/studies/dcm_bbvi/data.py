@@ -27,10 +27,17 @@ def simulate(spec: dict, missing: float, seed: int, n_persons: int | None = None
     """(ResponseMatrix with -1 for hidden cells, truth table, Q-matrix) for one design."""
     rng = np.random.default_rng(seed)
     n = n_persons or spec["n_persons"]
-    rm, truth, q = simulate_lcdm(seed, n_persons=n, n_attributes=spec["n_attributes"], n_items=spec["n_items"],
-                                 q_matrix=q_matrix(spec, rng), intercept=spec["intercept"],
-                                 main_single=spec["main_single"], main_multi=spec["main_multi"],
-                                 interaction=spec["interaction"])
+    rm, truth, q = simulate_lcdm(
+        seed,
+        n_persons=n,
+        n_attributes=spec["n_attributes"],
+        n_items=spec["n_items"],
+        q_matrix=q_matrix(spec, rng),
+        intercept=spec["intercept"],
+        main_single=spec["main_single"],
+        main_multi=spec["main_multi"],
+        interaction=spec["interaction"],
+    )
     if missing > 0:
         rm, _ = missingness.inject(rm, kind="mcar", rate=missing, seed=seed + 1)
     return rm, truth, q

@@ -20,8 +20,9 @@ def figures(tables: dict, outputs: dict) -> None:
     reps = tables["fits"].groupby(["design", "missing", "method"])["rep"].nunique() if len(tables["fits"]) else None
     if reps is not None:
         n = f"{reps.min()}" if reps.min() == reps.max() else f"{reps.min()} to {reps.max()}"
-        fig.suptitle(f"Means over {n} replication{'s' if reps.max() != 1 else ''} per condition and method",
-                     fontsize=10)
+        fig.suptitle(
+            f"Means over {n} replication{'s' if reps.max() != 1 else ''} per condition and method", fontsize=10
+        )
         fig.tight_layout()
     plotting.save(fig, outputs["figure_accuracy"])
 

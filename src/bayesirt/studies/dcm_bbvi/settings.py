@@ -31,11 +31,12 @@ def check(config: dict) -> None:
             # conditions are named and stored by whole percent (mcar20): another rate would be
             # fitted under a name that says something else
             if abs(100 * float(rate) - round(100 * float(rate))) > 1e-9:
-                raise ConfigError(f"config key '{key}': {rate} — DCM missingness rates are whole percents "
-                                  f"(the condition is named {label}); write e.g. {round(float(rate), 2)}")
+                raise ConfigError(
+                    f"config key '{key}': {rate} — DCM missingness rates are whole percents "
+                    f"(the condition is named {label}); write e.g. {round(float(rate), 2)}"
+                )
             if label in labels:
-                raise ConfigError(f"config key '{key}': {rate} repeats the condition {label} "
-                                  f"(missing.{labels[label]})")
+                raise ConfigError(f"config key '{key}': {rate} repeats the condition {label} (missing.{labels[label]})")
             labels[label] = i
             check_hidden_cells(key, rate, float(rate), int(spec["n_persons"]), int(spec["n_items"]))
 
@@ -55,7 +56,12 @@ class Settings:
     @classmethod
     def from_config(cls, config: dict) -> Settings:
         study = config["studies"][STUDY]
-        return cls(n_samples=study["n_samples"], variance_repeats=study["variance_repeats"],
-                   monotone=study["monotone"], bbvi_training=dict(study["bbvi_training"]),
-                   collapsed_training=dict(study["collapsed_training"]), nuts=dict(study["nuts"]),
-                   priors=dict(study["priors"]))
+        return cls(
+            n_samples=study["n_samples"],
+            variance_repeats=study["variance_repeats"],
+            monotone=study["monotone"],
+            bbvi_training=dict(study["bbvi_training"]),
+            collapsed_training=dict(study["collapsed_training"]),
+            nuts=dict(study["nuts"]),
+            priors=dict(study["priors"]),
+        )

@@ -22,8 +22,13 @@ def simulate_condition(design: dict, missing: str, seed: int, *, missing_seed: i
     ``missing_seed``. ``design``: a validated design of the config. Returns (ResponseMatrix
     with -1 in hidden cells, truth table)."""
     low, high = design["discrimination_range"]
-    rm, truth = simulate_binary(seed, int(design["n_persons"]), int(design["n_items"]), model="2pno",
-                                discrimination_range=(float(low), float(high)))
+    rm, truth = simulate_binary(
+        seed,
+        int(design["n_persons"]),
+        int(design["n_items"]),
+        model="2pno",
+        discrimination_range=(float(low), float(high)),
+    )
     kind, rate = parse_missing(missing)
     rm.attrs["design_missing"] = missing
     if rate > 0:
@@ -39,8 +44,11 @@ def observed_condition(responses, missing: str, *, missing_seed: int, where: str
     observed response are kept: their ability draws come from the prior (the check warns with
     their count). Returns (ResponseMatrix, truth)."""
     y = check_binary_responses(responses.responses, [it.name for it in responses.items], where=where)
-    rm = ResponseMatrix(y.astype(np.int16), list(responses.items),
-                        {**responses.attrs, "design_missing": missing, "natural_missing_rate": float(np.mean(y == -1))})
+    rm = ResponseMatrix(
+        y.astype(np.int16),
+        list(responses.items),
+        {**responses.attrs, "design_missing": missing, "natural_missing_rate": float(np.mean(y == -1))},
+    )
     kind, rate = parse_missing(missing)
     if rate > 0:
         rm = inject(rm, kind, rate, seed=missing_seed)[0]

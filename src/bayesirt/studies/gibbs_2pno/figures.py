@@ -53,8 +53,9 @@ def _first_items(idata, n: int = SHOWN_ITEMS) -> dict:
 
 def trace(idata):
     """ArviZ trace plot of the first items' discrimination and difficulty, every chain."""
-    axes = az.plot_trace(idata, var_names=["discrimination", "difficulty"], coords=_first_items(idata),
-                         compact=False, figsize=(10, 7))
+    axes = az.plot_trace(
+        idata, var_names=["discrimination", "difficulty"], coords=_first_items(idata), compact=False, figsize=(10, 7)
+    )
     fig = np.ravel(axes)[0].figure
     fig.tight_layout()
     return fig
@@ -63,8 +64,7 @@ def trace(idata):
 def rank(idata):
     """ArviZ rank plots (rank histograms per chain) of the first items' parameters; flat
     histograms mean chains that sample the same distribution."""
-    axes = az.plot_rank(idata, var_names=["discrimination", "difficulty"], coords=_first_items(idata),
-                        figsize=(10, 5))
+    axes = az.plot_rank(idata, var_names=["discrimination", "difficulty"], coords=_first_items(idata), figsize=(10, 5))
     fig = np.ravel(axes)[0].figure
     fig.tight_layout()
     return fig
@@ -110,8 +110,9 @@ def recovery(estimates: pd.DataFrame, reference: pd.DataFrame | None = None, ref
         if par == "ability":
             ax.scatter(x, e["mean"], s=4, alpha=0.4)
         else:
-            ax.errorbar(x, e["mean"], yerr=[e["mean"] - e["q5"], e["q95"] - e["mean"]], fmt="o", ms=3,
-                        lw=0.8, capsize=0)
+            ax.errorbar(
+                x, e["mean"], yerr=[e["mean"] - e["q5"], e["q95"] - e["mean"]], fmt="o", ms=3, lw=0.8, capsize=0
+            )
         lo, hi = np.nanmin([np.nanmin(x), e["mean"].min()]), np.nanmax([np.nanmax(x), e["mean"].max()])
         ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
         ax.set_title(par)
@@ -134,8 +135,16 @@ def intervals(estimates: dict):
             e = estimates[method]
             e = e[e.parameter == par].sort_values("item")
             x = e["item"].to_numpy() + (k - (len(methods) - 1) / 2) * width
-            ax.errorbar(x, e["mean"], yerr=[e["mean"] - e["q5"], e["q95"] - e["mean"]], fmt="o", ms=3, lw=1,
-                        color=f"C{k}", label=METHOD_LABELS.get(method, method))
+            ax.errorbar(
+                x,
+                e["mean"],
+                yerr=[e["mean"] - e["q5"], e["q95"] - e["mean"]],
+                fmt="o",
+                ms=3,
+                lw=1,
+                color=f"C{k}",
+                label=METHOD_LABELS.get(method, method),
+            )
         e = estimates[methods[0]]
         e = e[e.parameter == par]
         if "true" in e:

@@ -42,12 +42,19 @@ STATS = ["mean", "sd", "q5", "q95", "mcse_mean", "ess_bulk", "ess_tail", "r_hat"
 
 def sampler_settings(sampler: Sampler) -> SamplerSettings:
     """The study's sampler settings for ``inference.sampling`` (no progress lines)."""
-    return SamplerSettings(n_chains=sampler.n_chains, n_warmup=sampler.n_warmup, n_samples=sampler.n_samples,
-                           thin=sampler.thin, chunk=sampler.chunk, progress_every=0,
-                           chain_processes=sampler.chain_processes)
+    return SamplerSettings(
+        n_chains=sampler.n_chains,
+        n_warmup=sampler.n_warmup,
+        n_samples=sampler.n_samples,
+        thin=sampler.thin,
+        chunk=sampler.chunk,
+        progress_every=0,
+        chain_processes=sampler.chain_processes,
+    )
 
 
 # ----------------------------------------------------------------------------- the 2PNO fits
+
 
 def gibbs(responses, truth, cond, settings: Settings, seed: int) -> MethodResult:
     """The Gibbs sampler with missing cells augmented (drawn untruncated)."""
@@ -72,11 +79,13 @@ def _gibbs(responses, truth, cond, settings: Settings, seed: int, missing: str) 
     y, priors, key, fields = _start(responses, cond, settings, seed)
     n, j = y.shape
     sampler = sampler_settings(settings.gibbs)
-    k = gibbs_sampler.kernel(y, priors, missing, abilities=True, item_names=[it.name for it in responses.items],
-                             where=cond.path)
+    k = gibbs_sampler.kernel(
+        y, priors, missing, abilities=True, item_names=[it.name for it in responses.items], where=cond.path
+    )
     coords = {"item": np.arange(j), "person": np.arange(n)}
-    res = sample(key, k.init_fn, k.step_fn, k.record_fn, sampler, coords=coords, dims=k.dims, label=cond.path,
-                 data=k.data)
+    res = sample(
+        key, k.init_fn, k.step_fn, k.record_fn, sampler, coords=coords, dims=k.dims, label=cond.path, data=k.data
+    )
     return _finish(res, sampler, fields, truth)
 
 
@@ -86,10 +95,21 @@ def _start(responses, cond, settings: Settings, seed: int):
     n, j = y.shape
     priors = twopno.Priors(**settings.priors)  # keys checked by the config schema
     key = jax.random.key(seed)
-    fields = {"model": "2pno", "method": cond.method, "study": STUDY, "dataset": cond.design,
-              "design": cond.design, "missing": cond.missing, "condition": f"{cond.missing}_{cond.method}",
-              "replication": cond.rep, "seed": int(seed), "n_persons": int(n), "n_items": int(j),
-              "missing_rate": float(np.mean(y == -1)), "priors": asdict(priors)}
+    fields = {
+        "model": "2pno",
+        "method": cond.method,
+        "study": STUDY,
+        "dataset": cond.design,
+        "design": cond.design,
+        "missing": cond.missing,
+        "condition": f"{cond.missing}_{cond.method}",
+        "replication": cond.rep,
+        "seed": int(seed),
+        "n_persons": int(n),
+        "n_items": int(j),
+        "missing_rate": float(np.mean(y == -1)),
+        "priors": asdict(priors),
+    }
     return y, priors, key, fields
 
 
@@ -110,14 +130,26 @@ def _run_nuts(key, y, priors, sampler: SamplerSettings, label: str):
     model's scale (discrimination, not its log) with item and person coordinates."""
     n, j = y.shape
     init = {k: jnp.asarray(v) for k, v in twopno.unconstrain(twopno.initial_values(y)).items()}
-    res = nuts_sampler.run_nuts(key, lambda p, data: twopno.log_joint_unconstrained(p, data["y"], priors), init,
-                                sampler, data={"y": jnp.asarray(y, jnp.int8)}, label=label)
+    res = nuts_sampler.run_nuts(
+        key,
+        lambda p, data: twopno.log_joint_unconstrained(p, data["y"], priors),
+        init,
+        sampler,
+        data={"y": jnp.asarray(y, jnp.int8)},
+        label=label,
+    )
     post = res.idata.posterior
-    draws = {"discrimination": np.exp(post["log_discrimination"].values), "difficulty": post["difficulty"].values,
-             "ability": post["ability"].values}
-    idata = to_inference_data(draws, {"diverging": res.idata.sample_stats["diverging"].values},
-                              coords={"item": np.arange(j), "person": np.arange(n)},
-                              dims={"discrimination": ["item"], "difficulty": ["item"], "ability": ["person"]})
+    draws = {
+        "discrimination": np.exp(post["log_discrimination"].values),
+        "difficulty": post["difficulty"].values,
+        "ability": post["ability"].values,
+    }
+    idata = to_inference_data(
+        draws,
+        {"diverging": res.idata.sample_stats["diverging"].values},
+        coords={"item": np.arange(j), "person": np.arange(n)},
+        dims={"discrimination": ["item"], "difficulty": ["item"], "ability": ["person"]},
+    )
     return res._replace(idata=idata, summary=summary_table(idata))
 
 
@@ -126,15 +158,21 @@ def estimates_table(summary: pd.DataFrame, truth: pd.DataFrame | None) -> pd.Dat
     MCSE, bulk and tail ESS and R-hat of every item parameter and ability (EAP and posterior sd),
     with the true value attached."""
     s = summary[summary.parameter.isin(PARAMETERS)].reset_index(drop=True)
-    est = pd.DataFrame({"parameter": s["parameter"].to_numpy(),
-                        "item": s["item"].fillna(-1).astype(int).to_numpy() if "item" in s else -1,
-                        "person": s["person"].fillna(-1).astype(int).to_numpy() if "person" in s else -1,
-                        "scale": "all", "category": -1})
+    est = pd.DataFrame(
+        {
+            "parameter": s["parameter"].to_numpy(),
+            "item": s["item"].fillna(-1).astype(int).to_numpy() if "item" in s else -1,
+            "person": s["person"].fillna(-1).astype(int).to_numpy() if "person" in s else -1,
+            "scale": "all",
+            "category": -1,
+        }
+    )
     for col in STATS:
         est[col] = s[col].to_numpy(float)
     order = {p: k for k, p in enumerate(PARAMETERS)}
-    est = est.sort_values(["parameter", "item", "person"], key=lambda c: c.map(order) if c.name == "parameter" else c,
-                          kind="stable").reset_index(drop=True)
+    est = est.sort_values(
+        ["parameter", "item", "person"], key=lambda c: c.map(order) if c.name == "parameter" else c, kind="stable"
+    ).reset_index(drop=True)
     # real data sets come with an empty truth table: no true column then
     return tables.attach_truth(est, truth, KEYS) if truth is not None and len(truth) else est
 
@@ -159,11 +197,16 @@ def item_ess(summary: pd.DataFrame, wall_seconds: float) -> dict:
     ess = summary[summary.parameter.isin(ITEM_PARAMETERS)]["ess_bulk"].to_numpy(float)
     lo, med = float(np.nanmin(ess)), float(np.nanmedian(ess))
     wall = max(float(wall_seconds), 1e-9)
-    return {"item_min_ess_bulk": lo, "item_median_ess_bulk": med,
-            "item_min_ess_per_second": lo / wall, "item_median_ess_per_second": med / wall}
+    return {
+        "item_min_ess_bulk": lo,
+        "item_median_ess_bulk": med,
+        "item_min_ess_per_second": lo / wall,
+        "item_median_ess_per_second": med / wall,
+    }
 
 
 # ------------------------------------------------------------------------------- the mixture
+
 
 def gibbs_mixture(data: pd.DataFrame, truth, cond, settings: Settings, seed: int) -> MethodResult:
     """The two-component mixture on the heights ``data`` (``truth``: unused, the truth is the
@@ -174,20 +217,44 @@ def gibbs_mixture(data: pd.DataFrame, truth, cond, settings: Settings, seed: int
     priors = mixture_priors(mixture)
     sampler = sampler_settings(mixture.sampler)
     k = mixture_sampler.kernel(data["height"].to_numpy(), priors, where="mixture heights")
-    res = sample(jax.random.key(seed), k.init_fn, k.step_fn, k.record_fn, sampler, coords=k.coords, dims=k.dims,
-                 label=f"{STUDY}/mixture")
+    res = sample(
+        jax.random.key(seed),
+        k.init_fn,
+        k.step_fn,
+        k.record_fn,
+        sampler,
+        coords=k.coords,
+        dims=k.dims,
+        label=f"{STUDY}/mixture",
+    )
     est = mixture_estimates(res.summary, data, mixture)
-    fields = {"model": "gaussian_mixture", "method": cond.method, "study": STUDY, "dataset": "heights",
-              "condition": "mixture", "replication": 0, "seed": int(seed), "n_persons": int(len(data)), "n_items": 1,
-              "priors": asdict(priors), "settings": {"sampler": asdict(sampler)}, "n_chains": sampler.n_chains,
-              "label_switching": "ordering mu_0 < mu_1 imposed by relabelling after every sweep"}
+    fields = {
+        "model": "gaussian_mixture",
+        "method": cond.method,
+        "study": STUDY,
+        "dataset": "heights",
+        "condition": "mixture",
+        "replication": 0,
+        "seed": int(seed),
+        "n_persons": int(len(data)),
+        "n_items": 1,
+        "priors": asdict(priors),
+        "settings": {"sampler": asdict(sampler)},
+        "n_chains": sampler.n_chains,
+        "label_switching": "ordering mu_0 < mu_1 imposed by relabelling after every sweep",
+    }
     return MethodResult(records.sample_record(res, fields), est, None, res.idata)
 
 
 def mixture_priors(mixture: Mixture) -> mixture_sampler.MixturePriors:
     p = mixture.priors
-    return mixture_sampler.MixturePriors(lam=1.0 / float(mixture.sd) ** 2, nu=float(p["nu"]), rho=float(p["rho"]),
-                                         alpha=float(p["alpha"]), beta=float(p["beta"]))
+    return mixture_sampler.MixturePriors(
+        lam=1.0 / float(mixture.sd) ** 2,
+        nu=float(p["nu"]),
+        rho=float(p["rho"]),
+        alpha=float(p["alpha"]),
+        beta=float(p["beta"]),
+    )
 
 
 def mixture_estimates(summary: pd.DataFrame, data: pd.DataFrame, mixture: Mixture) -> pd.DataFrame:
@@ -199,15 +266,20 @@ def mixture_estimates(summary: pd.DataFrame, data: pd.DataFrame, mixture: Mixtur
     for col in STATS:
         est[col] = s[col].to_numpy(float)
     share = float(np.mean(data["group"] == 1))
-    est["true"] = np.where(est.parameter == "pi", share,
-                           np.where(est.category == 0, mixture.mean_women, mixture.mean_men))
+    est["true"] = np.where(
+        est.parameter == "pi", share, np.where(est.category == 0, mixture.mean_women, mixture.mean_men)
+    )
     return est
 
 
 # ------------------------------------------------------------------------------- the registry
 
-METHODS: dict[str, Callable[..., MethodResult]] = {"gibbs": gibbs, "gibbs_omit": gibbs_omit, "nuts": nuts,
-                                                    "gibbs_mixture": gibbs_mixture}
+METHODS: dict[str, Callable[..., MethodResult]] = {
+    "gibbs": gibbs,
+    "gibbs_omit": gibbs_omit,
+    "nuts": nuts,
+    "gibbs_mixture": gibbs_mixture,
+}
 
 
 def fit(data, truth, cond, settings: Settings, *, seed: int) -> MethodResult:

@@ -32,8 +32,10 @@ def check(config: dict) -> None:
     for name, design in study["designs"].items():
         ds = design.get("dataset")  # a simulated design names none
         if ds is not None and ds not in datasets:
-            raise ConfigError(f"config key 'studies.gibbs_2pno.designs.{name}.dataset': '{ds}' is not one of the "
-                              f"data sets {sorted(datasets)}")
+            raise ConfigError(
+                f"config key 'studies.gibbs_2pno.designs.{name}.dataset': '{ds}' is not one of the "
+                f"data sets {sorted(datasets)}"
+            )
     for name, design in study["designs"].items():
         for i, missing in enumerate(design["missing"]):
             key = f"studies.gibbs_2pno.designs.{name}.missing.{i}"
@@ -57,8 +59,14 @@ class Sampler:
     @classmethod
     def from_config(cls, block: dict) -> Sampler:
         """From a ``gibbs_sampler`` block of the schema (``gibbs``, ``mixture.sampler``)."""
-        return cls(int(block["n_chains"]), int(block["n_warmup"]), int(block["n_samples"]), int(block["thin"]),
-                   int(block["chunk"]), int(block["chain_processes"]))
+        return cls(
+            int(block["n_chains"]),
+            int(block["n_warmup"]),
+            int(block["n_samples"]),
+            int(block["thin"]),
+            int(block["chunk"]),
+            int(block["chain_processes"]),
+        )
 
     @property
     def threads(self) -> int:
@@ -81,8 +89,15 @@ class Mixture:
 
     @classmethod
     def from_config(cls, block: dict) -> Mixture:
-        return cls(block["n_women"], block["n_men"], block["mean_women"], block["mean_men"], block["sd"],
-                   dict(block["priors"]), Sampler.from_config(block["sampler"]))
+        return cls(
+            block["n_women"],
+            block["n_men"],
+            block["mean_women"],
+            block["mean_men"],
+            block["sd"],
+            dict(block["priors"]),
+            Sampler.from_config(block["sampler"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -100,10 +115,19 @@ class Settings:
         """From the whole validated config (the study must be in it)."""
         study = config["studies"][STUDY]
         nuts = study["nuts"]
-        return cls(dict(study["priors"]), Sampler.from_config(study["gibbs"]),
-                   Sampler(int(nuts["n_chains"]), int(nuts["n_warmup"]), int(nuts["n_samples"]), NUTS_THIN,
-                           NUTS_CHUNK, NUTS_CHAIN_PROCESSES),
-                   Mixture.from_config(study["mixture"]))
+        return cls(
+            dict(study["priors"]),
+            Sampler.from_config(study["gibbs"]),
+            Sampler(
+                int(nuts["n_chains"]),
+                int(nuts["n_warmup"]),
+                int(nuts["n_samples"]),
+                NUTS_THIN,
+                NUTS_CHUNK,
+                NUTS_CHAIN_PROCESSES,
+            ),
+            Mixture.from_config(study["mixture"]),
+        )
 
 
 def fit_threads(config: dict, method: str) -> int:

@@ -14,11 +14,23 @@ from bayesirt.studies.gibbs_2pno.conditions import ITEM_PARAMETERS, PARAMETERS
 def fit_row(record: dict) -> dict:
     """One row of fits.csv from a fit record (no timings: those go to timings.csv)."""
     d = record["diagnostics"]
-    return {"design": record["design"], "missing": record["missing"], "method": record["method"],
-            "rep": record["replication"], "n_persons": record["n_persons"], "n_items": record["n_items"],
-            "missing_rate": record["missing_rate"], "n_chains": record["n_chains"], "sweeps": record["steps"],
-            "converged": records.is_converged(record), "status": records.convergence_status(record), "max_r_hat": d["max_r_hat"], "min_ess_bulk": d["min_ess_bulk"],
-            "min_ess_tail": d["min_ess_tail"], **record.get("evaluation", {})}
+    return {
+        "design": record["design"],
+        "missing": record["missing"],
+        "method": record["method"],
+        "rep": record["replication"],
+        "n_persons": record["n_persons"],
+        "n_items": record["n_items"],
+        "missing_rate": record["missing_rate"],
+        "n_chains": record["n_chains"],
+        "sweeps": record["steps"],
+        "converged": records.is_converged(record),
+        "status": records.convergence_status(record),
+        "max_r_hat": d["max_r_hat"],
+        "min_ess_bulk": d["min_ess_bulk"],
+        "min_ess_tail": d["min_ess_tail"],
+        **record.get("evaluation", {}),
+    }
 
 
 def _diagnostics(rec: dict, est: pd.DataFrame) -> list[dict]:
@@ -27,11 +39,21 @@ def _diagnostics(rec: dict, est: pd.DataFrame) -> list[dict]:
         e = est[est.parameter == par]
         if not len(e):
             continue
-        rows.append({"missing": rec["missing"], "method": rec["method"], "rep": rec["replication"],
-                     "parameter": par, "n": len(e), "max_r_hat": e["r_hat"].max(),
-                     "share_r_hat_below_1.01": float(np.mean(e["r_hat"] < 1.01)),
-                     "min_ess_bulk": e["ess_bulk"].min(), "median_ess_bulk": e["ess_bulk"].median(),
-                     "min_ess_tail": e["ess_tail"].min(), "max_mcse_mean": e["mcse_mean"].max()})
+        rows.append(
+            {
+                "missing": rec["missing"],
+                "method": rec["method"],
+                "rep": rec["replication"],
+                "parameter": par,
+                "n": len(e),
+                "max_r_hat": e["r_hat"].max(),
+                "share_r_hat_below_1.01": float(np.mean(e["r_hat"] < 1.01)),
+                "min_ess_bulk": e["ess_bulk"].min(),
+                "median_ess_bulk": e["ess_bulk"].median(),
+                "min_ess_tail": e["ess_tail"].min(),
+                "max_mcse_mean": e["mcse_mean"].max(),
+            }
+        )
     return rows
 
 
@@ -68,17 +90,38 @@ def _pairs(by_key: dict, other: str, names: tuple[str, str]) -> pd.DataFrame:
             c.insert(0, "rep", rep)
             c.insert(0, "missing", missing)
             out.append(c)
-    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(
-        columns=["missing", "rep", "parameter", "item", "z", "sd_ratio"])
+    return (
+        pd.concat(out, ignore_index=True)
+        if out
+        else pd.DataFrame(columns=["missing", "rep", "parameter", "item", "z", "sd_ratio"])
+    )
 
 
 def _timings(fit_records: list[dict]) -> pd.DataFrame:
-    timings = pd.DataFrame([{"design": r["design"], "missing": r["missing"], "method": r["method"],
-                             "rep": r["replication"], "n_chains": r["n_chains"], "sweeps": r["steps"],
-                             **{k: r["timing"][k] for k in ("wall_seconds", "compile_seconds", "item_min_ess_bulk",
-                                                           "item_median_ess_bulk", "item_min_ess_per_second",
-                                                           "item_median_ess_per_second")}}
-                            for r in fit_records]).sort_values(["missing", "method", "rep"], kind="stable")
+    timings = pd.DataFrame(
+        [
+            {
+                "design": r["design"],
+                "missing": r["missing"],
+                "method": r["method"],
+                "rep": r["replication"],
+                "n_chains": r["n_chains"],
+                "sweeps": r["steps"],
+                **{
+                    k: r["timing"][k]
+                    for k in (
+                        "wall_seconds",
+                        "compile_seconds",
+                        "item_min_ess_bulk",
+                        "item_median_ess_bulk",
+                        "item_min_ess_per_second",
+                        "item_median_ess_per_second",
+                    )
+                },
+            }
+            for r in fit_records
+        ]
+    ).sort_values(["missing", "method", "rep"], kind="stable")
     return timings.reset_index(drop=True)
 
 
@@ -102,10 +145,14 @@ def aggregate(fit_records: list[dict], estimates: list[pd.DataFrame]) -> dict[st
     diagnostics = diagnostics.sort_values(["missing", "method", "rep", "parameter"], kind="stable")
     diagnostics = diagnostics.reset_index(drop=True)
 
-    return {"fits": fits, "recovery": recovery, "diagnostics": diagnostics,
-            "nuts": _pairs(by_key, "nuts", ("gibbs", "nuts")),
-            "missing": _pairs(by_key, "gibbs_omit", ("augment", "omit")),
-            "timings": _timings(fit_records)}
+    return {
+        "fits": fits,
+        "recovery": recovery,
+        "diagnostics": diagnostics,
+        "nuts": _pairs(by_key, "nuts", ("gibbs", "nuts")),
+        "missing": _pairs(by_key, "gibbs_omit", ("augment", "omit")),
+        "timings": _timings(fit_records),
+    }
 
 
 def agreement(pairs: pd.DataFrame) -> dict:
@@ -114,5 +161,10 @@ def agreement(pairs: pd.DataFrame) -> dict:
     if pairs.empty:
         return {"n": 0}
     z = pairs["z"].abs()
-    return {"n": int(len(pairs)), "max_abs_z": float(z.max()), "share_abs_z_below_3": float(np.mean(z < 3)),
-            "sd_ratio_min": float(pairs["sd_ratio"].min()), "sd_ratio_max": float(pairs["sd_ratio"].max())}
+    return {
+        "n": int(len(pairs)),
+        "max_abs_z": float(z.max()),
+        "share_abs_z_below_3": float(np.mean(z < 3)),
+        "sd_ratio_min": float(pairs["sd_ratio"].min()),
+        "sd_ratio_max": float(pairs["sd_ratio"].max()),
+    }

@@ -24,8 +24,11 @@ class Data(NamedTuple):
 
 def read(responses, truth=None, imputation=None) -> Data:
     """A fit's data from the workflow's files (``truth`` empty or None on real data)."""
-    return Data(io.read_responses(responses), pd.read_csv(truth) if truth else None,
-                stacking.load(imputation) if imputation else None)
+    return Data(
+        io.read_responses(responses),
+        pd.read_csv(truth) if truth else None,
+        stacking.load(imputation) if imputation else None,
+    )
 
 
 def mask(rm_complete: io.ResponseMatrix, kind: str, rate: float, seed: int) -> tuple[io.ResponseMatrix, np.ndarray]:

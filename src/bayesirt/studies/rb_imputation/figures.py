@@ -54,8 +54,13 @@ def estimates_by_condition(estimates: dict[str, pd.DataFrame], parameter: str = 
     first = next(iter(estimates.values()))
     scales = sorted(set(first.loc[first["parameter"] == parameter, "scale"]))
     n_items = {s: int((first[(first["parameter"] == parameter) & (first["scale"] == s)]).shape[0]) for s in scales}
-    fig, axes = plt.subplots(1, len(scales), figsize=(sum(max(3.0, 0.45 * n) for n in n_items.values()) + 1, 3.8),
-                             squeeze=False, gridspec_kw={"width_ratios": [max(n_items[s], 1) for s in scales]})
+    fig, axes = plt.subplots(
+        1,
+        len(scales),
+        figsize=(sum(max(3.0, 0.45 * n) for n in n_items.values()) + 1, 3.8),
+        squeeze=False,
+        gridspec_kw={"width_ratios": [max(n_items[s], 1) for s in scales]},
+    )
     width = 0.8 / max(len(estimates), 1)
     for ax, scale in zip(axes[0], scales):
         for c, (label, est) in enumerate(estimates.items()):
@@ -64,8 +69,9 @@ def estimates_by_condition(estimates: dict[str, pd.DataFrame], parameter: str = 
             ax.errorbar(x, d["mean"], yerr=2 * d["sd"], fmt="o", ms=3, lw=0.9, label=label)
         ax.set_title(f"scale {scale}", fontsize=10)
         ax.set_xticks(np.arange(n_items[scale]))
-        ax.set_xticklabels(sorted(first.loc[(first["parameter"] == parameter) & (first["scale"] == scale), "item"]),
-                           fontsize=7)
+        ax.set_xticklabels(
+            sorted(first.loc[(first["parameter"] == parameter) & (first["scale"] == scale), "item"]), fontsize=7
+        )
         ax.set_xlabel("item")
     axes[0][0].set_ylabel(f"{LABELS.get(parameter, parameter)}\n(posterior mean ± 2 sd)")
     axes[0][-1].legend(frameon=False, fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
@@ -102,8 +108,9 @@ def errors_by_condition(errors: pd.DataFrame, parameters=("discrimination", "abi
     d = errors[(errors["scale"] == "all") & errors["parameter"].isin(parameters)]
     against = [a for a in ("complete_data", "truth") if a in set(d["against"])]
     conditions = list(dict.fromkeys(d["condition"]))
-    fig, axes = plt.subplots(len(against), len(parameters), figsize=(3.6 * len(parameters), 2.9 * len(against)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(against), len(parameters), figsize=(3.6 * len(parameters), 2.9 * len(against)), squeeze=False
+    )
     for r, ref in enumerate(against):
         for c, par in enumerate(parameters):
             ax = axes[r][c]

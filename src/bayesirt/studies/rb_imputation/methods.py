@@ -55,17 +55,31 @@ def study_config(settings: Settings, n_copies: int = 1) -> StudyConfig:
     """The fits' settings from the config's (``settings.Settings``), with M = ``n_copies``."""
     training = dict(settings.training)
     n_draws = training.pop("n_draws")
-    return StudyConfig(n_copies=n_copies, n_dimensions=settings.n_dimensions, settings=TrainSettings(**training),
-                       priors=fgrm.Priors(**settings.priors), n_draws=n_draws, posterior_draws=settings.posterior_draws)
+    return StudyConfig(
+        n_copies=n_copies,
+        n_dimensions=settings.n_dimensions,
+        settings=TrainSettings(**training),
+        priors=fgrm.Priors(**settings.priors),
+        n_draws=n_draws,
+        posterior_draws=settings.posterior_draws,
+    )
 
 
 def reference(data: study_data.Data, *, seed: int, config: StudyConfig, fields: dict | None = None) -> MethodResult:
     """The complete-data fit (before injection): the yardstick of every objective."""
     fields = {"study": STUDY, "condition": REFERENCE, "objective": COMPLETE, "replication": None, **(fields or {})}
     return grm_advi.fit(
-        data.responses, seed=seed, settings=config.settings, priors=config.priors, truth=data.truth,
-        n_draws=config.n_draws, posterior_draws=config.posterior_draws, n_dimensions=config.n_dimensions,
-        fields=fields, label=f"reference {fields.get('dataset', '')}".strip())
+        data.responses,
+        seed=seed,
+        settings=config.settings,
+        priors=config.priors,
+        truth=data.truth,
+        n_draws=config.n_draws,
+        posterior_draws=config.posterior_draws,
+        n_dimensions=config.n_dimensions,
+        fields=fields,
+        label=f"reference {fields.get('dataset', '')}".strip(),
+    )
 
 
 ELBO_NOTES = {
@@ -74,8 +88,9 @@ ELBO_NOTES = {
 }
 
 
-def objective(name: str, data: study_data.Data, *, seed: int, config: StudyConfig,
-              fields: dict | None = None) -> MethodResult:
+def objective(
+    name: str, data: study_data.Data, *, seed: int, config: StudyConfig, fields: dict | None = None
+) -> MethodResult:
     """ADVI fit on the masked responses with one imputation objective (the imputation PMFs of
     ``data.imputation`` unless ``zero_fill``)."""
     rm_missing, model = data.responses, data.imputation
@@ -86,13 +101,27 @@ def objective(name: str, data: study_data.Data, *, seed: int, config: StudyConfi
         extra = imputation_extra_data(model, rm_missing)
     n_copies = config.n_copies if uses_copies(name) else None
     condition = name if n_copies is None else f"{name}_M{n_copies}"
-    fields = {"study": STUDY, "condition": condition, "objective": name, "n_copies": n_copies,
-              "missing_cells": int((rm_missing.responses < 0).sum()), **(fields or {})}
+    fields = {
+        "study": STUDY,
+        "condition": condition,
+        "objective": name,
+        "n_copies": n_copies,
+        "missing_cells": int((rm_missing.responses < 0).sum()),
+        **(fields or {}),
+    }
     out = grm_advi.fit(
-        rm_missing, seed=seed, settings=config.settings, priors=config.priors, truth=data.truth,
-        log_likelihood=model_objective(name, st, config.n_copies), extra_data=extra,
-        posterior_draws=config.posterior_draws, n_dimensions=config.n_dimensions, fields=fields,
-        label=f"{condition} rep{fields.get('replication', 0)}")
+        rm_missing,
+        seed=seed,
+        settings=config.settings,
+        priors=config.priors,
+        truth=data.truth,
+        log_likelihood=model_objective(name, st, config.n_copies),
+        extra_data=extra,
+        posterior_draws=config.posterior_draws,
+        n_dimensions=config.n_dimensions,
+        fields=fields,
+        label=f"{condition} rep{fields.get('replication', 0)}",
+    )
     if checks is not None:
         out.record["imputation_checks"] = checks
     # the ELBO of a copies objective is evaluated with its own stochastic likelihood estimate
@@ -103,8 +132,9 @@ def objective(name: str, data: study_data.Data, *, seed: int, config: StudyConfi
 METHODS = {COMPLETE: reference, **{name: partial(objective, name) for name in OBJECTIVES}}
 
 
-def fit(method: str, data: study_data.Data, *, seed: int, config: StudyConfig,
-        fields: dict | None = None) -> MethodResult:
+def fit(
+    method: str, data: study_data.Data, *, seed: int, config: StudyConfig, fields: dict | None = None
+) -> MethodResult:
     """One fit: ``complete`` (the reference) or an imputation objective (``METHODS``)."""
     if method not in METHODS:
         raise ValueError(f"unknown objective {method!r}; known: {', '.join(METHODS)}")
@@ -125,13 +155,17 @@ def model_objective(objective: str, st, n_copies: int):
     GRM's observed-cell likelihood and cell probabilities plugged in (``objectives.make``)."""
     if isinstance(st, mixture_grm.Structure):
         return objectives.make(
-            objective, st, n_copies,
+            objective,
+            st,
+            n_copies,
             cell_probs=lambda params, persons, items: mixture_grm.category_probs(params, persons, items, st),
-            observed_log_lik=lambda params, batch: mixture_grm.log_likelihood(params, batch["y"], st))
+            observed_log_lik=lambda params, batch: mixture_grm.log_likelihood(params, batch["y"], st),
+        )
     return objectives.make(objective, st, n_copies)
 
 
 # ----------------------------------------------------------------------------- one process
+
 
 class Replication(NamedTuple):
     reference: MethodResult
@@ -144,8 +178,15 @@ class Replication(NamedTuple):
     seconds: float
 
 
-def run_replication(rm_complete: io.ResponseMatrix, truth: pd.DataFrame | None, *, mask_seed: int,
-                    fit_seed: int, config: StudyConfig = StudyConfig(), rep: int = 0) -> Replication:
+def run_replication(
+    rm_complete: io.ResponseMatrix,
+    truth: pd.DataFrame | None,
+    *,
+    mask_seed: int,
+    fit_seed: int,
+    config: StudyConfig = StudyConfig(),
+    rep: int = 0,
+) -> Replication:
     """One replication in one process, through the same functions the workflow's rules call;
     the fits share ``fit_seed`` (common random numbers across objectives)."""
     t0 = time.perf_counter()
@@ -153,20 +194,33 @@ def run_replication(rm_complete: io.ResponseMatrix, truth: pd.DataFrame | None, 
     rm_missing, hidden = study_data.mask(rm_complete, config.missing_kind, config.missing_rate, mask_seed)
     model, checks = study_data.fit_imputation_model(rm_missing, config.stacking)
     scores = study_data.imputation_scores(model, rm_missing, rm_complete, hidden)
-    log.info("rb_imputation rep %d: imputation log score %.3f (marginal %.3f), accuracy %.3f",
-             rep, scores["log_score"], scores["marginal_log_score"], scores["accuracy"])
+    log.info(
+        "rb_imputation rep %d: imputation log score %.3f (marginal %.3f), accuracy %.3f",
+        rep,
+        scores["log_score"],
+        scores["marginal_log_score"],
+        scores["accuracy"],
+    )
     outs = {}
     for name in config.objectives:
-        out = fit(name, study_data.Data(rm_missing, truth, model), seed=fit_seed, config=config,
-                  fields={"replication": rep})
+        out = fit(
+            name, study_data.Data(rm_missing, truth, model), seed=fit_seed, config=config, fields={"replication": rep}
+        )
         outs[out.record["condition"]] = out
-    tabs = tables.aggregate(ref.estimates, [(o.record, o.estimates) for o in outs.values()],
-                            [{"replication": rep, "scores": scores}])
+    tabs = tables.aggregate(
+        ref.estimates, [(o.record, o.estimates) for o in outs.values()], [{"replication": rep, "scores": scores}]
+    )
     return Replication(ref, outs, model, checks, scores, tabs, hidden, time.perf_counter() - t0)
 
 
 def config_record(config: StudyConfig) -> dict:
-    return {"objectives": list(config.objectives), "n_copies": config.n_copies, "n_dimensions": config.n_dimensions,
-            "missing_kind": config.missing_kind, "missing_rate": config.missing_rate,
-            "settings": asdict(config.settings), "priors": asdict(config.priors),
-            "stacking": asdict(config.stacking)}
+    return {
+        "objectives": list(config.objectives),
+        "n_copies": config.n_copies,
+        "n_dimensions": config.n_dimensions,
+        "missing_kind": config.missing_kind,
+        "missing_rate": config.missing_rate,
+        "settings": asdict(config.settings),
+        "priors": asdict(config.priors),
+        "stacking": asdict(config.stacking),
+    }

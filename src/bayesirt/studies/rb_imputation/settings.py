@@ -29,7 +29,8 @@ def check(config: dict) -> None:
         raise ConfigError(
             f"config key '{key}': '{study['missing']}' — the data set '{study['dataset']}' is simulated without "
             "missing responses, so a rate of 0% leaves nothing to impute; give a rate above 0, or "
-            "replications: 0 for the complete-data reference fit only")
+            "replications: 0 for the complete-data reference fit only"
+        )
 
 
 @dataclass(frozen=True)
@@ -45,5 +46,9 @@ class Settings:
     @classmethod
     def from_config(cls, config: dict) -> Settings:
         study = config["studies"][STUDY]
-        return cls(training=dict(config["training"]), priors=dict(config["priors"]),
-                   posterior_draws=config["posterior_draws"], n_dimensions=study["n_dimensions"])
+        return cls(
+            training=dict(config["training"]),
+            priors=dict(config["priors"]),
+            posterior_draws=config["posterior_draws"],
+            n_dimensions=study["n_dimensions"],
+        )

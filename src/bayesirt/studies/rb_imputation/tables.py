@@ -34,24 +34,35 @@ def error_table(estimates: pd.DataFrame, reference: pd.DataFrame | None, paramet
         for par, d_par in df.groupby("parameter", sort=False):
             groups = [("all", d_par)] + list(d_par.groupby("scale", sort=True))
             for scale, d in groups:
-                rows.append({"parameter": par, "scale": scale, "against": against,
-                             **metrics(d["mean"], d[col])})
+                rows.append({"parameter": par, "scale": scale, "against": against, **metrics(d["mean"], d[col])})
     return pd.DataFrame(rows)
 
 
 def summary_row(record: dict, table: pd.DataFrame) -> dict:
     """One fit's headline numbers: convergence, ELBO and the overall RMSE per parameter."""
-    row = {"condition": record["condition"], "objective": record["objective"], "n_copies": record.get("n_copies"),
-           "rep": record["replication"], "converged": records.is_converged(record), "status": records.convergence_status(record), "steps": record["steps"],
-           "elbo": record["elbo"]}
+    row = {
+        "condition": record["condition"],
+        "objective": record["objective"],
+        "n_copies": record.get("n_copies"),
+        "rep": record["replication"],
+        "converged": records.is_converged(record),
+        "status": records.convergence_status(record),
+        "steps": record["steps"],
+        "elbo": record["elbo"],
+    }
     for (against, parameter), r in table[table.scale == "all"].set_index(["against", "parameter"]).iterrows():
         row[f"{parameter}_rmse_vs_{against}"] = r["rmse"]
     return row
 
 
 def timing_row(record: dict) -> dict:
-    return {"condition": record["condition"], "rep": record["replication"], "steps": record["steps"],
-            **record["timing"], "seconds_per_step": record["timing"]["wall_seconds"] / max(record["steps"], 1)}
+    return {
+        "condition": record["condition"],
+        "rep": record["replication"],
+        "steps": record["steps"],
+        **record["timing"],
+        "seconds_per_step": record["timing"]["wall_seconds"] / max(record["steps"], 1),
+    }
 
 
 def aggregate(reference: pd.DataFrame, fits: list[tuple[dict, pd.DataFrame]], imputation: list[dict]) -> dict:
@@ -69,8 +80,13 @@ def aggregate(reference: pd.DataFrame, fits: list[tuple[dict, pd.DataFrame]], im
     errors = pd.concat(tables, ignore_index=True)
     agg = across_replications([errors.assign(objective=errors["condition"])]).rename(columns={"objective": "condition"})
     scores = pd.DataFrame([{"rep": r["replication"], **r["scores"]} for r in imputation])  # timings stay in the json
-    return {"errors": errors, "summary": pd.DataFrame(rows), "aggregate": agg, "imputation": scores,
-            "timings": pd.DataFrame(timings)}
+    return {
+        "errors": errors,
+        "summary": pd.DataFrame(rows),
+        "aggregate": agg,
+        "imputation": scores,
+        "timings": pd.DataFrame(timings),
+    }
 
 
 def across_replications(error_tables: list[pd.DataFrame]) -> pd.DataFrame:
@@ -78,9 +94,17 @@ def across_replications(error_tables: list[pd.DataFrame]) -> pd.DataFrame:
     parameter, scale and reference."""
     df = pd.concat(error_tables, ignore_index=True)
     keys = ["objective", "parameter", "scale", "against"]
-    return df.groupby(keys, sort=False).agg(
-        rmse_mean=("rmse", "mean"), rmse_sd=("rmse", "std"), bias_mean=("bias", "mean"),
-        corr_mean=("corr", "mean"), n_reps=("rmse", "size")).reset_index()
+    return (
+        df.groupby(keys, sort=False)
+        .agg(
+            rmse_mean=("rmse", "mean"),
+            rmse_sd=("rmse", "std"),
+            bias_mean=("bias", "mean"),
+            corr_mean=("corr", "mean"),
+            n_reps=("rmse", "size"),
+        )
+        .reset_index()
+    )
 
 
 def recovery(estimates: pd.DataFrame, fit: str) -> pd.DataFrame:
@@ -99,5 +123,8 @@ def jensen_verdict(summary: pd.DataFrame, rao_blackwell: str, naive: str):
     per_rep = summary.pivot_table(index="rep", columns="condition", values="discrimination_rmse_vs_complete_data")
     if rao_blackwell not in per_rep or naive not in per_rep:
         raise ValueError(f"summary has no conditions {rao_blackwell!r} and {naive!r} to compare")
-    return verdicts.paired_verdict(per_rep[rao_blackwell] - per_rep[naive], direction="lower",
-                                   subject=f"the discrimination RMSE of {rao_blackwell} (against {naive})")
+    return verdicts.paired_verdict(
+        per_rep[rao_blackwell] - per_rep[naive],
+        direction="lower",
+        subject=f"the discrimination RMSE of {rao_blackwell} (against {naive})",
+    )

@@ -26,21 +26,38 @@ def simulate_grm(seed: int, n_persons: int, preset: str):
     scale of ``models.irt2pl``: P(Y >= k) = sigmoid(a theta - cut_k)) and ability (person).
     The draws are ``data.simulate.simulate_factorized_grm``'s (thresholds tau, cut = a tau)."""
     n_items, n_categories = grm_shape(preset)
-    rm, table = simulate_factorized_grm(seed, n_persons, [n_items], n_categories, scale_names=[preset],
-                                        item_prefix=PRESETS[preset].get("item_prefix", "Q"))
+    rm, table = simulate_factorized_grm(
+        seed,
+        n_persons,
+        [n_items],
+        n_categories,
+        scale_names=[preset],
+        item_prefix=PRESETS[preset].get("item_prefix", "Q"),
+    )
     pick = lambda p: table[table.parameter == p].sort_values(["item", "person", "category"])["value"].to_numpy()  # noqa: E731
     a = pick("discrimination")
     base, inc = pick("base_difficulty"), pick("increments").reshape(n_items, n_categories - 2)
     tau = np.asarray(grm.ordered_cuts(base, inc))
-    truth = tables.long_table({"discrimination": a, "cut": a[:, None] * tau, "ability": pick("ability")}, AXES,
-                              ["item", "person", "category"], "value", start={"category": 1})
-    rm.attrs.update({"model": "grm", "preset": preset,
-                     "parametrization": "P(Y >= k) = sigmoid(a * theta - cut_k), cut_k = a * tau_k"})
+    truth = tables.long_table(
+        {"discrimination": a, "cut": a[:, None] * tau, "ability": pick("ability")},
+        AXES,
+        ["item", "person", "category"],
+        "value",
+        start={"category": 1},
+    )
+    rm.attrs.update(
+        {
+            "model": "grm",
+            "preset": preset,
+            "parametrization": "P(Y >= k) = sigmoid(a * theta - cut_k), cut_k = a * tau_k",
+        }
+    )
     return rm, truth
 
 
-def simulate_condition(design: dict, missing: str, seed: int, *, score_fraction: float,
-                       heldout_fraction: float, missing_seed: int):
+def simulate_condition(
+    design: dict, missing: str, seed: int, *, score_fraction: float, heldout_fraction: float, missing_seed: int
+):
     """Complete data from ``seed`` (shared by a replication's missingness conditions), then the
     condition's missingness from ``missing_seed``. Returns (train, hidden, holdout, truth):
     the training matrix with the design's missing cells and the scored cells set to -1, the
@@ -83,8 +100,17 @@ def empty_truth() -> pd.DataFrame:
     return pd.DataFrame(columns=["parameter", "item", "person", "category", "value"])
 
 
-def observed_condition(responses, design: dict, missing: str, seed: int, *, score_fraction: float,
-                       heldout_fraction: float, missing_seed: int, where: str):
+def observed_condition(
+    responses,
+    design: dict,
+    missing: str,
+    seed: int,
+    *,
+    score_fraction: float,
+    heldout_fraction: float,
+    missing_seed: int,
+    where: str,
+):
     """A prepared real data set as one condition of a ``dataset`` design. Persons who answered
     no item are left out (they tell nothing about items or predictions, and the per-person fits
     refuse them; their number is in the attributes). From ``seed`` (one replication, shared by
@@ -103,20 +129,36 @@ def observed_condition(responses, design: dict, missing: str, seed: int, *, scor
     n_all = y.shape[0]
     n_hold = int(round(heldout_fraction * n_all))
     if not 1 <= n_hold < n_all - 1:
-        raise ValueError(f"{where}: {n_all} persons cannot be split into training and held-out persons with "
-                         f"heldout_fraction {heldout_fraction}")
+        raise ValueError(
+            f"{where}: {n_all} persons cannot be split into training and held-out persons with "
+            f"heldout_fraction {heldout_fraction}"
+        )
     order = np.random.default_rng(np.random.SeedSequence([int(seed), 4])).permutation(n_all)
     hold_rows, train_rows = np.sort(order[:n_hold]), np.sort(order[n_hold:])
-    attrs = {**responses.attrs, "model": design_model(design), "design_missing": missing,
-             "natural_missing_rate": natural_rate, "persons_without_responses_left_out": int((~answered).sum())}
+    attrs = {
+        **responses.attrs,
+        "model": design_model(design),
+        "design_missing": missing,
+        "natural_missing_rate": natural_rate,
+        "persons_without_responses_left_out": int((~answered).sum()),
+    }
     train = io.ResponseMatrix(y[train_rows], list(responses.items), {**attrs, "part": "train"})
     hold = io.ResponseMatrix(y[hold_rows], list(responses.items), {**attrs, "part": "holdout"})
     train, hidden, hold = hide_cells(train, hold, missing, missing_seed=missing_seed, score_fraction=score_fraction)
     return train, hidden, hold, empty_truth()
 
 
-def condition_data(design: dict, missing: str, seed: int, *, score_fraction: float, heldout_fraction: float,
-                   missing_seed: int, responses=None, where: str = ""):
+def condition_data(
+    design: dict,
+    missing: str,
+    seed: int,
+    *,
+    score_fraction: float,
+    heldout_fraction: float,
+    missing_seed: int,
+    responses=None,
+    where: str = "",
+):
     """The data of one condition, simulated (``simulate_condition``) or, for a design that names
     a data set, from its prepared ``responses`` (``observed_condition``)."""
     fractions = {"score_fraction": score_fraction, "heldout_fraction": heldout_fraction, "missing_seed": missing_seed}

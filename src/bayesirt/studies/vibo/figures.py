@@ -13,8 +13,13 @@ import pandas as pd
 from bayesirt import plotting
 from bayesirt.studies.vibo.tables import REFERENCE, with_times
 
-LABELS = {"vibo_one_prior": "VIBO, one prior expert", "vibo_prior_per_missing": "VIBO, prior per missing",
-          "mfvi": "mean-field VI", "mml": "MML-EAP", "nuts": "NUTS"}
+LABELS = {
+    "vibo_one_prior": "VIBO, one prior expert",
+    "vibo_prior_per_missing": "VIBO, prior per missing",
+    "mfvi": "mean-field VI",
+    "mml": "MML-EAP",
+    "nuts": "NUTS",
+}
 
 
 def figures(tables: dict, outputs: dict, *, observed: bool = False) -> None:
@@ -29,9 +34,11 @@ def simulated_figures(tables: dict, outputs: dict) -> None:
     reps = tables["summary"]["replications"]
     n = f"{int(reps.min())}" if reps.min() == reps.max() else f"{int(reps.min())} to {int(reps.max())}"
     title = f"Means over {n} replication{'s' if reps.max() != 1 else ''} per condition and method"
-    for fig, name in ((accuracy_time(timed), "figure_accuracy_time"),
-                      (calibration(tables["summary"]), "figure_calibration"),
-                      (variants(tables["summary"]), "figure_variants")):
+    for fig, name in (
+        (accuracy_time(timed), "figure_accuracy_time"),
+        (calibration(tables["summary"]), "figure_calibration"),
+        (variants(tables["summary"]), "figure_variants"),
+    ):
         fig.suptitle(title, fontsize=10)
         fig.tight_layout()
         plotting.save(fig, outputs[name])
@@ -41,10 +48,12 @@ def observed_figures(tables: dict, outputs: dict) -> None:
     """Agreement with MML-EAP and hidden-cell prediction of a real-data design (PNG)."""
     reps = tables["summary"]["replications"]
     fig = agreement(tables["summary"], reference=REFERENCE)
-    fig.suptitle(f"Means over {int(reps.min())} to {int(reps.max())} missingness masks per condition and method"
-                 if reps.min() != reps.max() else
-                 f"Means over {int(reps.min())} missingness mask{'s' if reps.max() != 1 else ''} per condition "
-                 "and method", fontsize=10)
+    fig.suptitle(
+        f"Means over {int(reps.min())} to {int(reps.max())} missingness masks per condition and method"
+        if reps.min() != reps.max()
+        else f"Means over {int(reps.min())} missingness mask{'s' if reps.max() != 1 else ''} per condition and method",
+        fontsize=10,
+    )
     fig.tight_layout()
     plotting.save(fig, outputs["figure_agreement"])
 
@@ -80,8 +89,12 @@ def calibration(summary: pd.DataFrame):
     for ax, level in zip(axes, (50, 90)):
         for k, method in enumerate(methods):
             r = d[d["method"] == method].set_index("missing").reindex(missing)
-            ax.bar(np.arange(len(missing)) + k * width, r[f"coverage_{level}_mean"], width,
-                   label=LABELS.get(method, method))
+            ax.bar(
+                np.arange(len(missing)) + k * width,
+                r[f"coverage_{level}_mean"],
+                width,
+                label=LABELS.get(method, method),
+            )
         ax.axhline(level / 100, ls="--", color="k", lw=1)
         ax.set_xticks(np.arange(len(missing)) + width * (len(methods) - 1) / 2, missing)
         ax.set_ylim(max(0.0, level / 100 - 0.35), 1.0)
@@ -95,16 +108,18 @@ def calibration(summary: pd.DataFrame):
 def variants(summary: pd.DataFrame):
     """The two VIBO missing-data variants side by side over missingness: ability RMSE,
     90% coverage and log score of the hidden responses (MML-EAP as the reference line)."""
-    cols = [("ability_rmse_mean", "ability RMSE"), ("coverage_90_mean", "90% coverage"),
-            ("hidden_log_score_mean", "hidden-cell log score")]
+    cols = [
+        ("ability_rmse_mean", "ability RMSE"),
+        ("coverage_90_mean", "90% coverage"),
+        ("hidden_log_score_mean", "hidden-cell log score"),
+    ]
     missing = list(dict.fromkeys(summary["missing"]))
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.3))
     for ax, (col, title) in zip(axes, cols):
         for method in ("vibo_one_prior", "vibo_prior_per_missing", "mml"):
             r = summary[summary["method"] == method].set_index("missing").reindex(missing)
             if r[col].notna().any():
-                ax.plot(missing, r[col], marker="o", ls="--" if method == "mml" else "-",
-                        label=LABELS[method])
+                ax.plot(missing, r[col], marker="o", ls="--" if method == "mml" else "-", label=LABELS[method])
         ax.set_title(title)
         ax.set_xlabel("missingness")
     axes[0].legend(fontsize=7)
@@ -116,8 +131,11 @@ def agreement(summary: pd.DataFrame, reference: str = "mml"):
     """A real-data design (no truth): each method's ability correlation with the reference
     (MML-EAP) fitted to the same data, and the accuracy and mean log score of its predictions of
     the hidden cells, over the missingness conditions (means over replications)."""
-    cols = [(f"ability_corr_to_{reference}_mean", f"ability correlation with {LABELS.get(reference, reference)}"),
-            ("hidden_accuracy_mean", "hidden-cell accuracy"), ("hidden_log_score_mean", "hidden-cell log score")]
+    cols = [
+        (f"ability_corr_to_{reference}_mean", f"ability correlation with {LABELS.get(reference, reference)}"),
+        ("hidden_accuracy_mean", "hidden-cell accuracy"),
+        ("hidden_log_score_mean", "hidden-cell log score"),
+    ]
     missing = list(dict.fromkeys(summary["missing"]))
     methods = [m for m in LABELS if m in set(summary["method"])]
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.3))
@@ -125,8 +143,7 @@ def agreement(summary: pd.DataFrame, reference: str = "mml"):
         for method in methods:
             r = summary[summary["method"] == method].set_index("missing").reindex(missing)
             if col in r and r[col].notna().any():
-                ax.plot(missing, r[col], marker="o", ls="--" if method == reference else "-",
-                        label=LABELS[method])
+                ax.plot(missing, r[col], marker="o", ls="--" if method == reference else "-", label=LABELS[method])
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("missingness")
     axes[1].legend(fontsize=7)

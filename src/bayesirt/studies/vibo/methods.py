@@ -71,8 +71,9 @@ class Fitted:
     timing: dict = field(default_factory=dict)  # the record's timing: evaluation adds eval_seconds
 
 
-def problem(train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Condition, settings: StudySettings,
-            seed: int) -> Problem:
+def problem(
+    train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Condition, settings: StudySettings, seed: int
+) -> Problem:
     design = settings.design(cond.design)
     y, y_hold = np.asarray(train.responses), np.asarray(holdout.responses)
     n, j = y.shape
@@ -82,16 +83,28 @@ def problem(train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Con
     rows, cols, cell_truth = (hidden[c].to_numpy() for c in ("person", "item", "response"))
     keys = dict(zip(("fit", "enc", "pred", "ll", "new"), jax.random.split(jax.random.key(seed), 5)))
     truth = truth if truth is not None and len(truth) else None  # real data: no truth
-    fields = {"model": model, "method": cond.method, "study": STUDY, "dataset": design.get("dataset", cond.design),
-              "design": cond.design, "missing": cond.missing, "condition": f"{cond.missing}_{cond.method}",
-              "replication": cond.rep, "seed": seed, "n_persons": n, "n_items": j,
-              "n_heldout": int(y_hold.shape[0]), "missing_rate": float(np.mean(y == -1))}
+    fields = {
+        "model": model,
+        "method": cond.method,
+        "study": STUDY,
+        "dataset": design.get("dataset", cond.design),
+        "design": cond.design,
+        "missing": cond.missing,
+        "condition": f"{cond.missing}_{cond.method}",
+        "replication": cond.rep,
+        "seed": seed,
+        "n_persons": n,
+        "n_items": j,
+        "n_heldout": int(y_hold.shape[0]),
+        "missing_rate": float(np.mean(y == -1)),
+    }
     if model == "grm":
         fields["n_categories"] = [int(c) for c in st.categories]
     return Problem(cond, settings, y, y_hold, st, priors, rows, cols, cell_truth, truth, keys, fields)
 
 
 # ----------------------------------------------------------------------------------- methods
+
 
 def train_settings(training: dict, method_cfg: dict, n_persons: int) -> TrainSettings:
     """The study's training settings with the method's own learning rate, minibatches capped at
@@ -110,16 +123,26 @@ def fit_vibo(p: Problem) -> MethodResult:
     vs = vibo.VIBOSettings(p.priors, missing=VIBO_VARIANTS[p.cond.method], hidden=tuple(cfg["hidden"]), train=settings)
     res = vibo.fit(k["fit"], p.y, p.st, vs, label=p.cond.folder)
     ability = vibo.encode(res.params, p.st, vs, k["enc"], p.y)
-    probs = vibo.predictive_probs(res.params, p.st, vs, k["pred"], p.y, p.rows, p.cols,
-                                  n_draws=p.settings.posterior_draws)
+    probs = vibo.predictive_probs(
+        res.params, p.st, vs, k["pred"], p.y, p.rows, p.cols, n_draws=p.settings.posterior_draws
+    )
     vibo.encode(res.params, p.st, vs, k["new"], p.y_hold)  # compile the encoder for this shape before timing it
     t0 = time.perf_counter()
     vibo.encode(res.params, p.st, vs, k["new"], p.y_hold)
     timing = {"score_new_seconds": time.perf_counter() - t0}  # the encoder alone, no refit
     items = item_estimates(p.st, vibo.item_posterior(res.params, p.st))
-    return evaluated(p, Fitted(items, ability, probs, _train_record(res, settings, timing),
-                               {"training": asdict(settings), "method": cfg}, records.loss_table(res.losses),
-                               timing=timing))
+    return evaluated(
+        p,
+        Fitted(
+            items,
+            ability,
+            probs,
+            _train_record(res, settings, timing),
+            {"training": asdict(settings), "method": cfg},
+            records.loss_table(res.losses),
+            timing=timing,
+        ),
+    )
 
 
 def fit_mfvi(p: Problem) -> MethodResult:
@@ -132,14 +155,28 @@ def fit_mfvi(p: Problem) -> MethodResult:
     draws, theta = mfvi.ability_draws(res.params, k["pred"], p.settings.posterior_draws)
     probs = vibo.predictive_from_draws(draws, theta, p.st, p.rows, p.cols)
     t0 = time.perf_counter()
-    mfvi.score_new(res.params, p.st, ms, k["new"], p.y_hold,
-                   TrainSettings(learning_rate=settings.learning_rate, max_steps=settings.max_steps,
-                                 progress_every=0))
+    mfvi.score_new(
+        res.params,
+        p.st,
+        ms,
+        k["new"],
+        p.y_hold,
+        TrainSettings(learning_rate=settings.learning_rate, max_steps=settings.max_steps, progress_every=0),
+    )
     timing = {"score_new_seconds": time.perf_counter() - t0}  # a refit of the new persons' q(a)
     items = item_estimates(p.st, vibo.item_posterior(res.params, p.st))
-    return evaluated(p, Fitted(items, ability, probs, _train_record(res, settings, timing),
-                               {"training": asdict(settings), "method": cfg}, records.loss_table(res.losses),
-                               timing=timing))
+    return evaluated(
+        p,
+        Fitted(
+            items,
+            ability,
+            probs,
+            _train_record(res, settings, timing),
+            {"training": asdict(settings), "method": cfg},
+            records.loss_table(res.losses),
+            timing=timing,
+        ),
+    )
 
 
 def _train_record(res, settings: TrainSettings, timing: dict) -> Callable[[dict], dict]:
@@ -163,22 +200,39 @@ def fit_mml(p: Problem) -> MethodResult:
     timing = {"score_new_seconds": time.perf_counter() - t0}  # EAP of the new persons
 
     def make_record(f):
-        return {**f, "steps": res.iterations, "converged": res.converged, "convergence_reason": res.reason,
-                "diverged_at_step": None, "final_loss": res.mean_nll,
-                "versions": io.library_versions(), "device": io.device_info(),
-                "timing": {"wall_seconds": res.wall_seconds, "compile_seconds": 0.0, **timing}}
-    return evaluated(p, Fitted(items, (ab_mean, ab_sd), probs, make_record, losses=records.loss_table(res.loss_history),
-                               timing=timing))
+        return {
+            **f,
+            "steps": res.iterations,
+            "converged": res.converged,
+            "convergence_reason": res.reason,
+            "diverged_at_step": None,
+            "final_loss": res.mean_nll,
+            "versions": io.library_versions(),
+            "device": io.device_info(),
+            "timing": {"wall_seconds": res.wall_seconds, "compile_seconds": 0.0, **timing},
+        }
+
+    return evaluated(
+        p,
+        Fitted(items, (ab_mean, ab_sd), probs, make_record, losses=records.loss_table(res.loss_history), timing=timing),
+    )
 
 
 def fit_nuts(p: Problem) -> MethodResult:
     """NUTS on the joint posterior of items and abilities (the reference posterior)."""
     ns, st, y = p.settings.nuts, p.st, p.y
-    settings = SamplerSettings(n_chains=int(ns["n_chains"]), n_warmup=int(ns["n_warmup"]),
-                               n_samples=int(ns["n_samples"]), progress_every=0)
+    settings = SamplerSettings(
+        n_chains=int(ns["n_chains"]), n_warmup=int(ns["n_warmup"]), n_samples=int(ns["n_samples"]), progress_every=0
+    )
     init = dict(irt2pl.initial_items(y, st), ability=jnp.zeros((y.shape[0], 1)))
-    res = nuts.run_nuts(p.keys["fit"], lambda q, data: irt2pl.log_joint(q, data["y"], st, p.priors), init, settings,
-                        data={"y": jnp.asarray(y)}, label=p.cond.folder)
+    res = nuts.run_nuts(
+        p.keys["fit"],
+        lambda q, data: irt2pl.log_joint(q, data["y"], st, p.priors),
+        init,
+        settings,
+        data={"y": jnp.asarray(y)},
+        label=p.cond.folder,
+    )
     post = res.idata.posterior
     theta = post["ability"].values  # chain, draw, person, 1
     flat = lambda v: jnp.asarray(v.reshape((-1,) + v.shape[2:]))  # noqa: E731
@@ -188,18 +242,31 @@ def fit_nuts(p: Problem) -> MethodResult:
     block = "cuts" if st.model == "grm" else "difficulty"
     items = item_estimates(st, {"discrimination": pairs["discrimination"], block: pairs[block]})
     probs = vibo.predictive_from_draws(draw_items, flat(theta), st, p.rows, p.cols)
-    return evaluated(p, Fitted(items, (theta.mean((0, 1)), theta.std((0, 1))), probs,
-                               lambda f: records.sample_record(res, f), {"sampler": asdict(settings)},
-                               idata=res.idata))
+    return evaluated(
+        p,
+        Fitted(
+            items,
+            (theta.mean((0, 1)), theta.std((0, 1))),
+            probs,
+            lambda f: records.sample_record(res, f),
+            {"sampler": asdict(settings)},
+            idata=res.idata,
+        ),
+    )
 
 
 METHODS: dict[str, Callable[[Problem], MethodResult]] = {
-    "vibo_one_prior": fit_vibo, "vibo_prior_per_missing": fit_vibo, "mfvi": fit_mfvi, "mml": fit_mml,
-    "nuts": fit_nuts}
+    "vibo_one_prior": fit_vibo,
+    "vibo_prior_per_missing": fit_vibo,
+    "mfvi": fit_mfvi,
+    "mml": fit_mml,
+    "nuts": fit_nuts,
+}
 
 
-def fit(train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Condition, *, settings: StudySettings,
-        seed: int) -> MethodResult:
+def fit(
+    train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Condition, *, settings: StudySettings, seed: int
+) -> MethodResult:
     """One method (``cond.method``) on one condition's data (``data.condition_data``),
     evaluated (``evaluated``). The record's ``dataset`` is the design's data set on real data."""
     if cond.method not in METHODS:
@@ -209,15 +276,18 @@ def fit(train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Conditi
 
 # -------------------------------------------------------------------------------- evaluation
 
+
 def evaluated(p: Problem, f: Fitted) -> MethodResult:
     """A method's fit with the common evaluation in its record: recovery and calibration (where
     there is a truth), scores of the scored cells and the held-out log-likelihood."""
     est = estimates_table(f.items, (np.asarray(f.ability[0])[:, 0], np.asarray(f.ability[1])[:, 0]), p.truth, p.st)
     fields = {**p.fields, **({"settings": f.settings} if f.settings is not None else {})}
     t0 = time.perf_counter()
-    fields["evaluation"] = {**evaluation(est),
-                            **{f"hidden_{k}": v for k, v in scores(np.asarray(f.probs), p.cell_truth).items()},
-                            "heldout_loglik": heldout(p.keys["ll"], p.st, f.items, p.y_hold, p.settings.eval_samples)}
+    fields["evaluation"] = {
+        **evaluation(est),
+        **{f"hidden_{k}": v for k, v in scores(np.asarray(f.probs), p.cell_truth).items()},
+        "heldout_loglik": heldout(p.keys["ll"], p.st, f.items, p.y_hold, p.settings.eval_samples),
+    }
     f.timing["eval_seconds"] = time.perf_counter() - t0
     return MethodResult(f.make_record(fields), est, f.losses, f.idata)
 
@@ -228,8 +298,11 @@ def scores(probs, truth) -> dict:
     if truth.size == 0:
         return {"accuracy": float("nan"), "log_score": float("nan"), "n_cells": 0}
     p = np.clip(probs[np.arange(truth.size), truth], 1e-12, 1.0)
-    return {"accuracy": float(np.mean(probs.argmax(1) == truth)), "log_score": float(np.mean(np.log(p))),
-            "n_cells": int(truth.size)}
+    return {
+        "accuracy": float(np.mean(probs.argmax(1) == truth)),
+        "log_score": float(np.mean(np.log(p))),
+        "n_cells": int(truth.size),
+    }
 
 
 def point_items(st, items: dict) -> dict:
@@ -291,8 +364,11 @@ def estimates_table(items: dict, ability, truth, st=None) -> pd.DataFrame:
         for k, v in pairs.items():
             a = np.asarray(v[which], float)
             arrays[k] = _category_mask(a, st) if k == "cut" and st is not None else a
-        blocks.append(tables.long_table(arrays, AXES, ["item", "person", "category"], "mean" if which == 0 else "sd",
-                                        start={"category": 1}))
+        blocks.append(
+            tables.long_table(
+                arrays, AXES, ["item", "person", "category"], "mean" if which == 0 else "sd", start={"category": 1}
+            )
+        )
     mean, sd = blocks
     mean["sd"] = sd["sd"].to_numpy()
     return tables.attach_truth(mean, truth, KEYS) if truth is not None else mean

@@ -22,6 +22,7 @@ POLYTOMOUS_SOURCES = ("rwa", "ipip_ffm")
 
 # ------------------------------------------------------------------------------ design shape
 
+
 def design_model(design: dict) -> str:
     model = design["model"]
     if model not in MODELS:
@@ -52,6 +53,7 @@ def heldout_persons(n_persons: int, heldout_fraction: float) -> int:
 
 # ---------------------------------------------------------------------------------- settings
 
+
 @dataclass(frozen=True)
 class StudySettings:
     """What the study's data and fits read from its config block (validated, defaults filled),
@@ -72,10 +74,18 @@ class StudySettings:
 
     @classmethod
     def from_study(cls, study: dict) -> StudySettings:
-        return cls(designs=study["designs"], score_fraction=float(study["score_fraction"]),
-                   heldout_fraction=float(study["heldout_fraction"]), eval_samples=int(study["eval_samples"]),
-                   posterior_draws=int(study["posterior_draws"]), priors=study["priors"], training=study["training"],
-                   vibo=study["vibo"], mfvi=study["mfvi"], nuts=study["nuts"])
+        return cls(
+            designs=study["designs"],
+            score_fraction=float(study["score_fraction"]),
+            heldout_fraction=float(study["heldout_fraction"]),
+            eval_samples=int(study["eval_samples"]),
+            posterior_draws=int(study["posterior_draws"]),
+            priors=study["priors"],
+            training=study["training"],
+            vibo=study["vibo"],
+            mfvi=study["mfvi"],
+            nuts=study["nuts"],
+        )
 
     @classmethod
     def from_config(cls, config: dict) -> StudySettings:
@@ -86,6 +96,7 @@ class StudySettings:
 
 
 # ------------------------------------------------------------------------------------ checks
+
 
 def check(config: dict) -> None:
     """Raise ConfigError naming the first offending key of the study's block; None when all is
@@ -114,7 +125,9 @@ def check(config: dict) -> None:
             key = f"studies.vibo.designs.{name}.missing.{i}"
             _, rate = checked_missing(key, missing)
             # the scored cells are hidden on top of the design's missingness
-            check_hidden_cells(key, missing, rate + score * (1 - rate), n, j, f"the training data with score_fraction {score}")
+            check_hidden_cells(
+                key, missing, rate + score * (1 - rate), n, j, f"the training data with score_fraction {score}"
+            )
             check_hidden_cells(key, missing, rate, n_hold, j, f"the {n_hold} held-out persons")
 
 
@@ -126,12 +139,16 @@ def _check_dataset(key: str, design: dict, datasets: dict) -> None:
         raise ConfigError(f"config key '{key}.dataset': '{name}' is not one of the data sets {sorted(datasets)}")
     for sim in ("preset", "n_persons", "n_items"):
         if sim in design:
-            raise ConfigError(f"config key '{key}.{sim}': a design that names a dataset ('{name}') takes its "
-                              f"persons and items from it; leave {sim} out (or leave dataset out to simulate)")
+            raise ConfigError(
+                f"config key '{key}.{sim}': a design that names a dataset ('{name}') takes its "
+                f"persons and items from it; leave {sim} out (or leave dataset out to simulate)"
+            )
     model, source = design["model"], datasets[name]["source"]
     if model == "2pl" and source in POLYTOMOUS_SOURCES:
-        raise ConfigError(f"config key '{key}.model': the data set '{name}' (source {source}) has items with more "
-                          f"than two categories; fit it with model: grm")
+        raise ConfigError(
+            f"config key '{key}.model': the data set '{name}' (source {source}) has items with more "
+            f"than two categories; fit it with model: grm"
+        )
 
 
 def _check_shape(key: str, design: dict) -> None:
@@ -139,15 +156,21 @@ def _check_shape(key: str, design: dict) -> None:
     model = design["model"]
     if model == "grm":
         if "preset" not in design:
-            raise ConfigError(f"config key '{key}.preset': a grm design needs the questionnaire preset it is "
-                              f"shaped like (one of {sorted(PRESETS)})")
+            raise ConfigError(
+                f"config key '{key}.preset': a grm design needs the questionnaire preset it is "
+                f"shaped like (one of {sorted(PRESETS)})"
+            )
         if "n_items" in design:
             j, c = grm_shape(design["preset"])
-            raise ConfigError(f"config key '{key}.n_items': a grm design takes its items from its preset "
-                              f"'{design['preset']}' ({j} items, {c} categories); leave n_items out")
+            raise ConfigError(
+                f"config key '{key}.n_items': a grm design takes its items from its preset "
+                f"'{design['preset']}' ({j} items, {c} categories); leave n_items out"
+            )
     else:
         if "preset" in design:
-            raise ConfigError(f"config key '{key}.preset': only a grm design has a preset; this design's model "
-                              f"is {model} (give n_items, or model: grm)")
+            raise ConfigError(
+                f"config key '{key}.preset': only a grm design has a preset; this design's model "
+                f"is {model} (give n_items, or model: grm)"
+            )
         if "n_items" not in design:
             raise ConfigError(f"config key '{key}.n_items': a {model} design needs its number of items")

@@ -20,8 +20,9 @@ KEYS = ["parameter", "item", "person", "category"]
 AXES = {"discrimination": ("item",), "difficulty": ("item",), "cut": ("item", "category"), "ability": ("person",)}
 
 
-def aggregate(fit_records: list[dict], estimates: list[pd.DataFrame], *, observed: bool = False
-              ) -> dict[str, pd.DataFrame]:
+def aggregate(
+    fit_records: list[dict], estimates: list[pd.DataFrame], *, observed: bool = False
+) -> dict[str, pd.DataFrame]:
     """The tables of one design from all its fits: ``aggregate_simulated`` (against the truth) or,
     for a design of real data (``observed``), ``aggregate_observed`` (the methods against each
     other)."""
@@ -31,16 +32,38 @@ def aggregate(fit_records: list[dict], estimates: list[pd.DataFrame], *, observe
 def fit_row(record: dict) -> dict:
     """One row of fits.csv from a fit record."""
     t = record["timing"]
-    return {"design": record["design"], "model": record["model"], "missing": record["missing"],
-            "method": record["method"],
-            "rep": record["replication"], "n_persons": record["n_persons"], "n_items": record["n_items"],
-            "missing_rate": record["missing_rate"], "converged": records.is_converged(record), "status": records.convergence_status(record), "steps": record["steps"],
-            **record["evaluation"], "wall_seconds": t["wall_seconds"], "compile_seconds": t.get("compile_seconds", 0.0),
-            "score_new_seconds": t.get("score_new_seconds", np.nan)}
+    return {
+        "design": record["design"],
+        "model": record["model"],
+        "missing": record["missing"],
+        "method": record["method"],
+        "rep": record["replication"],
+        "n_persons": record["n_persons"],
+        "n_items": record["n_items"],
+        "missing_rate": record["missing_rate"],
+        "converged": records.is_converged(record),
+        "status": records.convergence_status(record),
+        "steps": record["steps"],
+        **record["evaluation"],
+        "wall_seconds": t["wall_seconds"],
+        "compile_seconds": t.get("compile_seconds", 0.0),
+        "score_new_seconds": t.get("score_new_seconds", np.nan),
+    }
 
 
-METRICS = ["ability_rmse", "ability_corr", "discrimination_rmse", "difficulty_rmse", "cut_rmse", "coverage_50",
-           "coverage_90", "hidden_accuracy", "hidden_log_score", "heldout_loglik", "ability_rmse_to_nuts"]
+METRICS = [
+    "ability_rmse",
+    "ability_corr",
+    "discrimination_rmse",
+    "difficulty_rmse",
+    "cut_rmse",
+    "coverage_50",
+    "coverage_90",
+    "hidden_accuracy",
+    "hidden_log_score",
+    "heldout_loglik",
+    "ability_rmse_to_nuts",
+]
 TIMES = ["wall_seconds", "score_new_seconds"]  # run-dependent: in timings.csv only
 
 
@@ -51,8 +74,11 @@ def aggregate_simulated(fit_records: list[dict], estimates: list[pd.DataFrame]) 
     run-dependent table)."""
     fits = pd.DataFrame([fit_row(r) for r in fit_records])
     # recovery against the NUTS posterior means of the same data, where NUTS ran
-    nuts_means = {(r["missing"], r["replication"]): e[e.parameter == "ability"]["mean"].to_numpy()
-                  for r, e in zip(fit_records, estimates) if r["method"] == "nuts"}
+    nuts_means = {
+        (r["missing"], r["replication"]): e[e.parameter == "ability"]["mean"].to_numpy()
+        for r, e in zip(fit_records, estimates)
+        if r["method"] == "nuts"
+    }
     to_nuts = []
     for r, e in zip(fit_records, estimates):
         ref = nuts_means.get((r["missing"], r["replication"]))
@@ -61,8 +87,15 @@ def aggregate_simulated(fit_records: list[dict], estimates: list[pd.DataFrame]) 
     fits["ability_rmse_to_nuts"] = to_nuts
     fits = fits.sort_values(["missing", "method", "rep"], kind="stable").reset_index(drop=True)
     summary = _summary(fits, METRICS)
-    cols = ["ability_rmse", "ability_corr", "coverage_90", "hidden_accuracy", "hidden_log_score", "heldout_loglik",
-            "missing_rate"]
+    cols = [
+        "ability_rmse",
+        "ability_corr",
+        "coverage_90",
+        "hidden_accuracy",
+        "hidden_log_score",
+        "heldout_loglik",
+        "missing_rate",
+    ]
     v = fits[fits.method.isin(list(VIBO_VARIANTS))]
     variants = v.pivot_table(index=["design", "missing", "rep"], columns="method", values=cols).reset_index()
     variants.columns = ["_".join(c for c in col if c) if isinstance(col, tuple) else col for col in variants.columns]
@@ -82,8 +115,7 @@ def _summary(fits: pd.DataFrame, metrics) -> pd.DataFrame:
 
 
 def _timings(fits: pd.DataFrame) -> pd.DataFrame:
-    return fits[["design", "missing", "method", "rep", "steps", "wall_seconds", "compile_seconds",
-                 "score_new_seconds"]]
+    return fits[["design", "missing", "method", "rep", "steps", "wall_seconds", "compile_seconds", "score_new_seconds"]]
 
 
 def _stable(fits: pd.DataFrame) -> pd.DataFrame:
@@ -94,10 +126,10 @@ def _stable(fits: pd.DataFrame) -> pd.DataFrame:
 # real data (a design that names a dataset): no truth, so the methods are set against each other
 REFERENCE = "mml"
 AGREEMENT_PARAMETERS = ("ability", "discrimination", "difficulty", "cut")
-AGREEMENT_COLUMNS = ["design", "missing", "rep", "method", "other", "parameter", "n", "corr", "rmsd",
-                     "mean_difference"]
+AGREEMENT_COLUMNS = ["design", "missing", "rep", "method", "other", "parameter", "n", "corr", "rmsd", "mean_difference"]
 OBSERVED_METRICS = ["hidden_accuracy", "hidden_log_score", "heldout_loglik"] + [
-    f"{p}_{m}_to_{REFERENCE}" for p in AGREEMENT_PARAMETERS for m in ("corr", "rmsd")]
+    f"{p}_{m}_to_{REFERENCE}" for p in AGREEMENT_PARAMETERS for m in ("corr", "rmsd")
+]
 
 
 def agreement_table(fit_records: list[dict], estimates: list[pd.DataFrame]) -> pd.DataFrame:
@@ -113,7 +145,7 @@ def agreement_table(fit_records: list[dict], estimates: list[pd.DataFrame]) -> p
     for (design, missing, rep), fits in sorted(by_data.items()):
         methods = [m for m in METHOD_NAMES if m in fits]
         for i, a in enumerate(methods):
-            for b in methods[i + 1:]:
+            for b in methods[i + 1 :]:
                 both = fits[a][KEYS + ["mean"]].merge(fits[b][KEYS + ["mean"]], on=KEYS, suffixes=("_a", "_b"))
                 for par in AGREEMENT_PARAMETERS:
                     d = both[both.parameter == par]
@@ -121,10 +153,20 @@ def agreement_table(fit_records: list[dict], estimates: list[pd.DataFrame]) -> p
                         continue
                     x, y = d["mean_a"].to_numpy(float), d["mean_b"].to_numpy(float)
                     varies = len(x) > 1 and x.std() > 0 and y.std() > 0
-                    rows.append({"design": design, "missing": missing, "rep": rep, "method": a, "other": b,
-                                 "parameter": par, "n": len(x),
-                                 "corr": float(np.corrcoef(x, y)[0, 1]) if varies else np.nan,
-                                 "rmsd": float(np.sqrt(np.mean((x - y) ** 2))), "mean_difference": float(np.mean(x - y))})
+                    rows.append(
+                        {
+                            "design": design,
+                            "missing": missing,
+                            "rep": rep,
+                            "method": a,
+                            "other": b,
+                            "parameter": par,
+                            "n": len(x),
+                            "corr": float(np.corrcoef(x, y)[0, 1]) if varies else np.nan,
+                            "rmsd": float(np.sqrt(np.mean((x - y) ** 2))),
+                            "mean_difference": float(np.mean(x - y)),
+                        }
+                    )
     return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
 
 
@@ -148,8 +190,12 @@ def aggregate_observed(fit_records: list[dict], estimates: list[pd.DataFrame]) -
         for stat in ("corr", "rmsd"):
             fits[f"{par}_{stat}_to_{REFERENCE}"] = d[stat].reindex(index).to_numpy()
     fits = fits.sort_values(["missing", "method", "rep"], kind="stable").reset_index(drop=True)
-    return {"fits": _stable(fits), "summary": _summary(fits, OBSERVED_METRICS), "agreement": agreement,
-            "timings": _timings(fits)}
+    return {
+        "fits": _stable(fits),
+        "summary": _summary(fits, OBSERVED_METRICS),
+        "agreement": agreement,
+        "timings": _timings(fits),
+    }
 
 
 def with_times(summary: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
@@ -185,46 +231,80 @@ def claim_verdicts(fits: pd.DataFrame, timings: pd.DataFrame, vibo_method: str =
     if (timings["method"] == "nuts").any():
         t = timings.assign(log_seconds=np.log(timings["wall_seconds"]))
         d = verdicts.paired_differences(t, "log_seconds", claimed="nuts", baseline=vibo_method, units=units)
-        out.append({"claim": "VIBO at least 50 times faster than NUTS", "verdict": verdicts.paired_verdict(
-            d - np.log(50.0), direction="higher", subject="log(NUTS time / VIBO time) − log 50")})
+        out.append(
+            {
+                "claim": "VIBO at least 50 times faster than NUTS",
+                "verdict": verdicts.paired_verdict(
+                    d - np.log(50.0), direction="higher", subject="log(NUTS time / VIBO time) − log 50"
+                ),
+            }
+        )
     if fits.empty:
         return out
     ref = "nuts" if (fits["method"] == "nuts").any() else "mml"
     piv = fits.pivot_table(index=units, columns="method", values="ability_rmse")
     if {vibo_method, ref} <= set(piv.columns):
         rel = (piv[vibo_method] / piv[ref] - 1.0).dropna()
-        out.append({"claim": f"VIBO's ability RMSE within 5% of {ref.upper()}'s", "verdict": verdicts.paired_verdict(
-            rel, direction="lower", margin=0.05, subject=f"VIBO's ability RMSE relative to {ref.upper()}'s (ratio − 1)")})
+        out.append(
+            {
+                "claim": f"VIBO's ability RMSE within 5% of {ref.upper()}'s",
+                "verdict": verdicts.paired_verdict(
+                    rel,
+                    direction="lower",
+                    margin=0.05,
+                    subject=f"VIBO's ability RMSE relative to {ref.upper()}'s (ratio − 1)",
+                ),
+            }
+        )
     kinds = {m: parse_missing(m) for m in fits["missing"].unique()}
     mcar = sorted((m for m, (kind, _) in kinds.items() if kind == "mcar"), key=lambda m: kinds[m][1])
     pairs = [(mcar[0], mcar[-1], "")] if len(mcar) > 1 else []
     same_rate = {rate: m for m, (kind, rate) in kinds.items() if kind == "mcar"}
-    pairs += [(same_rate[rate], m, " under MNAR") for m, (kind, rate) in sorted(kinds.items())
-              if kind == "mnar" and rate in same_rate]
+    pairs += [
+        (same_rate[rate], m, " under MNAR")
+        for m, (kind, rate) in sorted(kinds.items())
+        if kind == "mnar" and rate in same_rate
+    ]
     for lo, hi, what in pairs:
         growth = _rmse_growth(fits, lo, hi, (vibo_method, "mml"))
         if growth is not None:
-            out.append({"claim": f"VIBO no less robust to missing data{what} than MML-EAP ({lo} to {hi})",
-                        "verdict": verdicts.paired_verdict(
-                            growth, direction="lower", margin=0.01,
-                            subject=f"the growth of VIBO's ability RMSE from {lo} to {hi} beyond MML-EAP's")})
+            out.append(
+                {
+                    "claim": f"VIBO no less robust to missing data{what} than MML-EAP ({lo} to {hi})",
+                    "verdict": verdicts.paired_verdict(
+                        growth,
+                        direction="lower",
+                        margin=0.01,
+                        subject=f"the growth of VIBO's ability RMSE from {lo} to {hi} beyond MML-EAP's",
+                    ),
+                }
+            )
     variants = list(VIBO_VARIANTS)
     if "coverage_90" in fits and set(variants) <= set(fits["method"]):
         missing = fits[fits["missing"].map(lambda m: kinds[m][1] > 0)]
         gap = missing.assign(gap=(missing["coverage_90"] - 0.9).abs())
         d = verdicts.paired_differences(gap, "gap", claimed=variants[0], baseline=variants[1], units=units)
-        out.append({"claim": "One prior expert gives better calibrated ability intervals than a prior expert per "
-                             "missing response", "verdict": verdicts.paired_verdict(
-                    d, direction="lower", subject="|90% coverage − 0.90| of one prior expert minus that of a prior "
-                                                  "expert per missing response")})
+        out.append(
+            {
+                "claim": "One prior expert gives better calibrated ability intervals than a prior expert per "
+                "missing response",
+                "verdict": verdicts.paired_verdict(
+                    d,
+                    direction="lower",
+                    subject="|90% coverage − 0.90| of one prior expert minus that of a prior "
+                    "expert per missing response",
+                ),
+            }
+        )
     return out
 
 
 def _rmse_growth(fits: pd.DataFrame, lo: str, hi: str, methods) -> pd.Series | None:
     """Per (design, rep): the growth of the first method's ability RMSE from missingness ``lo``
     to ``hi`` minus the second's; None when either method lacks either condition."""
-    p = fits[fits["missing"].isin([lo, hi])].pivot_table(index=["design", "rep"], columns=["method", "missing"],
-                                                           values="ability_rmse")
+    p = fits[fits["missing"].isin([lo, hi])].pivot_table(
+        index=["design", "rep"], columns=["method", "missing"], values="ability_rmse"
+    )
     growth = {m: p[(m, hi)] - p[(m, lo)] for m in methods if (m, hi) in p and (m, lo) in p}
     if len(growth) < 2:
         return None

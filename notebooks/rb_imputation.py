@@ -149,7 +149,8 @@ for d in comparisons:
             "**Imputation model** on the hidden cells (mean over replications): log score "
             f"{imputation['log_score'].mean():.3f} per cell (marginal-only model "
             f"{imputation['marginal_log_score'].mean():.3f}); the PMF's mode is right for "
-            f"{imputation['accuracy'].mean():.1%} of cells (marginal mode {imputation['marginal_accuracy'].mean():.1%}), "
+            f"{imputation['accuracy'].mean():.1%} of cells "
+            f"(marginal mode {imputation['marginal_accuracy'].mean():.1%}), "
             f"within one category for {imputation['within_one'].mean():.1%}."
         )
     )

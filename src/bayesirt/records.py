@@ -80,7 +80,10 @@ def sample_record(result, fields: dict, *, max_r_hat: float = 1.01, min_ess: flo
     elif not np.isfinite(diag["max_r_hat"]):
         converged, reason = False, "R-hat not available (one chain?): convergence not assessed"
     else:
-        worst = f"max R-hat {diag['max_r_hat']:.4f}, min ESS bulk {diag['min_ess_bulk']:.0f}, tail {diag['min_ess_tail']:.0f}"
+        worst = (
+            f"max R-hat {diag['max_r_hat']:.4f}, min ESS bulk {diag['min_ess_bulk']:.0f}, "
+            f"tail {diag['min_ess_tail']:.0f}"
+        )
         converged = bool(diag["max_r_hat"] < max_r_hat and min(diag["min_ess_bulk"], diag["min_ess_tail"]) >= min_ess)
         reason = worst + ("" if converged else f" (needs R-hat < {max_r_hat:g} and ESS >= {min_ess:g})")
     return {

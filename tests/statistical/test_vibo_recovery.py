@@ -69,7 +69,7 @@ def test_vibo_matches_mml_eap_on_the_rwa_shaped_grm():
     j, c = sum(PRESETS["rwa"]["items_per_scale"]), PRESETS["rwa"]["n_categories"]
     rm, truth = simulate_factorized_grm(5, 1000, [j], c)
     y = inject(rm, "mcar", 0.2, seed=6)[0].responses
-    pick = lambda p: truth[truth.parameter == p].sort_values(["item", "person", "category"]).value.to_numpy()  # noqa: E731
+    pick = lambda p: truth[truth.parameter == p].sort_values(["item", "person", "category"]).value.to_numpy()
     theta, a = pick("ability"), pick("discrimination")
     tau = pick("base_difficulty")[:, None] + np.concatenate(
         [np.zeros((j, 1)), np.cumsum(pick("increments").reshape(j, c - 2), 1)], 1

@@ -1,5 +1,5 @@
-"""Parse-time config checks (bayesirt.config and the studies' ``settings.check``): each bad value is refused with a one-line message that names its key; the
-shipped configs pass."""
+"""Parse-time config checks (bayesirt.config and the studies' ``settings.check``): each bad
+value is refused with a one-line message that names its key; the shipped configs pass."""
 
 from pathlib import Path
 

@@ -61,7 +61,7 @@ def test_extreme_scores_stay_finite_in_value_and_gradient():
     cuts = jnp.array([[-2.0, -1.0, 0.5, 3.0]])
     for s in (-80.0, -20.0, 20.0, 80.0):
         for k in range(5):
-            f = lambda sc, c: grm.log_prob(jnp.array([[k]]), sc, c, jnp.array([5])).sum()
+            f = lambda sc, c: grm.log_prob(jnp.array([[k]]), sc, c, jnp.array([5])).sum()  # noqa: B023  (used within this iteration only)
             v, (gs, gc) = jax.value_and_grad(f, argnums=(0, 1))(jnp.array([[s]]), cuts)
             assert np.isfinite(float(v)) and float(v) <= 0
             assert np.all(np.isfinite(gs)) and np.all(np.isfinite(gc))

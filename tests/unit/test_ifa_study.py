@@ -228,7 +228,8 @@ def test_settings_hold_every_key_of_the_schema():
         ),
         (
             {"dataset": "ipip_ffm"},
-            "config key 'studies.amortized_ifa.designs.x.n_factors': a confirmatory fit of a real data set needs n_factors",
+            "config key 'studies.amortized_ifa.designs.x.n_factors': "
+            "a confirmatory fit of a real data set needs n_factors",
         ),
     ],
 )

@@ -100,9 +100,9 @@ def test_plain_gradient_is_gradient_of_the_objective_fd():
             def bump(d):
                 p = jax.tree.map(lambda a: a, params)
                 leaf = p
-                for k in path[:-1]:
+                for k in path[:-1]:  # noqa: B023  (bump is called within this iteration only)
                     leaf = leaf[k]
-                leaf[path[-1]] = leaf[path[-1]].at[idx].add(d)
+                leaf[path[-1]] = leaf[path[-1]].at[idx].add(d)  # noqa: B023  (bump is called within this iteration only)
                 return f(p)
 
             got = g
@@ -121,7 +121,7 @@ def test_iw_elbo_increases_with_r_towards_the_exact_loglik():
         cfg = iwae.IWAESettings(n_importance=r, hidden=(8,))
         params = iwae.init(jax.random.key(1), st, cfg)
         params["model"] = params0
-        loss = jax.jit(lambda k: iwae.loss_fn(st, cfg)(params, k, {"y": y, "index": jnp.arange(30)}))
+        loss = jax.jit(lambda k: iwae.loss_fn(st, cfg)(params, k, {"y": y, "index": jnp.arange(30)}))  # noqa: B023  (used within this iteration only)
         values.append(-np.mean([float(loss(jax.random.key(s))) for s in range(200)]))
     assert values[0] < values[1] < values[2] <= exact + 0.01
     assert exact - values[2] < exact - values[0]

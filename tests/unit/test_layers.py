@@ -77,7 +77,10 @@ def test_a_study_conditions_load_plain_python_and_its_settings_no_jax(study):
     # settings (whose checks run at parse time too) no JAX
     heavy = "('jax', 'tensorflow_probability', 'numpyro', 'matplotlib', 'numpy', 'pandas')"
     check = f"print(sorted(m for m in {heavy} if m in sys.modules))"
-    code = f"import sys; import bayesirt.studies.{study}.conditions; {check}; import bayesirt.studies.{study}.settings; {check}"
+    code = (
+        f"import sys; import bayesirt.studies.{study}.conditions; {check}; "
+        f"import bayesirt.studies.{study}.settings; {check}"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[0] == "[]", out
     assert not {"jax", "tensorflow_probability", "numpyro", "matplotlib"} & set(eval(out[1])), out

@@ -65,7 +65,7 @@ def test_likelihood_matches_brute_force_enumeration():
     n, j = y.shape
     prof = lcdm.profiles(q.shape[1])
     brute = np.zeros((n, len(prof)))
-    for i, l in itertools.product(range(n), range(len(prof))):
+    for i, l in itertools.product(range(n), range(len(prof))):  # noqa: E741  (l: the attribute profile, as in the LCDM papers)
         for jj in range(j):
             if y[i, jj] < 0:
                 continue
@@ -136,7 +136,7 @@ def test_marginal_gradient_matches_finite_differences():
             e[jj, k] = h
             fd = (f(beta + e, log_pi) - f(beta - e, log_pi)) / (2 * h)
             np.testing.assert_allclose(gb[jj, k], fd, rtol=1e-6, atol=1e-8)
-        for l in (0, 5):
+        for l in (0, 5):  # noqa: E741  (l: the attribute profile, as in the LCDM papers)
             e = np.zeros_like(log_pi)
             e[l] = h
             fd = (f(beta, log_pi + e) - f(beta, log_pi - e)) / (2 * h)
@@ -204,7 +204,7 @@ def test_monotone_beta_is_monotone_with_the_right_jacobian():
         u1 = jnp.asarray(np.asarray(u[0]), jnp.float64)
         for j in range(4):
             k = des.n_features[j]
-            f = lambda x: lcdm.monotone_beta(u1.at[j, :k].set(x), order)[0][j, :k]
+            f = lambda x: lcdm.monotone_beta(u1.at[j, :k].set(x), order)[0][j, :k]  # noqa: B023  (used within this iteration only)
             _, det = np.linalg.slogdet(np.asarray(jax.jacfwd(f)(u1[j, :k])))
             lj = float(jnp.sum(jnp.where(order[j] >= 1, jax.nn.log_sigmoid(u1[j]), 0.0)))
             np.testing.assert_allclose(det, lj, rtol=1e-8)

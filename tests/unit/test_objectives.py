@@ -210,7 +210,7 @@ def test_gradients_are_finite_for_every_objective():
     rm, st, params, batch, _, _ = small_problem(n=30, seed=6)
     for name in obj.NAMES:
         f = obj.make(name, st, 3)
-        g = jax.jit(jax.grad(lambda p, b: f(p, b, jax.random.key(0)).sum()))(params, batch)
+        g = jax.jit(jax.grad(lambda p, b: f(p, b, jax.random.key(0)).sum()))(params, batch)  # noqa: B023  (used within this iteration only)
         for k, v in g.items():
             assert np.all(np.isfinite(np.asarray(v))), (name, k)
 

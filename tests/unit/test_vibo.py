@@ -187,7 +187,7 @@ def test_grm_fit_recovers_simulated_abilities_and_items():
     n, j, c = 400, 10, 5
     rm, truth = simulate_factorized_grm(21, n, [j], c)
     y = inject(rm, "mcar", 0.1, seed=22)[0].responses
-    pick = lambda p: truth[truth.parameter == p].sort_values(["item", "person", "category"]).value.to_numpy()  # noqa: E731
+    pick = lambda p: truth[truth.parameter == p].sort_values(["item", "person", "category"]).value.to_numpy()
     theta, a = pick("ability"), pick("discrimination")
     tau = pick("base_difficulty")[:, None] + np.concatenate(
         [np.zeros((j, 1)), np.cumsum(pick("increments").reshape(j, c - 2), 1)], 1

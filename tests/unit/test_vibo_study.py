@@ -161,7 +161,7 @@ def test_grm_simulation_matches_its_truth():
     y = train.responses.copy()
     y[hidden.person.to_numpy(), hidden.item.to_numpy()] = hidden.response.to_numpy()  # the complete matrix
     assert (y >= 0).all()
-    pick = lambda p: truth[truth.parameter == p].sort_values(["item", "person", "category"])  # noqa: E731
+    pick = lambda p: truth[truth.parameter == p].sort_values(["item", "person", "category"])
     a, theta = pick("discrimination").value.to_numpy(), pick("ability").value.to_numpy()
     cuts = pick("cut").value.to_numpy().reshape(22, 8)
     assert pick("cut").category.min() == 1 and np.all(np.diff(cuts, axis=1) > 0)

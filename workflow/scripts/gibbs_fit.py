@@ -14,7 +14,7 @@ w = snakemake.wildcards
 if w.method != "nuts":  # the Gibbs samplers' sums over persons run faster in YNNPACK
     runtime.use_library_reductions()
 # the fitting code (JAX) after the XLA flag above is set
-from bayesirt.studies.gibbs_2pno import methods  # noqa: E402
+from bayesirt.studies.gibbs_2pno import methods  # noqa: E402  (JAX reads the setting above)
 
 responses, truth = io.read_responses(snakemake.input.responses), pd.read_csv(snakemake.input.truth)
 cond = Condition(w.design, w.missing, w.method, int(w.rep))

@@ -11,7 +11,7 @@ from bayesirt.studies.gibbs_2pno.settings import Settings
 log = logs.to_file(snakemake.log[0])
 runtime.use_library_reductions()  # a Gibbs sampler only: see bayesirt.runtime
 # the fitting code (JAX) after the XLA flag above is set
-from bayesirt.studies.gibbs_2pno import figures, methods  # noqa: E402
+from bayesirt.studies.gibbs_2pno import figures, methods  # noqa: E402  (JAX reads the setting above)
 
 settings, out_files = Settings.from_config(snakemake.config), snakemake.output
 data = pd.read_csv(snakemake.input.data)

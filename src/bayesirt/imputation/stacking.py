@@ -285,7 +285,7 @@ def load(path) -> StackingModel:
     try:
         z = np.load(path, allow_pickle=False)
         meta = json.loads(str(z["meta"]))
-    except Exception as err:  # noqa: BLE001 - any unreadable file gets the same clear message
+    except Exception as err:  # any unreadable file gets the same clear message
         raise io.DataFormatError(f"{path}: not a readable stacking imputation model ({err})") from err
     if meta.get("format") != FORMAT:
         raise io.DataFormatError(f"{path}: format is {meta.get('format')!r}, expected {FORMAT!r}")

@@ -84,7 +84,7 @@ _NAMES = {
 __all__ = [*METHOD_MODULES, *DRIVER_MODULES, *_NAMES]
 
 if TYPE_CHECKING:  # for readers and type checkers; at run time ``__getattr__`` imports lazily
-    from bayesirt.inference import (  # noqa: F401
+    from bayesirt.inference import (  # noqa: F401  (names for readers; __getattr__ imports them)
         advi,
         bbvi,
         collapsed_vi,
@@ -102,8 +102,8 @@ if TYPE_CHECKING:  # for readers and type checkers; at run time ``__getattr__`` 
         training,
         vibo,
     )
-    from bayesirt.inference.sampling import SampleResult, SamplerSettings  # noqa: F401
-    from bayesirt.inference.training import FitResult, TrainSettings  # noqa: F401
+    from bayesirt.inference.sampling import SampleResult, SamplerSettings  # noqa: F401  (as above)
+    from bayesirt.inference.training import FitResult, TrainSettings  # noqa: F401  (as above)
 
 
 def __getattr__(name: str):

@@ -46,8 +46,8 @@ def coordinate_ascent(transforms, steps_per_block) -> optax.GradientTransformati
         for b, tx in enumerate(transforms):  # four blocks: a static unrolled loop
             u, s = tx.update(split(grads, b), state.inner[b], split(params, b))
             on = active == b
-            inner.append(jax.tree.map(lambda new, old: jnp.where(on, new, old), s, state.inner[b]))
-            updates.update(jax.tree.map(lambda x: jnp.where(on, x, jnp.zeros_like(x)), u))
+            inner.append(jax.tree.map(lambda new, old: jnp.where(on, new, old), s, state.inner[b]))  # noqa: B023  (tree.map calls it at once)
+            updates.update(jax.tree.map(lambda x: jnp.where(on, x, jnp.zeros_like(x)), u))  # noqa: B023  (tree.map calls it at once)
         return updates, CAState(state.count + 1, tuple(inner))
 
     return optax.GradientTransformation(init, update)

@@ -114,7 +114,7 @@ def _check_picklable(fns: ChainFunctions) -> None:
         fn = getattr(fns, name)
         try:
             pickle.dumps(fn)
-        except Exception as err:  # noqa: BLE001 (pickle raises several types)
+        except Exception as err:  # pickle raises several types
             raise ValueError(
                 f"chain_processes > 1 needs picklable functions, but {name} ({fn!r}) is not "
                 f"({err}); use module-level functions or functools.partial of them, or "
@@ -149,7 +149,7 @@ def worker_main() -> None:
         if run.diverged:
             stop_file.touch()
         result = ("done", run._replace(states=jax.device_get(run.states)))
-    except BaseException as err:  # noqa: BLE001 (everything goes back to the parent)
+    except BaseException as err:  # everything goes back to the parent
         import traceback
 
         result = ("error", f"{type(err).__name__}: {err}\n{traceback.format_exc()}")

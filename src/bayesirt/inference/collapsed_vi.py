@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesirt.inference import training
-from bayesirt.inference.bbvi import Problem, monotone_moments, prepare  # noqa: F401  (one data preparation)
+from bayesirt.inference.bbvi import Problem, monotone_moments, prepare  # noqa: F401  (prepare: BBVI's data preparation, public here too)
 from bayesirt.inference.bbvi_family import chol_factor
 from bayesirt.models import lcdm
 

@@ -114,7 +114,7 @@ def adamw(
         return optax.adamw(schedule, weight_decay=decay)
 
     transforms = {name: part(lr, 0.0 if name == "model" else weight_decay) for name, lr in learning_rates.items()}
-    labels = {name: jax.tree.map(lambda _: name, sub) for name, sub in params.items()}
+    labels = {name: jax.tree.map(lambda _: name, sub) for name, sub in params.items()}  # noqa: B023  (tree.map calls it at once)
     return optax.chain(optax.clip_by_global_norm(settings.clip_norm), optax.multi_transform(transforms, labels))
 
 

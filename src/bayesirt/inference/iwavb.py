@@ -83,7 +83,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesirt.inference import networks
-from bayesirt.inference.iwae import (  # noqa: F401
+from bayesirt.inference.iwae import (  # noqa: F401  (iw_elbo: public here too, the bound both share)
     adamw,
     dreg_log_weights,
     dreg_objective,

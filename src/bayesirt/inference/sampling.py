@@ -56,7 +56,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import numpy as np
@@ -64,6 +64,10 @@ import pandas as pd
 
 from bayesirt.inference import chain_processes
 from bayesirt.inference.chains import ChainFunctions, SamplerSettings, compile_group, execute_group
+
+if TYPE_CHECKING:  # for the annotations only: the functions import ArviZ and xarray when they run
+    import arviz as az
+    import xarray as xr
 
 __all__ = [
     "STAT_COLUMNS",

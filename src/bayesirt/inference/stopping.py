@@ -9,9 +9,10 @@ computes: the block geometry (:func:`blocks`), the test of the loss trend (:func
 (:func:`tail_average`). Every fit also reports the trend test of its last windows, whichever
 rule stopped it.
 
-Stopping rule ``stopping="noise"`` (opt-in; the default is still ``"relative"``, below). The loss history is cut into blocks: one
-epoch per block for minibatch fits (every person is seen once per block, so the spread between
-minibatches cancels in a block's mean), ``window // 4`` steps per block for full-batch fits.
+Stopping rule ``stopping="noise"`` (opt-in; the default is still ``"relative"``, below). The
+loss history is cut into blocks: one epoch per block for minibatch fits (every person is seen
+once per block, so the spread between minibatches cancels in a block's mean), ``window // 4``
+steps per block for full-batch fits.
 Each test fits a least-squares line to the means of the last ``2 * W`` complete blocks (two
 windows back to back; minibatch fits: ``W = window_epochs`` epochs, or more when that is
 shorter than ``window`` steps; full batch: 10 blocks of ``window // 4`` steps),

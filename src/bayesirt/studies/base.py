@@ -100,7 +100,7 @@ def load(name: str) -> Study:
     so not for parse time)."""
     if name not in STUDIES:
         raise ValueError(f"unknown study {name!r}; the studies are {', '.join(STUDIES)}")
-    module = lambda part: importlib.import_module(f"bayesirt.studies.{name}.{part}")  # noqa: E731
+    module = lambda part: importlib.import_module(f"bayesirt.studies.{name}.{part}")
     conditions, methods = module("conditions"), module("methods")
     return Study(
         name, conditions.conditions, methods.fit, module("tables").aggregate, module("figures").figures, methods.METHODS

@@ -236,7 +236,7 @@ def latent_tables(estimates: dict, design: Design, truth_attrs: dict):
     """Posterior means of replication 0 (latent.csv) and the true latent marginal density on a
     grid (latent_density.csv), for the figure of the learned latent distribution."""
     frames = []
-    for (method, p, r, rep), est in estimates.items():
+    for (method, _p, r, rep), est in estimates.items():
         d = est[est.parameter == "ability"]
         if rep != 0 or d.empty:
             continue

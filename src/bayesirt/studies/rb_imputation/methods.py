@@ -1,7 +1,7 @@
 """The fits of study ``rb_imputation``: the factorized GRM (or, with ``n_dimensions`` > 1, the
-mixture GRM) by mean-field ADVI (``studies.grm_advi``, around ``inference.grm_advi``), on the complete data (``complete``, the
-reference) or with one imputation objective of ``inference.objectives`` on a replication's
-masked responses.
+mixture GRM) by mean-field ADVI (``studies.grm_advi``, around ``inference.grm_advi``), on the
+complete data (``complete``, the reference) or with one imputation objective of
+``inference.objectives`` on a replication's masked responses.
 
 ``METHODS`` maps each method to its function, ``fit`` looks one up; ``run_replication`` chains
 one replication in one process (benchmarks, statistical tests) through the same functions the

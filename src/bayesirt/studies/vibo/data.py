@@ -34,7 +34,7 @@ def simulate_grm(seed: int, n_persons: int, preset: str):
         scale_names=[preset],
         item_prefix=PRESETS[preset].get("item_prefix", "Q"),
     )
-    pick = lambda p: table[table.parameter == p].sort_values(["item", "person", "category"])["value"].to_numpy()  # noqa: E731
+    pick = lambda p: table[table.parameter == p].sort_values(["item", "person", "category"])["value"].to_numpy()
     a = pick("discrimination")
     base, inc = pick("base_difficulty"), pick("increments").reshape(n_items, n_categories - 2)
     tau = np.asarray(grm.ordered_cuts(base, inc))

@@ -235,7 +235,7 @@ def fit_nuts(p: Problem) -> MethodResult:
     )
     post = res.idata.posterior
     theta = post["ability"].values  # chain, draw, person, 1
-    flat = lambda v: jnp.asarray(v.reshape((-1,) + v.shape[2:]))  # noqa: E731
+    flat = lambda v: jnp.asarray(v.reshape((-1,) + v.shape[2:]))
     draw_items = {k: flat(post[k].values) for k in irt2pl.initial_items(y, st)}
     constrained = jax.vmap(lambda d: irt2pl.constrain(d, st))(draw_items)  # every draw, constrained
     pairs = {k: (np.asarray(v).mean(0), np.asarray(v).std(0)) for k, v in constrained.items()}
@@ -327,7 +327,7 @@ def heldout(key, st, items: dict, y_hold, n_samples: int) -> float:
     """Mean log p(r_i) per new person at the method's item point estimates (``point_items``):
     one Laplace importance-sampling evaluator for every method and model."""
     point = point_items(st, items)
-    ll = lambda yb, t: irt2pl.log_lik(yb, t, point, st)  # noqa: E731
+    ll = lambda yb, t: irt2pl.log_lik(yb, t, point, st)
     return float(person_loglik.laplace_importance_loglik(key, ll, y_hold, 1, n_samples=n_samples).mean())
 
 

@@ -28,7 +28,7 @@ export XLA_FLAGS ?= --xla_backend_optimization_level=1
 PROFILE := --workflow-profile workflow/profiles/local
 ARGS ?=
 
-.PHONY: run test test-all docs setup lock wheelhouse clean
+.PHONY: run test test-all docs lint format setup lock wheelhouse clean
 
 setup: $(STAMP)
 
@@ -62,6 +62,16 @@ test-all: $(STAMP)
 # The documentation site, built into site/ (offline; warnings are errors, as in CI).
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# Lint and format with ruff (settings in pyproject.toml, [tool.ruff]); CI runs `make lint`'s two
+# checks. `make format` rewrites: the safe lint fixes, then the formatter.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 # Re-pin: resolve pyproject's ranges to exact versions into requirements.lock.
 lock: $(STAMP)

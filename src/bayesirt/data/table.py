@@ -18,16 +18,12 @@ error with ``empty_persons="error"``). An item whose corrected item-rest correla
 scale is negative or near zero is named in a WARNING (``bayesirt.data.item_direction``): it
 may be keyed the wrong way.
 
-Text files are split with the standard ``csv`` module rather than pandas, because it reports
-the line of every record (quoted fields may span lines) and lets a row with too few fields be
-an error instead of silently padded.
+The file itself is read into text cells by ``bayesirt.data.table_files``.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io as _io
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -37,11 +33,9 @@ import numpy as np
 import pandas as pd
 
 from bayesirt.data.item_direction import item_rest_correlations, warn_item_direction
+from bayesirt.data.table_files import PARQUET_SUFFIXES, Cells, read_parquet, read_text
 from bayesirt.io import MISSING, DataFormatError, Item, ResponseMatrix
 
-DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
-TEXT_SUFFIXES = {".csv": None, ".txt": None, ".tsv": "\t", ".tab": "\t"}
-PARQUET_SUFFIXES = {".parquet", ".pq"}
 DEFAULT_MISSING = ("", "NA")
 MAX_REPORTED = 5  # bad cells quoted in one message
 
@@ -50,12 +44,6 @@ class Prepared(NamedTuple):
     responses: ResponseMatrix
     person_ids: list[str]  # one per row of ``responses``
     row_counts: pd.DataFrame  # step, persons, removed, reason
-
-
-class _Cells(NamedTuple):
-    frame: pd.DataFrame  # every column as stripped text, "" for blank / null
-    lines: np.ndarray  # the file's line (text) or data row (parquet) of each record
-    where: str  # "line" or "row"
 
 
 def load(
@@ -91,7 +79,7 @@ def load(
         raise FileNotFoundError(f"{path}: file not found (config key '{key}.file')")
     if path.is_dir() or path.stat().st_size == 0:
         raise DataFormatError(f"{path}: {'a folder' if path.is_dir() else 'empty file'}, not a table")
-    cells = _read_parquet(path) if path.suffix.lower() in PARQUET_SUFFIXES else _read_text(path, delimiter)
+    cells = read_parquet(path) if path.suffix.lower() in PARQUET_SUFFIXES else read_text(path, delimiter)
     columns = list(cells.frame.columns)
 
     names = _item_columns(path, columns, items, item_pattern, key)
@@ -154,100 +142,6 @@ def load(
     return Prepared(responses, ids, table)
 
 
-# ------------------------------------------------------------------------------- reading
-
-
-def _read_text(path: Path, delimiter: str | None) -> _Cells:
-    raw = path.read_bytes()
-    nul = raw.find(b"\x00", 0, 1 << 16)
-    if nul >= 0:
-        raise DataFormatError(
-            f"{path}: not a text table (binary content: NUL byte at offset {nul}); expected CSV, TSV or parquet"
-        )
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = raw[: err.start].count(b"\n") + 1
-        raise DataFormatError(
-            f"{path}: line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x} at offset "
-            f"{err.start}); save the table as UTF-8 CSV"
-        ) from None
-    header = text.splitlines()[0] if text.strip() else ""
-    if not header.strip():
-        raise DataFormatError(f"{path}: line 1: empty header")
-    sep = delimiter or TEXT_SUFFIXES.get(path.suffix.lower()) or _detect_delimiter(header)
-    if sep not in header:
-        others = [d for d in DELIMITERS if d != sep and d in header]
-        hint = (
-            f"; the header looks {DELIMITERS[others[0]]}-separated"
-            if others
-            else f"; no delimiter among {', '.join(DELIMITERS.values())} found"
-        )
-        raise DataFormatError(
-            f"{path}: line 1 is a single column when split on {DELIMITERS.get(sep, repr(sep))}"
-            f"{hint} (set the data set's delimiter, or fix the file)"
-        )
-    reader = csv.reader(_io.StringIO(text, newline=""), delimiter=sep)
-    try:
-        head = [h.strip() for h in next(reader)]
-        rows, lines = [], []
-        for row in reader:
-            if not row:
-                continue  # blank line
-            if len(row) != len(head):
-                raise DataFormatError(
-                    f"{path}: line {reader.line_num} has {len(row)} fields, the header has "
-                    f"{len(head)} ({DELIMITERS.get(sep, repr(sep))}-separated)"
-                )
-            rows.append(row)
-            lines.append(reader.line_num)
-    except csv.Error as err:
-        raise DataFormatError(f"{path}: line {reader.line_num}: not a readable table ({err})") from None
-    _check_header(path, head)
-    if not rows:
-        raise DataFormatError(f"{path}: header only, no persons")
-    frame = pd.DataFrame(rows, columns=head, dtype="string").apply(lambda s: s.str.strip())
-    return _Cells(frame, np.asarray(lines), "line")
-
-
-def _detect_delimiter(header: str) -> str:
-    counts = {d: header.count(d) for d in DELIMITERS}
-    best = max(counts, key=counts.get)
-    return best if counts[best] else ","
-
-
-def _read_parquet(path: Path) -> _Cells:
-    try:
-        df = pd.read_parquet(path)
-    except Exception as err:  # pyarrow raises several types for a file that is not parquet
-        raise DataFormatError(
-            f"{path}: not a readable parquet file ({type(err).__name__}: "
-            f"{str(err).splitlines()[0] if str(err) else ''})"
-        ) from None
-    head = [str(c).strip() for c in df.columns]
-    _check_header(path, head)
-    if len(df) == 0:
-        raise DataFormatError(f"{path}: no rows")
-    frame = pd.DataFrame({h: _as_text(df[c]) for h, c in zip(head, df.columns)})
-    return _Cells(frame, np.arange(1, len(df) + 1), "row")
-
-
-def _as_text(s: pd.Series) -> pd.Series:
-    """A parquet column as stripped text; nulls become "" (a blank cell)."""
-    text = s.astype("string").str.strip()
-    return text.fillna("")
-
-
-def _check_header(path: Path, head: list[str]) -> None:
-    seen = {}
-    for k, h in enumerate(head):
-        if h in seen:
-            raise DataFormatError(
-                f"{path}: line 1: column name '{h}' appears twice (columns {seen[h] + 1} and {k + 1})"
-            )
-        seen[h] = k
-
-
 # ------------------------------------------------------------------------------- config against the file
 
 
@@ -296,7 +190,7 @@ def _scales(path, names, scales, key) -> dict:
     return scale_of
 
 
-def _person_ids(path, cells: _Cells, id_column) -> list[str]:
+def _person_ids(path, cells: Cells, id_column) -> list[str]:
     if not id_column:
         return [str(n) for n in cells.lines]  # the person's line (or row) in the file
     ids = cells.frame[id_column]
@@ -333,7 +227,7 @@ def _canonical_one(value) -> str:
     return str(_canonical(pd.Series([str(value).strip()], dtype="string")).iloc[0])
 
 
-def _coding(cells: _Cells, names, coding, missing_codes, path):
+def _coding(cells: Cells, names, coding, missing_codes, path):
     """(text -> category lookup with missing codes -> MISSING, K, category labels)."""
     coding = dict(coding or {"integers_from": 1})
     missing = {_canonical_one(m) for m in missing_codes}
@@ -361,7 +255,7 @@ def _coding(cells: _Cells, names, coding, missing_codes, path):
     return lookup, len(labels), labels
 
 
-def _codes(path, cells: _Cells, names, lookup) -> np.ndarray:
+def _codes(path, cells: Cells, names, lookup) -> np.ndarray:
     y = np.empty((len(cells.frame), len(names)), np.int16)
     bad = []
     n_bad = 0

@@ -19,7 +19,11 @@ DATA_SEED, MASK_SEED, FIT_SEED = 20261121, 1, 1
 TIMED = [("zero_fill", 1), ("exact_marginal", 1), ("rao_blackwell", 3), ("rao_blackwell", 5),
          ("naive_average", 5), ("rao_blackwell_batch", 5)]
 FITTED = [("zero_fill", 1), ("exact_marginal", 1), ("rao_blackwell", 5)]
-REPEATS, TIMED_STEPS = 2, 200
+REPEATS, TIMED_STEPS, CHECK_EVERY = 2, 200, 50
+FIT_SETTINGS = TrainSettings()  # the fits of FITTED
+# benchmarks/run.py --smoke
+SMOKE = {"N_PERSONS": 300, "REPEATS": 1, "TIMED_STEPS": 20, "CHECK_EVERY": 10,
+         "FIT_SETTINGS": TrainSettings(max_steps=100, min_steps=50, progress_every=0)}
 
 
 def step_times(rm, model) -> dict:
@@ -29,7 +33,7 @@ def step_times(rm, model) -> dict:
     for _ in range(REPEATS):
         for name, m in TIMED:
             config = methods.StudyConfig(n_copies=m, settings=TrainSettings(
-                max_steps=TIMED_STEPS, min_steps=TIMED_STEPS, progress_every=0))
+                max_steps=TIMED_STEPS, min_steps=TIMED_STEPS, check_every=CHECK_EVERY, progress_every=0))
             out = methods.fit(name, data.Data(rm, None, model), seed=FIT_SEED, config=config)
             condition = out.record["condition"]  # e.g. rao_blackwell_M5
             ms = 1000 * out.record["timing"]["wall_seconds"] / out.record["steps"]
@@ -48,7 +52,7 @@ def run() -> dict:
 
     fitted = {}
     for name, m in FITTED:
-        config = methods.StudyConfig(n_copies=m)
+        config = methods.StudyConfig(n_copies=m, settings=FIT_SETTINGS)
         out = methods.fit(name, data.Data(rm_missing, truth, model), seed=FIT_SEED, config=config)
         rec = out.record
         d = out.estimates[out.estimates.parameter == "discrimination"]

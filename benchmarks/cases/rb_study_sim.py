@@ -20,10 +20,17 @@ from bayesirt.studies import grm_advi
 from bayesirt.studies.rb_imputation import methods, tables
 from bayesirt.data import missingness, simulate
 from bayesirt.inference import objectives
+from bayesirt.inference.training import TrainSettings
 from bayesirt.models import factorized_grm as fgrm
 
 N_PERSONS = 9881
 DATA_SEED, MASK_SEED, FIT_SEED = 20261121, 1, 1
+CONFIG = methods.StudyConfig()  # the study's default config
+ORACLE_DRAWS = 500
+# benchmarks/run.py --smoke
+SMOKE = {"N_PERSONS": 300, "ORACLE_DRAWS": 20,
+         "CONFIG": methods.StudyConfig(settings=TrainSettings(max_steps=100, min_steps=50, progress_every=0),
+                                     posterior_draws=20)}
 
 
 def true_params(rm, truth) -> dict:
@@ -42,7 +49,7 @@ def oracle_fit(rm, truth, reference, config) -> dict:
     extra = objectives.from_dense_pmf(rm_missing.responses, pmf, rm.n_categories)
     out = grm_advi.fit(rm_missing, seed=FIT_SEED, settings=config.settings, priors=config.priors,
                                   truth=truth, log_likelihood=objectives.make("exact_marginal", st),
-                                  extra_data=extra, posterior_draws=500, label="oracle_exact_marginal",
+                                  extra_data=extra, posterior_draws=ORACLE_DRAWS, label="oracle_exact_marginal",
                                   fields={"condition": "oracle_exact_marginal", "objective": "exact_marginal",
                                           "replication": 0})
     tab = tables.error_table(out.estimates, reference.estimates)
@@ -51,7 +58,7 @@ def oracle_fit(rm, truth, reference, config) -> dict:
 
 def run() -> dict:
     rm, truth = simulate.from_preset("rwa", DATA_SEED, N_PERSONS)
-    config = methods.StudyConfig()
+    config = CONFIG
     rep = methods.run_replication(rm, truth, mask_seed=MASK_SEED, fit_seed=FIT_SEED, config=config)
     summary = rep.tables["summary"].set_index("objective")
     disc = summary["discrimination_rmse_vs_complete_data"].to_dict()

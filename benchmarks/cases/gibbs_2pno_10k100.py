@@ -38,9 +38,10 @@ LADDER_SWEEPS = 200
 DATA_SEED, FIT_SEED = 20261011, 2
 CHUNK = 250
 CHAIN_PROCESSES = None  # worker processes of the main fit; None: one per usable core
-# benchmarks/run.py --smoke (chains in this process, as gibbs_2pno_1k30)
+# benchmarks/run.py --smoke (chains in this process, as gibbs_2pno_1k30; the ladder's top size and
+# sweeps are the main fit's, whose compiled program it reuses)
 SMOKE = {"N": 200, "J": 10, "SWEEPS": 40, "CHUNK": 20, "CHAIN_PROCESSES": 1,
-         "LADDER": [(100, 5), (200, 10)], "LADDER_SWEEPS": 20}
+         "LADDER": [(100, 5), (200, 10)], "LADDER_SWEEPS": 40}
 
 
 def run() -> dict:

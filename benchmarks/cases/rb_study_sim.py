@@ -19,6 +19,7 @@ import numpy as np
 from bayesirt.studies import grm_advi
 from bayesirt.studies.rb_imputation import methods, tables
 from bayesirt.data import missingness, simulate
+from bayesirt.imputation import stacking
 from bayesirt.inference import objectives
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import factorized_grm as fgrm
@@ -27,10 +28,14 @@ N_PERSONS = 9881
 DATA_SEED, MASK_SEED, FIT_SEED = 20261121, 1, 1
 CONFIG = methods.StudyConfig()  # the study's default config
 ORACLE_DRAWS = 500
-# benchmarks/run.py --smoke
+# benchmarks/run.py --smoke: the objectives the expectation compares (rb_objective_cost's smoke run fits
+# the other two), with the data, M and steps of rb_objective_cost's smoke fits (whose compiled
+# programs these reuse from JAX's persistent cache)
 SMOKE = {"N_PERSONS": 300, "ORACLE_DRAWS": 20,
-         "CONFIG": methods.StudyConfig(settings=TrainSettings(max_steps=100, min_steps=50, progress_every=0),
-                                     posterior_draws=20)}
+         "CONFIG": methods.StudyConfig(objectives=("zero_fill", "rao_blackwell", "exact_marginal"), n_copies=5,
+                                       settings=TrainSettings(max_steps=20, min_steps=20, check_every=10,
+                                                              progress_every=0),
+                                       posterior_draws=20, stacking=stacking.StackingSettings(n_draws=50, newton_steps=20))}
 
 
 def true_params(rm, truth) -> dict:

@@ -60,6 +60,14 @@ def summary(path: Path) -> str:
     return doc.strip().splitlines()[0] if doc.strip() else ""
 
 
+def cpu_seconds() -> float:
+    """User + system seconds of this process and its finished children."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def shrink(name: str, module) -> dict:
     """Set the case's ``SMOKE`` values on its module; returns them. Refuses a case without
     ``SMOKE`` and a key that is not one of the module's names (a typo would leave a full size)."""
@@ -131,11 +139,11 @@ def main(argv=None) -> int:
 
     # smoke: every case runs (a failure is reported, the next case still runs); the exit status
     # says whether all of them did
-    failed, seconds = {}, {}
+    failed, seconds, cpu = {}, {}, {}
     for name in names:
         print(f"== {name} (smoke)", flush=True)
         (out / f"{name}.json").unlink(missing_ok=True)  # no stale result passes for this run's
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_seconds()
         try:
             module = load(name, cases[name])
             figures = run_case(name, module, smoke=True)
@@ -143,16 +151,18 @@ def main(argv=None) -> int:
             traceback.print_exc()
             failed[name] = f"{type(err).__name__}: {err}"
             continue
-        seconds[name] = time.perf_counter() - t0
-        result = {"case": name, "smoke": True, **figures, "case_seconds": seconds[name],
+        seconds[name], cpu[name] = time.perf_counter() - t0, cpu_seconds() - c0
+        result = {"case": name, "smoke": True, **figures, "case_seconds": seconds[name], "case_cpu_seconds": cpu[name],
                   "smoke_sizes": {k: v if isinstance(v, (int, float, str, list, tuple)) else repr(v)
                                   for k, v in module.SMOKE.items()}, "cpu_count": os.cpu_count(),
                   "versions": io.library_versions(), "device": io.device_info()}
         io.write_json(result, out / f"{name}.json")
         print(f"wrote {out.relative_to(ROOT) / (name + '.json')} ({seconds[name]:.1f} s)", flush=True)
-    print("smoke run, seconds per case:", flush=True)
+    # CPU seconds (this process and its children) say more than wall seconds on a shared machine
+    print(f"smoke run, seconds per case (wall, CPU); load average now {os.getloadavg()[0]:.1f}:", flush=True)
     for name in names:
-        print(f"  {name:28s} {'FAILED' if name in failed else f'{seconds[name]:6.1f}'}", flush=True)
+        print(f"  {name:28s} {'FAILED' if name in failed else f'{seconds[name]:6.1f} {cpu[name]:6.1f}'}", flush=True)
+    print(f"  {'total':28s} {sum(seconds.values()):6.1f} {sum(cpu.values()):6.1f}", flush=True)
     if failed:
         print(f"{len(failed)} of {len(names)} benchmark case(s) failed the smoke run:", file=sys.stderr)
         for name, why in failed.items():

@@ -21,13 +21,13 @@ TIMED = [("zero_fill", 1), ("exact_marginal", 1), ("rao_blackwell", 3), ("rao_bl
 FITTED = [("zero_fill", 1), ("exact_marginal", 1), ("rao_blackwell", 5)]
 REPEATS, TIMED_STEPS, CHECK_EVERY = 2, 200, 50
 FIT_SETTINGS = TrainSettings()  # the fits of FITTED
-# benchmarks/run.py --smoke
+POSTERIOR_DRAWS = methods.StudyConfig().posterior_draws
 STACKING = stacking.StackingSettings()
 # benchmarks/run.py --smoke (fits of the timed steps' length, so that they reuse the compiled programs)
 SMOKE = {"N_PERSONS": 300, "REPEATS": 1, "TIMED_STEPS": 20, "CHECK_EVERY": 10,
          "TIMED": [t for t in TIMED if t != ("rao_blackwell", 3)],
          "FIT_SETTINGS": TrainSettings(max_steps=20, min_steps=20, check_every=10, progress_every=0),
-         "STACKING": stacking.StackingSettings(n_draws=50, newton_steps=20)}
+         "STACKING": stacking.StackingSettings(n_draws=50, newton_steps=20), "POSTERIOR_DRAWS": 20}
 
 
 def step_times(rm, model) -> dict:
@@ -36,7 +36,7 @@ def step_times(rm, model) -> dict:
     best = {}
     for _ in range(REPEATS):
         for name, m in TIMED:
-            config = methods.StudyConfig(n_copies=m, settings=TrainSettings(
+            config = methods.StudyConfig(n_copies=m, posterior_draws=POSTERIOR_DRAWS, settings=TrainSettings(
                 max_steps=TIMED_STEPS, min_steps=TIMED_STEPS, check_every=CHECK_EVERY, progress_every=0))
             out = methods.fit(name, data.Data(rm, None, model), seed=FIT_SEED, config=config)
             condition = out.record["condition"]  # e.g. rao_blackwell_M5
@@ -56,7 +56,7 @@ def run() -> dict:
 
     fitted = {}
     for name, m in FITTED:
-        config = methods.StudyConfig(n_copies=m, settings=FIT_SETTINGS)
+        config = methods.StudyConfig(n_copies=m, settings=FIT_SETTINGS, posterior_draws=POSTERIOR_DRAWS)
         out = methods.fit(name, data.Data(rm_missing, truth, model), seed=FIT_SEED, config=config)
         rec = out.record
         d = out.estimates[out.estimates.parameter == "discrimination"]

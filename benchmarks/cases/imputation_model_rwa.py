@@ -32,13 +32,16 @@ def data_path() -> Path:
 
 
 def responses() -> tuple[ResponseMatrix, str]:
+    """The real file (its first ``N_PERSONS`` persons and ``N_ITEMS`` items where set) and its path; with
+    ``STAND_IN`` and no file, a simulated matrix of the same shape instead."""
     path = data_path()
     if STAND_IN and not path.exists():
-        return simulate.from_preset("rwa", 20261121, N_PERSONS or 9881)[0], "simulated RWA-shaped stand-in"
-    rm = rwa.load(path)
+        rm, source = simulate.from_preset("rwa", 20261121, N_PERSONS or 9881)[0], "simulated RWA-shaped stand-in"
+    else:
+        rm, source = rwa.load(path), str(path)
     if N_PERSONS or N_ITEMS:
         rm = ResponseMatrix(rm.responses[:N_PERSONS, :N_ITEMS], rm.items[:N_ITEMS], rm.attrs)
-    return rm, str(path)
+    return rm, source
 
 
 def run() -> dict:

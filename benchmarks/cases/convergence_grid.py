@@ -106,7 +106,8 @@ def _iwae_cells(stopping: str) -> list[dict]:
             t0 = time.perf_counter()
             res = iwae.fit(jax.random.key(1), y_train, st, dataclasses.replace(cfg, train=settings), label=f"iwae_b{batch}_lr{lr:g}")
             seconds = time.perf_counter() - t0
-            ll = loglik.laplace_is_loglik(jax.random.key(2), res.params["model"], st, y_hold, n_samples=HELDOUT_DRAWS)
+            ll = loglik.laplace_is_loglik(jax.random.key(2), res.params["model"], st, y_hold,
+                                          n_samples=HELDOUT_DRAWS)
             HELDOUT[batch, lr] = np.asarray(ll, np.float64)
             cells.append({"batch_size": batch, "learning_rate": lr, "converged": res.converged,
                           **_how(res), "steps": res.steps, "epochs": res.steps * batch / n_train,
@@ -206,7 +207,8 @@ def run() -> dict:
            "iwae_loading_rmse": ratio is not None and ratio <= RMSE_RATIO_MAX,
            "advi_discrimination_rmse": disc_ratio is not None and disc_ratio <= RMSE_RATIO_MAX}
     return {
-        "sizes": {"iwae_persons_train": IWAE_PERSONS, "iwae_persons_heldout": IWAE_PERSONS // 8, "advi_persons": ADVI_PERSONS,
+        "sizes": {"iwae_persons_train": IWAE_PERSONS, "iwae_persons_heldout": IWAE_PERSONS // 8,
+                  "advi_persons": ADVI_PERSONS,
                   "iwae_cells": len(iw), "advi_cells": len(ad)},
         "stopping": stopping,
         "wall_seconds": time.perf_counter() - t0,

@@ -56,7 +56,8 @@ def run() -> dict:
             per[m].append(rec)
             if m == "bbvi" and variance is None:
                 variance = rec["gradient_variance"]
-    out = {"sizes": {"persons": spec["n_persons"], "items": spec["n_items"], "attributes": 2, "bbvi_samples": 50, "data_sets": len(DATA_SEEDS)},
+    out = {"sizes": {"persons": spec["n_persons"], "items": spec["n_items"], "attributes": 2, "bbvi_samples": 50,
+                     "data_sets": len(DATA_SEEDS)},
            "seed_pattern_accuracy": conditions.SEED_ACCURACY,
            "oracle_pattern_accuracy": float(np.mean(oracle)), "oracle_pattern_accuracy_per_data_set": oracle}
     em_acc = np.array([r["accuracy"]["pattern_accuracy"] for r in per["em"]])

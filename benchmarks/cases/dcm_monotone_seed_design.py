@@ -44,7 +44,8 @@ def run() -> dict:
                     "beta_rmse": out.record["recovery"]["beta"]["rmse"],
                     "min_main_effect": float(main["mean"].min()),
                     "loglik": out.record.get("loglik")})
-    out = {"sizes": {"persons": spec["n_persons"], "items": spec["n_items"], "attributes": 2, "bbvi_samples": 50, "data_sets": len(DATA_SEEDS)}}
+    out = {"sizes": {"persons": spec["n_persons"], "items": spec["n_items"], "attributes": 2, "bbvi_samples": 50,
+                     "data_sets": len(DATA_SEEDS)}}
     for name, recs in rows.items():
         for key in ("pattern_accuracy", "seconds", "compile_seconds", "beta_rmse", "min_main_effect", "loglik", "steps",
                     "converged"):

@@ -27,7 +27,8 @@ def run() -> dict:
     simulate_seconds = time.perf_counter() - t0
     config = methods.StudyConfig(
         n_samples=10, variance_repeats=0,
-        collapsed_train=replace(methods.COLLAPSED_TRAIN, batch_size=COLLAPSED_BATCH, max_steps=COLLAPSED_MAX_STEPS),
+        collapsed_train=replace(methods.COLLAPSED_TRAIN, batch_size=COLLAPSED_BATCH,
+                                max_steps=COLLAPSED_MAX_STEPS),
         bbvi_train=replace(methods.BBVI_TRAIN, max_steps=BBVI_MAX_STEPS, progress_every=1),
         em=methods.StudyConfig().em._replace(standard_errors=False))
     out = {"sizes": {"persons": N_PERSONS, "items": N_ITEMS, "attributes": 4, "profiles": 16,

@@ -32,10 +32,10 @@ ORACLE_DRAWS = 500
 # the other two), with the data, M and steps of rb_objective_cost's smoke fits (whose compiled
 # programs these reuse from JAX's persistent cache)
 SMOKE = {"N_PERSONS": 300, "ORACLE_DRAWS": 20,
-         "CONFIG": methods.StudyConfig(objectives=("zero_fill", "rao_blackwell", "exact_marginal"), n_copies=5,
-                                       settings=TrainSettings(max_steps=20, min_steps=20, check_every=10,
-                                                              progress_every=0),
-                                       posterior_draws=20, stacking=stacking.StackingSettings(n_draws=50, newton_steps=20))}
+         "CONFIG": methods.StudyConfig(
+             objectives=("zero_fill", "rao_blackwell", "exact_marginal"), n_copies=5, posterior_draws=20,
+             settings=TrainSettings(max_steps=20, min_steps=20, check_every=10, progress_every=0),
+             stacking=stacking.StackingSettings(n_draws=50, newton_steps=20))}
 
 
 def true_params(rm, truth) -> dict:

@@ -1,29 +1,45 @@
 """Benchmark runner.
 
-    python benchmarks/run.py --list          list the cases
-    python benchmarks/run.py CASE [CASE ...] run cases; each writes results/benchmarks/CASE.json
+    python benchmarks/run.py --list                  list the cases
+    python benchmarks/run.py CASE [CASE ...]         run cases; each writes results/benchmarks/CASE.json
+    python benchmarks/run.py --smoke CASE [...]      run cases at a tiny size (seconds each); each
+                                                     writes results/benchmarks/smoke/CASE.json
+    python benchmarks/run.py --smoke --all           every case at its tiny size (what CI runs)
 
 A case is a module ``benchmarks/cases/<name>.py`` with a docstring (its one-line summary is
 what --list shows) and a function ``run() -> dict`` returning the case's own figures; it
 should include ``sizes`` (a dict), ``wall_seconds`` and, where something compiles,
 ``compile_seconds`` and ``steps``. The runner adds the case name, library versions, CPU
 count and the total time of the case, prints the result and writes it.
+
+Smoke runs (``--smoke``) check that a case runs end to end and reports its figures, nothing
+about speed. Every case declares a dict ``SMOKE`` of tiny values for its own module-level size
+constants (persons, items, steps, chains, replications, designs); the runner sets them on the
+module before calling ``run``, and calls ``run(smoke=True)`` where ``run`` takes ``smoke`` (for
+what a constant cannot say: data that a fresh clone lacks, a dry run instead of a workflow).
+A case without ``SMOKE`` fails the smoke run, and so does a ``SMOKE`` key the module does not
+define. Smoke results carry ``"smoke": true`` and go to ``results/benchmarks/smoke/``, never
+over a real result. With several cases, a failing case is reported and the others still run;
+the exit status is 1 if any failed.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import json
 import logging
 import os
 import sys
 import time
+import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = Path(__file__).resolve().parent / "cases"
 OUT = ROOT / "results" / "benchmarks"
+SMOKE_OUT = OUT / "smoke"
 
 
 def available() -> dict[str, Path]:
@@ -44,17 +60,57 @@ def summary(path: Path) -> str:
     return doc.strip().splitlines()[0] if doc.strip() else ""
 
 
+def cpu_seconds() -> float:
+    """User + system seconds of this process and its finished children."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def shrink(name: str, module) -> dict:
+    """Set the case's ``SMOKE`` values on its module; returns them. Refuses a case without
+    ``SMOKE`` and a key that is not one of the module's names (a typo would leave a full size)."""
+    smoke = getattr(module, "SMOKE", None)
+    if not isinstance(smoke, dict) or not smoke:
+        raise RuntimeError(f"benchmark case {name} has no SMOKE dict of tiny sizes, so it cannot smoke-run; "
+                           f"add one (see benchmarks/run.py)")
+    unknown = [k for k in smoke if not hasattr(module, k)]
+    if unknown:
+        raise RuntimeError(f"benchmark case {name}: SMOKE names {', '.join(unknown)}, which the module does not "
+                           f"define")
+    for key, value in smoke.items():
+        setattr(module, key, value)
+    return smoke
+
+
+def run_case(name: str, module, smoke: bool) -> dict:
+    if smoke:
+        shrink(name, module)
+        if "smoke" in inspect.signature(module.run).parameters:
+            return module.run(smoke=True)
+    return module.run()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("cases", nargs="*", help="case names (see --list)")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--smoke", action="store_true",
+                        help="run at a tiny size into results/benchmarks/smoke/ (checks that cases run, not speed)")
+    parser.add_argument("--all", action="store_true", help="every case (with --smoke)")
     args = parser.parse_args(argv)
     cases = available()
-    if args.list or not args.cases:
+    if args.all and not args.smoke:
+        parser.error("--all runs every case at its smoke size only; name the cases to run at full size")
+    if args.all and args.cases:
+        parser.error("--all and case names together")
+    if args.list or not (args.cases or args.all):
         for name, path in cases.items():
             print(f"{name:28s} {summary(path)}")
         return 0
-    unknown = [c for c in args.cases if c not in cases]
+    names = list(cases) if args.all else args.cases
+    unknown = [c for c in names if c not in cases]
     if unknown:
         print(f"unknown case(s): {', '.join(unknown)}; known: {', '.join(cases)}", file=sys.stderr)
         return 2
@@ -64,19 +120,54 @@ def main(argv=None) -> int:
     from bayesirt.logs import quiet_libraries
 
     quiet_libraries()
-    OUT.mkdir(parents=True, exist_ok=True)
-    modules = {name: load(name, cases[name]) for name in args.cases}
-    for name, module in modules.items():
-        print(f"== {name}", flush=True)
-        t0 = time.perf_counter()
-        figures = module.run()
-        result = {"case": name, **figures, "case_seconds": time.perf_counter() - t0,
-                  "cpu_count": os.cpu_count(), "versions": io.library_versions(),
-                  "device": io.device_info()}
-        text = json.dumps(result, indent=2, default=io._json_default)
-        print(text, flush=True)
-        io.write_json(result, OUT / f"{name}.json")
-        print(f"wrote {OUT.relative_to(ROOT) / (name + '.json')}", flush=True)
+    out = SMOKE_OUT if args.smoke else OUT
+    out.mkdir(parents=True, exist_ok=True)
+    if not args.smoke:
+        modules = {name: load(name, cases[name]) for name in names}
+        for name, module in modules.items():
+            print(f"== {name}", flush=True)
+            t0 = time.perf_counter()
+            figures = module.run()
+            result = {"case": name, **figures, "case_seconds": time.perf_counter() - t0,
+                      "cpu_count": os.cpu_count(), "versions": io.library_versions(),
+                      "device": io.device_info()}
+            text = json.dumps(result, indent=2, default=io._json_default)
+            print(text, flush=True)
+            io.write_json(result, out / f"{name}.json")
+            print(f"wrote {out.relative_to(ROOT) / (name + '.json')}", flush=True)
+        return 0
+
+    # smoke: every case runs (a failure is reported, the next case still runs); the exit status
+    # says whether all of them did
+    failed, seconds, cpu = {}, {}, {}
+    for name in names:
+        print(f"== {name} (smoke)", flush=True)
+        (out / f"{name}.json").unlink(missing_ok=True)  # no stale result passes for this run's
+        t0, c0 = time.perf_counter(), cpu_seconds()
+        try:
+            module = load(name, cases[name])
+            figures = run_case(name, module, smoke=True)
+        except Exception as err:  # noqa: BLE001  (reported, and the run fails at the end)
+            traceback.print_exc()
+            failed[name] = f"{type(err).__name__}: {err}"
+            continue
+        seconds[name], cpu[name] = time.perf_counter() - t0, cpu_seconds() - c0
+        result = {"case": name, "smoke": True, **figures, "case_seconds": seconds[name], "case_cpu_seconds": cpu[name],
+                  "smoke_sizes": {k: v if isinstance(v, (int, float, str, list, tuple)) else repr(v)
+                                  for k, v in module.SMOKE.items()}, "cpu_count": os.cpu_count(),
+                  "versions": io.library_versions(), "device": io.device_info()}
+        io.write_json(result, out / f"{name}.json")
+        print(f"wrote {out.relative_to(ROOT) / (name + '.json')} ({seconds[name]:.1f} s)", flush=True)
+    # CPU seconds (this process and its children) say more than wall seconds on a shared machine
+    print(f"smoke run, seconds per case (wall, CPU); load average now {os.getloadavg()[0]:.1f}:", flush=True)
+    for name in names:
+        print(f"  {name:28s} {'FAILED' if name in failed else f'{seconds[name]:6.1f} {cpu[name]:6.1f}'}", flush=True)
+    print(f"  {'total':28s} {sum(seconds.values()):6.1f} {sum(cpu.values()):6.1f}", flush=True)
+    if failed:
+        print(f"{len(failed)} of {len(names)} benchmark case(s) failed the smoke run:", file=sys.stderr)
+        for name, why in failed.items():
+            print(f"  {name}: {why.splitlines()[0] if why else ''}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -19,6 +19,11 @@ from bayesirt.inference.training import TrainSettings
 from bayesirt.models import mgrm
 
 ROOT = Path(__file__).resolve().parents[2]
+# sizes of confirmatory_8k (the 8k cases); the smoke run's (benchmarks/run.py --smoke) below
+SIZES_8K = {"persons": 8000, "max_steps": 6000, "min_steps": 600, "check_every": 100, "window": 300,
+            "heldout_draws": 1000}
+SMOKE_8K = {"persons": 400, "max_steps": 100, "min_steps": 50, "check_every": 50, "window": 50,
+            "heldout_draws": 50}
 
 
 def use_compilation_cache() -> None:
@@ -62,10 +67,10 @@ def loading_metrics(params, st, truth) -> dict:
             "factor_corr_rmse": float(np.sqrt(np.mean((corr - corr_t)[low] ** 2))) if st.n_factors > 1 else 0.0}
 
 
-def confirmatory_8k(method: str) -> dict:
+def confirmatory_8k(method: str, sizes: dict = SIZES_8K) -> dict:
     """8,000 training persons (+1,000 held out) x 12 items x 3 categories, P = 4, R = 5."""
     use_compilation_cache()
-    n_train = env_int("IFA_8K_PERSONS", 8000)
+    n_train = env_int("IFA_8K_PERSONS", sizes["persons"])
     n_hold = max(n_train // 8, 100)
     rm, truth = sm.from_preset("bench_p4", 20261122, n_train + n_hold)
     y_train, y_hold = rm.responses[:n_train], rm.responses[n_train:]
@@ -74,10 +79,11 @@ def confirmatory_8k(method: str) -> dict:
     batch_size = env_int("IFA_8K_BATCH", 64)
     warmup = env_int("IFA_8K_WARMUP", 0)
     settings = TrainSettings(learning_rate=lr, lr_decay_rate=0.5, lr_decay_steps=1000, min_learning_rate=lr / 10,
-                             clip_norm=10.0, batch_size=batch_size, max_steps=6000, min_steps=600, check_every=100,
-                             window=300, rel_tol=5e-4, patience=2, progress_every=10)
+                             clip_norm=10.0, batch_size=batch_size, max_steps=sizes["max_steps"],
+                             min_steps=sizes["min_steps"], check_every=sizes["check_every"],
+                             window=sizes["window"], rel_tol=5e-4, patience=2, progress_every=10)
     key = jax.random.key(1)
-    n_eval = 1000
+    n_eval = sizes["heldout_draws"]
 
     def evaluate(params, draw):
         indep = loglik.laplace_is_loglik(jax.random.key(2), params["model"], st, y_hold, n_samples=n_eval)

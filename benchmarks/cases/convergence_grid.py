@@ -50,6 +50,13 @@ HELDOUT: dict = {}  # (batch, lr) -> per-person held-out log-likelihoods of the 
 BATCHES, LRS, ADVI_LRS = (32, 64, 128, 256), (0.003, 0.01, 0.03), (0.01, 0.05, 0.1)
 LOGLIK_GAP_MAX, RMSE_RATIO_MAX = 0.005, 1.10
 OUT = ROOT / "results" / "benchmarks"
+IWAE_PERSONS, ADVI_PERSONS, HELDOUT_DRAWS = 8000, 9881, 1000
+IWAE_STEPS = {"max_steps": 6000, "min_steps": 600, "check_every": 100, "window": 300}
+ADVI_STEPS: dict = {}  # TrainSettings' defaults
+# benchmarks/run.py --smoke: one cell per part, partial files in the smoke folder
+SMOKE = {"BATCHES": (64,), "LRS": (0.01,), "ADVI_LRS": (0.05,), "IWAE_PERSONS": 400, "ADVI_PERSONS": 300,
+         "HELDOUT_DRAWS": 50, "IWAE_STEPS": {"max_steps": 100, "min_steps": 50, "check_every": 50, "window": 50},
+         "ADVI_STEPS": {"max_steps": 100, "min_steps": 50}, "OUT": OUT / "smoke"}
 
 
 def _list(name, default, kind):
@@ -78,7 +85,7 @@ def _done(part: str, stopping: str) -> list[dict]:
 def _iwae_cells(stopping: str) -> list[dict]:
     # data, network and training settings of iwae_grm_8k (_ifa_bench.confirmatory_8k), except
     # batch size and learning rate
-    n_train = 8000
+    n_train = IWAE_PERSONS
     rm, truth = sm.from_preset("bench_p4", 20261122, n_train + n_train // 8)
     y_train, y_hold = rm.responses[:n_train], rm.responses[n_train:]
     st = mgrm.structure(rm.n_categories, 4, sm.q_matrix(rm), positive_loadings=True)
@@ -93,14 +100,14 @@ def _iwae_cells(stopping: str) -> list[dict]:
                 NOT_RUN.append(f"iwae batch {batch} lr {lr:g}")
                 continue
             settings = TrainSettings(learning_rate=lr, lr_decay_rate=0.5, lr_decay_steps=1000,
-                                     min_learning_rate=lr / 10, clip_norm=10.0, batch_size=batch, max_steps=6000,
-                                     min_steps=600, check_every=100, window=300, rel_tol=5e-4, patience=2,
-                                     progress_every=0, stopping=stopping)
+                                     min_learning_rate=lr / 10, clip_norm=10.0, batch_size=batch, **IWAE_STEPS,
+                                     rel_tol=5e-4, patience=2, progress_every=0, stopping=stopping)
             cfg = iwae.IWAESettings(n_importance=5, hidden=(100,), learning_rate=lr)
             t0 = time.perf_counter()
             res = iwae.fit(jax.random.key(1), y_train, st, dataclasses.replace(cfg, train=settings), label=f"iwae_b{batch}_lr{lr:g}")
             seconds = time.perf_counter() - t0
-            ll = loglik.laplace_is_loglik(jax.random.key(2), res.params["model"], st, y_hold, n_samples=1000)
+            ll = loglik.laplace_is_loglik(jax.random.key(2), res.params["model"], st, y_hold,
+                                          n_samples=HELDOUT_DRAWS)
             HELDOUT[batch, lr] = np.asarray(ll, np.float64)
             cells.append({"batch_size": batch, "learning_rate": lr, "converged": res.converged,
                           **_how(res), "steps": res.steps, "epochs": res.steps * batch / n_train,
@@ -112,7 +119,7 @@ def _iwae_cells(stopping: str) -> list[dict]:
 
 
 def _advi_cells(stopping: str) -> list[dict]:
-    rm, truth = simulate.from_preset("rwa", 20261121, 9881)
+    rm, truth = simulate.from_preset("rwa", 20261121, ADVI_PERSONS)
     done = {c["learning_rate"]: c for c in _done("advi", stopping)}
     cells = []
     for lr in _list("CONV_GRID_ADVI_LRS", ADVI_LRS, float):
@@ -122,7 +129,7 @@ def _advi_cells(stopping: str) -> list[dict]:
         if os.environ.get("CONV_GRID_RESUME") == "only":
             NOT_RUN.append(f"advi lr {lr:g}")
             continue
-        settings = TrainSettings(learning_rate=lr, progress_every=0, stopping=stopping)
+        settings = TrainSettings(learning_rate=lr, progress_every=0, stopping=stopping, **ADVI_STEPS)
         t0 = time.perf_counter()
         out = grm_advi.fit(rm, seed=1, settings=settings, priors=Priors(), truth=truth, label=f"advi_lr{lr:g}")
         seconds = time.perf_counter() - t0
@@ -200,7 +207,8 @@ def run() -> dict:
            "iwae_loading_rmse": ratio is not None and ratio <= RMSE_RATIO_MAX,
            "advi_discrimination_rmse": disc_ratio is not None and disc_ratio <= RMSE_RATIO_MAX}
     return {
-        "sizes": {"iwae_persons_train": 8000, "iwae_persons_heldout": 1000, "advi_persons": 9881,
+        "sizes": {"iwae_persons_train": IWAE_PERSONS, "iwae_persons_heldout": IWAE_PERSONS // 8,
+                  "advi_persons": ADVI_PERSONS,
                   "iwae_cells": len(iw), "advi_cells": len(ad)},
         "stopping": stopping,
         "wall_seconds": time.perf_counter() - t0,

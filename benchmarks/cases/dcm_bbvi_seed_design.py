@@ -13,6 +13,8 @@ data sets from the same generator and reports the distribution of the oracle's p
 (no method can beat the oracle on average; it can by luck on one data set of 1,000 persons).
 """
 
+from dataclasses import replace
+
 import numpy as np
 
 from bayesirt.studies.dcm_bbvi import conditions, data, methods
@@ -22,6 +24,13 @@ from bayesirt.studies.dcm_bbvi import conditions, data, methods
 DATA_SEEDS = tuple(range(20020, 20030))
 METHODS = ("em", "bbvi", "bbvi_cv", "collapsed_vi")
 ORACLE_DATA_SETS = 200
+N_PERSONS = None  # None: the design's (1,000)
+CONFIG = methods.StudyConfig()  # the study's settings
+# benchmarks/run.py --smoke
+SMOKE = {"DATA_SEEDS": (20020,), "ORACLE_DATA_SETS": 2, "N_PERSONS": 200,
+         "CONFIG": methods.StudyConfig(variance_repeats=4,
+                                     bbvi_train=replace(methods.BBVI_TRAIN, max_steps=160, min_steps=80),
+                                     collapsed_train=replace(methods.COLLAPSED_TRAIN, max_steps=200, min_steps=100))}
 
 
 def oracle_over_data_sets(spec) -> dict:
@@ -35,17 +44,20 @@ def oracle_over_data_sets(spec) -> dict:
 
 def run() -> dict:
     spec = conditions.DESIGNS["seed"]
+    if N_PERSONS:
+        spec = dict(spec, n_persons=N_PERSONS)
     per = {m: [] for m in METHODS}
     oracle, variance = [], None
     for s in DATA_SEEDS:
         rm, truth, q = data.simulate(spec, 0.0, s)
         oracle.append(methods.oracle_accuracy(rm, truth, q)["pattern_accuracy"])
         for m in METHODS:
-            rec = methods.fit(m, rm, truth, q, seed=1).record
+            rec = methods.fit(m, rm, truth, q, seed=1, config=CONFIG).record
             per[m].append(rec)
             if m == "bbvi" and variance is None:
                 variance = rec["gradient_variance"]
-    out = {"sizes": {"persons": 1000, "items": 30, "attributes": 2, "bbvi_samples": 50, "data_sets": len(DATA_SEEDS)},
+    out = {"sizes": {"persons": spec["n_persons"], "items": spec["n_items"], "attributes": 2, "bbvi_samples": 50,
+                     "data_sets": len(DATA_SEEDS)},
            "seed_pattern_accuracy": conditions.SEED_ACCURACY,
            "oracle_pattern_accuracy": float(np.mean(oracle)), "oracle_pattern_accuracy_per_data_set": oracle}
     em_acc = np.array([r["accuracy"]["pattern_accuracy"] for r in per["em"]])

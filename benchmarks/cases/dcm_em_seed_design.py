@@ -9,10 +9,14 @@ import time
 from bayesirt.studies.dcm_bbvi import conditions, data, methods
 
 DATA_SEED = 20020
+N_PERSONS = None  # None: the design's (1,000)
+SMOKE = {"N_PERSONS": 200}  # benchmarks/run.py --smoke
 
 
 def run() -> dict:
     spec = conditions.DESIGNS["seed"]
+    if N_PERSONS:
+        spec = dict(spec, n_persons=N_PERSONS)
     rm, truth, q = data.simulate(spec, 0.0, DATA_SEED)
     t0 = time.perf_counter()
     rec = methods.fit("em", rm, truth, q, seed=1).record

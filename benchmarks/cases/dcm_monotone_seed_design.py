@@ -9,21 +9,30 @@ compilation, as in the study's records.
 
 import numpy as np
 
+from dataclasses import replace
+
 from bayesirt.studies.dcm_bbvi import conditions, data, methods
 
 DATA_SEEDS = (20020, 20021, 20022)
 METHODS = ("em", "bbvi_cv")
+N_PERSONS = None  # None: the design's (1,000)
+TRAIN = {}  # StudyConfig fields over the study's settings (the smoke run's shorter fits)
+# benchmarks/run.py --smoke
+SMOKE = {"DATA_SEEDS": (20020,), "N_PERSONS": 200,
+         "TRAIN": {"bbvi_train": replace(methods.BBVI_TRAIN, max_steps=160, min_steps=80)}}
 
 
 def run() -> dict:
     spec = conditions.DESIGNS["seed"]
+    if N_PERSONS:
+        spec = dict(spec, n_persons=N_PERSONS)
     rows = {f"{m}{'_monotone' if mono else ''}": [] for m in METHODS for mono in (False, True)}
     for s in DATA_SEEDS:
         rm, truth, q = data.simulate(spec, 0.0, s)
         for m in METHODS:
             for mono in (False, True):
                 out = methods.fit(m, rm, truth, q, seed=1,
-                                  config=methods.StudyConfig(monotone=mono, variance_repeats=0))
+                                  config=methods.StudyConfig(monotone=mono, variance_repeats=0, **TRAIN))
                 est = out.estimates
                 b = est[est.parameter == "beta"]
                 main = b[b.category.isin([1, 2])]  # with 2 attributes, features 1 and 2 are the main effects
@@ -35,7 +44,8 @@ def run() -> dict:
                     "beta_rmse": out.record["recovery"]["beta"]["rmse"],
                     "min_main_effect": float(main["mean"].min()),
                     "loglik": out.record.get("loglik")})
-    out = {"sizes": {"persons": 1000, "items": 30, "attributes": 2, "bbvi_samples": 50, "data_sets": len(DATA_SEEDS)}}
+    out = {"sizes": {"persons": spec["n_persons"], "items": spec["n_items"], "attributes": 2, "bbvi_samples": 50,
+                     "data_sets": len(DATA_SEEDS)}}
     for name, recs in rows.items():
         for key in ("pattern_accuracy", "seconds", "compile_seconds", "beta_rmse", "min_main_effect", "loglik", "steps",
                     "converged"):

@@ -16,6 +16,8 @@ from bayesirt.studies.dcm_bbvi import conditions, data, methods
 
 DATA_SEED = 20021
 N_PERSONS, N_ITEMS, MISSING = 100_000, 30, 0.2
+COLLAPSED_BATCH, COLLAPSED_MAX_STEPS, BBVI_MAX_STEPS = 5000, 6000, 640
+SMOKE = {"N_PERSONS": 1000, "COLLAPSED_BATCH": 250, "COLLAPSED_MAX_STEPS": 200, "BBVI_MAX_STEPS": 80}  # run.py --smoke
 
 
 def run() -> dict:
@@ -25,11 +27,12 @@ def run() -> dict:
     simulate_seconds = time.perf_counter() - t0
     config = methods.StudyConfig(
         n_samples=10, variance_repeats=0,
-        collapsed_train=replace(methods.COLLAPSED_TRAIN, batch_size=5000, max_steps=6000),
-        bbvi_train=replace(methods.BBVI_TRAIN, max_steps=640, progress_every=1),
+        collapsed_train=replace(methods.COLLAPSED_TRAIN, batch_size=COLLAPSED_BATCH,
+                                max_steps=COLLAPSED_MAX_STEPS),
+        bbvi_train=replace(methods.BBVI_TRAIN, max_steps=BBVI_MAX_STEPS, progress_every=1),
         em=methods.StudyConfig().em._replace(standard_errors=False))
     out = {"sizes": {"persons": N_PERSONS, "items": N_ITEMS, "attributes": 4, "profiles": 16,
-                     "missing_rate": float((rm.responses < 0).mean()), "collapsed_batch": 5000, "bbvi_samples": 10},
+                     "missing_rate": float((rm.responses < 0).mean()), "collapsed_batch": COLLAPSED_BATCH, "bbvi_samples": 10},
            "simulate_seconds": simulate_seconds}
     oracle = methods.oracle_accuracy(rm, truth, q)
     out["oracle_pattern_accuracy"] = oracle["pattern_accuracy"]

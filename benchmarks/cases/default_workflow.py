@@ -33,6 +33,11 @@ from bayesirt import runtime
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW_FILES = ("Snakefile", "config", "workflow", "notebooks", "environment.yml")
+CONFIG = "config/config.yaml"  # the default of BENCH_CONFIG
+DRY_RUN = False
+# benchmarks/run.py --smoke: a Snakemake dry run (-n) of the test config in the same fresh folder
+# (tests/workflow runs that config in full)
+SMOKE = {"CONFIG": "config/test.yaml", "DRY_RUN": True}
 
 
 def job_times(folder: Path) -> list[dict]:
@@ -58,8 +63,20 @@ def compile_seconds(folder: Path) -> dict:
     return {k: round(v, 1) for k, v in sorted(out.items())}
 
 
+def dry_run_figures(config: str, cmd: list, wall: float, output: str) -> dict:
+    """What a dry run says: its jobs per rule (Snakemake's job stats table), and its time."""
+    table = output.split("Job stats:", 1)[-1]
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)\s*$", table, flags=re.M))
+    total = int(counts.pop("total", 0))
+    if not total:
+        raise RuntimeError(f"the dry run listed no jobs:\n{output[-4000:]}")
+    return {"config": config, "command": " ".join(["snakemake", *cmd[3:]]), "dry_run": True,
+            "wall_seconds": round(wall, 1), "n_jobs": total, "jobs_by_rule": {k: int(v) for k, v in counts.items()},
+            "sizes": {"config": config}}
+
+
 def run() -> dict:
-    config = os.environ.get("BENCH_CONFIG", "config/config.yaml")
+    config = os.environ.get("BENCH_CONFIG", CONFIG)
     folder = Path(tempfile.mkdtemp(prefix="bayesirt_default_workflow_"))
     print(f"running {config} in {folder}", flush=True)
     try:
@@ -72,7 +89,7 @@ def run() -> dict:
                "JAX_COMPILATION_CACHE_DIR": str(folder / ".jax_cache"),
                "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
         cmd = [sys.executable, "-m", "snakemake", "--cores", "all", "--workflow-profile", "workflow/profiles/local",
-               "--configfile", config]
+               "--configfile", config, *(["--dry-run"] if DRY_RUN else [])]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True)
@@ -80,6 +97,8 @@ def run() -> dict:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if proc.returncode != 0:
             raise RuntimeError(f"the workflow failed:\n{proc.stderr[-4000:]}")
+        if DRY_RUN:
+            return dry_run_figures(config, cmd, wall, proc.stdout + proc.stderr)
         done = re.findall(r"(\d+) of (\d+) steps \(100%\) done", proc.stderr)
         jobs = job_times(folder)
         slowest = sorted(jobs, key=lambda r: -r["seconds"])[:5]

@@ -36,13 +36,19 @@ SWEEPS = int(os.environ.get("GIBBS_10K_SWEEPS", 2000))
 LADDER = [(500, 20), (1000, 30), (2000, 50), (5000, 50), (5000, 100), (10_000, 100)]
 LADDER_SWEEPS = 200
 DATA_SEED, FIT_SEED = 20261011, 2
+CHUNK = 250
+CHAIN_PROCESSES = None  # worker processes of the main fit; None: one per usable core
+# benchmarks/run.py --smoke (chains in this process, as gibbs_2pno_1k30; the ladder's top size and
+# sweeps are the main fit's, whose compiled program it reuses)
+SMOKE = {"N": 200, "J": 10, "SWEEPS": 40, "CHUNK": 20, "CHAIN_PROCESSES": 1,
+         "LADDER": [(100, 5), (200, 10)], "LADDER_SWEEPS": 40}
 
 
 def run() -> dict:
     load_before = load_average()
     y, a, d, _ = simulate(DATA_SEED, N, J)
-    processes = len(usable_cpus())
-    settings = SamplerSettings(n_chains=CHAINS, n_warmup=SWEEPS // 2, n_samples=SWEEPS // 2, chunk=250,
+    processes = CHAIN_PROCESSES or len(usable_cpus())
+    settings = SamplerSettings(n_chains=CHAINS, n_warmup=SWEEPS // 2, n_samples=SWEEPS // 2, chunk=CHUNK,
                                progress_every=0, chain_processes=processes)
     res = gibbs.fit(jax.random.key(FIT_SEED), y, None, gibbs.GibbsSettings(settings, abilities=False))
     stats = item_stats(res.summary)

@@ -23,12 +23,16 @@ runtime.use_library_reductions()
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _gibbs_bench import item_stats, load_average, simulate  # noqa: E402
 
-N, J, SWEEPS = 1000, 30, 10_000
+N, J, SWEEPS, CHUNK = 1000, 30, 10_000, 2500
 DATA_SEED, FIT_SEED = 20261010, 1
+CHAIN_PROCESSES = None  # worker processes of the four-chain fit; None: one per usable core
+# benchmarks/run.py --smoke (the four chains in this process: worker start-up is ~20 s of compilation,
+# and tests/unit/test_chain_processes.py covers the workers)
+SMOKE = {"N": 100, "J": 10, "SWEEPS": 100, "CHUNK": 50, "CHAIN_PROCESSES": 1}
 
 
 def _run(y, chains, processes=1):
-    settings = SamplerSettings(n_chains=chains, n_warmup=SWEEPS // 2, n_samples=SWEEPS // 2, chunk=2500,
+    settings = SamplerSettings(n_chains=chains, n_warmup=SWEEPS // 2, n_samples=SWEEPS // 2, chunk=CHUNK,
                                progress_every=0, chain_processes=processes)
     return gibbs.fit(jax.random.key(FIT_SEED), y, None, gibbs.GibbsSettings(settings, abilities=False))
 
@@ -37,7 +41,7 @@ def run() -> dict:
     y, *_ = simulate(DATA_SEED, N, J)
     load_before = load_average()
     one = _run(y, 1)
-    processes = len(usable_cpus())
+    processes = CHAIN_PROCESSES or len(usable_cpus())
     four = _run(y, 4, processes)
     vmapped = _run(y, 4)
     ns_per_cell = one.wall_seconds / (SWEEPS * N * J) * 1e9

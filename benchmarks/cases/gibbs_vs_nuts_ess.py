@@ -28,6 +28,10 @@ N, J = 500, 20
 GIBBS = SamplerSettings(n_chains=4, n_warmup=1000, n_samples=10_000, chunk=1000, progress_every=0)
 NUTS = SamplerSettings(n_chains=4, n_warmup=500, n_samples=1000, progress_every=0)
 DATA_SEED, FIT_SEED = 20261012, 3
+# benchmarks/run.py --smoke
+SMOKE = {"N": 50, "J": 5,
+         "GIBBS": SamplerSettings(n_chains=4, n_warmup=50, n_samples=100, chunk=50, progress_every=0),
+         "NUTS": SamplerSettings(n_chains=4, n_warmup=30, n_samples=30, progress_every=0)}
 
 
 def _nuts_item_ess(idata):

@@ -12,11 +12,13 @@ from bayesirt.models.factorized_grm import Priors
 
 N_PERSONS = 9881
 DATA_SEED, FIT_SEED = 20261121, 1
+SETTINGS = TrainSettings()
+SMOKE = {"N_PERSONS": 300, "SETTINGS": TrainSettings(max_steps=100, min_steps=50, progress_every=0)}  # run.py --smoke
 
 
 def run() -> dict:
     rm, truth = simulate.from_preset("rwa", DATA_SEED, N_PERSONS)
-    out = grm_advi.fit(rm, seed=FIT_SEED, settings=TrainSettings(), priors=Priors(),
+    out = grm_advi.fit(rm, seed=FIT_SEED, settings=SETTINGS, priors=Priors(),
                                   truth=truth, label="grm_advi_rwa_size")
     table = recovery_table(out.estimates)
     overall = table[table.scale == "all"].set_index("parameter")

@@ -40,13 +40,17 @@ from bayesirt.inference.training import TrainSettings  # noqa: E402
 from bayesirt.models import mgrm  # noqa: E402
 
 BATCH = 1024
+N_PERSONS, MAX_EPOCHS, IWAVB_STEPS = 515708, 20, 100  # defaults of the environment variables above
+CHECK_EVERY, EVAL_DRAWS = 50, 500
+# benchmarks/run.py --smoke
+SMOKE = {"BATCH": 128, "N_PERSONS": 3000, "MAX_EPOCHS": 2, "IWAVB_STEPS": 5, "CHECK_EVERY": 10, "EVAL_DRAWS": 20}
 
 
 def run() -> dict:
     use_compilation_cache()
-    n_persons = env_int("IFA_IPIP_PERSONS", 515708)
-    max_epochs = env_int("IFA_IPIP_MAX_EPOCHS", 20)
-    iwavb_steps = env_int("IFA_IPIP_IWAVB_STEPS", 100)
+    n_persons = env_int("IFA_IPIP_PERSONS", N_PERSONS)
+    max_epochs = env_int("IFA_IPIP_MAX_EPOCHS", MAX_EPOCHS)
+    iwavb_steps = env_int("IFA_IPIP_IWAVB_STEPS", IWAVB_STEPS)
     full_iwavb = env_int("IFA_IPIP_FULL_IWAVB", 0) == 1
     t0 = time.perf_counter()
     rm, truth = sm.from_preset("ipip", 20261122, n_persons, include_abilities=False)
@@ -60,7 +64,7 @@ def run() -> dict:
     lr = 0.003
     settings = TrainSettings(learning_rate=lr, lr_decay_rate=0.5, lr_decay_steps=max(steps_per_epoch, 200),
                              min_learning_rate=lr / 10, batch_size=BATCH, max_steps=max_epochs * steps_per_epoch,
-                             min_steps=min(2 * steps_per_epoch, 2000), check_every=50,
+                             min_steps=min(2 * steps_per_epoch, 2000), check_every=CHECK_EVERY,
                              window=max(min(steps_per_epoch, 1000), 100), rel_tol=1e-4, patience=2,
                              progress_every=20)
     cfg = iwae.IWAESettings(n_importance=25, hidden=(130,), learning_rate=lr)
@@ -73,7 +77,7 @@ def run() -> dict:
     n_eval_persons = min(n_hold, 2000)
     t2 = time.perf_counter()
     ll = loglik.laplace_is_loglik(jax.random.key(2), res.params["model"], st, y_hold[:n_eval_persons],
-                                  n_samples=500)
+                                  n_samples=EVAL_DRAWS)
     eval_seconds = time.perf_counter() - t2
 
     # IWAVB with the paper's network sizes (4.1), timed on a limited number of steps unless a
@@ -103,7 +107,7 @@ def run() -> dict:
                          "encoder_hidden": vb_cfg.encoder_hidden, "n_contrast": vb_cfg.n_contrast or 25}
         if full_iwavb and name == "light":
             ll_vb = loglik.laplace_is_loglik(jax.random.key(2), vb.params["model"], st, y_hold[:n_eval_persons],
-                                             n_samples=500)
+                                             n_samples=EVAL_DRAWS)
             vb_runs[name]["heldout_loglik_per_person_method_independent"] = float(ll_vb.mean())
     vb_step = vb_runs["paper_sizes"]["seconds_per_step"]
     light_step = vb_runs["light"]["seconds_per_step"]
@@ -123,7 +127,7 @@ def run() -> dict:
         "iwae_seconds_per_epoch": iwae_epoch,
         "heldout_loglik_per_person_method_independent": float(ll.mean()),
         "heldout_eval_persons": n_eval_persons,
-        "heldout_eval_draws": 500,
+        "heldout_eval_draws": EVAL_DRAWS,
         "evaluation_seconds": eval_seconds,
         "iwavb": vb_runs,
         "iwavb_to_iwae_time_ratio_per_step": vb_step / iwae_step,

@@ -26,17 +26,19 @@ from bayesirt.inference.training import TrainSettings  # noqa: E402
 from bayesirt.models import mgrm  # noqa: E402
 
 BATCH = 1024
+SIZES, MIN_STEPS = "10000,100000,500000", 200  # default of IFA_SCALING_SIZES; steps per size at least
+SMOKE = {"SIZES": "1000,2000", "BATCH": 128, "MIN_STEPS": 16}  # benchmarks/run.py --smoke
 
 
 def run() -> dict:
     use_compilation_cache()
-    sizes = [int(s) for s in os.environ.get("IFA_SCALING_SIZES", "10000,100000,500000").split(",")]
+    sizes = [int(s) for s in os.environ.get("IFA_SCALING_SIZES", SIZES).split(",")]
     rows = []
     for n in sizes:
         rm, _ = sm.from_preset("ipip", 7, n, include_abilities=False)
         st = mgrm.structure(rm.n_categories, 5, None)
         steps = max(n // BATCH, 1)
-        epochs = -(-200 // steps)
+        epochs = -(-MIN_STEPS // steps)
         settings = TrainSettings(learning_rate=0.003, batch_size=BATCH, max_steps=epochs * steps,
                                  min_steps=10 * epochs * steps, check_every=steps, progress_every=0)
         cfg = iwae.IWAESettings(n_importance=25, hidden=(130,), learning_rate=0.003)

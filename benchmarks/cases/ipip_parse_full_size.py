@@ -25,6 +25,9 @@ N_ROWS = 1_015_000
 SEED = 20181108
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "results" / "benchmarks" / "ipip_synthetic"
+NULL_ROWS = 1800
+# benchmarks/run.py --smoke: a small file of the same format, in the smoke folder
+SMOKE = {"N_ROWS": 3000, "NULL_ROWS": 5, "OUT": ROOT / "results" / "benchmarks" / "smoke" / "ipip_synthetic"}
 CHILD = """
 import json, sys, time
 from bayesirt.data import ipip
@@ -43,7 +46,7 @@ def run() -> dict:
     stamp = OUT / "data-final.json"
     t0 = time.perf_counter()
     if not (path.exists() and stamp.exists() and read_json(stamp) == {"rows": N_ROWS, "seed": SEED}):
-        ipip_synthetic.write_synthetic_raw(path, N_ROWS, seed=SEED, null_rows=1800)
+        ipip_synthetic.write_synthetic_raw(path, N_ROWS, seed=SEED, null_rows=NULL_ROWS)
         write_json({"rows": N_ROWS, "seed": SEED}, stamp)
     generate_seconds = time.perf_counter() - t0
     proc = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True,

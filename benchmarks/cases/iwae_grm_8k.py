@@ -14,8 +14,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _ifa_bench import confirmatory_8k  # noqa: E402
+from _ifa_bench import SIZES_8K, SMOKE_8K, confirmatory_8k  # noqa: E402
+
+SIZES = SIZES_8K
+SMOKE = {"SIZES": SMOKE_8K}  # benchmarks/run.py --smoke
 
 
 def run() -> dict:
-    return confirmatory_8k("iwae")
+    return confirmatory_8k("iwae", SIZES)

@@ -14,6 +14,7 @@ from bayesirt.data import missingness, simulate
 
 N_PERSONS = 9881
 DATA_SEED, SEED, RATE = 20261121, 0, 0.15
+SMOKE = {"N_PERSONS": 500}  # benchmarks/run.py --smoke
 
 
 def run() -> dict:

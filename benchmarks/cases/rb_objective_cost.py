@@ -19,7 +19,15 @@ DATA_SEED, MASK_SEED, FIT_SEED = 20261121, 1, 1
 TIMED = [("zero_fill", 1), ("exact_marginal", 1), ("rao_blackwell", 3), ("rao_blackwell", 5),
          ("naive_average", 5), ("rao_blackwell_batch", 5)]
 FITTED = [("zero_fill", 1), ("exact_marginal", 1), ("rao_blackwell", 5)]
-REPEATS, TIMED_STEPS = 2, 200
+REPEATS, TIMED_STEPS, CHECK_EVERY = 2, 200, 50
+FIT_SETTINGS = TrainSettings()  # the fits of FITTED
+POSTERIOR_DRAWS = methods.StudyConfig().posterior_draws
+STACKING = stacking.StackingSettings()
+# benchmarks/run.py --smoke (fits of the timed steps' length, so that they reuse the compiled programs)
+SMOKE = {"N_PERSONS": 300, "REPEATS": 1, "TIMED_STEPS": 20, "CHECK_EVERY": 10,
+         "TIMED": [t for t in TIMED if t != ("rao_blackwell", 3)],
+         "FIT_SETTINGS": TrainSettings(max_steps=20, min_steps=20, check_every=10, progress_every=0),
+         "STACKING": stacking.StackingSettings(n_draws=50, newton_steps=20), "POSTERIOR_DRAWS": 20}
 
 
 def step_times(rm, model) -> dict:
@@ -28,8 +36,8 @@ def step_times(rm, model) -> dict:
     best = {}
     for _ in range(REPEATS):
         for name, m in TIMED:
-            config = methods.StudyConfig(n_copies=m, settings=TrainSettings(
-                max_steps=TIMED_STEPS, min_steps=TIMED_STEPS, progress_every=0))
+            config = methods.StudyConfig(n_copies=m, posterior_draws=POSTERIOR_DRAWS, settings=TrainSettings(
+                max_steps=TIMED_STEPS, min_steps=TIMED_STEPS, check_every=CHECK_EVERY, progress_every=0))
             out = methods.fit(name, data.Data(rm, None, model), seed=FIT_SEED, config=config)
             condition = out.record["condition"]  # e.g. rao_blackwell_M5
             ms = 1000 * out.record["timing"]["wall_seconds"] / out.record["steps"]
@@ -40,7 +48,7 @@ def step_times(rm, model) -> dict:
 def run() -> dict:
     rm, truth = simulate.from_preset("rwa", DATA_SEED, N_PERSONS)
     rm_missing, hidden = missingness.inject(rm, kind="mcar", rate=0.15, seed=MASK_SEED)
-    model, _ = data.fit_imputation_model(rm_missing, stacking.StackingSettings())
+    model, _ = data.fit_imputation_model(rm_missing, STACKING)
     cells = methods.imputation_extra_data(model, rm_missing)["shared"]["missing_cells"]
     block_slots = int(np.prod(cells.block_person.shape)) if cells.blocks else None
     ms = step_times(rm_missing, model)
@@ -48,7 +56,7 @@ def run() -> dict:
 
     fitted = {}
     for name, m in FITTED:
-        config = methods.StudyConfig(n_copies=m)
+        config = methods.StudyConfig(n_copies=m, settings=FIT_SETTINGS, posterior_draws=POSTERIOR_DRAWS)
         out = methods.fit(name, data.Data(rm_missing, truth, model), seed=FIT_SEED, config=config)
         rec = out.record
         d = out.estimates[out.estimates.parameter == "discrimination"]

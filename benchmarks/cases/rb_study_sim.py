@@ -19,11 +19,23 @@ import numpy as np
 from bayesirt.studies import grm_advi
 from bayesirt.studies.rb_imputation import methods, tables
 from bayesirt.data import missingness, simulate
+from bayesirt.imputation import stacking
 from bayesirt.inference import objectives
+from bayesirt.inference.training import TrainSettings
 from bayesirt.models import factorized_grm as fgrm
 
 N_PERSONS = 9881
 DATA_SEED, MASK_SEED, FIT_SEED = 20261121, 1, 1
+CONFIG = methods.StudyConfig()  # the study's default config
+ORACLE_DRAWS = 500
+# benchmarks/run.py --smoke: the objectives the expectation compares (rb_objective_cost's smoke run fits
+# the other two), with the data, M and steps of rb_objective_cost's smoke fits (whose compiled
+# programs these reuse from JAX's persistent cache)
+SMOKE = {"N_PERSONS": 300, "ORACLE_DRAWS": 20,
+         "CONFIG": methods.StudyConfig(
+             objectives=("zero_fill", "rao_blackwell", "exact_marginal"), n_copies=5, posterior_draws=20,
+             settings=TrainSettings(max_steps=20, min_steps=20, check_every=10, progress_every=0),
+             stacking=stacking.StackingSettings(n_draws=50, newton_steps=20))}
 
 
 def true_params(rm, truth) -> dict:
@@ -42,7 +54,7 @@ def oracle_fit(rm, truth, reference, config) -> dict:
     extra = objectives.from_dense_pmf(rm_missing.responses, pmf, rm.n_categories)
     out = grm_advi.fit(rm_missing, seed=FIT_SEED, settings=config.settings, priors=config.priors,
                                   truth=truth, log_likelihood=objectives.make("exact_marginal", st),
-                                  extra_data=extra, posterior_draws=500, label="oracle_exact_marginal",
+                                  extra_data=extra, posterior_draws=ORACLE_DRAWS, label="oracle_exact_marginal",
                                   fields={"condition": "oracle_exact_marginal", "objective": "exact_marginal",
                                           "replication": 0})
     tab = tables.error_table(out.estimates, reference.estimates)
@@ -51,7 +63,7 @@ def oracle_fit(rm, truth, reference, config) -> dict:
 
 def run() -> dict:
     rm, truth = simulate.from_preset("rwa", DATA_SEED, N_PERSONS)
-    config = methods.StudyConfig()
+    config = CONFIG
     rep = methods.run_replication(rm, truth, mask_seed=MASK_SEED, fit_seed=FIT_SEED, config=config)
     summary = rep.tables["summary"].set_index("objective")
     disc = summary["discrimination_rmse_vs_complete_data"].to_dict()

@@ -25,6 +25,14 @@ N, J, RATE = 10_000, 100, 0.2
 SETTINGS = TrainSettings(learning_rate=0.02, batch_size=500, max_steps=3000, min_steps=200, check_every=50,
                          window=100, rel_tol=1e-4, patience=3, lr_decay_steps=1000, progress_every=0)
 
+REFIT = TrainSettings(learning_rate=0.05, max_steps=2000, progress_every=0)
+PREDICTIVE_DRAWS, HELDOUT_DRAWS = 100, 200
+# benchmarks/run.py --smoke
+SMOKE = {"N": 300, "J": 10, "PREDICTIVE_DRAWS": 10, "HELDOUT_DRAWS": 20,
+         "SETTINGS": TrainSettings(learning_rate=0.02, batch_size=100, max_steps=100, min_steps=50, check_every=50,
+                                  window=50, progress_every=0),
+         "REFIT": TrainSettings(learning_rate=0.05, max_steps=100, min_steps=50, progress_every=0)}
+
 
 def scores(probs, truth):
     p = np.clip(probs[np.arange(truth.size), truth], 1e-12, 1.0)
@@ -61,20 +69,20 @@ def run() -> dict:
     new_mean, new_sd = vibo.encode(fit.params, st, vs, jax.random.key(2), y_new)
     score_seconds = time.perf_counter() - t0
     refit = mfvi.score_new(fit.params, st, mfvi.MFVISettings(), jax.random.key(3), y_new,
-                           TrainSettings(learning_rate=0.05, max_steps=2000, progress_every=0))
+                           REFIT)
     new_eap = mml.posterior(y_new, ml.discrimination, ml.cuts, 2, n_nodes=61)[1][:, 0]
 
     # missing-response prediction on the hidden cells of the training persons
     rows, cols = np.nonzero(hidden[:N])
     truth_cells = full[:N][rows, cols].astype(int)
-    vibo_pred = scores(vibo.predictive_probs(fit.params, st, vs, jax.random.key(4), y, rows, cols, n_draws=100), truth_cells)
+    vibo_pred = scores(vibo.predictive_probs(fit.params, st, vs, jax.random.key(4), y, rows, cols, n_draws=PREDICTIVE_DRAWS), truth_cells)
     mml_pred = scores(mml.predictive_probs(y, ml.discrimination, ml.cuts, rows, cols, 2, n_nodes=61), truth_cells)
 
     # held-out log-likelihood per new person, one evaluator for every set of item estimates
     def heldout(disc, diff):
         it = {"log_discrimination": np.log(np.asarray(disc, np.float32)).reshape(J, 1), "difficulty": np.asarray(diff, np.float32)}
         ll = lambda yb, t: irt2pl.log_lik(yb, t, it, st)
-        return float(person_loglik.laplace_importance_loglik(jax.random.key(5), ll, y_new, 1, n_samples=200).mean())
+        return float(person_loglik.laplace_importance_loglik(jax.random.key(5), ll, y_new, 1, n_samples=HELDOUT_DRAWS).mean())
 
     return {
         "sizes": {"persons": N, "items": J, "missing_rate": RATE, "new_persons": N},

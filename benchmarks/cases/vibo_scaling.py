@@ -18,6 +18,8 @@ from bayesirt.inference.training import TrainSettings
 from bayesirt.models import irt2pl
 
 J, RATE, BATCH = 100, 0.2, 500
+SIZES, MIN_STEPS = (10_000, 30_000, 100_000, 300_000, 1_000_000), 200
+SMOKE = {"SIZES": (1000, 2000), "BATCH": 100, "MIN_STEPS": 50}  # benchmarks/run.py --smoke
 
 
 def responses(n, seed):
@@ -36,12 +38,12 @@ def responses(n, seed):
 
 def run() -> dict:
     top = int(os.environ.get("VIBO_SCALING_MAX", 1_000_000))
-    sizes = [n for n in (10_000, 30_000, 100_000, 300_000, 1_000_000) if n <= top]
+    sizes = [n for n in SIZES if n <= top]
     st = irt2pl.Structure("2pl", J, 1)
     rows = []
     for n in sizes:
         y = responses(n, n)
-        steps = max(n // BATCH, 200)  # at least one epoch, at least 200 steps
+        steps = max(n // BATCH, MIN_STEPS)  # at least one epoch, at least 200 steps
         steps = -(-steps // 50) * 50
         settings = TrainSettings(learning_rate=0.02, batch_size=BATCH, max_steps=steps, min_steps=steps,
                                  check_every=50, progress_every=0)

@@ -27,6 +27,16 @@ VIBO_SETTINGS = TrainSettings(learning_rate=0.02, batch_size=100, max_steps=3000
                               window=100, rel_tol=1e-4, patience=3, lr_decay_steps=500, progress_every=0)
 
 
+NUTS_SETTINGS = SamplerSettings(n_chains=4, n_warmup=500, n_samples=500, progress_every=0)
+MFVI_TRAIN = TrainSettings(learning_rate=0.05, max_steps=3000, progress_every=0)
+# benchmarks/run.py --smoke
+SMOKE = {"N": 100, "J": 10, "VIBO_REPEATS": 2,
+         "VIBO_SETTINGS": TrainSettings(learning_rate=0.02, batch_size=50, max_steps=100, min_steps=50, check_every=50,
+                                       window=50, progress_every=0),
+         "NUTS_SETTINGS": SamplerSettings(n_chains=4, n_warmup=30, n_samples=30, progress_every=0),
+         "MFVI_TRAIN": TrainSettings(learning_rate=0.05, max_steps=100, min_steps=50, progress_every=0)}
+
+
 def coverage(mean, sd, truth, z):
     return float(np.mean(np.abs(mean - truth) < z * sd))
 
@@ -55,13 +65,13 @@ def run() -> dict:
     v = summary(mean[:, 0], sd[:, 0], theta)
 
     mf = mfvi.fit(jax.random.key(0), y, st,
-                  mfvi.MFVISettings(priors, train=TrainSettings(learning_rate=0.05, max_steps=3000, progress_every=0)))
+                  mfvi.MFVISettings(priors, train=MFVI_TRAIN))
     mm, ms = mfvi.abilities(mf.params)
     m = summary(mm[:, 0], ms[:, 0], theta)
 
     init = dict(irt2pl.initial_items(y, st), ability=jnp.zeros((N, 1)))
     res = nuts.run_nuts(jax.random.key(2), lambda p, data: irt2pl.log_joint(p, data["y"], st, priors), init,
-                        SamplerSettings(n_chains=4, n_warmup=500, n_samples=500, progress_every=0),
+                        NUTS_SETTINGS,
                         data={"y": jnp.asarray(y)})
     draws = res.idata.posterior["ability"].values[..., 0]  # chain, draw, person
     nm, nsd = draws.mean((0, 1)), draws.std((0, 1))

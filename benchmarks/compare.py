@@ -19,8 +19,11 @@ SKIP = {"cpu_count", "steps", "epochs", "learning_rate", "warmup_steps", "heldou
 
 
 def numbers(result: dict) -> dict[str, float]:
-    return {k: float(v) for k, v in result.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in SKIP}
+    return {
+        k: float(v)
+        for k, v in result.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in SKIP
+    }
 
 
 def rows(old_dir: Path, new_dir: Path, keys: list[str] | None) -> list[tuple]:

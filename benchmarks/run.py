@@ -57,7 +57,8 @@ def summary(path: Path) -> str:
     import ast
 
     doc = ast.get_docstring(ast.parse(path.read_text())) or ""
-    return doc.strip().splitlines()[0] if doc.strip() else ""
+    # the first paragraph, which may be wrapped over several lines
+    return " ".join(doc.strip().split("\n\n")[0].split()) if doc.strip() else ""
 
 
 def cpu_seconds() -> float:
@@ -73,12 +74,13 @@ def shrink(name: str, module) -> dict:
     ``SMOKE`` and a key that is not one of the module's names (a typo would leave a full size)."""
     smoke = getattr(module, "SMOKE", None)
     if not isinstance(smoke, dict) or not smoke:
-        raise RuntimeError(f"benchmark case {name} has no SMOKE dict of tiny sizes, so it cannot smoke-run; "
-                           f"add one (see benchmarks/run.py)")
+        raise RuntimeError(
+            f"benchmark case {name} has no SMOKE dict of tiny sizes, so it cannot smoke-run; "
+            f"add one (see benchmarks/run.py)"
+        )
     unknown = [k for k in smoke if not hasattr(module, k)]
     if unknown:
-        raise RuntimeError(f"benchmark case {name}: SMOKE names {', '.join(unknown)}, which the module does not "
-                           f"define")
+        raise RuntimeError(f"benchmark case {name}: SMOKE names {', '.join(unknown)}, which the module does not define")
     for key, value in smoke.items():
         setattr(module, key, value)
     return smoke
@@ -96,8 +98,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("cases", nargs="*", help="case names (see --list)")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
-    parser.add_argument("--smoke", action="store_true",
-                        help="run at a tiny size into results/benchmarks/smoke/ (checks that cases run, not speed)")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="run at a tiny size into results/benchmarks/smoke/ (checks that cases run, not speed)",
+    )
     parser.add_argument("--all", action="store_true", help="every case (with --smoke)")
     args = parser.parse_args(argv)
     cases = available()
@@ -128,9 +133,14 @@ def main(argv=None) -> int:
             print(f"== {name}", flush=True)
             t0 = time.perf_counter()
             figures = module.run()
-            result = {"case": name, **figures, "case_seconds": time.perf_counter() - t0,
-                      "cpu_count": os.cpu_count(), "versions": io.library_versions(),
-                      "device": io.device_info()}
+            result = {
+                "case": name,
+                **figures,
+                "case_seconds": time.perf_counter() - t0,
+                "cpu_count": os.cpu_count(),
+                "versions": io.library_versions(),
+                "device": io.device_info(),
+            }
             text = json.dumps(result, indent=2, default=io._json_default)
             print(text, flush=True)
             io.write_json(result, out / f"{name}.json")
@@ -147,15 +157,24 @@ def main(argv=None) -> int:
         try:
             module = load(name, cases[name])
             figures = run_case(name, module, smoke=True)
-        except Exception as err:  # noqa: BLE001  (reported, and the run fails at the end)
+        except Exception as err:
             traceback.print_exc()
             failed[name] = f"{type(err).__name__}: {err}"
             continue
         seconds[name], cpu[name] = time.perf_counter() - t0, cpu_seconds() - c0
-        result = {"case": name, "smoke": True, **figures, "case_seconds": seconds[name], "case_cpu_seconds": cpu[name],
-                  "smoke_sizes": {k: v if isinstance(v, (int, float, str, list, tuple)) else repr(v)
-                                  for k, v in module.SMOKE.items()}, "cpu_count": os.cpu_count(),
-                  "versions": io.library_versions(), "device": io.device_info()}
+        result = {
+            "case": name,
+            "smoke": True,
+            **figures,
+            "case_seconds": seconds[name],
+            "case_cpu_seconds": cpu[name],
+            "smoke_sizes": {
+                k: v if isinstance(v, (int, float, str, list, tuple)) else repr(v) for k, v in module.SMOKE.items()
+            },
+            "cpu_count": os.cpu_count(),
+            "versions": io.library_versions(),
+            "device": io.device_info(),
+        }
         io.write_json(result, out / f"{name}.json")
         print(f"wrote {out.relative_to(ROOT) / (name + '.json')} ({seconds[name]:.1f} s)", flush=True)
     # CPU seconds (this process and its children) say more than wall seconds on a shared machine

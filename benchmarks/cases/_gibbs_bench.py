@@ -23,5 +23,9 @@ def load_average() -> list[float]:
 
 def item_stats(summary):
     items = summary[summary.parameter.isin(["discrimination", "difficulty"])]
-    return {"max_r_hat": float(items.r_hat.max()), "min_ess_bulk": float(items.ess_bulk.min()),
-            "median_ess_bulk": float(items.ess_bulk.median()), "min_ess_tail": float(items.ess_tail.min())}
+    return {
+        "max_r_hat": float(items.r_hat.max()),
+        "min_ess_bulk": float(items.ess_bulk.min()),
+        "median_ess_bulk": float(items.ess_bulk.median()),
+        "min_ess_tail": float(items.ess_tail.min()),
+    }

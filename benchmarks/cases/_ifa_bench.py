@@ -20,10 +20,15 @@ from bayesirt.models import mgrm
 
 ROOT = Path(__file__).resolve().parents[2]
 # sizes of confirmatory_8k (the 8k cases); the smoke run's (benchmarks/run.py --smoke) below
-SIZES_8K = {"persons": 8000, "max_steps": 6000, "min_steps": 600, "check_every": 100, "window": 300,
-            "heldout_draws": 1000}
-SMOKE_8K = {"persons": 400, "max_steps": 100, "min_steps": 50, "check_every": 50, "window": 50,
-            "heldout_draws": 50}
+SIZES_8K = {
+    "persons": 8000,
+    "max_steps": 6000,
+    "min_steps": 600,
+    "check_every": 100,
+    "window": 300,
+    "heldout_draws": 1000,
+}
+SMOKE_8K = {"persons": 400, "max_steps": 100, "min_steps": 50, "check_every": 50, "window": 50, "heldout_draws": 50}
 
 
 def use_compilation_cache() -> None:
@@ -48,7 +53,7 @@ def env_int(name: str, default: int) -> int:
 
 
 def peak_rss_gb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
 
 
 def loading_metrics(params, st, truth) -> dict:
@@ -61,10 +66,12 @@ def loading_metrics(params, st, truth) -> dict:
     used = np.arange(cut.shape[1])[None, :] < (ncat - 1)[:, None]
     corr, corr_t = np.asarray(mgrm.factor_corr(params, st)), np.asarray(mgrm.factor_corr(t, st))
     low = np.tril_indices(st.n_factors, -1)
-    return {"loading_rmse": float(np.sqrt(np.mean((lam - lam_t)[free] ** 2))),
-            "loading_bias": float(np.mean((lam - lam_t)[free])),
-            "intercept_rmse": float(np.sqrt(np.mean((cut - cut_t)[used] ** 2))),
-            "factor_corr_rmse": float(np.sqrt(np.mean((corr - corr_t)[low] ** 2))) if st.n_factors > 1 else 0.0}
+    return {
+        "loading_rmse": float(np.sqrt(np.mean((lam - lam_t)[free] ** 2))),
+        "loading_bias": float(np.mean((lam - lam_t)[free])),
+        "intercept_rmse": float(np.sqrt(np.mean((cut - cut_t)[used] ** 2))),
+        "factor_corr_rmse": float(np.sqrt(np.mean((corr - corr_t)[low] ** 2))) if st.n_factors > 1 else 0.0,
+    }
 
 
 def confirmatory_8k(method: str, sizes: dict = SIZES_8K) -> dict:
@@ -78,17 +85,27 @@ def confirmatory_8k(method: str, sizes: dict = SIZES_8K) -> dict:
     lr = float(os.environ.get("IFA_8K_LR", "0.01"))
     batch_size = env_int("IFA_8K_BATCH", 64)
     warmup = env_int("IFA_8K_WARMUP", 0)
-    settings = TrainSettings(learning_rate=lr, lr_decay_rate=0.5, lr_decay_steps=1000, min_learning_rate=lr / 10,
-                             clip_norm=10.0, batch_size=batch_size, max_steps=sizes["max_steps"],
-                             min_steps=sizes["min_steps"], check_every=sizes["check_every"],
-                             window=sizes["window"], rel_tol=5e-4, patience=2, progress_every=10)
+    settings = TrainSettings(
+        learning_rate=lr,
+        lr_decay_rate=0.5,
+        lr_decay_steps=1000,
+        min_learning_rate=lr / 10,
+        clip_norm=10.0,
+        batch_size=batch_size,
+        max_steps=sizes["max_steps"],
+        min_steps=sizes["min_steps"],
+        check_every=sizes["check_every"],
+        window=sizes["window"],
+        rel_tol=5e-4,
+        patience=2,
+        progress_every=10,
+    )
     key = jax.random.key(1)
     n_eval = sizes["heldout_draws"]
 
     def evaluate(params, draw):
         indep = loglik.laplace_is_loglik(jax.random.key(2), params["model"], st, y_hold, n_samples=n_eval)
-        own = loglik.importance_sampled_loglik(jax.random.key(3), params["model"], st, y_hold, draw,
-                                               n_samples=n_eval)
+        own = loglik.importance_sampled_loglik(jax.random.key(3), params["model"], st, y_hold, draw, n_samples=n_eval)
         return float(indep.mean()), float(own.mean())
 
     variant = {}
@@ -104,27 +121,45 @@ def confirmatory_8k(method: str, sizes: dict = SIZES_8K) -> dict:
         res_full = iwae.fit(key, y_train, st, replace(cfg_full, train=settings), label="iwae_full")
         full_total = time.perf_counter() - t_full
         ll_i, ll_o = evaluate(res_full.params, iwae.proposal(res_full.params, st, cfg_full))
-        variant = {"iwae_full_covariance": {
-            "wall_seconds": res_full.wall_seconds, "fit_seconds_including_compile": full_total,
-            "steps": res_full.steps, "converged": res_full.converged,
-            "heldout_loglik_per_person_method_independent": ll_i, "heldout_loglik_per_person_own_proposal": ll_o,
-            **loading_metrics(res_full.params["model"], st, truth)}}
+        variant = {
+            "iwae_full_covariance": {
+                "wall_seconds": res_full.wall_seconds,
+                "fit_seconds_including_compile": full_total,
+                "steps": res_full.steps,
+                "converged": res_full.converged,
+                "heldout_loglik_per_person_method_independent": ll_i,
+                "heldout_loglik_per_person_own_proposal": ll_o,
+                **loading_metrics(res_full.params["model"], st, truth),
+            }
+        }
     else:
-        cfg = iwavb.IWAVBSettings(n_importance=5, encoder_hidden=128, discriminator_hidden=(256, 128),
-                                learning_rate=lr, discriminator_learning_rate=3 * lr, warmup_steps=warmup)
+        cfg = iwavb.IWAVBSettings(
+            n_importance=5,
+            encoder_hidden=128,
+            discriminator_hidden=(256, 128),
+            learning_rate=lr,
+            discriminator_learning_rate=3 * lr,
+            warmup_steps=warmup,
+        )
         res = iwavb.fit(key, y_train, st, replace(cfg, train=settings))
         fit_total = time.perf_counter() - t0
         draw = iwavb.proposal(res.params, st, cfg)
     t1 = time.perf_counter()
     ll_indep, ll_own = evaluate(res.params, draw)
-    ll_truth = loglik.laplace_is_loglik(jax.random.key(2), mgrm.truth_params(st, truth), st, y_hold,
-                                        n_samples=n_eval)
+    ll_truth = loglik.laplace_is_loglik(jax.random.key(2), mgrm.truth_params(st, truth), st, y_hold, n_samples=n_eval)
     eval_seconds = time.perf_counter() - t1
     epochs = res.steps * settings.batch_size / n_train
     target = 15.0
     return {
-        "sizes": {"persons_train": n_train, "persons_heldout": int(y_hold.shape[0]), "items": rm.n_items,
-                  "categories": 3, "factors": 4, "importance_samples": 5, "batch_size": settings.batch_size},
+        "sizes": {
+            "persons_train": n_train,
+            "persons_heldout": int(y_hold.shape[0]),
+            "items": rm.n_items,
+            "categories": 3,
+            "factors": 4,
+            "importance_samples": 5,
+            "batch_size": settings.batch_size,
+        },
         "learning_rate": lr,
         "warmup_steps": warmup,
         "method": method,
@@ -136,7 +171,7 @@ def confirmatory_8k(method: str, sizes: dict = SIZES_8K) -> dict:
         "seconds_per_step": res.wall_seconds / res.steps,
         "converged": res.converged,
         "convergence_reason": res.reason,
-        "final_loss": float(res.losses[-settings.window:].mean()),
+        "final_loss": float(res.losses[-settings.window :].mean()),
         "heldout_loglik_per_person_method_independent": ll_indep,
         "heldout_loglik_per_person_own_proposal": ll_own,
         "heldout_loglik_per_person_true_parameters": float(ll_truth.mean()),

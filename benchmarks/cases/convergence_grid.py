@@ -1,4 +1,5 @@
-"""Stopping rule across user settings: iwae_grm_8k over batch size x learning rate, grm_advi_rwa_size over learning rate.
+"""Stopping rule across user settings: iwae_grm_8k over batch size x learning rate,
+grm_advi_rwa_size over learning rate.
 
 The same designs, data and tuned settings as ``iwae_grm_8k`` (confirmatory IWAE, 8,000 x 12
 x 3, P = 4, R = 5, 1,000 held-out persons) and ``grm_advi_rwa_size`` (factorized GRM, mean-field
@@ -19,7 +20,8 @@ says which cells it covered). ``CONV_GRID_RESUME=1`` reuses the cells of that fi
 instead of refitting them; ``CONV_GRID_PARTS`` (``iwae``, ``advi`` or both, the default) runs
 part of the grid, with its own partial file, so the parts can run side by side and a last run
 with ``CONV_GRID_RESUME=1`` assembles them (``CONV_GRID_RESUME=only`` assembles the saved
-cells without fitting the missing ones, which are listed in ``cells_not_run``). ``CONV_GRID_STOPPING=relative`` runs the grid with
+cells without fitting the missing ones, which are listed in ``cells_not_run``).
+``CONV_GRID_STOPPING=relative`` runs the grid with
 the old rule.
 """
 
@@ -34,16 +36,17 @@ import jax
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _ifa_bench import ROOT, loading_metrics, use_compilation_cache  # noqa: E402
+from _ifa_bench import ROOT, loading_metrics, use_compilation_cache
 
-from bayesirt.data import simulate, simulate_mgrm as sm  # noqa: E402
-from bayesirt.evaluation import loglik  # noqa: E402
-from bayesirt.evaluation.recovery import recovery_table  # noqa: E402
-from bayesirt.inference import iwae  # noqa: E402
-from bayesirt.inference.training import TrainSettings  # noqa: E402
-from bayesirt.models import mgrm  # noqa: E402
-from bayesirt.models.factorized_grm import Priors  # noqa: E402
-from bayesirt.studies import grm_advi  # noqa: E402
+from bayesirt.data import simulate
+from bayesirt.data import simulate_mgrm as sm
+from bayesirt.evaluation import loglik
+from bayesirt.evaluation.recovery import recovery_table
+from bayesirt.inference import iwae
+from bayesirt.inference.training import TrainSettings
+from bayesirt.models import mgrm
+from bayesirt.models.factorized_grm import Priors
+from bayesirt.studies import grm_advi
 
 NOT_RUN: list = []  # cells skipped under CONV_GRID_RESUME=only
 HELDOUT: dict = {}  # (batch, lr) -> per-person held-out log-likelihoods of the cells fitted in this run
@@ -54,9 +57,17 @@ IWAE_PERSONS, ADVI_PERSONS, HELDOUT_DRAWS = 8000, 9881, 1000
 IWAE_STEPS = {"max_steps": 6000, "min_steps": 600, "check_every": 100, "window": 300}
 ADVI_STEPS: dict = {}  # TrainSettings' defaults
 # benchmarks/run.py --smoke: one cell per part, partial files in the smoke folder
-SMOKE = {"BATCHES": (64,), "LRS": (0.01,), "ADVI_LRS": (0.05,), "IWAE_PERSONS": 400, "ADVI_PERSONS": 300,
-         "HELDOUT_DRAWS": 50, "IWAE_STEPS": {"max_steps": 100, "min_steps": 50, "check_every": 50, "window": 50},
-         "ADVI_STEPS": {"max_steps": 100, "min_steps": 50}, "OUT": OUT / "smoke"}
+SMOKE = {
+    "BATCHES": (64,),
+    "LRS": (0.01,),
+    "ADVI_LRS": (0.05,),
+    "IWAE_PERSONS": 400,
+    "ADVI_PERSONS": 300,
+    "HELDOUT_DRAWS": 50,
+    "IWAE_STEPS": {"max_steps": 100, "min_steps": 50, "check_every": 50, "window": 50},
+    "ADVI_STEPS": {"max_steps": 100, "min_steps": 50},
+    "OUT": OUT / "smoke",
+}
 
 
 def _list(name, default, kind):
@@ -99,21 +110,45 @@ def _iwae_cells(stopping: str) -> list[dict]:
             if os.environ.get("CONV_GRID_RESUME") == "only":
                 NOT_RUN.append(f"iwae batch {batch} lr {lr:g}")
                 continue
-            settings = TrainSettings(learning_rate=lr, lr_decay_rate=0.5, lr_decay_steps=1000,
-                                     min_learning_rate=lr / 10, clip_norm=10.0, batch_size=batch, **IWAE_STEPS,
-                                     rel_tol=5e-4, patience=2, progress_every=0, stopping=stopping)
+            settings = TrainSettings(
+                learning_rate=lr,
+                lr_decay_rate=0.5,
+                lr_decay_steps=1000,
+                min_learning_rate=lr / 10,
+                clip_norm=10.0,
+                batch_size=batch,
+                **IWAE_STEPS,
+                rel_tol=5e-4,
+                patience=2,
+                progress_every=0,
+                stopping=stopping,
+            )
             cfg = iwae.IWAESettings(n_importance=5, hidden=(100,), learning_rate=lr)
             t0 = time.perf_counter()
-            res = iwae.fit(jax.random.key(1), y_train, st, dataclasses.replace(cfg, train=settings), label=f"iwae_b{batch}_lr{lr:g}")
+            res = iwae.fit(
+                jax.random.key(1),
+                y_train,
+                st,
+                dataclasses.replace(cfg, train=settings),
+                label=f"iwae_b{batch}_lr{lr:g}",
+            )
             seconds = time.perf_counter() - t0
-            ll = loglik.laplace_is_loglik(jax.random.key(2), res.params["model"], st, y_hold,
-                                          n_samples=HELDOUT_DRAWS)
+            ll = loglik.laplace_is_loglik(jax.random.key(2), res.params["model"], st, y_hold, n_samples=HELDOUT_DRAWS)
             HELDOUT[batch, lr] = np.asarray(ll, np.float64)
-            cells.append({"batch_size": batch, "learning_rate": lr, "converged": res.converged,
-                          **_how(res), "steps": res.steps, "epochs": res.steps * batch / n_train,
-                          "wall_seconds": res.wall_seconds, "fit_seconds_including_compile": seconds,
-                          "heldout_loglik_per_person": float(ll.mean()),
-                          **loading_metrics(res.params["model"], st, truth)})
+            cells.append(
+                {
+                    "batch_size": batch,
+                    "learning_rate": lr,
+                    "converged": res.converged,
+                    **_how(res),
+                    "steps": res.steps,
+                    "epochs": res.steps * batch / n_train,
+                    "wall_seconds": res.wall_seconds,
+                    "fit_seconds_including_compile": seconds,
+                    "heldout_loglik_per_person": float(ll.mean()),
+                    **loading_metrics(res.params["model"], st, truth),
+                }
+            )
             _save({"stopping": stopping, "iwae": cells}, "iwae")
     return cells
 
@@ -136,25 +171,41 @@ def _advi_cells(stopping: str) -> list[dict]:
         table = recovery_table(out.estimates)
         overall = table[table.scale == "all"].set_index("parameter")
         rec = out.record
-        cells.append({"learning_rate": lr, "converged": rec["converged"], "stop_reason": rec["stop_reason"],
-                      "loss_slope": rec["loss_slope"], "loss_slope_se": rec["loss_slope_se"],
-                      "loss_slope_unit": rec["loss_slope_unit"],
-                      "max_steps_still_improving": rec["max_steps_still_improving"],
-                      "gradient_drift": rec["gradient_drift"], "gradient_drift_array": rec["gradient_drift_array"],
-                      "averaged_steps": rec["averaged_steps"], "steps": rec["steps"],
-                      "wall_seconds": rec["timing"]["wall_seconds"], "fit_seconds_including_compile": seconds,
-                      "discrimination_rmse": float(overall.loc["discrimination", "rmse"]),
-                      "ability_rmse": float(overall.loc["ability", "rmse"])})
+        cells.append(
+            {
+                "learning_rate": lr,
+                "converged": rec["converged"],
+                "stop_reason": rec["stop_reason"],
+                "loss_slope": rec["loss_slope"],
+                "loss_slope_se": rec["loss_slope_se"],
+                "loss_slope_unit": rec["loss_slope_unit"],
+                "max_steps_still_improving": rec["max_steps_still_improving"],
+                "gradient_drift": rec["gradient_drift"],
+                "gradient_drift_array": rec["gradient_drift_array"],
+                "averaged_steps": rec["averaged_steps"],
+                "steps": rec["steps"],
+                "wall_seconds": rec["timing"]["wall_seconds"],
+                "fit_seconds_including_compile": seconds,
+                "discrimination_rmse": float(overall.loc["discrimination", "rmse"]),
+                "ability_rmse": float(overall.loc["ability", "rmse"]),
+            }
+        )
         _save({"stopping": stopping, "advi": cells}, "advi")
     return cells
 
 
 def _how(res) -> dict:
     c = res.convergence
-    return {"stop_reason": c["stop_reason"], "loss_slope": c["slope"], "loss_slope_se": c["slope_se"],
-            "loss_slope_unit": c["slope_unit"], "max_steps_still_improving": c["max_steps_still_improving"],
-            "gradient_drift": c.get("gradient_drift"), "gradient_drift_array": c.get("gradient_drift_array"),
-            "averaged_steps": c.get("averaged_steps", 0)}
+    return {
+        "stop_reason": c["stop_reason"],
+        "loss_slope": c["slope"],
+        "loss_slope_se": c["slope_se"],
+        "loss_slope_unit": c["slope_unit"],
+        "max_steps_still_improving": c["max_steps_still_improving"],
+        "gradient_drift": c.get("gradient_drift"),
+        "gradient_drift_array": c.get("gradient_drift_array"),
+        "averaged_steps": c.get("averaged_steps", 0),
+    }
 
 
 def _paired_gaps(cells: list[dict]) -> None:
@@ -180,8 +231,12 @@ def _judge(cells: list[dict], key: str, higher_is_better: bool) -> dict:
         return {"best": None, "converged_cells": 0, "cells": 0, "worst_converged": None}
     best = max(values) if higher_is_better else min(values)
     conv = [c[key] for c in cells if c["converged"]]
-    return {"best": best, "converged_cells": len(conv), "cells": len(cells),
-            "worst_converged": (min(conv) if higher_is_better else max(conv)) if conv else None}
+    return {
+        "best": best,
+        "converged_cells": len(conv),
+        "cells": len(cells),
+        "worst_converged": (min(conv) if higher_is_better else max(conv)) if conv else None,
+    }
 
 
 def run() -> dict:
@@ -203,13 +258,19 @@ def run() -> dict:
     top = max(iw, key=lambda c: c["heldout_loglik_per_person"]) if iw else None
     conv_rmse = [c["loading_rmse"] for c in iw if c["converged"]]
     ratio_top = max(conv_rmse) / top["loading_rmse"] if top and conv_rmse else None
-    met = {"iwae_loglik": gap is not None and gap <= LOGLIK_GAP_MAX,
-           "iwae_loading_rmse": ratio is not None and ratio <= RMSE_RATIO_MAX,
-           "advi_discrimination_rmse": disc_ratio is not None and disc_ratio <= RMSE_RATIO_MAX}
+    met = {
+        "iwae_loglik": gap is not None and gap <= LOGLIK_GAP_MAX,
+        "iwae_loading_rmse": ratio is not None and ratio <= RMSE_RATIO_MAX,
+        "advi_discrimination_rmse": disc_ratio is not None and disc_ratio <= RMSE_RATIO_MAX,
+    }
     return {
-        "sizes": {"iwae_persons_train": IWAE_PERSONS, "iwae_persons_heldout": IWAE_PERSONS // 8,
-                  "advi_persons": ADVI_PERSONS,
-                  "iwae_cells": len(iw), "advi_cells": len(ad)},
+        "sizes": {
+            "iwae_persons_train": IWAE_PERSONS,
+            "iwae_persons_heldout": IWAE_PERSONS // 8,
+            "advi_persons": ADVI_PERSONS,
+            "iwae_cells": len(iw),
+            "advi_cells": len(ad),
+        },
         "stopping": stopping,
         "wall_seconds": time.perf_counter() - t0,
         "iwae_grm_8k": iw,
@@ -225,8 +286,13 @@ def run() -> dict:
         "max_rmse_ratio_converged": ratio,
         "max_rmse_ratio_converged_to_best_heldout_fit": ratio_top,
         "max_heldout_gap_in_se_converged": max(
-            (c["heldout_gap_to_best"] / c["heldout_gap_to_best_se"] for c in iw
-             if c["converged"] and c.get("heldout_gap_to_best_se")), default=None),
+            (
+                c["heldout_gap_to_best"] / c["heldout_gap_to_best_se"]
+                for c in iw
+                if c["converged"] and c.get("heldout_gap_to_best_se")
+            ),
+            default=None,
+        ),
         "max_discrimination_rmse_ratio_converged": disc_ratio,
         "targets": {"loglik_gap_max": LOGLIK_GAP_MAX, "rmse_ratio_max": RMSE_RATIO_MAX},
         "targets_detail": met,

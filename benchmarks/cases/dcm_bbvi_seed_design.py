@@ -1,4 +1,6 @@
-"""BBVI (seed 002) on the seed's LCDM design (1,000 x 30, 2 attributes): pattern accuracy against the seed's 0.967, the EM reference and the oracle, time to convergence, gradient variance with and without control variates.
+"""BBVI (seed 002) on the seed's LCDM design (1,000 x 30, 2 attributes): pattern accuracy against
+the seed's 0.967, the EM reference and the oracle, time to convergence, gradient variance with
+and without control variates.
 
 Ten simulated data sets (the seeds README's generator; the Q-matrix is drawn anew each time,
 and with it how well the profiles can be told apart, so each data set also reports the oracle:
@@ -27,19 +29,34 @@ ORACLE_DATA_SETS = 200
 N_PERSONS = None  # None: the design's (1,000)
 CONFIG = methods.StudyConfig()  # the study's settings
 # benchmarks/run.py --smoke
-SMOKE = {"DATA_SEEDS": (20020,), "ORACLE_DATA_SETS": 2, "N_PERSONS": 200,
-         "CONFIG": methods.StudyConfig(variance_repeats=4,
-                                     bbvi_train=replace(methods.BBVI_TRAIN, max_steps=160, min_steps=80),
-                                     collapsed_train=replace(methods.COLLAPSED_TRAIN, max_steps=200, min_steps=100))}
+SMOKE = {
+    "DATA_SEEDS": (20020,),
+    "ORACLE_DATA_SETS": 2,
+    "N_PERSONS": 200,
+    "CONFIG": methods.StudyConfig(
+        variance_repeats=4,
+        bbvi_train=replace(methods.BBVI_TRAIN, max_steps=160, min_steps=80),
+        collapsed_train=replace(methods.COLLAPSED_TRAIN, max_steps=200, min_steps=100),
+    ),
+}
 
 
 def oracle_over_data_sets(spec) -> dict:
     """The oracle's pattern accuracy on ``ORACLE_DATA_SETS`` fresh data sets of the generator."""
-    acc = np.array([methods.oracle_accuracy(*data.simulate(spec, 0.0, 30_000 + k))["pattern_accuracy"]
-                    for k in range(ORACLE_DATA_SETS)])
-    return {"data_sets": ORACLE_DATA_SETS, "mean": float(acc.mean()), "sd": float(acc.std(ddof=1)),
-            "quantiles_5_50_95": np.quantile(acc, [0.05, 0.5, 0.95]).tolist(), "max": float(acc.max()),
-            "share_at_or_above_seed": float(np.mean(acc >= conditions.SEED_ACCURACY))}
+    acc = np.array(
+        [
+            methods.oracle_accuracy(*data.simulate(spec, 0.0, 30_000 + k))["pattern_accuracy"]
+            for k in range(ORACLE_DATA_SETS)
+        ]
+    )
+    return {
+        "data_sets": ORACLE_DATA_SETS,
+        "mean": float(acc.mean()),
+        "sd": float(acc.std(ddof=1)),
+        "quantiles_5_50_95": np.quantile(acc, [0.05, 0.5, 0.95]).tolist(),
+        "max": float(acc.max()),
+        "share_at_or_above_seed": float(np.mean(acc >= conditions.SEED_ACCURACY)),
+    }
 
 
 def run() -> dict:
@@ -56,10 +73,18 @@ def run() -> dict:
             per[m].append(rec)
             if m == "bbvi" and variance is None:
                 variance = rec["gradient_variance"]
-    out = {"sizes": {"persons": spec["n_persons"], "items": spec["n_items"], "attributes": 2, "bbvi_samples": 50,
-                     "data_sets": len(DATA_SEEDS)},
-           "seed_pattern_accuracy": conditions.SEED_ACCURACY,
-           "oracle_pattern_accuracy": float(np.mean(oracle)), "oracle_pattern_accuracy_per_data_set": oracle}
+    out = {
+        "sizes": {
+            "persons": spec["n_persons"],
+            "items": spec["n_items"],
+            "attributes": 2,
+            "bbvi_samples": 50,
+            "data_sets": len(DATA_SEEDS),
+        },
+        "seed_pattern_accuracy": conditions.SEED_ACCURACY,
+        "oracle_pattern_accuracy": float(np.mean(oracle)),
+        "oracle_pattern_accuracy_per_data_set": oracle,
+    }
     em_acc = np.array([r["accuracy"]["pattern_accuracy"] for r in per["em"]])
     met = True
     for m, recs in per.items():
@@ -77,8 +102,12 @@ def run() -> dict:
         out[f"{m}_beta_coverage_95"] = float(np.mean([r["recovery"]["beta_coverage_95"] for r in recs]))
         if m.startswith("bbvi"):
             out[f"{m}_points_below_em_worst"] = float(100 * np.max(em_acc - acc))
-            ok = (acc.mean() >= conditions.SEED_ACCURACY and np.all(acc >= em_acc - 0.01) and max(secs) <= 10.0
-                  and out[f"{m}_converged"])
+            ok = (
+                acc.mean() >= conditions.SEED_ACCURACY
+                and np.all(acc >= em_acc - 0.01)
+                and max(secs) <= 10.0
+                and out[f"{m}_converged"]
+            )
             out[f"{m}_targets_met"] = bool(ok)
             met = met and ok
     out["oracle_over_data_sets"] = oracle_over_data_sets(spec)
@@ -86,7 +115,11 @@ def run() -> dict:
     out["profile_accuracy"] = {m: recs[0]["accuracy"]["profile_accuracy"] for m, recs in per.items()}
     out["gradient_variance_reduction"] = {b: v["reduction"] for b, v in variance.items()}
     out["gradient_variance"] = variance
-    out["targets"] = {"pattern_accuracy_min": conditions.SEED_ACCURACY, "within_em_points": 1.0, "bbvi_seconds_max": 10.0}
+    out["targets"] = {
+        "pattern_accuracy_min": conditions.SEED_ACCURACY,
+        "within_em_points": 1.0,
+        "bbvi_seconds_max": 10.0,
+    }
     out["targets_met"] = bool(met)
     out["wall_seconds"] = out["bbvi_seconds"]
     return out

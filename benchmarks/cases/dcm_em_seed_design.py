@@ -1,4 +1,5 @@
-"""EM marginal maximum likelihood for the LCDM on the seed's design (1,000 x 30, 2 attributes): time to convergence (target <= 1 s), pattern accuracy, beta recovery.
+"""EM marginal maximum likelihood for the LCDM on the seed's design (1,000 x 30, 2 attributes): time
+to convergence (target <= 1 s), pattern accuracy, beta recovery.
 
 Timing is the EM loop after compilation (one lax.while_loop); the standard errors from the
 observed information are computed after it and timed apart.

@@ -1,4 +1,5 @@
-"""LCDM at scale: 100,000 persons x 30 items, 4 attributes (16 profiles), 20% MCAR: collapsed VI in minibatches (target <= 60 s), EM and BBVI reported; peak memory (target <= 8 GB).
+"""LCDM at scale: 100,000 persons x 30 items, 4 attributes (16 profiles), 20% MCAR: collapsed VI in
+minibatches (target <= 60 s), EM and BBVI reported; peak memory (target <= 8 GB).
 
 Data: the study's ``larger`` generator (items measure 1-2 of 4 attributes) with 30 items and
 100,000 persons. Collapsed VI: minibatches of 5,000 persons through the training driver. BBVI:
@@ -26,14 +27,24 @@ def run() -> dict:
     rm, truth, q = data.simulate(spec, MISSING, DATA_SEED)
     simulate_seconds = time.perf_counter() - t0
     config = methods.StudyConfig(
-        n_samples=10, variance_repeats=0,
-        collapsed_train=replace(methods.COLLAPSED_TRAIN, batch_size=COLLAPSED_BATCH,
-                                max_steps=COLLAPSED_MAX_STEPS),
+        n_samples=10,
+        variance_repeats=0,
+        collapsed_train=replace(methods.COLLAPSED_TRAIN, batch_size=COLLAPSED_BATCH, max_steps=COLLAPSED_MAX_STEPS),
         bbvi_train=replace(methods.BBVI_TRAIN, max_steps=BBVI_MAX_STEPS, progress_every=1),
-        em=methods.StudyConfig().em._replace(standard_errors=False))
-    out = {"sizes": {"persons": N_PERSONS, "items": N_ITEMS, "attributes": 4, "profiles": 16,
-                     "missing_rate": float((rm.responses < 0).mean()), "collapsed_batch": COLLAPSED_BATCH, "bbvi_samples": 10},
-           "simulate_seconds": simulate_seconds}
+        em=methods.StudyConfig().em._replace(standard_errors=False),
+    )
+    out = {
+        "sizes": {
+            "persons": N_PERSONS,
+            "items": N_ITEMS,
+            "attributes": 4,
+            "profiles": 16,
+            "missing_rate": float((rm.responses < 0).mean()),
+            "collapsed_batch": COLLAPSED_BATCH,
+            "bbvi_samples": 10,
+        },
+        "simulate_seconds": simulate_seconds,
+    }
     oracle = methods.oracle_accuracy(rm, truth, q)
     out["oracle_pattern_accuracy"] = oracle["pattern_accuracy"]
     for m in ("collapsed_vi", "em", "bbvi"):
@@ -45,11 +56,12 @@ def run() -> dict:
         out[f"{m}_pattern_accuracy"] = rec["accuracy"]["pattern_accuracy"]
         out[f"{m}_attribute_accuracy"] = rec["accuracy"]["attribute_accuracy"]
         out[f"{m}_beta_rmse"] = rec["recovery"]["beta"]["rmse"]
-        out[f"peak_memory_gb_after_{m}"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
+        out[f"peak_memory_gb_after_{m}"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     out["peak_memory_gb"] = out["peak_memory_gb_after_bbvi"]
     out["bbvi_seconds_per_step"] = out["bbvi_seconds"] / out["bbvi_steps"]
     out["wall_seconds"] = out["collapsed_vi_seconds"]
     out["targets"] = {"collapsed_vi_seconds_max": 60.0, "peak_memory_gb_max": 8.0}
-    out["targets_met"] = bool(out["collapsed_vi_seconds"] <= 60.0 and out["collapsed_vi_converged"]
-                              and out["peak_memory_gb"] <= 8.0)
+    out["targets_met"] = bool(
+        out["collapsed_vi_seconds"] <= 60.0 and out["collapsed_vi_converged"] and out["peak_memory_gb"] <= 8.0
+    )
     return out

@@ -1,4 +1,5 @@
-"""The default workflow (config/config.yaml, `make run`'s command) from a clean folder with a cold JAX compilation cache: wall time, jobs, the five slowest.
+"""The default workflow (config/config.yaml, `make run`'s command) from a clean folder with a cold
+JAX compilation cache: wall time, jobs, the five slowest.
 
 The workflow's files (Snakefile, config/, workflow/, notebooks/, environment.yml) are copied
 into a fresh temporary folder and run there, with a fresh, empty compilation cache, so the
@@ -47,8 +48,13 @@ def job_times(folder: Path) -> list[dict]:
     for path in sorted(bench.rglob("*.tsv")):
         with path.open() as f:
             rec = next(csv.DictReader(f, delimiter="\t"))
-        rows.append({"job": str(path.relative_to(bench).with_suffix("")), "seconds": float(rec["s"]),
-                     "max_rss_mb": float(rec["max_rss"])})
+        rows.append(
+            {
+                "job": str(path.relative_to(bench).with_suffix("")),
+                "seconds": float(rec["s"]),
+                "max_rss_mb": float(rec["max_rss"]),
+            }
+        )
     return rows
 
 
@@ -70,9 +76,15 @@ def dry_run_figures(config: str, cmd: list, wall: float, output: str) -> dict:
     total = int(counts.pop("total", 0))
     if not total:
         raise RuntimeError(f"the dry run listed no jobs:\n{output[-4000:]}")
-    return {"config": config, "command": " ".join(["snakemake", *cmd[3:]]), "dry_run": True,
-            "wall_seconds": round(wall, 1), "n_jobs": total, "jobs_by_rule": {k: int(v) for k, v in counts.items()},
-            "sizes": {"config": config}}
+    return {
+        "config": config,
+        "command": " ".join(["snakemake", *cmd[3:]]),
+        "dry_run": True,
+        "wall_seconds": round(wall, 1),
+        "n_jobs": total,
+        "jobs_by_rule": {k: int(v) for k, v in counts.items()},
+        "sizes": {"config": config},
+    }
 
 
 def run() -> dict:
@@ -85,11 +97,25 @@ def run() -> dict:
             (shutil.copytree if src.is_dir() else shutil.copy)(src, folder / name)
         # the same machine settings as `make run`, with a cache of its own that starts empty
         # (and the Makefile's XLA optimization level unless XLA_FLAGS is set)
-        env = {"XLA_FLAGS": runtime.FAST_COMPILATION_FLAGS, **os.environ,
-               "JAX_COMPILATION_CACHE_DIR": str(folder / ".jax_cache"),
-               "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
-        cmd = [sys.executable, "-m", "snakemake", "--cores", "all", "--workflow-profile", "workflow/profiles/local",
-               "--configfile", config, *(["--dry-run"] if DRY_RUN else [])]
+        env = {
+            "XLA_FLAGS": runtime.FAST_COMPILATION_FLAGS,
+            **os.environ,
+            "JAX_COMPILATION_CACHE_DIR": str(folder / ".jax_cache"),
+            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+        }
+        cmd = [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--cores",
+            "all",
+            "--workflow-profile",
+            "workflow/profiles/local",
+            "--configfile",
+            config,
+            *(["--dry-run"] if DRY_RUN else []),
+        ]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True)

@@ -40,16 +40,29 @@ CHUNK = 250
 CHAIN_PROCESSES = None  # worker processes of the main fit; None: one per usable core
 # benchmarks/run.py --smoke (chains in this process, as gibbs_2pno_1k30; the ladder's top size and
 # sweeps are the main fit's, whose compiled program it reuses)
-SMOKE = {"N": 200, "J": 10, "SWEEPS": 40, "CHUNK": 20, "CHAIN_PROCESSES": 1,
-         "LADDER": [(100, 5), (200, 10)], "LADDER_SWEEPS": 40}
+SMOKE = {
+    "N": 200,
+    "J": 10,
+    "SWEEPS": 40,
+    "CHUNK": 20,
+    "CHAIN_PROCESSES": 1,
+    "LADDER": [(100, 5), (200, 10)],
+    "LADDER_SWEEPS": 40,
+}
 
 
 def run() -> dict:
     load_before = load_average()
     y, a, d, _ = simulate(DATA_SEED, N, J)
     processes = CHAIN_PROCESSES or len(usable_cpus())
-    settings = SamplerSettings(n_chains=CHAINS, n_warmup=SWEEPS // 2, n_samples=SWEEPS // 2, chunk=CHUNK,
-                               progress_every=0, chain_processes=processes)
+    settings = SamplerSettings(
+        n_chains=CHAINS,
+        n_warmup=SWEEPS // 2,
+        n_samples=SWEEPS // 2,
+        chunk=CHUNK,
+        progress_every=0,
+        chain_processes=processes,
+    )
     res = gibbs.fit(jax.random.key(FIT_SEED), y, None, gibbs.GibbsSettings(settings, abilities=False))
     stats = item_stats(res.summary)
     post = res.idata.posterior
@@ -59,8 +72,13 @@ def run() -> dict:
     ladder = []
     for n, j in LADDER:
         yy, *_ = simulate(DATA_SEED + n + j, n, j)
-        s = SamplerSettings(n_chains=CHAINS, n_warmup=LADDER_SWEEPS // 2, n_samples=LADDER_SWEEPS // 2,
-                            chunk=LADDER_SWEEPS // 2, progress_every=0)
+        s = SamplerSettings(
+            n_chains=CHAINS,
+            n_warmup=LADDER_SWEEPS // 2,
+            n_samples=LADDER_SWEEPS // 2,
+            chunk=LADDER_SWEEPS // 2,
+            progress_every=0,
+        )
         r = gibbs.fit(jax.random.key(FIT_SEED), yy, None, gibbs.GibbsSettings(s, abilities=False))
         ladder.append({"persons": n, "items": j, "cells": n * j, "seconds_per_sweep": r.wall_seconds / LADDER_SWEEPS})
     cells = np.array([x["cells"] for x in ladder], float)

@@ -3,7 +3,8 @@
 comparison, four chains vmapped in this process.
 
 Targets: one chain at most 3 s after compilation on 2 CPU cores (issue 27; issue 10 asked for 5 s);
-four chains at most 2x one chain's time (issue 10). For comparison, the issue measured MCMCpack's C++ MCMCirt1d at 18 s for
+four chains at most 2x one chain's time (issue 10). For comparison, the issue measured MCMCpack's
+C++ MCMCirt1d at 18 s for
 the same work (plus 4-6 s of start values), about 57 ns per response per sweep.
 """
 
@@ -32,8 +33,14 @@ SMOKE = {"N": 100, "J": 10, "SWEEPS": 100, "CHUNK": 50, "CHAIN_PROCESSES": 1}
 
 
 def _run(y, chains, processes=1):
-    settings = SamplerSettings(n_chains=chains, n_warmup=SWEEPS // 2, n_samples=SWEEPS // 2, chunk=CHUNK,
-                               progress_every=0, chain_processes=processes)
+    settings = SamplerSettings(
+        n_chains=chains,
+        n_warmup=SWEEPS // 2,
+        n_samples=SWEEPS // 2,
+        chunk=CHUNK,
+        progress_every=0,
+        chain_processes=processes,
+    )
     return gibbs.fit(jax.random.key(FIT_SEED), y, None, gibbs.GibbsSettings(settings, abilities=False))
 
 
@@ -58,7 +65,8 @@ def run() -> dict:
         "four_chains_one_process_wall_seconds": vmapped.wall_seconds,
         "four_chains_one_process_ratio": vmapped.wall_seconds / one.wall_seconds,
         "four_chain_draws_match_one_process": bool(
-            (four.idata.posterior.discrimination.values == vmapped.idata.posterior.discrimination.values).all()),
+            (four.idata.posterior.discrimination.values == vmapped.idata.posterior.discrimination.values).all()
+        ),
         "steps": SWEEPS,
         "one_chain": item_stats(one.summary),
         "four_chains": item_stats(four.summary),

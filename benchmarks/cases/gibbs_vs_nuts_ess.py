@@ -22,26 +22,32 @@ from bayesirt.inference.sampling import SamplerSettings
 from bayesirt.models import twopno
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _gibbs_bench import item_stats, load_average, simulate  # noqa: E402
+from _gibbs_bench import item_stats, load_average, simulate
 
 N, J = 500, 20
 GIBBS = SamplerSettings(n_chains=4, n_warmup=1000, n_samples=10_000, chunk=1000, progress_every=0)
 NUTS = SamplerSettings(n_chains=4, n_warmup=500, n_samples=1000, progress_every=0)
 DATA_SEED, FIT_SEED = 20261012, 3
 # benchmarks/run.py --smoke
-SMOKE = {"N": 50, "J": 5,
-         "GIBBS": SamplerSettings(n_chains=4, n_warmup=50, n_samples=100, chunk=50, progress_every=0),
-         "NUTS": SamplerSettings(n_chains=4, n_warmup=30, n_samples=30, progress_every=0)}
+SMOKE = {
+    "N": 50,
+    "J": 5,
+    "GIBBS": SamplerSettings(n_chains=4, n_warmup=50, n_samples=100, chunk=50, progress_every=0),
+    "NUTS": SamplerSettings(n_chains=4, n_warmup=30, n_samples=30, progress_every=0),
+}
 
 
 def _nuts_item_ess(idata):
     post = idata.posterior
-    ds = az.convert_to_dataset({"discrimination": np.exp(post["log_discrimination"].values),
-                                "difficulty": post["difficulty"].values})
+    ds = az.convert_to_dataset(
+        {"discrimination": np.exp(post["log_discrimination"].values), "difficulty": post["difficulty"].values}
+    )
     ess = az.ess(ds, method="bulk")
     rhat = az.rhat(ds)
-    return (np.concatenate([ess[k].values.ravel() for k in ("discrimination", "difficulty")]),
-            max(float(rhat[k].max()) for k in ("discrimination", "difficulty")))
+    return (
+        np.concatenate([ess[k].values.ravel() for k in ("discrimination", "difficulty")]),
+        max(float(rhat[k].max()) for k in ("discrimination", "difficulty")),
+    )
 
 
 def run() -> dict:

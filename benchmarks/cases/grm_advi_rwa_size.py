@@ -4,11 +4,11 @@ Targets: converges in <= 30 s of wall time on 2 CPU cores after compilation; dis
 RMSE against the truth <= 0.1.
 """
 
-from bayesirt.studies import grm_advi
 from bayesirt.data import simulate
 from bayesirt.evaluation.recovery import recovery_table
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models.factorized_grm import Priors
+from bayesirt.studies import grm_advi
 
 N_PERSONS = 9881
 DATA_SEED, FIT_SEED = 20261121, 1
@@ -18,8 +18,7 @@ SMOKE = {"N_PERSONS": 300, "SETTINGS": TrainSettings(max_steps=100, min_steps=50
 
 def run() -> dict:
     rm, truth = simulate.from_preset("rwa", DATA_SEED, N_PERSONS)
-    out = grm_advi.fit(rm, seed=FIT_SEED, settings=SETTINGS, priors=Priors(),
-                                  truth=truth, label="grm_advi_rwa_size")
+    out = grm_advi.fit(rm, seed=FIT_SEED, settings=SETTINGS, priors=Priors(), truth=truth, label="grm_advi_rwa_size")
     table = recovery_table(out.estimates)
     overall = table[table.scale == "all"].set_index("parameter")
     rec = out.record
@@ -37,6 +36,7 @@ def run() -> dict:
         "ability_rmse": overall.loc["ability", "rmse"],
         "ability_corr": overall.loc["ability", "corr"],
         "targets": {"wall_seconds_max": 30.0, "discrimination_rmse_max": 0.1},
-        "targets_met": bool(rec["timing"]["wall_seconds"] <= 30.0
-                            and overall.loc["discrimination", "rmse"] <= 0.1 and rec["converged"]),
+        "targets_met": bool(
+            rec["timing"]["wall_seconds"] <= 30.0 and overall.loc["discrimination", "rmse"] <= 0.1 and rec["converged"]
+        ),
     }

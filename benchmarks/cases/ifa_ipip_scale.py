@@ -21,23 +21,21 @@ trunk 256 and discriminator (512, 256) (paper 4.1). Batch size 1024 (the paper u
 CPU larger batches amortise per-step overhead).
 """
 
-from dataclasses import replace
-
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import jax
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _ifa_bench import env_int, peak_rss_gb, use_compilation_cache  # noqa: E402
+from _ifa_bench import env_int, peak_rss_gb, use_compilation_cache
 
-from bayesirt.data import simulate_mgrm as sm  # noqa: E402
-from bayesirt.evaluation import loglik  # noqa: E402
-from bayesirt.inference import iwae, iwavb  # noqa: E402
-from bayesirt.inference.training import TrainSettings  # noqa: E402
-from bayesirt.models import mgrm  # noqa: E402
+from bayesirt.data import simulate_mgrm as sm
+from bayesirt.evaluation import loglik
+from bayesirt.inference import iwae, iwavb
+from bayesirt.inference.training import TrainSettings
+from bayesirt.models import mgrm
 
 BATCH = 1024
 N_PERSONS, MAX_EPOCHS, IWAVB_STEPS = 515708, 20, 100  # defaults of the environment variables above
@@ -62,11 +60,20 @@ def run() -> dict:
     st = mgrm.structure(rm.n_categories, 5, None)  # exploratory: all loadings free, Sigma = I
 
     lr = 0.003
-    settings = TrainSettings(learning_rate=lr, lr_decay_rate=0.5, lr_decay_steps=max(steps_per_epoch, 200),
-                             min_learning_rate=lr / 10, batch_size=BATCH, max_steps=max_epochs * steps_per_epoch,
-                             min_steps=min(2 * steps_per_epoch, 2000), check_every=CHECK_EVERY,
-                             window=max(min(steps_per_epoch, 1000), 100), rel_tol=1e-4, patience=2,
-                             progress_every=20)
+    settings = TrainSettings(
+        learning_rate=lr,
+        lr_decay_rate=0.5,
+        lr_decay_steps=max(steps_per_epoch, 200),
+        min_learning_rate=lr / 10,
+        batch_size=BATCH,
+        max_steps=max_epochs * steps_per_epoch,
+        min_steps=min(2 * steps_per_epoch, 2000),
+        check_every=CHECK_EVERY,
+        window=max(min(steps_per_epoch, 1000), 100),
+        rel_tol=1e-4,
+        patience=2,
+        progress_every=20,
+    )
     cfg = iwae.IWAESettings(n_importance=25, hidden=(130,), learning_rate=lr)
     t1 = time.perf_counter()
     res = iwae.fit(jax.random.key(1), y_train, st, replace(cfg, train=settings), label="iwae_ipip")
@@ -76,45 +83,79 @@ def run() -> dict:
 
     n_eval_persons = min(n_hold, 2000)
     t2 = time.perf_counter()
-    ll = loglik.laplace_is_loglik(jax.random.key(2), res.params["model"], st, y_hold[:n_eval_persons],
-                                  n_samples=EVAL_DRAWS)
+    ll = loglik.laplace_is_loglik(
+        jax.random.key(2), res.params["model"], st, y_hold[:n_eval_persons], n_samples=EVAL_DRAWS
+    )
     eval_seconds = time.perf_counter() - t2
 
     # IWAVB with the paper's network sizes (4.1), timed on a limited number of steps unless a
     # full fit is asked for, and a lighter configuration (discriminator (64, 32) trained on 4
     # of the 25 draws per person) that targets the time ratio
-    vb_settings = settings if full_iwavb else TrainSettings(
-        **{**settings.__dict__, "max_steps": iwavb_steps, "min_steps": iwavb_steps})
+    vb_settings = (
+        settings
+        if full_iwavb
+        else TrainSettings(**{**settings.__dict__, "max_steps": iwavb_steps, "min_steps": iwavb_steps})
+    )
     configs = {
-        "paper_sizes": iwavb.IWAVBSettings(n_importance=25, encoder_hidden=256, noise_hidden=(64,),
-                                         discriminator_hidden=(512, 256), learning_rate=lr / 3,
-                                         discriminator_learning_rate=lr),
-        "light": iwavb.IWAVBSettings(n_importance=25, encoder_hidden=128, noise_hidden=(32,),
-                                   discriminator_hidden=(64, 32), n_contrast=4, learning_rate=lr,
-                                   discriminator_learning_rate=3 * lr),
+        "paper_sizes": iwavb.IWAVBSettings(
+            n_importance=25,
+            encoder_hidden=256,
+            noise_hidden=(64,),
+            discriminator_hidden=(512, 256),
+            learning_rate=lr / 3,
+            discriminator_learning_rate=lr,
+        ),
+        "light": iwavb.IWAVBSettings(
+            n_importance=25,
+            encoder_hidden=128,
+            noise_hidden=(32,),
+            discriminator_hidden=(64, 32),
+            n_contrast=4,
+            learning_rate=lr,
+            discriminator_learning_rate=3 * lr,
+        ),
     }
     vb_runs = {}
     for name, vb_cfg in configs.items():
-        s = vb_settings if (full_iwavb and name == "light") else TrainSettings(
-            **{**settings.__dict__, "max_steps": iwavb_steps, "min_steps": iwavb_steps})
+        s = (
+            vb_settings
+            if (full_iwavb and name == "light")
+            else TrainSettings(**{**settings.__dict__, "max_steps": iwavb_steps, "min_steps": iwavb_steps})
+        )
         vb = iwavb.fit(jax.random.key(1), y_train, st, replace(vb_cfg, train=s), label=f"iwavb_{name}")
         step = vb.wall_seconds / vb.steps
-        vb_runs[name] = {"steps": vb.steps, "wall_seconds": vb.wall_seconds, "compile_seconds": vb.compile_seconds,
-                         "seconds_per_step": step, "seconds_per_epoch": step * steps_per_epoch,
-                         "time_ratio_to_iwae_per_step": step / iwae_step, "converged": vb.converged,
-                         "full_fit": bool(full_iwavb and name == "light"),
-                         "discriminator_hidden": vb_cfg.discriminator_hidden,
-                         "encoder_hidden": vb_cfg.encoder_hidden, "n_contrast": vb_cfg.n_contrast or 25}
+        vb_runs[name] = {
+            "steps": vb.steps,
+            "wall_seconds": vb.wall_seconds,
+            "compile_seconds": vb.compile_seconds,
+            "seconds_per_step": step,
+            "seconds_per_epoch": step * steps_per_epoch,
+            "time_ratio_to_iwae_per_step": step / iwae_step,
+            "converged": vb.converged,
+            "full_fit": bool(full_iwavb and name == "light"),
+            "discriminator_hidden": vb_cfg.discriminator_hidden,
+            "encoder_hidden": vb_cfg.encoder_hidden,
+            "n_contrast": vb_cfg.n_contrast or 25,
+        }
         if full_iwavb and name == "light":
-            ll_vb = loglik.laplace_is_loglik(jax.random.key(2), vb.params["model"], st, y_hold[:n_eval_persons],
-                                             n_samples=EVAL_DRAWS)
+            ll_vb = loglik.laplace_is_loglik(
+                jax.random.key(2), vb.params["model"], st, y_hold[:n_eval_persons], n_samples=EVAL_DRAWS
+            )
             vb_runs[name]["heldout_loglik_per_person_method_independent"] = float(ll_vb.mean())
     vb_step = vb_runs["paper_sizes"]["seconds_per_step"]
     light_step = vb_runs["light"]["seconds_per_step"]
     out = {
-        "sizes": {"persons": n_persons, "persons_train": n_train, "persons_heldout": n_hold, "items": 50,
-                  "categories": 5, "factors": 5, "importance_samples": 25, "batch_size": BATCH,
-                  "steps_per_epoch": steps_per_epoch},
+        "sizes": {
+            "persons": n_persons,
+            "persons_train": n_train,
+            "persons_heldout": n_hold,
+            "items": 50,
+            "categories": 5,
+            "factors": 5,
+            "importance_samples": 25,
+            "batch_size": BATCH,
+            "steps_per_epoch": steps_per_epoch,
+        },
         "simulate_seconds": simulate_seconds,
         "wall_seconds": res.wall_seconds,
         "compile_seconds": res.compile_seconds,
@@ -133,8 +174,12 @@ def run() -> dict:
         "iwavb_to_iwae_time_ratio_per_step": vb_step / iwae_step,
         "iwavb_light_to_iwae_time_ratio_per_step": light_step / iwae_step,
         "peak_rss_gb": peak_rss_gb(),
-        "targets": {"iwae_seconds_per_epoch_max": 60.0, "iwae_fit_seconds_max": 600.0,
-                    "iwavb_to_iwae_ratio_max": 3.0, "peak_rss_gb_max": 8.0},
+        "targets": {
+            "iwae_seconds_per_epoch_max": 60.0,
+            "iwae_fit_seconds_max": 600.0,
+            "iwavb_to_iwae_ratio_max": 3.0,
+            "peak_rss_gb_max": 8.0,
+        },
     }
     out["targets_met"] = {
         "iwae_epoch": bool(iwae_epoch <= 60.0),

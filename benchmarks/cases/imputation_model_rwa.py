@@ -1,4 +1,5 @@
-"""Stacking imputation model on the real RWA data (9,881 x 22 items, 9 categories): 462 pairwise + 22 intercept-only ordinal models, PSIS-LOO, stacking weights.
+"""Stacking imputation model on the real RWA data (9,881 x 22 items, 9 categories): 462 pairwise +
+22 intercept-only ordinal models, PSIS-LOO, stacking weights.
 
 Data: ``$BAYESIRT_RWAS`` or ``../shared/data/RWAS/data.csv`` (relative to the repo root); 15% MCAR
 is injected on top of the natural missingness and the model is fitted on what remains, then
@@ -47,9 +48,15 @@ def responses() -> tuple[ResponseMatrix, str]:
 def run() -> dict:
     rm, source = responses()
     rm_missing, hidden = missingness.inject(rm, kind="mcar", rate=0.15, seed=MASK_SEED)
-    out = {"sizes": {"persons": rm.n_persons, "items": rm.n_items, "categories": int(rm.n_categories.max()),
-                     "natural_missing_cells": int((rm.responses < 0).sum()),
-                     "hidden_cells": int(hidden.sum())}}
+    out = {
+        "sizes": {
+            "persons": rm.n_persons,
+            "items": rm.n_items,
+            "categories": int(rm.n_categories.max()),
+            "natural_missing_cells": int((rm.responses < 0).sum()),
+            "hidden_cells": int(hidden.sum()),
+        }
+    }
     if STAND_IN:
         out["data"] = source
     for predictor in ("numeric", "onehot"):
@@ -59,15 +66,22 @@ def run() -> dict:
         best = model.weights.argmax(1)
         out[predictor] = {
             "timing": {k: v for k, v in model.info.items() if k.endswith("seconds")},
-            "submodels": model.info["n_submodels"], "converged": int(model.converged.sum()),
-            "max_pareto_k": float(model.pareto_k.max()), "max_laplace_khat": float(model.laplace_khat.max()),
+            "submodels": model.info["n_submodels"],
+            "converged": int(model.converged.sum()),
+            "max_pareto_k": float(model.pareto_k.max()),
+            "max_laplace_khat": float(model.laplace_khat.max()),
             "total_elpd_loo_best": float(model.elpd_loo[np.arange(rm.n_items), best].sum()),
-            "effective_models_per_item": float(np.mean(1.0 / np.sum(model.weights ** 2, 1))),
+            "effective_models_per_item": float(np.mean(1.0 / np.sum(model.weights**2, 1))),
             "intercept_weight_mean": float(np.mean(np.diag(model.weights))),
-            "scores_hidden_cells": scores, "checks": checks,
+            "scores_hidden_cells": scores,
+            "checks": checks,
         }
     seconds = out["numeric"]["timing"]["total_seconds"]
-    out.update({"wall_seconds": seconds,
-                "targets": {"fit_seconds_max": TARGET_SECONDS},
-                "targets_met": bool(seconds <= TARGET_SECONDS and out["numeric"]["converged"] == rm.n_items ** 2)})
+    out.update(
+        {
+            "wall_seconds": seconds,
+            "targets": {"fit_seconds_max": TARGET_SECONDS},
+            "targets_met": bool(seconds <= TARGET_SECONDS and out["numeric"]["converged"] == rm.n_items**2),
+        }
+    )
     return out

@@ -49,8 +49,7 @@ def run() -> dict:
         ipip_synthetic.write_synthetic_raw(path, N_ROWS, seed=SEED, null_rows=NULL_ROWS)
         write_json({"rows": N_ROWS, "seed": SEED}, stamp)
     generate_seconds = time.perf_counter() - t0
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True,
-                          cwd=ROOT)
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True, cwd=ROOT)
     if proc.returncode != 0:
         raise RuntimeError(f"ipip.load failed on the synthetic file:\n{proc.stderr[-3000:]}")
     child = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _ifa_bench import SIZES_8K, SMOKE_8K, confirmatory_8k  # noqa: E402
+from _ifa_bench import SIZES_8K, SMOKE_8K, confirmatory_8k
 
 SIZES = SIZES_8K
 SMOKE = {"SIZES": SMOKE_8K}  # benchmarks/run.py --smoke

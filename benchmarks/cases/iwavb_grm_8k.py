@@ -1,4 +1,5 @@
-"""IWAVB (adaptive contrast, DReG), confirmatory multidimensional GRM: 8,000 persons x 12 items x 3 categories, P = 4, R = 5.
+"""IWAVB (adaptive contrast, DReG), confirmatory multidimensional GRM: 8,000 persons x 12 items x 3
+categories, P = 4, R = 5.
 
 Same data, held-out set and figures as ``iwae_grm_8k``; encoder trunk 128, discriminator
 (256, 128) as in the paper's section 4.2; discriminator learning rate 3x the encoder's (0.03 and 0.01; with the paper's
@@ -20,7 +21,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _ifa_bench import SIZES_8K, SMOKE_8K, confirmatory_8k  # noqa: E402
+from _ifa_bench import SIZES_8K, SMOKE_8K, confirmatory_8k
 
 SIZES = SIZES_8K
 SMOKE = {"SIZES": SMOKE_8K}  # benchmarks/run.py --smoke

@@ -1,4 +1,5 @@
-"""Cost of the imputation objectives: ADVI fits on RWA-size simulated data (9,881 x 22, 9 categories) with 15% MCAR, and per-step time of every objective.
+"""Cost of the imputation objectives: ADVI fits on RWA-size simulated data (9,881 x 22, 9
+categories) with 15% MCAR, and per-step time of every objective.
 
 Per-step time is measured in the real training loop (200 full-batch steps per objective, best
 of 2 interleaved runs, so that load from other processes affects all objectives alike).
@@ -9,25 +10,37 @@ zero_fill: rao_blackwell with M = 5 <= 1.5x, exact_marginal <= 1.2x.
 
 import numpy as np
 
-from bayesirt.studies.rb_imputation import data, methods
 from bayesirt.data import missingness, simulate
 from bayesirt.imputation import stacking
 from bayesirt.inference.training import TrainSettings
+from bayesirt.studies.rb_imputation import data, methods
 
 N_PERSONS = 9881
 DATA_SEED, MASK_SEED, FIT_SEED = 20261121, 1, 1
-TIMED = [("zero_fill", 1), ("exact_marginal", 1), ("rao_blackwell", 3), ("rao_blackwell", 5),
-         ("naive_average", 5), ("rao_blackwell_batch", 5)]
+TIMED = [
+    ("zero_fill", 1),
+    ("exact_marginal", 1),
+    ("rao_blackwell", 3),
+    ("rao_blackwell", 5),
+    ("naive_average", 5),
+    ("rao_blackwell_batch", 5),
+]
 FITTED = [("zero_fill", 1), ("exact_marginal", 1), ("rao_blackwell", 5)]
 REPEATS, TIMED_STEPS, CHECK_EVERY = 2, 200, 50
 FIT_SETTINGS = TrainSettings()  # the fits of FITTED
 POSTERIOR_DRAWS = methods.StudyConfig().posterior_draws
 STACKING = stacking.StackingSettings()
 # benchmarks/run.py --smoke (fits of the timed steps' length, so that they reuse the compiled programs)
-SMOKE = {"N_PERSONS": 300, "REPEATS": 1, "TIMED_STEPS": 20, "CHECK_EVERY": 10,
-         "TIMED": [t for t in TIMED if t != ("rao_blackwell", 3)],
-         "FIT_SETTINGS": TrainSettings(max_steps=20, min_steps=20, check_every=10, progress_every=0),
-         "STACKING": stacking.StackingSettings(n_draws=50, newton_steps=20), "POSTERIOR_DRAWS": 20}
+SMOKE = {
+    "N_PERSONS": 300,
+    "REPEATS": 1,
+    "TIMED_STEPS": 20,
+    "CHECK_EVERY": 10,
+    "TIMED": [t for t in TIMED if t != ("rao_blackwell", 3)],
+    "FIT_SETTINGS": TrainSettings(max_steps=20, min_steps=20, check_every=10, progress_every=0),
+    "STACKING": stacking.StackingSettings(n_draws=50, newton_steps=20),
+    "POSTERIOR_DRAWS": 20,
+}
 
 
 def step_times(rm, model) -> dict:
@@ -36,8 +49,13 @@ def step_times(rm, model) -> dict:
     best = {}
     for _ in range(REPEATS):
         for name, m in TIMED:
-            config = methods.StudyConfig(n_copies=m, posterior_draws=POSTERIOR_DRAWS, settings=TrainSettings(
-                max_steps=TIMED_STEPS, min_steps=TIMED_STEPS, check_every=CHECK_EVERY, progress_every=0))
+            config = methods.StudyConfig(
+                n_copies=m,
+                posterior_draws=POSTERIOR_DRAWS,
+                settings=TrainSettings(
+                    max_steps=TIMED_STEPS, min_steps=TIMED_STEPS, check_every=CHECK_EVERY, progress_every=0
+                ),
+            )
             out = methods.fit(name, data.Data(rm, None, model), seed=FIT_SEED, config=config)
             condition = out.record["condition"]  # e.g. rao_blackwell_M5
             ms = 1000 * out.record["timing"]["wall_seconds"] / out.record["steps"]
@@ -61,23 +79,32 @@ def run() -> dict:
         rec = out.record
         d = out.estimates[out.estimates.parameter == "discrimination"]
         fitted[rec["condition"]] = {
-            "wall_seconds": rec["timing"]["wall_seconds"], "compile_seconds": rec["timing"]["compile_seconds"],
-            "steps": rec["steps"], "converged": rec["converged"],
+            "wall_seconds": rec["timing"]["wall_seconds"],
+            "compile_seconds": rec["timing"]["compile_seconds"],
+            "steps": rec["steps"],
+            "converged": rec["converged"],
             "seconds_per_step_in_fit": rec["timing"]["wall_seconds"] / rec["steps"],
-            "discrimination_rmse_vs_truth": float(np.sqrt(np.mean((d["mean"] - d["true"]) ** 2)))}
+            "discrimination_rmse_vs_truth": float(np.sqrt(np.mean((d["mean"] - d["true"]) ** 2))),
+        }
     met = {
         "fits_converge_within_30s": all(f["converged"] and f["wall_seconds"] <= 30.0 for f in fitted.values()),
         "rao_blackwell_M5_within_1.5x": bool(ratio["rao_blackwell_M5"] <= 1.5),
         "exact_marginal_within_1.2x": bool(ratio["exact_marginal"] <= 1.2),
     }
     return {
-        "sizes": {"persons": rm.n_persons, "items": rm.n_items, "categories": 9,
-                  "missing_cells": int((rm_missing.responses < 0).sum()),
-                  "full_batch_layout": "item blocks" if cells.blocks else "flat cell list",
-                  "item_block_slots": block_slots},
+        "sizes": {
+            "persons": rm.n_persons,
+            "items": rm.n_items,
+            "categories": 9,
+            "missing_cells": int((rm_missing.responses < 0).sum()),
+            "full_batch_layout": "item blocks" if cells.blocks else "flat cell list",
+            "item_block_slots": block_slots,
+        },
         "wall_seconds": fitted["rao_blackwell_M5"]["wall_seconds"],
-        "step_ms": ms, "step_ratio_to_zero_fill": ratio, "fits": fitted,
-        "targets": {"fit_wall_seconds_max": 30.0, "rao_blackwell_M5_ratio_max": 1.5,
-                    "exact_marginal_ratio_max": 1.2},
-        "targets_detail": met, "targets_met": all(met.values()),
+        "step_ms": ms,
+        "step_ratio_to_zero_fill": ratio,
+        "fits": fitted,
+        "targets": {"fit_wall_seconds_max": 30.0, "rao_blackwell_M5_ratio_max": 1.5, "exact_marginal_ratio_max": 1.2},
+        "targets_detail": met,
+        "targets_met": all(met.values()),
     }

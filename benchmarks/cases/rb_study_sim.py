@@ -1,4 +1,5 @@
-"""rb_imputation study, one replication of the default config on simulated RWA-shaped data (9,881 x 22, 9 categories, 2 scales), 15% MCAR, M = 3.
+"""rb_imputation study, one replication of the default config on simulated RWA-shaped data (9,881 x
+22, 9 categories, 2 scales), 15% MCAR, M = 3.
 
 Reports, for the complete-data reference and each objective (zero_fill, naive_average,
 rao_blackwell per person, rao_blackwell_batch = the seed's batch-level form, exact_marginal),
@@ -16,13 +17,13 @@ complete-data fit while the stacking PMFs are not, the imputation model limits t
 import jax.numpy as jnp
 import numpy as np
 
-from bayesirt.studies import grm_advi
-from bayesirt.studies.rb_imputation import methods, tables
 from bayesirt.data import missingness, simulate
 from bayesirt.imputation import stacking
 from bayesirt.inference import objectives
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import factorized_grm as fgrm
+from bayesirt.studies import grm_advi
+from bayesirt.studies.rb_imputation import methods, tables
 
 N_PERSONS = 9881
 DATA_SEED, MASK_SEED, FIT_SEED = 20261121, 1, 1
@@ -31,18 +32,29 @@ ORACLE_DRAWS = 500
 # benchmarks/run.py --smoke: the objectives the expectation compares (rb_objective_cost's smoke run fits
 # the other two), with the data, M and steps of rb_objective_cost's smoke fits (whose compiled
 # programs these reuse from JAX's persistent cache)
-SMOKE = {"N_PERSONS": 300, "ORACLE_DRAWS": 20,
-         "CONFIG": methods.StudyConfig(
-             objectives=("zero_fill", "rao_blackwell", "exact_marginal"), n_copies=5, posterior_draws=20,
-             settings=TrainSettings(max_steps=20, min_steps=20, check_every=10, progress_every=0),
-             stacking=stacking.StackingSettings(n_draws=50, newton_steps=20))}
+SMOKE = {
+    "N_PERSONS": 300,
+    "ORACLE_DRAWS": 20,
+    "CONFIG": methods.StudyConfig(
+        objectives=("zero_fill", "rao_blackwell", "exact_marginal"),
+        n_copies=5,
+        posterior_draws=20,
+        settings=TrainSettings(max_steps=20, min_steps=20, check_every=10, progress_every=0),
+        stacking=stacking.StackingSettings(n_draws=50, newton_steps=20),
+    ),
+}
 
 
 def true_params(rm, truth) -> dict:
-    get = lambda name: truth[truth.parameter == name].sort_values(["item", "person", "scale", "category"])["value"].to_numpy()
-    return {"discrimination": get("discrimination"), "base_difficulty": get("base_difficulty"),
-            "increments": get("increments").reshape(rm.n_items, -1),
-            "ability": get("ability").reshape(rm.n_persons, -1)}
+    get = lambda name: (
+        truth[truth.parameter == name].sort_values(["item", "person", "scale", "category"])["value"].to_numpy()
+    )
+    return {
+        "discrimination": get("discrimination"),
+        "base_difficulty": get("base_difficulty"),
+        "increments": get("increments").reshape(rm.n_items, -1),
+        "ability": get("ability").reshape(rm.n_persons, -1),
+    }
 
 
 def oracle_fit(rm, truth, reference, config) -> dict:
@@ -52,11 +64,18 @@ def oracle_fit(rm, truth, reference, config) -> dict:
     params = {k: jnp.asarray(v, jnp.float32) for k, v in true_params(rm, truth).items()}
     pmf = np.exp(np.asarray(fgrm.category_log_probs(params, st), np.float64))
     extra = objectives.from_dense_pmf(rm_missing.responses, pmf, rm.n_categories)
-    out = grm_advi.fit(rm_missing, seed=FIT_SEED, settings=config.settings, priors=config.priors,
-                                  truth=truth, log_likelihood=objectives.make("exact_marginal", st),
-                                  extra_data=extra, posterior_draws=ORACLE_DRAWS, label="oracle_exact_marginal",
-                                  fields={"condition": "oracle_exact_marginal", "objective": "exact_marginal",
-                                          "replication": 0})
+    out = grm_advi.fit(
+        rm_missing,
+        seed=FIT_SEED,
+        settings=config.settings,
+        priors=config.priors,
+        truth=truth,
+        log_likelihood=objectives.make("exact_marginal", st),
+        extra_data=extra,
+        posterior_draws=ORACLE_DRAWS,
+        label="oracle_exact_marginal",
+        fields={"condition": "oracle_exact_marginal", "objective": "exact_marginal", "replication": 0},
+    )
     tab = tables.error_table(out.estimates, reference.estimates)
     return {**tables.summary_row(out.record, tab), "errors": tab.to_dict(orient="records")}
 
@@ -72,14 +91,20 @@ def run() -> dict:
         "rao_blackwell_beats_zero_fill": bool(disc["rao_blackwell"] < disc["zero_fill"]),
     }
     return {
-        "sizes": {"persons": rm.n_persons, "items": rm.n_items, "categories": 9, "scales": 2,
-                  "missing_rate": config.missing_rate, "n_copies": config.n_copies,
-                  "hidden_cells": int(rep.hidden.sum())},
+        "sizes": {
+            "persons": rm.n_persons,
+            "items": rm.n_items,
+            "categories": 9,
+            "scales": 2,
+            "missing_rate": config.missing_rate,
+            "n_copies": config.n_copies,
+            "hidden_cells": int(rep.hidden.sum()),
+        },
         "wall_seconds": rep.seconds,
-        "imputation_model": {**rep.imputation.info, "scores": rep.imputation_scores,
-                             "checks": rep.imputation_checks},
-        "per_objective": {name: {k: v for k, v in row.items() if k != "rep"}
-                          for name, row in summary.to_dict(orient="index").items()},
+        "imputation_model": {**rep.imputation.info, "scores": rep.imputation_scores, "checks": rep.imputation_checks},
+        "per_objective": {
+            name: {k: v for k, v in row.items() if k != "rep"} for name, row in summary.to_dict(orient="index").items()
+        },
         "timings": rep.tables["timings"].to_dict(orient="records"),
         "errors": rep.tables["errors"].to_dict(orient="records"),
         "diagnostic_oracle_exact_marginal": oracle_fit(rm, truth, rep.reference, config),

@@ -15,9 +15,14 @@ from pathlib import Path
 from bayesirt.data import rwa, simulate
 
 ROOT = Path(__file__).resolve().parents[2]
-EXPECTED = {"persons": 9881, "items": 22, "categories": [9], "missing_cells": 352,
-            "persons_with_missing": 201,
-            "reverse_keyed": ["Q4", "Q6", "Q8", "Q9", "Q11", "Q13", "Q15", "Q18", "Q20", "Q21"]}
+EXPECTED = {
+    "persons": 9881,
+    "items": 22,
+    "categories": [9],
+    "missing_cells": 352,
+    "persons_with_missing": 201,
+    "reverse_keyed": ["Q4", "Q6", "Q8", "Q9", "Q11", "Q13", "Q15", "Q18", "Q20", "Q21"],
+}
 STAND_IN = False  # without the real file: load a simulated file in its format instead of an error
 STAND_IN_PERSONS = 500
 # benchmarks/run.py --smoke: the real file where a checkout has it (as the tests), else the stand-in

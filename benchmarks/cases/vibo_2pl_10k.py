@@ -1,4 +1,5 @@
-"""VIBO, 2PL, 10,000 persons x 100 items, 20% MCAR missing: time to convergence, recovery against MML-EAP, amortized scoring of 10,000 new persons.
+"""VIBO, 2PL, 10,000 persons x 100 items, 20% MCAR missing: time to convergence, recovery against
+MML-EAP, amortized scoring of 10,000 new persons.
 
 Targets (issue 11): VIBO to convergence in <= 20 s on 2 CPU cores (compilation reported apart);
 ability correlation with the truth within 0.01 of MML-EAP's (the reference at this size: NUTS
@@ -22,16 +23,32 @@ from bayesirt.inference.training import TrainSettings
 from bayesirt.models import irt2pl
 
 N, J, RATE = 10_000, 100, 0.2
-SETTINGS = TrainSettings(learning_rate=0.02, batch_size=500, max_steps=3000, min_steps=200, check_every=50,
-                         window=100, rel_tol=1e-4, patience=3, lr_decay_steps=1000, progress_every=0)
+SETTINGS = TrainSettings(
+    learning_rate=0.02,
+    batch_size=500,
+    max_steps=3000,
+    min_steps=200,
+    check_every=50,
+    window=100,
+    rel_tol=1e-4,
+    patience=3,
+    lr_decay_steps=1000,
+    progress_every=0,
+)
 
 REFIT = TrainSettings(learning_rate=0.05, max_steps=2000, progress_every=0)
 PREDICTIVE_DRAWS, HELDOUT_DRAWS = 100, 200
 # benchmarks/run.py --smoke
-SMOKE = {"N": 300, "J": 10, "PREDICTIVE_DRAWS": 10, "HELDOUT_DRAWS": 20,
-         "SETTINGS": TrainSettings(learning_rate=0.02, batch_size=100, max_steps=100, min_steps=50, check_every=50,
-                                  window=50, progress_every=0),
-         "REFIT": TrainSettings(learning_rate=0.05, max_steps=100, min_steps=50, progress_every=0)}
+SMOKE = {
+    "N": 300,
+    "J": 10,
+    "PREDICTIVE_DRAWS": 10,
+    "HELDOUT_DRAWS": 20,
+    "SETTINGS": TrainSettings(
+        learning_rate=0.02, batch_size=100, max_steps=100, min_steps=50, check_every=50, window=50, progress_every=0
+    ),
+    "REFIT": TrainSettings(learning_rate=0.05, max_steps=100, min_steps=50, progress_every=0),
+}
 
 
 def scores(probs, truth):
@@ -68,45 +85,66 @@ def run() -> dict:
     t0 = time.perf_counter()
     new_mean, new_sd = vibo.encode(fit.params, st, vs, jax.random.key(2), y_new)
     score_seconds = time.perf_counter() - t0
-    refit = mfvi.score_new(fit.params, st, mfvi.MFVISettings(), jax.random.key(3), y_new,
-                           REFIT)
+    refit = mfvi.score_new(fit.params, st, mfvi.MFVISettings(), jax.random.key(3), y_new, REFIT)
     new_eap = mml.posterior(y_new, ml.discrimination, ml.cuts, 2, n_nodes=61)[1][:, 0]
 
     # missing-response prediction on the hidden cells of the training persons
     rows, cols = np.nonzero(hidden[:N])
     truth_cells = full[:N][rows, cols].astype(int)
-    vibo_pred = scores(vibo.predictive_probs(fit.params, st, vs, jax.random.key(4), y, rows, cols, n_draws=PREDICTIVE_DRAWS), truth_cells)
+    vibo_pred = scores(
+        vibo.predictive_probs(fit.params, st, vs, jax.random.key(4), y, rows, cols, n_draws=PREDICTIVE_DRAWS),
+        truth_cells,
+    )
     mml_pred = scores(mml.predictive_probs(y, ml.discrimination, ml.cuts, rows, cols, 2, n_nodes=61), truth_cells)
 
     # held-out log-likelihood per new person, one evaluator for every set of item estimates
     def heldout(disc, diff):
-        it = {"log_discrimination": np.log(np.asarray(disc, np.float32)).reshape(J, 1), "difficulty": np.asarray(diff, np.float32)}
+        it = {
+            "log_discrimination": np.log(np.asarray(disc, np.float32)).reshape(J, 1),
+            "difficulty": np.asarray(diff, np.float32),
+        }
         ll = lambda yb, t: irt2pl.log_lik(yb, t, it, st)
-        return float(person_loglik.laplace_importance_loglik(jax.random.key(5), ll, y_new, 1, n_samples=HELDOUT_DRAWS).mean())
+        return float(
+            person_loglik.laplace_importance_loglik(jax.random.key(5), ll, y_new, 1, n_samples=HELDOUT_DRAWS).mean()
+        )
 
     return {
         "sizes": {"persons": N, "items": J, "missing_rate": RATE, "new_persons": N},
-        "reference": "MML-EAP (inference.mml: L-BFGS on 41 Gauss-Hermite nodes; EAP on 61 nodes); NUTS not run at this size",
-        "wall_seconds": fit.wall_seconds, "compile_seconds": fit.compile_seconds, "steps": fit.steps,
-        "epochs": fit.steps * SETTINGS.batch_size / N, "converged": fit.converged,
-        "vibo_ability_corr": vibo_ab["corr"], "mml_eap_ability_corr": mml_ab["corr"],
+        "reference": (
+            "MML-EAP (inference.mml: L-BFGS on 41 Gauss-Hermite nodes; EAP on 61 nodes); NUTS not run at this size"
+        ),
+        "wall_seconds": fit.wall_seconds,
+        "compile_seconds": fit.compile_seconds,
+        "steps": fit.steps,
+        "epochs": fit.steps * SETTINGS.batch_size / N,
+        "converged": fit.converged,
+        "vibo_ability_corr": vibo_ab["corr"],
+        "mml_eap_ability_corr": mml_ab["corr"],
         "ability_corr_gap": mml_ab["corr"] - vibo_ab["corr"],
-        "vibo_ability_rmse": vibo_ab["rmse"], "mml_eap_ability_rmse": mml_ab["rmse"],
-        "vibo_coverage_50": cov50, "vibo_coverage_90": cov90,
+        "vibo_ability_rmse": vibo_ab["rmse"],
+        "mml_eap_ability_rmse": mml_ab["rmse"],
+        "vibo_coverage_50": cov50,
+        "vibo_coverage_90": cov90,
         "mml_eap_coverage_90": float(np.mean(np.abs(eap - theta[:N]) < 1.6449 * psd)),
         "vibo_discrimination_rmse": metrics(items["discrimination"][0][:, 0], a)["rmse"],
         "mml_discrimination_rmse": metrics(ml.discrimination, a)["rmse"],
         "vibo_difficulty_rmse": metrics(items["difficulty"][0], d)["rmse"],
         "mml_difficulty_rmse": metrics(ml.cuts[:, 0], d)["rmse"],
         "mml_seconds": ml.wall_seconds,
-        "score_new_seconds": score_seconds, "score_new_compile_seconds": score_compile,
+        "score_new_seconds": score_seconds,
+        "score_new_compile_seconds": score_compile,
         "score_new_ability_corr": metrics(new_mean[:, 0], theta[N:])["corr"],
-        "refit_new_seconds": refit.wall_seconds, "refit_new_compile_seconds": refit.compile_seconds,
+        "refit_new_seconds": refit.wall_seconds,
+        "refit_new_compile_seconds": refit.compile_seconds,
         "refit_new_ability_corr": metrics(np.asarray(refit.params["loc"])[:, 0], theta[N:])["corr"],
         "mml_eap_new_ability_corr": metrics(new_eap, theta[N:])["corr"],
-        "vibo_hidden_accuracy": vibo_pred["accuracy"], "vibo_hidden_log_score": vibo_pred["log_score"],
-        "mml_hidden_accuracy": mml_pred["accuracy"], "mml_hidden_log_score": mml_pred["log_score"],
-        "heldout_loglik_per_person_vibo_items": heldout(*[items[k][0].reshape(-1) for k in ("discrimination", "difficulty")]),
+        "vibo_hidden_accuracy": vibo_pred["accuracy"],
+        "vibo_hidden_log_score": vibo_pred["log_score"],
+        "mml_hidden_accuracy": mml_pred["accuracy"],
+        "mml_hidden_log_score": mml_pred["log_score"],
+        "heldout_loglik_per_person_vibo_items": heldout(
+            *[items[k][0].reshape(-1) for k in ("discrimination", "difficulty")]
+        ),
         "heldout_loglik_per_person_mml_items": heldout(ml.discrimination, ml.cuts[:, 0]),
         "heldout_loglik_per_person_true_items": heldout(a, d),
     }

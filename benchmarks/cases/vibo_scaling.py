@@ -32,7 +32,7 @@ def responses(n, seed):
         p = 1 / (1 + np.exp(-(th * a - d)))
         block = (rng.uniform(size=p.shape) < p).astype(np.int8)
         block[(rng.uniform(size=p.shape) < RATE) & (np.arange(J) > 0)] = -1
-        y[s:s + block.shape[0]] = block
+        y[s : s + block.shape[0]] = block
     return y
 
 
@@ -45,19 +45,32 @@ def run() -> dict:
         y = responses(n, n)
         steps = max(n // BATCH, MIN_STEPS)  # at least one epoch, at least 200 steps
         steps = -(-steps // 50) * 50
-        settings = TrainSettings(learning_rate=0.02, batch_size=BATCH, max_steps=steps, min_steps=steps,
-                                 check_every=50, progress_every=0)
+        settings = TrainSettings(
+            learning_rate=0.02, batch_size=BATCH, max_steps=steps, min_steps=steps, check_every=50, progress_every=0
+        )
         fit = vibo.fit(jax.random.key(0), y, st, vibo.VIBOSettings(train=settings))
         per_step = fit.wall_seconds / fit.steps
-        rows.append({"persons": n, "steps": fit.steps, "wall_seconds": fit.wall_seconds,
-                     "compile_seconds": fit.compile_seconds, "seconds_per_epoch": per_step * n / BATCH,
-                     "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6})
+        rows.append(
+            {
+                "persons": n,
+                "steps": fit.steps,
+                "wall_seconds": fit.wall_seconds,
+                "compile_seconds": fit.compile_seconds,
+                "seconds_per_epoch": per_step * n / BATCH,
+                "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
+            }
+        )
     n = np.array([r["persons"] for r in rows], float)
     t = np.array([r["seconds_per_epoch"] for r in rows])
     slope = np.polyfit(n, t, 1)[0] if len(n) > 1 else float("nan")
     exponent = np.polyfit(np.log(n), np.log(t), 1)[0] if len(n) > 1 else float("nan")
-    return {"sizes": {"items": J, "missing_rate": RATE, "batch": BATCH, "persons": sizes},
-            "wall_seconds": float(sum(r["wall_seconds"] for r in rows)),
-            "compile_seconds": float(sum(r["compile_seconds"] for r in rows)),
-            "seconds_per_epoch_per_100k_persons": float(slope * 1e5), "loglog_exponent": float(exponent),
-            "largest_persons": int(n[-1]), "peak_rss_gb": rows[-1]["peak_rss_gb"], "per_size": rows}
+    return {
+        "sizes": {"items": J, "missing_rate": RATE, "batch": BATCH, "persons": sizes},
+        "wall_seconds": float(sum(r["wall_seconds"] for r in rows)),
+        "compile_seconds": float(sum(r["compile_seconds"] for r in rows)),
+        "seconds_per_epoch_per_100k_persons": float(slope * 1e5),
+        "loglog_exponent": float(exponent),
+        "largest_persons": int(n[-1]),
+        "peak_rss_gb": rows[-1]["peak_rss_gb"],
+        "per_size": rows,
+    }

@@ -23,42 +23,107 @@ _spec.loader.exec_module(bench)
 COMMON = {"case", "smoke", "sizes", "wall_seconds", "case_seconds", "smoke_sizes"}
 TARGETS = ("targets", "targets_met")
 FIGURES = {
-    "convergence_grid": [*TARGETS, "iwae_grm_8k", "grm_advi_rwa_size", "best_heldout_loglik_per_person",
-                         "max_loglik_gap_converged", "max_discrimination_rmse_ratio_converged"],
-    "dcm_bbvi_seed_design": [*TARGETS, "em_pattern_accuracy", "bbvi_pattern_accuracy", "bbvi_cv_pattern_accuracy",
-                             "collapsed_vi_pattern_accuracy", "bbvi_seconds", "oracle_over_data_sets",
-                             "gradient_variance_reduction"],
+    "convergence_grid": [
+        *TARGETS,
+        "iwae_grm_8k",
+        "grm_advi_rwa_size",
+        "best_heldout_loglik_per_person",
+        "max_loglik_gap_converged",
+        "max_discrimination_rmse_ratio_converged",
+    ],
+    "dcm_bbvi_seed_design": [
+        *TARGETS,
+        "em_pattern_accuracy",
+        "bbvi_pattern_accuracy",
+        "bbvi_cv_pattern_accuracy",
+        "collapsed_vi_pattern_accuracy",
+        "bbvi_seconds",
+        "oracle_over_data_sets",
+        "gradient_variance_reduction",
+    ],
     "dcm_em_seed_design": [*TARGETS, "em_seconds", "pattern_accuracy", "beta_rmse", "missing20_pattern_accuracy"],
-    "dcm_monotone_seed_design": ["em_pattern_accuracy", "em_monotone_pattern_accuracy", "bbvi_cv_monotone_seconds",
-                                 "bbvi_cv_monotone_minus_plain_points", "compile_seconds", "steps"],
-    "dcm_scaling": [*TARGETS, "collapsed_vi_seconds", "em_seconds", "bbvi_seconds", "peak_memory_gb",
-                    "oracle_pattern_accuracy"],
+    "dcm_monotone_seed_design": [
+        "em_pattern_accuracy",
+        "em_monotone_pattern_accuracy",
+        "bbvi_cv_monotone_seconds",
+        "bbvi_cv_monotone_minus_plain_points",
+        "compile_seconds",
+        "steps",
+    ],
+    "dcm_scaling": [
+        *TARGETS,
+        "collapsed_vi_seconds",
+        "em_seconds",
+        "bbvi_seconds",
+        "peak_memory_gb",
+        "oracle_pattern_accuracy",
+    ],
     "default_workflow": ["config", "command", "n_jobs"],
-    "gibbs_2pno_10k100": ["seconds_per_sweep", "max_r_hat", "min_ess_per_second", "scaling",
-                          "scaling_slope_ns_per_cell_per_sweep", "compile_seconds"],
-    "gibbs_2pno_1k30": [*TARGETS, "four_chain_wall_seconds", "four_over_one_ratio", "ns_per_response_per_sweep",
-                        "one_chain", "four_chains"],
-    "gibbs_vs_nuts_ess": [*TARGETS, "gibbs_min_ess_per_second", "nuts_min_ess_per_second", "ess_per_second_ratio_min",
-                          "gibbs_max_r_hat"],
+    "gibbs_2pno_10k100": [
+        "seconds_per_sweep",
+        "max_r_hat",
+        "min_ess_per_second",
+        "scaling",
+        "scaling_slope_ns_per_cell_per_sweep",
+        "compile_seconds",
+    ],
+    "gibbs_2pno_1k30": [
+        *TARGETS,
+        "four_chain_wall_seconds",
+        "four_over_one_ratio",
+        "ns_per_response_per_sweep",
+        "one_chain",
+        "four_chains",
+    ],
+    "gibbs_vs_nuts_ess": [
+        *TARGETS,
+        "gibbs_min_ess_per_second",
+        "nuts_min_ess_per_second",
+        "ess_per_second_ratio_min",
+        "gibbs_max_r_hat",
+    ],
     "grm_advi_rwa_size": [*TARGETS, "discrimination_rmse", "ability_corr", "steps", "converged"],
-    "ifa_ipip_scale": [*TARGETS, "iwae_seconds_per_epoch", "iwavb", "iwavb_to_iwae_time_ratio_per_step",
-                       "heldout_loglik_per_person_method_independent", "peak_rss_gb"],
+    "ifa_ipip_scale": [
+        *TARGETS,
+        "iwae_seconds_per_epoch",
+        "iwavb",
+        "iwavb_to_iwae_time_ratio_per_step",
+        "heldout_loglik_per_person_method_independent",
+        "peak_rss_gb",
+    ],
     "ifa_scaling": [*TARGETS, "per_size", "loglog_slope", "peak_rss_gb"],
     "imputation_model_rwa": [*TARGETS, "numeric", "onehot"],
     "ipip_parse_full_size": [*TARGETS, "peak_rss_gb", "persons_after_preprocessing", "row_counts", "screening"],
-    "iwae_grm_8k": [*TARGETS, "heldout_loglik_per_person_method_independent", "loading_rmse", "steps",
-                    "iwae_full_covariance"],
+    "iwae_grm_8k": [
+        *TARGETS,
+        "heldout_loglik_per_person_method_independent",
+        "loading_rmse",
+        "steps",
+        "iwae_full_covariance",
+    ],
     "iwavb_grm_8k": [*TARGETS, "heldout_loglik_per_person_method_independent", "loading_rmse", "steps"],
     "missingness_mcar": [*TARGETS, "achieved_rate", "identical_on_rerun"],
     "rb_objective_cost": [*TARGETS, "step_ms", "step_ratio_to_zero_fill", "fits"],
-    "rb_study_sim": [*TARGETS, "per_objective", "imputation_model", "diagnostic_oracle_exact_marginal",
-                     "expectation"],
+    "rb_study_sim": [*TARGETS, "per_objective", "imputation_model", "diagnostic_oracle_exact_marginal", "expectation"],
     "rwa_real": [*TARGETS, "persons", "items", "missing_cells", "reverse_keyed"],
-    "vibo_2pl_10k": ["vibo_ability_corr", "mml_eap_ability_corr", "score_new_seconds", "refit_new_seconds",
-                     "heldout_loglik_per_person_vibo_items", "compile_seconds", "steps"],
+    "vibo_2pl_10k": [
+        "vibo_ability_corr",
+        "mml_eap_ability_corr",
+        "score_new_seconds",
+        "refit_new_seconds",
+        "heldout_loglik_per_person_vibo_items",
+        "compile_seconds",
+        "steps",
+    ],
     "vibo_scaling": ["seconds_per_epoch_per_100k_persons", "loglog_exponent", "peak_rss_gb", "per_size"],
-    "vibo_vs_nuts": ["vibo_ability_rmse", "nuts_ability_rmse", "mfvi_ability_rmse", "speedup_vs_nuts",
-                     "nuts_max_r_hat", "compile_seconds"],
+    "vibo_vs_nuts": [
+        "vibo_ability_rmse",
+        "nuts_ability_rmse",
+        "mfvi_ability_rmse",
+        "speedup_vs_nuts",
+        "nuts_max_r_hat",
+        "compile_seconds",
+    ],
 }
 
 
@@ -71,16 +136,23 @@ def smoke_env() -> dict:
 
 def test_every_benchmark_case_has_its_figures_listed():
     assert set(FIGURES) == set(bench.available()), (
-        "a benchmark case was added or removed: list its headline figures in FIGURES")
+        "a benchmark case was added or removed: list its headline figures in FIGURES"
+    )
 
 
 def test_every_benchmark_case_smoke_runs():
     # one process for all cases: imports and JAX's start-up are paid once
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--smoke", "--all"], cwd=ROOT,
-                          env=smoke_env(), capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--smoke", "--all"],
+        cwd=ROOT,
+        env=smoke_env(),
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     seconds = time.perf_counter() - t0
-    table = proc.stdout[proc.stdout.rfind("smoke run, seconds per case"):]
+    table = proc.stdout[proc.stdout.rfind("smoke run, seconds per case") :]
     print(f"benchmark smoke run: {seconds:.0f} s\n{table}")
     assert proc.returncode == 0, f"{proc.stderr[-6000:]}\n{table}"
     for name in bench.available():

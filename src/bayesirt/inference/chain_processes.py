@@ -32,8 +32,9 @@ the settings alone, not the cores found, so a given configuration gives the same
 every machine.
 
 Failures. A worker that raises sends its traceback, and the run stops with it. A group that
-meets a non-finite value stops and tells the others to stop at their next chunk; the draws kept
-are those every group completed, as in a one-process run. The functions given to ``sample``
+meets a non-finite value stops and tells the others the sweep it reached; they run up to that
+sweep and stop there, so the draws kept are those before the failing chunk, as in a one-process
+run, whichever group was ahead. The functions given to ``sample``
 must be picklable (module-level functions, or ``functools.partial`` of them with picklable
 arguments, as the Gibbs kernels are); a lambda or closure stops with a message naming it.
 
@@ -44,6 +45,7 @@ warning.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import pickle
@@ -142,18 +144,35 @@ def worker_main() -> None:
         print(_READY, flush=True)
         if sys.stdin.readline().strip() != _GO:
             return  # the parent gave up (another worker failed)
-        stop_file = Path(job["stop_file"])
+        stops = Path(job["stop_dir"])
         run = execute_group(
-            compiled, init_keys, chain_keys, job["settings"], job["label"], job["first_chain"], stop_file.exists
+            compiled,
+            init_keys,
+            chain_keys,
+            job["settings"],
+            job["label"],
+            job["first_chain"],
+            functools.partial(_reached_a_stop, stops),
         )
         if run.diverged:
-            stop_file.touch()
+            # the sweeps this group completed before it went non-finite: the other groups run
+            # up to there and stop, so the draws kept do not depend on which group was ahead
+            mark = stops / f"stop-{job['first_chain']}"
+            mark.with_suffix(".tmp").write_text(str(run.done))
+            mark.with_suffix(".tmp").replace(mark)
         result = ("done", run._replace(states=jax.device_get(run.states)))
     except BaseException as err:  # everything goes back to the parent
         import traceback
 
         result = ("error", f"{type(err).__name__}: {err}\n{traceback.format_exc()}")
     result_path.write_bytes(pickle.dumps(result))
+
+
+def _reached_a_stop(stops: Path, done: int) -> bool:
+    """True once this group has completed as many sweeps as the earliest group that went
+    non-finite had (its ``stop-<first chain>`` file in ``stops``)."""
+    marks = [int(p.read_text()) for p in stops.glob("stop-*") if p.suffix != ".tmp"]
+    return bool(marks) and done >= min(marks)
 
 
 def run_groups(
@@ -183,7 +202,7 @@ def run_groups(
                     "cpu": cpus[index % len(cpus)],
                     "log_level": log_level,
                     "x64": bool(jax.config.jax_enable_x64),
-                    "stop_file": str(tmp / "stop"),
+                    "stop_dir": str(tmp),
                 }
                 (tmp / f"job{index}.pkl").write_bytes(pickle.dumps(job))
                 workers.append(

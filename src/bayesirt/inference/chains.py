@@ -192,11 +192,12 @@ def execute_group(
     settings: SamplerSettings,
     label: str,
     first_chain: int = 0,
-    should_stop: Callable[[], bool] | None = None,
+    should_stop: Callable[[int], bool] | None = None,
 ) -> GroupRun:
     """Initialise and run the compiled chunks in order, checking for non-finite values after
-    each; ``first_chain`` numbers the chains in messages; ``should_stop()`` (checked between
-    chunks) ends the run early, e.g. when another group of chains went non-finite."""
+    each; ``first_chain`` numbers the chains in messages; ``should_stop(done)`` (checked
+    between chunks, with the sweeps completed so far) ends the run early, e.g. once it has
+    reached the sweep where another group of chains went non-finite."""
     plan, data = compiled.plan, compiled.data
     total = sum(sweeps for *_, sweeps in plan)
     t0 = time.perf_counter()
@@ -208,7 +209,7 @@ def execute_group(
         diverged, reason = True, f"non-finite initial state: {bad}"
         plan = []
     for i, (phase, program, sweeps) in enumerate(plan):
-        if should_stop is not None and should_stop():
+        if should_stop is not None and should_stop(done):
             reason = f"stopped after sweep {done}: another group of chains went non-finite"
             break
         new_states, chunk_draws, flags = compiled.programs[program](

@@ -35,11 +35,28 @@ MISSING = -1
 
 
 class DataFormatError(ValueError):
-    """A data file does not follow the expected format; the message names file and place."""
+    """A data file does not follow the expected format; the message names file and place.
+
+    A ``ValueError``.
+    """
 
 
 @dataclass(frozen=True)
 class Item:
+    """One item's metadata.
+
+    Attributes
+    ----------
+    name : str
+        The item's name (its column).
+    n_categories : int
+        K, categories 0..K-1.
+    scale : str
+        The scale the item belongs to.
+    reverse_keyed : bool
+        Whether the item is keyed the other way.
+    """
+
     name: str
     n_categories: int
     scale: str = "all"
@@ -48,7 +65,22 @@ class Item:
 
 @dataclass
 class ResponseMatrix:
-    """Integer responses (persons x items), categories 0..K-1, missing -1, with item metadata."""
+    """Integer responses (persons x items), categories 0..K-1, missing -1, with item metadata.
+
+    Attributes
+    ----------
+    responses : numpy.ndarray (N, J)
+        Integer responses, -1 for missing.
+    items : list of Item
+        The items' metadata, one per column.
+    attrs : dict
+        Further metadata (source, screening ...).
+
+    Raises
+    ------
+    DataFormatError
+        If the responses do not match the items (see ``validate_responses``).
+    """
 
     responses: np.ndarray
     items: list[Item]
@@ -87,6 +119,23 @@ class ResponseMatrix:
 
 
 def validate_responses(responses: np.ndarray, items: list[Item], where: str) -> None:
+    """Check responses against item metadata.
+
+    Parameters
+    ----------
+    responses : numpy.ndarray (N, J)
+        Responses, -1 for missing.
+    items : list of Item
+        One per column.
+    where : str
+        Names the data in messages.
+
+    Raises
+    ------
+    DataFormatError
+        If ``responses`` is not a 2-d integer array with one column per item, or a code is
+        outside 0..K_j-1 and -1.
+    """
     if responses.ndim != 2:
         raise DataFormatError(f"{where}: expected a 2-d persons x items array, got shape {responses.shape}")
     if responses.shape[1] != len(items):
@@ -106,7 +155,18 @@ def validate_responses(responses: np.ndarray, items: list[Item], where: str) -> 
 
 @contextmanager
 def atomic_path(path: str | os.PathLike):
-    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success."""
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+
+    Yields
+    ------
+    pathlib.Path
+        The temporary path to write.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -120,13 +180,32 @@ def atomic_path(path: str | os.PathLike):
 
 
 def write_json(obj, path) -> None:
+    """Write ``obj`` as indented JSON, atomically.
+
+    Parameters
+    ----------
+    obj : dict
+        JSON-serializable (numpy scalars and arrays are converted).
+    path : str or os.PathLike
+        The file.
+    """
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n")
 
 
 def write_npz(path, **arrays) -> None:
-    """Like ``np.savez``, but byte-for-byte reproducible: numpy stamps each member with the
-    current time, here every member carries the zip epoch. ``np.load`` reads it as usual."""
+    """Like ``np.savez``, but byte-for-byte reproducible.
+
+    numpy stamps each member with the current time; here every member carries the zip epoch.
+    ``np.load`` reads it as usual.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    **arrays
+        Name -> array.
+    """
     import zipfile
 
     with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as zf:
@@ -137,6 +216,18 @@ def write_npz(path, **arrays) -> None:
 
 
 def read_json(path) -> dict:
+    """Read a JSON file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+
+    Returns
+    -------
+    dict
+        The parsed JSON.
+    """
     return json.loads(Path(path).read_text())
 
 
@@ -153,12 +244,34 @@ def _json_default(x):
 
 
 def write_table(df: pd.DataFrame, path) -> None:
-    """CSV with full float precision (round-trips exactly, so reruns compare bit for bit)."""
+    """CSV with full float precision (round-trips exactly, so reruns compare bit for bit).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table.
+    path : str or os.PathLike
+        The file.
+    """
     with atomic_path(path) as tmp:
         df.to_csv(tmp, index=False, float_format="%.17g")
 
 
 def write_responses(rm: ResponseMatrix, parquet_path) -> None:
+    """Write a response matrix as parquet, with its item metadata in a JSON sidecar.
+
+    Parameters
+    ----------
+    rm : ResponseMatrix
+        The responses.
+    parquet_path : str or os.PathLike
+        The ``.parquet`` file; the sidecar is the same path with ``.json``.
+
+    Raises
+    ------
+    ValueError
+        If the path does not end in ``.parquet``.
+    """
     parquet_path = Path(parquet_path)
     if parquet_path.suffix != ".parquet":
         raise ValueError(f"{parquet_path}: response matrices are written as .parquet")
@@ -175,6 +288,25 @@ def write_responses(rm: ResponseMatrix, parquet_path) -> None:
 
 
 def read_responses(parquet_path) -> ResponseMatrix:
+    """Read a response matrix written by ``write_responses``.
+
+    Parameters
+    ----------
+    parquet_path : str or os.PathLike
+        The ``.parquet`` file (its ``.json`` sidecar beside it).
+
+    Returns
+    -------
+    ResponseMatrix
+        The responses and item metadata.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the parquet file does not exist.
+    DataFormatError
+        If the sidecar is missing, of another format, or does not match the file.
+    """
     parquet_path = Path(parquet_path)
     sidecar_path = parquet_path.with_suffix(".json")
     if not parquet_path.exists():
@@ -210,6 +342,13 @@ LIBRARIES = (
 
 
 def library_versions() -> dict:
+    """Versions of Python and the libraries a fit record names (None where not installed).
+
+    Returns
+    -------
+    dict
+        Library name -> version string or None.
+    """
     versions = {"python": platform.python_version()}
     for name in LIBRARIES:
         try:
@@ -228,6 +367,13 @@ def library_versions() -> dict:
 
 
 def device_info() -> dict:
+    """The JAX device a fit ran on, the CPU count and ``XLA_FLAGS``.
+
+    Returns
+    -------
+    dict
+        ``platform``, ``device``, ``cpu_count``, ``xla_flags``.
+    """
     import jax
 
     dev = jax.devices()[0]

@@ -19,11 +19,26 @@ from bayesirt.inference.sampling import convergence
 
 
 def how_converged(result) -> dict:
-    """The record's account of how converged a fit is: why it stopped (``stop_reason``), the
-    slope of its loss over the last windows with its standard error (per epoch for minibatch
-    fits, per step for full batch; negative is improvement), whether it hit ``max_steps``
-    while still improving and, under the noise rule, its gradient drift and tail averaging.
-    Results not made by the training driver (e.g. EM) carry no slope."""
+    """The record's account of how converged a fit is.
+
+    Why it stopped (``stop_reason``), the slope of its loss over the last windows with its
+    standard error (per epoch for minibatch fits, per step for full batch; negative is
+    improvement), whether it hit ``max_steps`` while still improving and, under the noise rule,
+    its gradient drift and tail averaging. Results not made by the training driver (e.g. EM)
+    carry no slope.
+
+    Parameters
+    ----------
+    result : inference.training.FitResult
+        The fit's result.
+
+    Returns
+    -------
+    dict
+        ``stop_reason``, ``loss_slope``, ``loss_slope_se``, ``loss_slope_unit``,
+        ``max_steps_still_improving``, ``loss_still_improving``, ``gradient_drift``,
+        ``gradient_drift_array``, ``averaged_steps`` ...
+    """
     conv = result.convergence or {}
     diverged = result.extra.get("diverged_at_step") is not None
     default_reason = "diverged" if diverged else ("converged" if result.converged else "not_converged")
@@ -45,10 +60,29 @@ def how_converged(result) -> dict:
 
 
 def fit_record(result, fields: dict, *, window: int, timing: dict | None = None) -> dict:
-    """``fields`` (model, method, study, data set, condition, sizes, settings ...) followed by what
+    """The fit record of an optimisation fit.
+
+    ``fields`` (model, method, study, data set, condition, sizes, settings ...) followed by what
     every fit record carries: steps, convergence flag and reason, how converged
     (``how_converged``), the step a diverged fit stopped at, the final windowed loss, library
-    versions, device and timings. ``result`` is an ``inference.training.FitResult``."""
+    versions, device and timings.
+
+    Parameters
+    ----------
+    result : inference.training.FitResult
+        The fit's result.
+    fields : dict
+        The record's leading fields.
+    window : int
+        Steps over which the final loss is averaged.
+    timing : dict, optional
+        Further timings, added to the result's wall and compile seconds in ``timing``.
+
+    Returns
+    -------
+    dict
+        The record (``fit.json``).
+    """
     window = min(window, len(result.losses))
     return {
         **fields,
@@ -70,10 +104,28 @@ def fit_record(result, fields: dict, *, window: int, timing: dict | None = None)
 
 
 def sample_record(result, fields: dict, *, max_r_hat: float = 1.01, min_ess: float = 100.0) -> dict:
-    """Like ``fit_record`` for a Markov-chain fit (``inference.sampling.SampleResult``): sweeps
-    instead of steps, and "converged" means no non-finite state, every R-hat below
+    """Like ``fit_record`` for a Markov-chain fit (``inference.sampling.SampleResult``).
+
+    Sweeps instead of steps, and "converged" means no non-finite state, every R-hat below
     ``max_r_hat`` and every bulk and tail ESS at least ``min_ess``; the reason gives the worst
-    values. With one chain R-hat cannot be computed, so such a fit is not called converged."""
+    values. With one chain R-hat cannot be computed, so such a fit is not called converged.
+
+    Parameters
+    ----------
+    result : inference.sampling.SampleResult
+        The run's result.
+    fields : dict
+        The record's leading fields.
+    max_r_hat : float
+        Largest R-hat of a converged run.
+    min_ess : float
+        Smallest bulk and tail ESS of a converged run.
+
+    Returns
+    -------
+    dict
+        The record (``fit.json``).
+    """
     diag = convergence(result.summary)
     if result.diverged:
         converged, reason = False, result.reason
@@ -102,11 +154,23 @@ CONVERGED = "converged"
 
 
 def convergence_status(record: dict) -> str:
-    """One word (or phrase) for how a fit ended, the same in every table, figure and flag of a
-    report: ``diverged`` (a non-finite loss or state), ``not converged`` (its own rule did not
-    call it converged: a sampler's R-hat and ESS, an optimiser's tolerance), ``still improving``
-    (called converged, or stopped at ``max_steps``, while its loss was still falling beyond its
-    noise) or ``converged``."""
+    """One word (or phrase) for how a fit ended, the same in every table, figure and flag of a report.
+
+    ``diverged`` (a non-finite loss or state), ``not converged`` (its own rule did not call it
+    converged: a sampler's R-hat and ESS, an optimiser's tolerance), ``still improving`` (called
+    converged, or stopped at ``max_steps``, while its loss was still falling beyond its noise)
+    or ``converged``.
+
+    Parameters
+    ----------
+    record : dict
+        A fit record.
+
+    Returns
+    -------
+    str
+        The status.
+    """
     if record.get("stop_reason") == "diverged" or record.get("diverged_at_step") is not None:
         return "diverged"
     if record.get("max_steps_still_improving") or (record.get("converged") and record.get("loss_still_improving")):
@@ -117,14 +181,37 @@ def convergence_status(record: dict) -> str:
 
 
 def is_converged(record: dict) -> bool:
-    """``convergence_status(record) == "converged"``: what the studies' tables count."""
+    """``convergence_status(record) == "converged"``: what the studies' tables count.
+
+    Parameters
+    ----------
+    record : dict
+        A fit record.
+
+    Returns
+    -------
+    bool
+        Whether the fit converged.
+    """
     return convergence_status(record) == CONVERGED
 
 
 def convergence_flags(folder) -> tuple[str, pd.DataFrame]:
-    """The fits under ``folder`` (every ``fit.json`` below it) that did not converge, with why
-    and, for optimisation fits, whether they hit ``max_steps`` still improving, for the report
-    notebooks: a one-line verdict (Markdown) and a table with one row per flagged fit."""
+    """The fits under ``folder`` that did not converge, with why, for the report notebooks.
+
+    Every ``fit.json`` below ``folder``; for optimisation fits, whether they hit ``max_steps``
+    still improving.
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        The folder to search.
+
+    Returns
+    -------
+    tuple of (str, pandas.DataFrame)
+        A one-line verdict (Markdown) and a table with one row per flagged fit.
+    """
     folder = Path(folder)
     rows = []
     for path in sorted(folder.rglob("fit.json")):
@@ -182,13 +269,34 @@ def convergence_flags(folder) -> tuple[str, pd.DataFrame]:
 
 
 def loss_table(losses) -> pd.DataFrame:
+    """A loss history as a table: ``step`` (1-based) and ``loss``.
+
+    Parameters
+    ----------
+    losses : array (steps,)
+        The losses.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``step`` and ``loss``.
+    """
     losses = np.asarray(losses)
     return pd.DataFrame({"step": np.arange(1, len(losses) + 1), "loss": losses})
 
 
 def write_fit(out, folder) -> None:
-    """Write a fit's outputs (a ``studies.base.MethodResult``: record, estimates, losses,
-    idata); the record goes last, so its presence means the fit is whole."""
+    """Write a fit's outputs: record, estimates, losses, idata.
+
+    The record goes last, so its presence means the fit is whole.
+
+    Parameters
+    ----------
+    out : studies.base.MethodResult
+        The fit's outputs.
+    folder : str or pathlib.Path
+        Where they go (``estimates.csv``, ``loss.csv``, ``posterior.nc``, ``fit.json``).
+    """
     folder = Path(folder)
     io.write_table(out.estimates, folder / "estimates.csv")
     if out.losses is not None:

@@ -59,11 +59,32 @@ def careless_flags(
 ) -> tuple[np.ndarray, dict]:
     """(N, 4) risk levels 0/1/2 in the order of ``FLAGS`` (0 where a flag is switched off).
 
-    ``codes``: raw codes 1..K, missing -1, items in file order; ``oriented``: the same as
-    categories 0..K-1 with reverse-keyed items reversed; ``factor``: each item's factor
-    (0..F-1); ``n_categories``: K; ``opt``: the switches and sizes of ``bayesirt.data.ipip.Preprocess``;
-    ``fit_grm``: the GRM fitter of the Guttman cut-offs (see the module notes), needed when
-    ``opt.flag_guttman`` is on.
+    Parameters
+    ----------
+    codes : numpy.ndarray (N, I)
+        Raw codes 1..K, missing -1, items in file order.
+    oriented : numpy.ndarray (N, I)
+        The same as categories 0..K-1 with reverse-keyed items reversed.
+    testelapse : numpy.ndarray (N,)
+        Test times in seconds (NaN: unknown).
+    factor : numpy.ndarray (I,)
+        Each item's factor (0..F-1).
+    n_categories : int
+        K.
+    opt : ipip.Preprocess
+        The switches and sizes of ``bayesirt.data.ipip.Preprocess``.
+    fit_grm : callable, optional
+        The GRM fitter of the Guttman cut-offs, needed when ``opt.flag_guttman`` is on.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, dict)
+        The flags (N, 4), int8, and ``info`` (sizes, the fit and the cut-offs).
+
+    Raises
+    ------
+    ValueError
+        If the Guttman flag is on and no ``fit_grm`` is given.
     """
     require_fitter(opt, fit_grm)
     n = codes.shape[0]
@@ -95,7 +116,20 @@ def careless_flags(
 
 
 def require_fitter(opt, fit_grm) -> None:
-    """Stop early, with what to do, when the Guttman flag is on and no GRM fitter was given."""
+    """Stop early, with what to do, when the Guttman flag is on and no GRM fitter was given.
+
+    Parameters
+    ----------
+    opt : ipip.Preprocess
+        The switches and sizes of ``bayesirt.data.ipip.Preprocess``.
+    fit_grm : callable or None
+        The GRM fitter.
+
+    Raises
+    ------
+    ValueError
+        If the careless screen and its Guttman flag are on and ``fit_grm`` is None.
+    """
     if getattr(opt, "screen_careless", True) and opt.flag_guttman and fit_grm is None:
         raise ValueError(
             "the Guttman flag of the careless-responder screen needs a GRM fitter: pass "
@@ -104,18 +138,56 @@ def require_fitter(opt, fit_grm) -> None:
 
 
 def drop_rule(flags: np.ndarray) -> np.ndarray:
-    """Urban & Bauer's combination: risk levels sum to >= 4, or >= 3 flags raised."""
+    """Urban & Bauer's combination: risk levels sum to >= 4, or >= 3 flags raised.
+
+    Parameters
+    ----------
+    flags : numpy.ndarray (N, 4)
+        Risk levels 0/1/2.
+
+    Returns
+    -------
+    numpy.ndarray
+        Persons to drop, (N,) bool.
+    """
     return (flags.sum(1) >= 4) | ((flags > 0).sum(1) >= 3)
 
 
 def test_time_flag(testelapse, t_min=150.0, t_max=3600.0) -> np.ndarray:
+    """Test-time risk: 2 below ``t_min`` seconds, 1 above ``t_max``, else 0 (NaN: no flag).
+
+    Parameters
+    ----------
+    testelapse : array (N,)
+        Test times in seconds.
+    t_min, t_max : float
+        The bounds.
+
+    Returns
+    -------
+    numpy.ndarray
+        Risk levels (N,), int8.
+    """
     t = np.asarray(testelapse, dtype=np.float64)
     with np.errstate(invalid="ignore"):
         return np.where(t < t_min, 2, np.where(t > t_max, 1, 0)).astype(np.int8)  # NaN -> 0
 
 
 def long_string_flag(codes: np.ndarray, length: int = 10) -> np.ndarray:
-    """2 for a run of >= ``length`` identical answers 1 or 5, 1 for 2 or 4 (missing breaks runs)."""
+    """2 for a run of >= ``length`` identical answers 1 or 5, 1 for 2 or 4 (missing breaks runs).
+
+    Parameters
+    ----------
+    codes : numpy.ndarray (N, I)
+        Raw codes 1..5, missing -1, items in file order.
+    length : int
+        Shortest run that counts.
+
+    Returns
+    -------
+    numpy.ndarray
+        Risk levels (N,), int8.
+    """
     n, m = codes.shape
     run = np.ones(n, dtype=np.int16)
     high = np.zeros(n, dtype=bool)
@@ -133,7 +205,23 @@ def long_string_flag(codes: np.ndarray, length: int = 10) -> np.ndarray:
 
 
 def mahalanobis_pvalues(x: np.ndarray, chunk: int = 200_000) -> np.ndarray:
-    """Chi-square p-values of squared Mahalanobis distances; NaN = missing (df = observed items)."""
+    """Chi-square p-values of squared Mahalanobis distances; NaN = missing (df = observed items).
+
+    Mean and covariance from the complete rows; persons with missing items use the observed
+    sub-vector.
+
+    Parameters
+    ----------
+    x : numpy.ndarray (N, I)
+        Responses as floats, NaN for missing.
+    chunk : int
+        Persons per block.
+
+    Returns
+    -------
+    numpy.ndarray
+        p-values, shape (N,).
+    """
     from scipy import linalg, stats
 
     obs = ~np.isnan(x)
@@ -179,13 +267,26 @@ def _positive_definite(cov: np.ndarray) -> np.ndarray:
 
 
 def guttman_errors(y: np.ndarray, n_categories: int, factor=None) -> np.ndarray:
-    """Polytomous Guttman errors summed over the factors (``factor``: each item's factor;
-    None: all items one factor).
+    """Polytomous Guttman errors summed over the factors.
 
-    ``y``: oriented categories 0..K-1, missing -1. Within a factor the item steps X >= 1..K-1
-    are ordered by popularity (proportion passing, missing = not passing), most popular first;
-    a person's count is the number of (passed, failed) pairs where the failed step is the more
-    popular one: sum_k x_k * (number of failed steps before k).
+    Within a factor the item steps X >= 1..K-1 are ordered by popularity (proportion passing,
+    missing = not passing), most popular first; a person's count is the number of (passed,
+    failed) pairs where the failed step is the more popular one: sum_k x_k * (number of failed
+    steps before k).
+
+    Parameters
+    ----------
+    y : numpy.ndarray (N, I)
+        Oriented categories 0..K-1, missing -1.
+    n_categories : int
+        K.
+    factor : array (I,), optional
+        Each item's factor (None: all items one factor).
+
+    Returns
+    -------
+    numpy.ndarray
+        Guttman errors per person, (N,) int32.
     """
     n = y.shape[0]
     total = np.zeros(n, dtype=np.int32)
@@ -203,8 +304,29 @@ def guttman_errors(y: np.ndarray, n_categories: int, factor=None) -> np.ndarray:
 
 
 def guttman_cutoffs(y: np.ndarray, factor: np.ndarray, n_categories: int, opt, fit_grm) -> tuple[float, float, dict]:
-    """Bootstrap cut-offs of the Guttman statistic under GRMs fitted to ``y`` (oriented) by
-    ``fit_grm`` (see the module notes)."""
+    """Bootstrap cut-offs of the Guttman statistic under GRMs fitted to ``y`` (oriented) by ``fit_grm``.
+
+    See the module notes.
+
+    Parameters
+    ----------
+    y : numpy.ndarray (N, I)
+        Oriented categories 0..K-1, missing -1.
+    factor : numpy.ndarray (I,)
+        Each item's factor.
+    n_categories : int
+        K.
+    opt : ipip.Preprocess
+        The switches and sizes of ``bayesirt.data.ipip.Preprocess``.
+    fit_grm : callable
+        The GRM fitter of the Guttman cut-offs (see the module notes).
+
+    Returns
+    -------
+    tuple of (float, float, dict)
+        The high and low cut-offs (bootstrap medians of the ``guttman_quantile_high`` and
+        ``guttman_quantile_low`` quantiles) and ``info`` (sizes, the fit).
+    """
     t0 = time.perf_counter()
     rng = np.random.default_rng(np.random.SeedSequence([int(opt.seed), 7]))
     n, n_items = y.shape

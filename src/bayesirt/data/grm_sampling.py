@@ -16,16 +16,43 @@ import numpy as np
 
 
 def sigmoid(x):
+    """The logistic function 1 / (1 + exp(-x)).
+
+    Parameters
+    ----------
+    x : array
+        Input.
+
+    Returns
+    -------
+    numpy.ndarray
+        sigmoid(x).
+    """
     return 1.0 / (1.0 + np.exp(-x))
 
 
 def sample_grm(rng: np.random.Generator, score, cuts, discrimination=None, weights=None, dtype=np.int16) -> np.ndarray:
     """Responses (N, I), categories 0..K-1.
 
-    score           (N, I); with ``weights``, (N, I, D): one score per mixture dimension
-    cuts            (I, K-1) increasing thresholds
-    discrimination  multiplies ``score - cut`` (broadcasts against ``score``); None: 1
-    weights         (I, D) mixture weights, rows summing to 1; None: a single GRM
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Random numbers.
+    score : array (N, I)
+        Scores; with ``weights``, (N, I, D): one score per mixture dimension.
+    cuts : array (I, K-1)
+        Increasing thresholds.
+    discrimination : array, optional
+        Multiplies ``score - cut`` (broadcasts against ``score``); None: 1.
+    weights : array (I, D), optional
+        Mixture weights, rows summing to 1; None: a single GRM.
+    dtype : dtype
+        Type of the result.
+
+    Returns
+    -------
+    numpy.ndarray
+        Responses, shape (N, I).
     """
     score = np.asarray(score)
     cuts = np.asarray(cuts)

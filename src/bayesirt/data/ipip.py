@@ -82,7 +82,48 @@ N_CATEGORIES = 5
 
 @dataclass(frozen=True)
 class Preprocess:
-    """Preprocessing options (config keys of the same names)."""
+    """Preprocessing options (config keys of the same names).
+
+    Attributes
+    ----------
+    keep_single_ip : bool
+        Keep IPC == 1 only.
+    drop_empty_persons : bool
+        Drop persons with no response.
+    screen_careless : bool
+        Master switch of the four careless-responder flags.
+    flag_test_time, flag_long_string, flag_mahalanobis, flag_guttman : bool
+        The flags (``data.careless``).
+    test_time_min, test_time_max : float
+        Test-time bounds in seconds.
+    long_string_length : int
+        Shortest run of identical answers that counts.
+    mahalanobis_p_high, mahalanobis_p_low : float
+        p-values below which the Mahalanobis flag is high / low risk.
+    guttman_quantile_high, guttman_quantile_low : float
+        Quantiles of the simulated Guttman statistic for the high / low cut-offs.
+    guttman_fit_persons : int
+        Persons the GRM behind the Guttman cut-offs is fitted to.
+    guttman_fit_iterations : int
+        Most iterations of that fit.
+    guttman_simulated_persons : int
+        Persons simulated for the cut-offs.
+    guttman_bootstrap : int
+        Bootstrap resamples of the cut-offs.
+    seed : int
+        Seed of the subsample, simulation and bootstrap.
+    reorient : bool
+        Map reverse-keyed items' categories k -> 4 - k.
+    bad_lines : str
+        ``"error"`` or ``"skip"``: what a malformed line of the raw file does.
+    require_all_categories : bool
+        Fail if an item never shows one of its categories.
+
+    Raises
+    ------
+    ValueError
+        If ``bad_lines`` is not ``"error"`` or ``"skip"``.
+    """
 
     keep_single_ip: bool = True  # keep IPC == 1 only
     drop_empty_persons: bool = True  # drop persons with no response
@@ -113,6 +154,13 @@ class Preprocess:
 
 
 def items() -> list[Item]:
+    """The 50 items' metadata (5 categories; the scale is the item's factor prefix).
+
+    Returns
+    -------
+    list of Item
+        One per item.
+    """
     return [Item(it, N_CATEGORIES, it[:3], it in REVERSE_KEYED) for it in ITEMS]
 
 
@@ -120,8 +168,26 @@ def items() -> list[Item]:
 
 
 def read_raw(path, bad_lines: str = "error") -> tuple[dict, int]:
-    """Parse the columns the preprocessing needs: ``{"items": (N, 50) int16 raw codes 0..5 with
-    -1 for NULL, "testelapse": (N,) float, "IPC": (N,) float}`` and the number of skipped lines."""
+    """Parse the columns the preprocessing needs from the raw file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The raw ``data-final.csv``.
+    bad_lines : str
+        ``"error"`` or ``"skip"``.
+
+    Returns
+    -------
+    tuple of (dict, int)
+        ``{"items": (N, 50) int16 raw codes 0..5 with -1 for NULL, "testelapse": (N,) float,
+        "IPC": (N,) float}`` and the number of skipped lines.
+
+    Raises
+    ------
+    DataFormatError
+        If the file does not follow the raw format.
+    """
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -209,9 +275,29 @@ def load(path, fit_grm=None, **preprocess_options) -> tuple[ResponseMatrix, pd.D
     """Read and preprocess the raw file; return the response matrix and the row-count table.
 
     The table has one row per step: ``step``, ``persons`` (after the step), ``removed``.
-    ``fit_grm``: the GRM fitter behind the Guttman cut-offs (``bayesirt.inference.mml.fit_arrays``; its
-    expected signature is in ``bayesirt.data.careless``), needed unless the Guttman flag or the
-    whole careless screen is switched off.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The raw ``data-final.csv``.
+    fit_grm : callable, optional
+        The GRM fitter behind the Guttman cut-offs (``bayesirt.inference.mml.fit_arrays``; its
+        expected signature is in ``bayesirt.data.careless``), needed unless the Guttman flag or
+        the whole careless screen is switched off.
+    **preprocess_options
+        Fields of ``Preprocess``.
+
+    Returns
+    -------
+    tuple of (ResponseMatrix, pandas.DataFrame)
+        The responses and the row-count table.
+
+    Raises
+    ------
+    DataFormatError
+        If the file does not follow the raw format.
+    ValueError
+        If an option is not valid or the Guttman flag is on without ``fit_grm``.
     """
     opt = Preprocess(**preprocess_options)  # the config schema names unknown keys first
     t0 = time.perf_counter()
@@ -224,8 +310,27 @@ def load(path, fit_grm=None, **preprocess_options) -> tuple[ResponseMatrix, pd.D
 
 
 def preprocess(raw: dict, opt: Preprocess, where="IPIP-FFM data", n_skipped: int = 0, fit_grm=None):
-    """Steps 2-4 on parsed columns (see ``read_raw``); returns the matrix, the row-count table
-    and the indices of the kept rows among the parsed ones. ``fit_grm`` as in ``load``."""
+    """Steps 2-4 on parsed columns (see ``read_raw``).
+
+    Parameters
+    ----------
+    raw : dict
+        Parsed columns (``read_raw``).
+    opt : Preprocess
+        The options.
+    where : str
+        Names the data in messages.
+    n_skipped : int
+        Lines skipped while reading.
+    fit_grm : callable, optional
+        As in ``load``.
+
+    Returns
+    -------
+    tuple
+        The response matrix, the row-count table and the indices of the kept rows among the
+        parsed ones.
+    """
     careless.require_fitter(opt, fit_grm)
     codes, testelapse = raw["items"].copy(), np.asarray(raw["testelapse"], np.float64)
     rows = np.arange(codes.shape[0])
@@ -270,7 +375,18 @@ def preprocess(raw: dict, opt: Preprocess, where="IPIP-FFM data", n_skipped: int
 
 
 def reorient(y: np.ndarray) -> np.ndarray:
-    """Map reverse-keyed items' categories k -> 4 - k (missing stays -1)."""
+    """Map reverse-keyed items' categories k -> 4 - k (missing stays -1).
+
+    Parameters
+    ----------
+    y : numpy.ndarray (N, 50)
+        Categories 0..4, missing -1.
+
+    Returns
+    -------
+    numpy.ndarray
+        The re-oriented responses.
+    """
     rev = np.array([it in REVERSE_KEYED for it in ITEMS])
     out = y.copy()
     out[:, rev] = np.where(y[:, rev] == MISSING, MISSING, N_CATEGORIES - 1 - y[:, rev])

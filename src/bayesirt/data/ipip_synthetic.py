@@ -28,7 +28,24 @@ def write_synthetic_raw(
     a ``careless_fraction`` of persons answer uniformly at random within 40-140 s or give one
     long string; ``multi_ip_fraction`` of persons get IPC > 1; ``null_rows`` rows are NULL in
     every item and timing column; ``zero_fraction`` of item cells are 0 (no answer).
-    Returns the planted truth (careless row indices, IPC, ...).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write.
+    n_persons : int
+        Rows.
+    seed : int
+        Seed.
+    careless_fraction, multi_ip_fraction, zero_fraction : float
+        As above.
+    null_rows : int
+        As above.
+
+    Returns
+    -------
+    dict
+        The planted truth (careless row indices, IPC, ...).
     """
     rng = np.random.default_rng(seed)
     n = n_persons

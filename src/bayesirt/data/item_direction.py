@@ -32,9 +32,24 @@ log = logging.getLogger(__name__)
 
 
 def item_rest_correlations(rm: ResponseMatrix, threshold: float = MIN_ITEM_REST_CORRELATION) -> pd.DataFrame:
-    """One row per item: item, scale, reverse_keyed, correlation, n_persons, flagged (the
-    correlation is below ``threshold``; NaN where the scale has no other item or too few
-    persons answered, never flagged)."""
+    """Corrected item-rest correlations, one row per item.
+
+    Columns: item, scale, reverse_keyed, correlation, n_persons, flagged (the correlation is
+    below ``threshold``; NaN where the scale has no other item or too few persons answered,
+    never flagged).
+
+    Parameters
+    ----------
+    rm : ResponseMatrix
+        The responses.
+    threshold : float
+        Correlations below it are flagged.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per item.
+    """
     y = rm.responses.astype(float)
     observed = rm.responses != MISSING
     k = rm.n_categories.astype(float)
@@ -62,8 +77,22 @@ def item_rest_correlations(rm: ResponseMatrix, threshold: float = MIN_ITEM_REST_
 
 
 def warn_item_direction(table: pd.DataFrame, key: str = "datasets.<name>") -> list[str]:
-    """Log one WARNING per flagged item of an ``item_rest_correlations`` table, naming the item
-    and suggesting ``reverse_keyed`` in the data set's config (``key``); returns the messages."""
+    """Log one WARNING per flagged item of an ``item_rest_correlations`` table.
+
+    Each names the item and suggests ``reverse_keyed`` in the data set's config (``key``).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        An ``item_rest_correlations`` table.
+    key : str
+        The data set's config key, in the messages.
+
+    Returns
+    -------
+    list of str
+        The messages.
+    """
     messages = []
     for row in table[table.flagged].itertuples():
         declared = "declared reverse-keyed" if row.reverse_keyed else "not declared reverse-keyed"

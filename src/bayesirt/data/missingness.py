@@ -51,11 +51,33 @@ def inject(
 ) -> tuple[ResponseMatrix, np.ndarray]:
     """Hide ``rate`` of all cells; return the injected matrix and the mask of hidden cells.
 
-    kind_options
-        mar:  ``strength`` (default 1.0, log-weight per SD of the driver mean),
-              ``drivers`` (item names never hidden whose values drive the probability;
-              default the first item of every scale).
-        mnar: ``strength`` (default 1.0, log-weight per within-item SD of the response).
+    Parameters
+    ----------
+    rm : ResponseMatrix
+        The responses.
+    kind : str
+        ``"mcar"``, ``"mar"`` or ``"mnar"``.
+    rate : float
+        Fraction of all cells to hide, in [0, 1).
+    seed : int
+        Seed.
+    keep_one_per_person, keep_one_per_item : bool
+        Never hide a person's or an item's last observed response.
+    **kind_options
+        mar: ``strength`` (default 1.0, log-weight per SD of the driver mean), ``drivers`` (item
+        names never hidden whose values drive the probability; default the first item of every
+        scale). mnar: ``strength`` (default 1.0, log-weight per within-item SD of the response).
+
+    Returns
+    -------
+    tuple of (ResponseMatrix, numpy.ndarray)
+        The matrix with the cells hidden (-1) and the mask of hidden cells (N, J).
+
+    Raises
+    ------
+    ValueError
+        If the kind, rate or options are not valid, or the rate cannot be met (more cells than
+        are observed and unprotected).
     """
     if kind not in KINDS:
         raise ValueError(f"missingness kind '{kind}' is not known; expected one of {list(KINDS)}")
@@ -213,7 +235,25 @@ def _random_true_per_row(rng, mask: np.ndarray) -> np.ndarray:
 
 
 def hidden_to_frame(rm: ResponseMatrix, hidden: np.ndarray):
-    """The hidden-cell mask as a table with one bool column per item (for parquet output)."""
+    """The hidden-cell mask as a table with one bool column per item (for parquet output).
+
+    Parameters
+    ----------
+    rm : ResponseMatrix
+        The matrix (its item names).
+    hidden : numpy.ndarray (N, J)
+        The mask.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One bool column per item.
+
+    Raises
+    ------
+    ValueError
+        If the mask's shape differs from the matrix.
+    """
     import pandas as pd
 
     if hidden.shape != rm.responses.shape:
@@ -222,7 +262,17 @@ def hidden_to_frame(rm: ResponseMatrix, hidden: np.ndarray):
 
 
 def write_hidden(rm: ResponseMatrix, hidden: np.ndarray, path) -> None:
-    """Write the hidden-cell mask as parquet (atomically), columns named after the items."""
+    """Write the hidden-cell mask as parquet (atomically), columns named after the items.
+
+    Parameters
+    ----------
+    rm : ResponseMatrix
+        The matrix (its item names).
+    hidden : numpy.ndarray (N, J)
+        The mask.
+    path : str or os.PathLike
+        The parquet file.
+    """
     from bayesirt.io import atomic_path
 
     df = hidden_to_frame(rm, hidden)
@@ -231,7 +281,25 @@ def write_hidden(rm: ResponseMatrix, hidden: np.ndarray, path) -> None:
 
 
 def read_hidden(path, rm: ResponseMatrix | None = None) -> np.ndarray:
-    """Read a hidden-cell mask; with ``rm`` check that its columns match the matrix's items."""
+    """Read a hidden-cell mask; with ``rm`` check that its columns match the matrix's items.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The parquet file.
+    rm : ResponseMatrix, optional
+        The matrix to check against.
+
+    Returns
+    -------
+    numpy.ndarray
+        The mask (N, J), bool.
+
+    Raises
+    ------
+    ValueError
+        If the columns do not match ``rm``'s items.
+    """
     import pandas as pd
 
     df = pd.read_parquet(path)

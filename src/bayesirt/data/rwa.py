@@ -52,6 +52,13 @@ SCALE_DEFINITION = "wording direction: pro_trait = pro-trait worded items, con_t
 
 
 def items() -> list[Item]:
+    """The 22 scored items' metadata (9 categories; scale con_trait for the reverse-keyed, else pro_trait).
+
+    Returns
+    -------
+    list of Item
+        One per item.
+    """
     return [
         Item(q, N_CATEGORIES, "con_trait" if q in REVERSE_KEYED else "pro_trait", q in REVERSE_KEYED) for q in ITEMS
     ]
@@ -62,9 +69,28 @@ def load(
 ) -> ResponseMatrix:
     """Read ``RWAS/data.csv`` into a response matrix (22 items, 9 categories, missing -1).
 
-    Raises ``DataFormatError`` naming file, line and column for an empty file, missing item
-    columns, rows with the wrong number of fields, non-numeric or out-of-range codes, and (with
-    ``require_all_categories``) an item that never shows one of its 9 categories.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The raw file.
+    reorient : bool
+        Map the reverse-keyed items' categories k -> 8 - k (see the module docstring).
+    require_all_categories : bool
+        Fail if an item never shows one of its 9 categories.
+    drop_empty_persons : bool
+        Remove persons with no response.
+
+    Returns
+    -------
+    ResponseMatrix
+        The responses.
+
+    Raises
+    ------
+    DataFormatError
+        Naming file, line and column, for an empty file, missing item columns, rows with the
+        wrong number of fields, non-numeric or out-of-range codes, and (with
+        ``require_all_categories``) an item that never shows one of its 9 categories.
     """
     path = _raw.require_file(path)
     _check_field_counts(path)
@@ -121,7 +147,19 @@ def _check_field_counts(path: Path) -> None:
 
 
 def summary(rm: ResponseMatrix) -> dict:
-    """Figures reported by the ``rwa_real`` benchmark and the prepare step's log."""
+    """Figures reported by the ``rwa_real`` benchmark and the prepare step's log.
+
+    Parameters
+    ----------
+    rm : ResponseMatrix
+        The responses.
+
+    Returns
+    -------
+    dict
+        ``persons``, ``items``, ``categories``, ``missing_cells``, ``persons_with_missing``,
+        ``persons_without_response``, ``reverse_keyed``, ``scale_sizes``, ``reoriented``.
+    """
     missing = rm.responses == MISSING
     return {
         "persons": rm.n_persons,

@@ -22,7 +22,35 @@ def simulate_factorized_grm(
     item_prefix: str = "Q",
     ability_corr: float = 0.3,
 ) -> tuple[ResponseMatrix, pd.DataFrame]:
-    """Responses from the factorized GRM, and the true parameters as a tidy table."""
+    """Responses from the factorized GRM, and the true parameters as a tidy table.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the numpy generator.
+    n_persons : int
+        N (positive).
+    items_per_scale : list of int
+        Items of each scale.
+    n_categories : int
+        Categories of every item (at least 2).
+    scale_names : list of str, optional
+        Names of the scales (default S1, S2 ...).
+    item_prefix : str
+        Prefix of the item names.
+    ability_corr : float
+        Correlation of the abilities between scales.
+
+    Returns
+    -------
+    tuple of (ResponseMatrix, pandas.DataFrame)
+        The responses and the true parameters as a tidy table.
+
+    Raises
+    ------
+    ValueError
+        If ``n_persons`` is not positive or ``n_categories`` is below 2.
+    """
     if n_persons < 1:
         raise ValueError(f"n_persons must be positive, got {n_persons}")
     if n_categories < 2:
@@ -40,6 +68,27 @@ def simulate_factorized_grm(
 
 
 def from_preset(preset: str, seed: int, n_persons: int):
+    """``simulate_factorized_grm`` with a questionnaire shape of ``PRESETS`` by name.
+
+    Parameters
+    ----------
+    preset : str
+        A name in ``PRESETS`` (``data.grm_presets``).
+    seed : int
+        Seed.
+    n_persons : int
+        N.
+
+    Returns
+    -------
+    tuple of (ResponseMatrix, pandas.DataFrame)
+        The responses and the true parameters as a tidy table.
+
+    Raises
+    ------
+    ValueError
+        If the preset is not known.
+    """
     if preset not in PRESETS:
         raise ValueError(f"unknown simulation preset '{preset}'; known: {sorted(PRESETS)}")
     return simulate_factorized_grm(seed, n_persons, **PRESETS[preset])
@@ -53,7 +102,28 @@ def simulate_mixture_grm(
     n_dimensions: int,
     scale_names: list[str] | None = None,
 ) -> tuple[ResponseMatrix, pd.DataFrame]:
-    """Responses from the mixture GRM and its true parameters (tidy, with a ``dimension``)."""
+    """Responses from the mixture GRM and its true parameters (tidy, with a ``dimension``).
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the numpy generator.
+    n_persons : int
+        N.
+    items_per_scale : list of int
+        Items of each scale.
+    n_categories : int
+        Categories of every item.
+    n_dimensions : int
+        D, mixture dimensions.
+    scale_names : list of str, optional
+        Names of the scales (default S1, S2 ...).
+
+    Returns
+    -------
+    tuple of (ResponseMatrix, pandas.DataFrame)
+        The responses and the true parameters as a tidy table.
+    """
     rng = np.random.default_rng(seed)
     scale_names = scale_names or [f"S{s + 1}" for s in range(len(items_per_scale))]
     truth = mixture_grm.draw_parameters(rng, n_persons, items_per_scale, n_categories, n_dimensions)
@@ -74,6 +144,17 @@ def simulate_mixture_grm(
 
 
 def thresholds(params: dict) -> np.ndarray:
-    """(I, K-1) thresholds tau: the base difficulty plus the cumulated increments."""
+    """(I, K-1) thresholds tau: the base difficulty plus the cumulated increments.
+
+    Parameters
+    ----------
+    params : dict
+        ``base_difficulty`` (I,) and ``increments`` (I, K-2).
+
+    Returns
+    -------
+    numpy.ndarray
+        Thresholds, shape (I, K-1).
+    """
     base = np.asarray(params["base_difficulty"])
     return base[:, None] + np.concatenate([np.zeros((base.size, 1)), np.cumsum(params["increments"], axis=1)], axis=1)

@@ -48,7 +48,43 @@ def simulate_binary(
     item_prefix: str = "B",
     discrimination_range: tuple[float, float] | None = None,
 ) -> tuple[ResponseMatrix, pd.DataFrame]:
-    """Binary responses from the 1PL, 2PL or 2PNO model, and the true parameters."""
+    """Binary responses from the 1PL, 2PL or 2PNO model, and the true parameters.
+
+    See the module docstring for the true values' distributions.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the numpy generator.
+    n_persons, n_items : int
+        N and J.
+    model : str
+        ``"1pl"``, ``"2pl"`` or ``"2pno"``.
+    discrimination_sd : float
+        sd of log a_j (when no ``discrimination_range``).
+    difficulty_sd : float
+        sd of d_j.
+    ability : str
+        ``"normal"`` or ``"mixture"`` (rescaled to mean 0, variance 1).
+    mixture_weights, mixture_means : tuple of float
+        The ability mixture's weights and means.
+    mixture_sd : float
+        The mixture components' common sd.
+    item_prefix : str
+        Prefix of the item names.
+    discrimination_range : tuple of float, optional
+        a_j ~ Uniform(low, high) instead of the log-normal.
+
+    Returns
+    -------
+    tuple of (ResponseMatrix, pandas.DataFrame)
+        The responses and the true parameters (``truth_table``).
+
+    Raises
+    ------
+    ValueError
+        If the model or ability distribution is not known, or the range is not 0 < low <= high.
+    """
     if model not in MODELS:
         raise ValueError(f"binary model '{model}' is not known; expected one of {list(MODELS)}")
     if ability not in ABILITIES:
@@ -104,6 +140,20 @@ def _abilities(rng, n, ability, weights, means, sd):
 
 
 def truth_table(a, d, theta) -> pd.DataFrame:
+    """The true parameters as a tidy table: discriminations and difficulties per item, abilities per person.
+
+    Parameters
+    ----------
+    a, d : array (J,)
+        Discriminations and difficulties.
+    theta : array (N,)
+        Abilities.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per parameter value.
+    """
     n_items, n_persons = len(a), len(theta)
     items = np.arange(n_items)
     return pd.concat(
@@ -146,7 +196,32 @@ def truth_table(a, d, theta) -> pd.DataFrame:
 def simulate_gaussian_mixture(
     seed: int, n: int, pi: float = 0.3, mu0: float = -2.0, mu1: float = 2.0, precision: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray, dict]:
-    """``x`` (n,), component labels ``z`` (1 = first component, probability ``pi``) and the truth."""
+    """Draws of a two-component Gaussian mixture, their labels and the truth.
+
+    Parameters
+    ----------
+    seed : int
+        Seed.
+    n : int
+        Observations (>= 1).
+    pi : float
+        Probability of the first component, in (0, 1).
+    mu0, mu1 : float
+        Component means.
+    precision : float
+        Components' precision (> 0).
+
+    Returns
+    -------
+    tuple
+        ``x`` (n,), component labels ``z`` (n,) (1 = first component, probability ``pi``) and
+        the truth (dict).
+
+    Raises
+    ------
+    ValueError
+        If ``pi``, ``precision`` or ``n`` is out of range.
+    """
     if not 0.0 < pi < 1.0 or precision <= 0 or n < 1:
         raise ValueError(f"need 0 < pi < 1, precision > 0, n >= 1; got pi={pi}, precision={precision}, n={n}")
     rng = np.random.default_rng(int(seed))
@@ -158,9 +233,27 @@ def simulate_gaussian_mixture(
 def simulate_2pno_arrays(
     seed: int, n_persons: int, n_items: int, missing: float = 0.0, discrimination_range=(0.5, 2.0)
 ):
-    """Seed 001's recovery design as plain arrays: a_j ~ U(0.5, 2), d_j ~ N(0, 1),
-    theta_i ~ N(0, 1), 2PNO responses (int8), a ``missing`` fraction of cells set to -1 (MCAR).
-    Returns (y, a, d, theta)."""
+    """Seed 001's recovery design as plain arrays.
+
+    a_j ~ U(0.5, 2), d_j ~ N(0, 1), theta_i ~ N(0, 1), 2PNO responses (int8), a ``missing``
+    fraction of cells set to -1 (MCAR).
+
+    Parameters
+    ----------
+    seed : int
+        Seed.
+    n_persons, n_items : int
+        N and J.
+    missing : float
+        Fraction of cells set missing.
+    discrimination_range : tuple of float
+        Range of the uniform discriminations.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        (y (N, J), a (J,), d (J,), theta (N,)).
+    """
     rng = np.random.default_rng(seed)
     a = rng.uniform(*discrimination_range, n_items)
     d = rng.normal(0.0, 1.0, n_items)

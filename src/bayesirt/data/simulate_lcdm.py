@@ -53,23 +53,72 @@ SEED_002_DESIGN = {
 
 
 def profiles(n_attributes: int) -> np.ndarray:
-    """(2^A, A) 0/1 matrix; row c is the profile with index c (attribute a = bit a of c)."""
+    """(2^A, A) 0/1 matrix; row c is the profile with index c (attribute a = bit a of c).
+
+    Parameters
+    ----------
+    n_attributes : int
+        A.
+
+    Returns
+    -------
+    numpy.ndarray
+        Profiles, shape (2^A, A), int8.
+    """
     c = np.arange(2**n_attributes)
     return ((c[:, None] >> np.arange(n_attributes)[None, :]) & 1).astype(np.int8)
 
 
 def profile_index(mastery: np.ndarray) -> np.ndarray:
+    """Profile index of 0/1 mastery rows (..., A): ``sum_a z_a 2^a``.
+
+    Parameters
+    ----------
+    mastery : numpy.ndarray (..., A)
+        0/1 mastery.
+
+    Returns
+    -------
+    numpy.ndarray
+        Indices, shape (...).
+    """
     mastery = np.asarray(mastery, dtype=np.int64)
     return (mastery << np.arange(mastery.shape[-1])).sum(-1)
 
 
 def profile_label(index: int, n_attributes: int) -> str:
+    """The profile with index ``index`` as a string of 0/1, attribute 1 first.
+
+    Parameters
+    ----------
+    index : int
+        Profile index.
+    n_attributes : int
+        A.
+
+    Returns
+    -------
+    str
+        E.g. ``"101"``.
+    """
     return "".join(str(b) for b in profiles(n_attributes)[index])
 
 
 def item_features(q_row: np.ndarray) -> list[tuple[int, ...]]:
-    """Feature list of an item: () for the intercept, then subsets of its measured attributes
-    ordered by size and then by attribute."""
+    """Feature list of an item: () for the intercept, then subsets of its measured attributes.
+
+    Ordered by size and then by attribute.
+
+    Parameters
+    ----------
+    q_row : numpy.ndarray (A,)
+        The item's row of the Q-matrix.
+
+    Returns
+    -------
+    list of tuple of int
+        The features.
+    """
     measured = [a for a in range(len(q_row)) if q_row[a]]
     feats = [()]
     for order in range(1, len(measured) + 1):
@@ -78,11 +127,36 @@ def item_features(q_row: np.ndarray) -> list[tuple[int, ...]]:
 
 
 def feature_name(feature: tuple[int, ...]) -> str:
+    """Name of a feature: ``"intercept"``, or its attributes as ``"a1:a2"``.
+
+    Parameters
+    ----------
+    feature : tuple of int
+        Attribute subset (0-based).
+
+    Returns
+    -------
+    str
+        The name.
+    """
     return "intercept" if not feature else ":".join(f"a{a + 1}" for a in feature)
 
 
 def design_matrix(q_row: np.ndarray, n_attributes: int) -> np.ndarray:
-    """(2^A, L_j): delta_j for every profile (row c = profile index c)."""
+    """(2^A, L_j): delta_j for every profile (row c = profile index c).
+
+    Parameters
+    ----------
+    q_row : numpy.ndarray (A,)
+        The item's row of the Q-matrix.
+    n_attributes : int
+        A.
+
+    Returns
+    -------
+    numpy.ndarray
+        delta_j, shape (2^A, L_j).
+    """
     prof = profiles(n_attributes)
     return np.stack(
         [prof[:, list(f)].prod(1) if f else np.ones(len(prof), np.int8) for f in item_features(q_row)], axis=1
@@ -102,7 +176,41 @@ def simulate_lcdm(
     interaction=(0.45, 0.55),
     item_prefix: str = "D",
 ) -> tuple[ResponseMatrix, pd.DataFrame, np.ndarray]:
-    """Binary responses from the LCDM; the seed-002 design by default."""
+    """Binary responses from the LCDM; the seed-002 design by default.
+
+    Coefficients are drawn uniformly from the given (low, high) ranges.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the numpy generator.
+    n_persons, n_attributes, n_items : int
+        N, A and J (positive).
+    profile_probabilities : array (2^A,), optional
+        Probabilities of the profiles (non-negative, summing to 1); default uniform.
+    q_matrix : array (J, A), optional
+        0/1 Q-matrix; drawn by default.
+    intercept : tuple of float
+        Range of the intercepts.
+    main_single : tuple of float
+        Range of the main effect of an item measuring one attribute.
+    main_multi : tuple of float
+        Range of the main effects of an item measuring several.
+    interaction : tuple of float
+        Range of the interactions.
+    item_prefix : str
+        Prefix of the item names.
+
+    Returns
+    -------
+    tuple of (ResponseMatrix, pandas.DataFrame, numpy.ndarray)
+        The responses, the truth table (``truth_table``) and the Q-matrix.
+
+    Raises
+    ------
+    ValueError
+        If a size is not positive, or the profile probabilities or the Q-matrix are malformed.
+    """
     if n_persons < 1 or n_items < 1 or n_attributes < 1:
         raise ValueError(
             f"n_persons, n_items and n_attributes must be positive, got {n_persons}, {n_items}, {n_attributes}"
@@ -161,6 +269,26 @@ def simulate_lcdm(
 
 
 def truth_table(q, betas, profile, probs, n_attributes) -> pd.DataFrame:
+    """The true values as a tidy table: coefficients per item, profile probabilities, persons' mastery.
+
+    Parameters
+    ----------
+    q : numpy.ndarray (J, A)
+        The Q-matrix.
+    betas : list of numpy.ndarray
+        Per item, its coefficients.
+    profile : numpy.ndarray (N,)
+        Each person's profile index.
+    probs : numpy.ndarray (2^A,)
+        Profile probabilities.
+    n_attributes : int
+        A.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows with ``parameter`` beta, profile and mastery.
+    """
     rows = []
     for j, beta in enumerate(betas):
         feats = item_features(q[j])

@@ -43,9 +43,25 @@ FACTOR_NAMES = {5: ["EXT", "EST", "AGR", "CSN", "OPN"]}
 
 
 def lkj_corr(rng: np.random.Generator, dim: int, concentration: float = 1.0) -> np.ndarray:
-    """One draw from the LKJ distribution over correlation matrices (onion method,
-    Lewandowski, Kurowicka and Joe 2009, section 3.2). Written here so simulated data depend
-    only on numpy's generator."""
+    """One draw from the LKJ distribution over correlation matrices.
+
+    Onion method, Lewandowski, Kurowicka and Joe 2009, section 3.2. Written here so simulated
+    data depend only on numpy's generator.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Random numbers.
+    dim : int
+        Dimension.
+    concentration : float
+        LKJ concentration.
+
+    Returns
+    -------
+    numpy.ndarray
+        A correlation matrix, (dim, dim).
+    """
     if dim == 1:
         return np.ones((1, 1))
     beta = concentration + (dim - 2) / 2.0
@@ -82,7 +98,48 @@ def simulate_mgrm(
     With ``parameter_seed`` the item parameters and the factor correlations are drawn from
     their own generator, so replications that differ only in ``seed`` share one set of true
     parameters and differ in the persons and their responses (the paper's design: one truth,
-    100 response matrices). Without it everything comes from ``seed``."""
+    100 response matrices). Without it everything comes from ``seed``.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the numpy generator.
+    n_persons, n_items : int
+        N and I.
+    n_categories : int
+        Categories of every item (at least 2).
+    n_factors : int
+        P.
+    structure : str
+        ``"simple"`` or ``"complex"`` (see the module docstring).
+    latent : str
+        ``"normal"`` or ``"mixture"`` (the multimodal design).
+    loading_log_var : float
+        Variance of the log loadings.
+    lkj_concentration : float
+        Concentration of the LKJ draw of the factor correlations.
+    cross_prob : float
+        Probability of a cross-loading (complex structure).
+    standardize_mixture : bool
+        Divide the mixture draws by sqrt(2.05) (see the module docstring).
+    factor_names : list of str, optional
+        Names of the factors.
+    include_abilities : bool
+        Whether the truth table holds the abilities.
+    parameter_seed : int, optional
+        Separate seed of the item parameters and factor correlations.
+
+    Returns
+    -------
+    tuple of (ResponseMatrix, pandas.DataFrame)
+        The responses (Q-matrix in ``attrs``) and the truth table.
+
+    Raises
+    ------
+    ValueError
+        If ``n_persons`` is not positive, ``n_categories`` is below 2, ``n_factors`` is outside
+        1..I, or ``structure`` or ``latent`` is not known.
+    """
     if n_persons < 1:
         raise ValueError(f"n_persons must be positive, got {n_persons}")
     if n_categories < 2:
@@ -165,13 +222,47 @@ def simulate_mgrm(
 
 
 def from_preset(preset: str, seed: int, n_persons: int, **overrides):
+    """``simulate_mgrm`` with a design of ``PRESETS`` by name.
+
+    Parameters
+    ----------
+    preset : str
+        A name in ``PRESETS`` (``data.mgrm_presets``).
+    seed : int
+        Seed.
+    n_persons : int
+        N.
+    **overrides
+        Replace the preset's arguments.
+
+    Returns
+    -------
+    tuple of (ResponseMatrix, pandas.DataFrame)
+        As ``simulate_mgrm``.
+
+    Raises
+    ------
+    ValueError
+        If the preset is not known.
+    """
     if preset not in PRESETS:
         raise ValueError(f"unknown simulation preset '{preset}'; known: {sorted(PRESETS)}")
     return simulate_mgrm(seed, n_persons, **{**PRESETS[preset], **overrides})
 
 
 def q_matrix(rm: ResponseMatrix) -> np.ndarray:
-    """The Q-matrix stored by ``simulate_mgrm`` (or the simple structure of the item scales)."""
+    """The Q-matrix stored by ``simulate_mgrm`` (or the simple structure of the item scales).
+
+    Parameters
+    ----------
+    rm : ResponseMatrix
+        A response matrix.
+
+    Returns
+    -------
+    numpy.ndarray
+        Q-matrix (I, P), float32.
+    """
     if "q_matrix" in rm.attrs:
         return np.asarray(rm.attrs["q_matrix"], np.float32)
     idx = rm.scale_index

@@ -25,7 +25,17 @@ PARQUET_SUFFIXES = {".parquet", ".pq"}
 
 
 class Cells(NamedTuple):
-    """A table file as text cells."""
+    """A table file as text cells.
+
+    Attributes
+    ----------
+    frame : pandas.DataFrame
+        Every column as stripped text, "" for blank / null.
+    lines : numpy.ndarray
+        The file's line (text) or data row (parquet) of each record.
+    where : str
+        ``"line"`` or ``"row"``.
+    """
 
     frame: pd.DataFrame  # every column as stripped text, "" for blank / null
     lines: np.ndarray  # the file's line (text) or data row (parquet) of each record
@@ -33,6 +43,26 @@ class Cells(NamedTuple):
 
 
 def read_text(path: Path, delimiter: str | None) -> Cells:
+    """Read a delimited text file into text cells.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The file.
+    delimiter : str or None
+        The delimiter (None: from the file's suffix, else detected from the header).
+
+    Returns
+    -------
+    Cells
+        The cells, with each record's line.
+
+    Raises
+    ------
+    DataFormatError
+        If the file is binary or not UTF-8, its header is empty, a single column or has a
+        duplicated name, it is not a readable table, or it has no persons.
+    """
     raw = path.read_bytes()
     nul = raw.find(b"\x00", 0, 1 << 16)
     if nul >= 0:
@@ -92,6 +122,23 @@ def _detect_delimiter(header: str) -> str:
 
 
 def read_parquet(path: Path) -> Cells:
+    """Read a parquet file into text cells.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The file.
+
+    Returns
+    -------
+    Cells
+        The cells, with each record's row.
+
+    Raises
+    ------
+    DataFormatError
+        If the file is not parquet, has no rows or a duplicated column name.
+    """
     try:
         df = pd.read_parquet(path)
     except Exception as err:  # pyarrow raises several types for a file that is not parquet

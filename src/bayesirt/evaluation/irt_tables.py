@@ -48,7 +48,20 @@ PERSON_COLUMNS = ["person", "person_id", "factor", "score", "sd", "n_answered", 
 
 
 def thresholds_to_slope_intercept(discrimination, thresholds):
-    """IRT form -> slope-intercept: d_k = -a b_k. Arrays (..., I) and (..., I, K-1)."""
+    """IRT form -> slope-intercept: d_k = -a b_k.
+
+    Parameters
+    ----------
+    discrimination : array (..., I)
+        a.
+    thresholds : array (..., I, K-1)
+        b_k.
+
+    Returns
+    -------
+    numpy.ndarray
+        Intercepts d, shape (..., I, K-1).
+    """
     a = np.asarray(discrimination)
     return -a[..., None] * np.asarray(thresholds)
 
@@ -65,15 +78,39 @@ def item_table(
 ) -> pd.DataFrame:
     """Both forms of every item, one row per value (columns ``ITEM_COLUMNS``).
 
-    slopes      (S, I, P) draws of a (S = 1 for point estimates); a slope that is exactly 0 in
-                every draw is a fixed zero (not a loading of the item) and is not listed.
-    intercepts  (S, I, Kmax-1) draws of d; entries k >= K_j - 1 of an item are ignored.
     Rows: form "slope_intercept" (parameter a per loaded factor, d per k) then form "irt" (a and
-    b per k for one-factor items; mdisc and mdiff per k otherwise). ``factor`` names the
-    factor of a slope ("" otherwise), ``category`` is k (-1 for a slope or mdisc).
-    slope_sd, intercept_sd  (I, P) and (I, Kmax-1): posterior sds of a method that reports
-                sds but no draws (S = 1); they fill the slope-intercept rows' ``sd``. The IRT
-                form is then a plug-in of the means and its ``sd`` stays empty.
+    b per k for one-factor items; mdisc and mdiff per k otherwise). ``factor`` names the factor
+    of a slope ("" otherwise), ``category`` is k (-1 for a slope or mdisc).
+
+    Parameters
+    ----------
+    slopes : array (S, I, P)
+        Draws of a (S = 1 for point estimates); a slope that is exactly 0 in every draw is a
+        fixed zero (not a loading of the item) and is not listed.
+    intercepts : array (S, I, Kmax-1)
+        Draws of d; entries k >= K_j - 1 of an item are ignored.
+    n_categories : sequence of int
+        K_j per item.
+    item_names : sequence of str
+        Item names.
+    scales : sequence of str
+        Each item's scale.
+    factor_names : sequence of str
+        Factor names (P).
+    slope_sd, intercept_sd : array (I, P) and (I, Kmax-1), optional
+        Posterior sds of a method that reports sds but no draws (S = 1); they fill the
+        slope-intercept rows' ``sd``. The IRT form is then a plug-in of the means and its ``sd``
+        stays empty.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The item table.
+
+    Raises
+    ------
+    ValueError
+        If slopes and intercepts do not share S and I, or the factor names do not match P.
     """
     a = np.asarray(slopes, np.float64)
     d = np.asarray(intercepts, np.float64)
@@ -116,8 +153,28 @@ def person_table(
 ) -> pd.DataFrame:
     """One row per person and factor (columns ``PERSON_COLUMNS``), person by person.
 
-    mean, sd   (N, P) posterior means and sds of the abilities (or the encoder's).
-    answered   (N, P) number of items of the factor the person answered.
+    Parameters
+    ----------
+    mean, sd : array (N, P)
+        Posterior means and sds of the abilities (or the encoder's).
+    factor_names : sequence of str
+        Factor names (P).
+    person_ids : sequence
+        Person identifiers (N).
+    answered : array (N, P)
+        Number of items of the factor the person answered.
+    score_type : str
+        What the scores are (written to every row).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The person table.
+
+    Raises
+    ------
+    ValueError
+        If the shapes and names do not agree.
     """
     mean, sd, answered = (np.asarray(x) for x in (mean, sd, answered))
     n, p = mean.shape
@@ -140,15 +197,42 @@ def person_table(
 
 
 def answered_per_factor(observed, loads) -> np.ndarray:
-    """(N, P): how many items loading on each factor a person answered (observed (N, I),
-    loads (I, P) boolean)."""
+    """(N, P): how many items loading on each factor a person answered.
+
+    Parameters
+    ----------
+    observed : array (N, I)
+        Boolean, observed responses.
+    loads : array (I, P)
+        Boolean, which factors each item loads on.
+
+    Returns
+    -------
+    numpy.ndarray
+        Counts, shape (N, P).
+    """
     return np.asarray(observed, np.int64) @ np.asarray(loads, np.int64)
 
 
 def items_at_lower_bound(items: pd.DataFrame, bound: float = AT_BOUND_DISCRIMINATION) -> pd.DataFrame:
-    """One row per item of an ``item_table``: item, item_name, scale, discrimination (a of a
-    one-factor item, MDISC of an item on several factors), sd (posterior sd where known, else
-    NaN) and at_bound (0 <= discrimination < ``bound``)."""
+    """One row per item of an ``item_table`` with its discrimination and whether it sits at the bound.
+
+    Columns: item, item_name, scale, discrimination (a of a one-factor item, MDISC of an item on
+    several factors), sd (posterior sd where known, else NaN) and at_bound
+    (0 <= discrimination < ``bound``).
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        An ``item_table``.
+    bound : float
+        The lower bound.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per item.
+    """
     one = items[(items.form == "slope_intercept") & (items.parameter == "a")]
     n_slopes = one.groupby("item").size()
     single = one[one["item"].map(n_slopes) == 1]
@@ -162,12 +246,28 @@ def items_at_lower_bound(items: pd.DataFrame, bound: float = AT_BOUND_DISCRIMINA
 def warn_items_at_bound(
     items: pd.DataFrame, where: str = "the fit", item_rest: pd.DataFrame | None = None
 ) -> list[str]:
-    """Log one WARNING per item of an ``item_table`` whose discrimination sits at the lower bound
-    (``items_at_lower_bound``), and, given the data's corrected item-rest correlations
-    (``item_rest``: columns item, correlation, flagged, as ``data.item_direction`` computes
-    them), per item flagged there whatever its discrimination: fitted jointly with the persons'
-    abilities, an item keyed the wrong way in a short scale keeps a small positive one (0.19
-    against 1.4-2.1 in a simulated five-item scale of 1,000 persons). Returns the messages."""
+    """Log one WARNING per item whose discrimination sits at the lower bound, or keyed the wrong way.
+
+    Per item of an ``item_table`` at the lower bound (``items_at_lower_bound``), and, given the
+    data's corrected item-rest correlations, per item flagged there whatever its discrimination:
+    fitted jointly with the persons' abilities, an item keyed the wrong way in a short scale
+    keeps a small positive one (0.19 against 1.4-2.1 in a simulated five-item scale of 1,000
+    persons).
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        An ``item_table``.
+    where : str
+        Names the fit in the messages.
+    item_rest : pandas.DataFrame, optional
+        Columns item, correlation, flagged, as ``data.item_direction`` computes them.
+
+    Returns
+    -------
+    list of str
+        The messages.
+    """
     fitted = items_at_lower_bound(items)
     negative = {}
     if item_rest is not None:

@@ -49,8 +49,30 @@ def importance_sampled_loglik(
 ) -> np.ndarray:
     """Eq. 27 per person with a method's own proposal.
 
-    ``draw(key, y, n) -> (z (n, B, P), log_q (n, B))`` is the proposal (e.g.
-    ``iwae.proposal(...)`` or ``iwavb.proposal(...)``). Returns (N,) float64.
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    model_params : dict
+        The GRM's parameters (``params["model"]`` of a fit).
+    st : mgrm.Structure
+        The model's structure.
+    responses : array (N, I)
+        Responses, -1 for missing.
+    draw : callable
+        ``draw(key, y, n) -> (z (n, B, P), log_q (n, B))``, the proposal (e.g.
+        ``iwae.proposal(...)`` or ``iwavb.proposal(...)``).
+    n_samples : int
+        Importance samples per person.
+    person_chunk : int
+        Persons per compiled call.
+    sample_chunk : int
+        Samples per compiled call.
+
+    Returns
+    -------
+    numpy.ndarray
+        Log-likelihoods, shape (N,), float64.
     """
     y_all = np.asarray(responses)
 
@@ -82,9 +104,26 @@ def _pad(y, rows):
 
 
 def posterior_modes(model_params, st: mgrm.Structure, y, n_newton: int = 30):
-    """Mode and Hessian of log p(x_i, z) for each person of ``y`` (B, I): (B, P), (B, P, P).
+    """Mode and Hessian of log p(x_i, z) for each person of ``y`` (B, I).
 
-    Damped Newton steps from z = 0 (each step's Euclidean length capped at 1)."""
+    Damped Newton steps from z = 0 (each step's Euclidean length capped at 1).
+
+    Parameters
+    ----------
+    model_params : dict
+        The GRM's parameters (``params["model"]`` of a fit).
+    st : mgrm.Structure
+        The model's structure.
+    y : array (B, I)
+        Responses, -1 for missing.
+    n_newton : int
+        Newton steps.
+
+    Returns
+    -------
+    tuple of jax.Array
+        Modes (B, P) and Hessians (B, P, P).
+    """
 
     def f(z, yi):
         return mgrm.log_joint(model_params, yi[None], z[None], st)[0]
@@ -117,7 +156,34 @@ def laplace_is_loglik(
     sample_chunk: int = 500,
     n_newton: int = 30,
 ) -> np.ndarray:
-    """Method-independent importance-sampled log-likelihood per person (see module doc)."""
+    """Method-independent importance-sampled log-likelihood per person (see module doc).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    model_params : dict
+        The GRM's parameters (``params["model"]`` of a fit).
+    st : mgrm.Structure
+        The model's structure.
+    responses : array (N, I)
+        Responses, -1 for missing.
+    n_samples : int
+        Importance samples per person.
+    inflation : float
+        Factor on the Laplace proposal's standard deviations.
+    person_chunk : int
+        Persons per compiled call.
+    sample_chunk : int
+        Samples per compiled call.
+    n_newton : int
+        Newton steps to the posterior modes.
+
+    Returns
+    -------
+    numpy.ndarray
+        Log-likelihoods, shape (N,), float64.
+    """
     y_all = np.asarray(responses)
     p = st.n_factors
 
@@ -160,7 +226,31 @@ def laplace_is_loglik(
 def quadrature_loglik(
     model_params, st: mgrm.Structure, responses, n_nodes: int | None = None, person_chunk: int = 512
 ) -> np.ndarray:
-    """Gauss-Hermite marginal log-likelihood per person (P <= 2)."""
+    """Gauss-Hermite marginal log-likelihood per person (P <= 2).
+
+    Parameters
+    ----------
+    model_params : dict
+        The GRM's parameters (``params["model"]`` of a fit).
+    st : mgrm.Structure
+        The model's structure.
+    responses : array (N, I)
+        Responses, -1 for missing.
+    n_nodes : int, optional
+        Nodes per factor (default 101 for one factor, 41 for two).
+    person_chunk : int
+        Persons per compiled call.
+
+    Returns
+    -------
+    numpy.ndarray
+        Log-likelihoods, shape (N,).
+
+    Raises
+    ------
+    ValueError
+        If the model has more than 2 factors.
+    """
     p = st.n_factors
     if p > 2:
         raise ValueError(f"quadrature_loglik supports at most 2 factors, got {p}; use laplace_is_loglik")

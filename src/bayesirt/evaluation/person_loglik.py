@@ -21,7 +21,24 @@ import numpy as np
 
 
 def laplace_proposal(log_lik, y, n_factors: int, n_newton: int = 25):
-    """Mode (B, K) and Cholesky factor (B, K, K) of the inverse negative Hessian."""
+    """Mode (B, K) and Cholesky factor (B, K, K) of the inverse negative Hessian.
+
+    Parameters
+    ----------
+    log_lik : callable
+        ``log_lik(y, theta)``: theta (..., B, K) -> (..., B), closing over the item values.
+    y : array (B, J)
+        Responses, -1 for missing.
+    n_factors : int
+        K.
+    n_newton : int
+        Newton steps from a = 0.
+
+    Returns
+    -------
+    tuple of jax.Array
+        Modes (B, K) and Cholesky factors (B, K, K).
+    """
 
     def log_joint(theta, yi):
         return log_lik(yi[None], theta[None])[0] - 0.5 * jnp.sum(theta**2)
@@ -48,7 +65,32 @@ def laplace_proposal(log_lik, y, n_factors: int, n_newton: int = 25):
 def importance_loglik(
     key, log_lik, y, mean, chol, n_samples: int = 1000, inflation: float = 1.2, chunk: int = 2000
 ) -> np.ndarray:
-    """(B,) importance-sampled log p(r_i). ``chol`` (B, K, K) or a (B, K) sd (diagonal)."""
+    """(B,) importance-sampled log p(r_i) with a Gaussian proposal per person.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    log_lik : callable
+        ``log_lik(y, theta)``: theta (..., B, K) -> (..., B), closing over the item values.
+    y : array (B, J)
+        Responses, -1 for missing.
+    mean : array (B, K)
+        Proposal means.
+    chol : array
+        (B, K, K) Cholesky factors, or a (B, K) sd (diagonal).
+    n_samples : int
+        R, importance samples per person.
+    inflation : float
+        Factor on the proposal's scale.
+    chunk : int
+        Persons per compiled call.
+
+    Returns
+    -------
+    numpy.ndarray
+        Log-likelihoods, shape (B,).
+    """
     y = jnp.asarray(y)
     mean = jnp.asarray(mean, jnp.float32)
     chol = jnp.asarray(chol, jnp.float32)
@@ -76,7 +118,30 @@ def importance_loglik(
 def laplace_importance_loglik(
     key, log_lik, y, n_factors: int, n_samples: int = 1000, inflation: float = 1.2, chunk: int = 2000
 ) -> np.ndarray:
-    """The method-independent evaluator: Laplace proposal, then ``importance_loglik``."""
+    """The method-independent evaluator: Laplace proposal, then ``importance_loglik``.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    log_lik : callable
+        ``log_lik(y, theta)``: theta (..., B, K) -> (..., B), closing over the item values.
+    y : array (N, J)
+        Responses, -1 for missing.
+    n_factors : int
+        K.
+    n_samples : int
+        R, importance samples per person.
+    inflation : float
+        Factor on the Laplace covariance's scale.
+    chunk : int
+        Persons per compiled call.
+
+    Returns
+    -------
+    numpy.ndarray
+        Log-likelihoods, shape (N,).
+    """
     y = jnp.asarray(y)
     means, chols = [], []
     prop = jax.jit(lambda yb: laplace_proposal(log_lik, yb, n_factors))

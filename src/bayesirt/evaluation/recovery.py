@@ -7,7 +7,25 @@ import pandas as pd
 
 
 def metrics(estimate, reference) -> dict:
-    """RMSE, bias (mean of estimate - reference), MSE, correlation and count."""
+    """RMSE, bias (mean of estimate - reference), MSE, correlation and count.
+
+    Parameters
+    ----------
+    estimate : array
+        Estimates.
+    reference : array
+        Reference values (the truth, or another fit), same shape.
+
+    Returns
+    -------
+    dict
+        ``rmse``, ``bias``, ``mse``, ``corr`` (NaN when undefined) and ``n``.
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ.
+    """
     estimate = np.asarray(estimate, dtype=np.float64)
     reference = np.asarray(reference, dtype=np.float64)
     if estimate.shape != reference.shape:
@@ -30,7 +48,23 @@ def metrics(estimate, reference) -> dict:
 def recovery_table(
     estimates: pd.DataFrame, reference_column: str = "true", by: tuple = ("parameter", "scale")
 ) -> pd.DataFrame:
-    """One row per group of ``by`` (and per parameter over all scales, scale = 'all')."""
+    """One row per group of ``by`` (and per parameter over all scales, scale = 'all').
+
+    Parameters
+    ----------
+    estimates : pandas.DataFrame
+        One row per estimated parameter, with a ``mean`` column, ``reference_column`` and the
+        ``by`` columns.
+    reference_column : str
+        Column of the reference values.
+    by : tuple of str
+        Grouping columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The group's keys and ``metrics`` per group.
+    """
     rows = []
     groups = [list(by)] + ([["parameter"]] if "scale" in by else [])
     for keys in groups:

@@ -27,7 +27,20 @@ import numpy as np
 
 
 def geomin_criterion(loadings, delta: float = 0.01):
-    """Value and gradient (w.r.t. the loadings) of the Geomin criterion."""
+    """Value and gradient (w.r.t. the loadings) of the Geomin criterion.
+
+    Parameters
+    ----------
+    loadings : array (I, P)
+        Loadings.
+    delta : float
+        Geomin's small constant added to the squared loadings.
+
+    Returns
+    -------
+    tuple
+        The criterion (float) and its gradient (I, P).
+    """
     lam = np.asarray(loadings, np.float64)
     k = lam.shape[1]
     l2 = lam * lam + delta
@@ -68,6 +81,22 @@ def _gpf_oblique(a, t, delta, max_iter, tol):
 
 @dataclass
 class Rotation:
+    """The result of ``geomin``.
+
+    Attributes
+    ----------
+    loadings : numpy.ndarray (I, P)
+        Rotated loadings.
+    factor_corr : numpy.ndarray (P, P)
+        Factor correlations after rotation.
+    rotation : numpy.ndarray (P, P)
+        The rotation matrix T.
+    criterion : float
+        Geomin criterion at the solution.
+    converged : bool
+        Whether the best start converged.
+    """
+
     loadings: np.ndarray  # (I, P) rotated
     factor_corr: np.ndarray  # (P, P)
     rotation: np.ndarray  # T
@@ -84,9 +113,33 @@ def geomin(
     max_iter: int = 1000,
     tol: float = 1e-6,
 ) -> Rotation:
-    """Geomin oblique rotation of ``loadings`` (I, P) whose factors have correlation
-    ``factor_corr`` (identity if None). The first start is the identity, then random
-    orthogonal matrices; the solution with the smallest criterion is returned."""
+    """Geomin oblique rotation of ``loadings`` whose factors have correlation ``factor_corr``.
+
+    The first start is the identity, then random orthogonal matrices; the solution with the
+    smallest criterion is returned.
+
+    Parameters
+    ----------
+    loadings : array (I, P)
+        Loadings.
+    factor_corr : array (P, P), optional
+        Factor correlations (identity if None).
+    delta : float
+        Geomin's constant.
+    n_starts : int
+        Starts (the identity, then random orthogonal matrices).
+    seed : int
+        Seed of the random starts.
+    max_iter : int
+        Most iterations per start.
+    tol : float
+        Convergence tolerance.
+
+    Returns
+    -------
+    Rotation
+        The best solution.
+    """
     lam = np.asarray(loadings, np.float64)
     p = lam.shape[1]
     a = lam if factor_corr is None else lam @ np.linalg.cholesky(np.asarray(factor_corr, np.float64))
@@ -103,7 +156,20 @@ def geomin(
 
 
 def reflect(loadings, factor_corr=None):
-    """Reverse factors whose loadings sum negative; returns (loadings, corr, signs)."""
+    """Reverse factors whose loadings sum negative.
+
+    Parameters
+    ----------
+    loadings : array (I, P)
+        Loadings.
+    factor_corr : array (P, P), optional
+        Factor correlations (identity if None).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        (loadings, corr, signs).
+    """
     lam = np.asarray(loadings, np.float64)
     signs = np.where(lam.sum(0) < 0, -1.0, 1.0)
     corr = np.eye(lam.shape[1]) if factor_corr is None else np.asarray(factor_corr, np.float64)
@@ -111,9 +177,28 @@ def reflect(loadings, factor_corr=None):
 
 
 def align(loadings, reference, factor_corr=None):
-    """Reflect (loadings sum positive), then permute columns to best match ``reference`` in
-    squared error. Returns (loadings, corr, permutation, signs) with
-    ``aligned[:, k] = signs[k] * loadings[:, permutation[k]]``."""
+    """Reflect (loadings sum positive), then permute columns to best match ``reference`` in squared error.
+
+    Parameters
+    ----------
+    loadings : array (I, P)
+        Loadings.
+    reference : array (I, P)
+        Reference loadings.
+    factor_corr : array (P, P), optional
+        Factor correlations.
+
+    Returns
+    -------
+    tuple
+        (loadings, corr, permutation, signs) with
+        ``aligned[:, k] = signs[k] * loadings[:, permutation[k]]``.
+
+    Raises
+    ------
+    ValueError
+        If the shapes of ``loadings`` and ``reference`` differ.
+    """
     lam, corr, signs = reflect(loadings, factor_corr)
     ref = np.asarray(reference, np.float64)
     if ref.shape != lam.shape:
@@ -128,13 +213,44 @@ def align(loadings, reference, factor_corr=None):
 
 
 def tucker_congruence(a, b):
-    """Tucker's congruence coefficient per column: sum(a b) / sqrt(sum a^2 sum b^2)."""
+    """Tucker's congruence coefficient per column: sum(a b) / sqrt(sum a^2 sum b^2).
+
+    Parameters
+    ----------
+    a, b : array (I, P)
+        Loadings.
+
+    Returns
+    -------
+    numpy.ndarray
+        Congruences, shape (P,).
+    """
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return (a * b).sum(0) / np.sqrt((a * a).sum(0) * (b * b).sum(0))
 
 
 def rotate_and_align(loadings, reference, factor_corr=None, equivalent_above: float = 0.98, **kwargs) -> dict:
-    """Geomin-rotate, reflect and align a solution to a reference (already rotated) one."""
+    """Geomin-rotate, reflect and align a solution to a reference (already rotated) one.
+
+    Parameters
+    ----------
+    loadings : array (I, P)
+        Loadings.
+    reference : array (I, P)
+        Reference loadings, already rotated.
+    factor_corr : array (P, P), optional
+        Factor correlations.
+    equivalent_above : float
+        Smallest congruence for which the solutions count as equivalent.
+    **kwargs
+        Passed to ``geomin``.
+
+    Returns
+    -------
+    dict
+        ``loadings``, ``factor_corr``, ``permutation``, ``signs``, ``congruence`` (P,),
+        ``mean_congruence``, ``equivalent``, ``criterion``, ``converged``.
+    """
     rot = geomin(loadings, factor_corr, **kwargs)
     lam, corr, perm, signs = align(rot.loadings, reference, rot.factor_corr)
     phi = tucker_congruence(lam, reference)

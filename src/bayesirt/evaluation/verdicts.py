@@ -32,6 +32,24 @@ DIRECTIONS = ("lower", "higher")
 
 @dataclass(frozen=True)
 class Verdict:
+    """A verdict on a report's claim.
+
+    Attributes
+    ----------
+    outcome : str
+        One of ``OUTCOMES``: supported, contradicted, inconclusive.
+    n : int
+        Pairs (or observations) the verdict rests on.
+    mean_difference : float
+        Mean difference.
+    low, high : float
+        Interval for the mean difference (nan with fewer than two pairs).
+    level : float
+        Level of the interval.
+    text : str
+        The evidence and the outcome in one sentence.
+    """
+
     outcome: str  # one of OUTCOMES
     n: int  # pairs (or observations) the verdict rests on
     mean_difference: float
@@ -42,7 +60,18 @@ class Verdict:
 
 
 def number(x: float) -> str:
-    """Three significant digits with a true minus sign, as a report prints a difference."""
+    """Three significant digits with a true minus sign, as a report prints a difference.
+
+    Parameters
+    ----------
+    x : float
+        The number.
+
+    Returns
+    -------
+    str
+        E.g. ``"−0.0123"``; ``"n/a"`` if not finite.
+    """
     if not np.isfinite(x):
         return "n/a"
     return f"{x:.3g}".replace("-", "−")
@@ -86,11 +115,36 @@ def paired_verdict(
     level: float = 0.95,
     unit: str = "paired replications",
 ) -> Verdict:
-    """Verdict on the claim that ``differences`` (claimed method − baseline, one per pair) are
-    ``direction`` ("lower" or "higher") than 0, tolerating ``margin`` in the wrong direction.
+    """Verdict on the claim that paired ``differences`` are ``direction`` than 0.
 
-    ``subject`` starts the sentence, e.g. "IWAVB's loading MSE"; pairs with a missing value
-    (nan) are left out.
+    Differences are claimed method − baseline, one per pair; ``margin`` in the wrong direction
+    is tolerated. ``subject`` starts the sentence, e.g. "IWAVB's loading MSE"; pairs with a
+    missing value (nan) are left out.
+
+    Parameters
+    ----------
+    differences : array
+        Claimed method − baseline, one per pair.
+    subject : str
+        Start of the sentence.
+    direction : str
+        ``"lower"`` or ``"higher"``.
+    margin : float
+        Tolerance in the wrong direction (>= 0).
+    level : float
+        Level of the interval, in (0, 1).
+    unit : str
+        What a pair is, in the sentence.
+
+    Returns
+    -------
+    Verdict
+        Outcome, interval and sentence.
+
+    Raises
+    ------
+    ValueError
+        If ``direction``, ``margin`` or ``level`` is invalid.
     """
     _check(direction, margin, level)
     d = np.asarray(differences, dtype=np.float64).ravel()
@@ -129,8 +183,33 @@ def paired_verdict(
 def two_group_verdict(
     first, second, *, subject: str, direction: str, labels=("first", "second"), level: float = 0.95
 ) -> Verdict:
-    """Verdict on the claim that the mean of ``first`` is ``direction`` than the mean of ``second``
-    (two unpaired groups; Welch's interval for the difference of means)."""
+    """Verdict on the claim that the mean of ``first`` is ``direction`` than the mean of ``second``.
+
+    Two unpaired groups; Welch's interval for the difference of means.
+
+    Parameters
+    ----------
+    first, second : array
+        The two groups' values.
+    subject : str
+        Start of the sentence.
+    direction : str
+        ``"lower"`` or ``"higher"``.
+    labels : tuple of str
+        Names of the groups in the sentence.
+    level : float
+        Level of the interval, in (0, 1).
+
+    Returns
+    -------
+    Verdict
+        Outcome, interval and sentence.
+
+    Raises
+    ------
+    ValueError
+        If ``direction`` or ``level`` is invalid.
+    """
     _check(direction, 0.0, level)
     a = np.asarray(first, dtype=np.float64).ravel()
     b = np.asarray(second, dtype=np.float64).ravel()
@@ -173,13 +252,31 @@ def two_group_verdict(
 def paired_differences(
     frame: pd.DataFrame, value: str, *, claimed: str, baseline: str, units, method_column: str = "method"
 ) -> pd.Series:
-    """``claimed`` − ``baseline`` of ``value`` per unit (the columns ``units``, e.g. design and
-    replication), each method's values first averaged within the unit; units where either
-    method has no value are left out.
+    """``claimed`` − ``baseline`` of ``value`` per unit.
 
-    The unit is what is replicated independently: fits that share data (several numbers of
+    The unit is the columns ``units``, e.g. design and replication; each method's values are
+    first averaged within the unit; units where either method has no value are left out. The
+    unit is what is replicated independently: fits that share data (several numbers of
     importance samples on one simulated data set) are averaged into one pair, not counted as
     several.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        One row per fit.
+    value : str
+        The column compared.
+    claimed, baseline : str
+        The two methods.
+    units : sequence of str
+        Columns that identify a unit.
+    method_column : str
+        Column naming the method.
+
+    Returns
+    -------
+    pandas.Series
+        Differences, indexed by unit (empty if either method is absent).
     """
     units = list(units)
     piv = frame.pivot_table(index=units, columns=method_column, values=value, aggfunc="mean")

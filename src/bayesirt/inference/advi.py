@@ -37,6 +37,24 @@ HALF_LOG_2PI_E = 0.5 * np.log(2 * np.pi * np.e)
 
 @dataclass(frozen=True)
 class Model:
+    """A model for mean-field ADVI: parameter shapes, bijectors, local parameters, log-densities.
+
+    Attributes
+    ----------
+    shapes : dict
+        Name -> shape (local parameters have persons as first axis).
+    bijectors : dict
+        Name -> tfb bijector from R to the parameter's support.
+    local : tuple of str
+        Names of per-person parameters.
+    log_prior_global : callable
+        params -> scalar.
+    log_prior_local : callable
+        params (batch rows of local parameters) -> (B,).
+    log_likelihood : callable
+        (params, batch, key) -> (B,).
+    """
+
     shapes: dict  # name -> shape (local parameters have persons as first axis)
     bijectors: dict  # name -> tfb bijector from R to the parameter's support
     local: tuple  # names of per-person parameters
@@ -47,9 +65,17 @@ class Model:
 
 @dataclass(frozen=True)
 class ADVISettings:
-    """Settings of :func:`fit`: ``n_draws`` draws of the surrogate per step (the ELBO's Monte
-    Carlo estimate), ``init_scale`` the surrogate's starting sd when ``fit`` builds its start,
-    ``train`` the training driver's settings."""
+    """Settings of :func:`fit`.
+
+    Attributes
+    ----------
+    n_draws : int
+        Draws of the surrogate per step (the ELBO's Monte Carlo estimate).
+    init_scale : float
+        The surrogate's starting sd when ``fit`` builds its start.
+    train : TrainSettings
+        The training driver's settings.
+    """
 
     n_draws: int = 1
     init_scale: float = 0.1
@@ -57,8 +83,30 @@ class ADVISettings:
 
 
 def init(model: Model, initial_values: dict, init_scale: float = 0.1) -> dict:
-    """Surrogate parameters: ``loc`` at the inverse bijector of ``initial_values``, and
-    ``raw_scale`` (softplus-inverse of the standard deviation) at ``init_scale``."""
+    """Surrogate parameters from starting values.
+
+    ``loc`` at the inverse bijector of ``initial_values``, and ``raw_scale`` (softplus-inverse of
+    the standard deviation) at ``init_scale``.
+
+    Parameters
+    ----------
+    model : Model
+        The model (shapes and bijectors).
+    initial_values : dict
+        Name -> starting value on the constrained scale, shaped as ``model.shapes``.
+    init_scale : float
+        Starting standard deviation.
+
+    Returns
+    -------
+    dict
+        ``{"loc": {...}, "raw_scale": {...}}`` on the unconstrained scale.
+
+    Raises
+    ------
+    ValueError
+        If a starting value's shape differs from ``model.shapes``.
+    """
     raw = float(np.log(np.expm1(init_scale)))
     # one compiled program rather than a few eager ones per parameter
     loc = jax.jit(
@@ -106,7 +154,22 @@ def _entropy(model: Model, q: dict, index):
 
 
 def negative_elbo(model: Model, n_persons: int, n_draws: int = 1):
-    """Loss for ``training.train``: minus the (per-person) ELBO estimate on a batch."""
+    """Loss for ``training.train``: minus the (per-person) ELBO estimate on a batch.
+
+    Parameters
+    ----------
+    model : Model
+        The model.
+    n_persons : int
+        N, to scale the global terms to one person.
+    n_draws : int
+        Draws of the surrogate per estimate.
+
+    Returns
+    -------
+    callable
+        ``loss(q, key, batch) -> scalar``.
+    """
 
     def loss(q, key, batch):
         index = batch["index"]
@@ -172,7 +235,24 @@ def fit(
 
 
 def draws(model: Model, q: dict, key, n: int) -> dict:
-    """``n`` draws of every parameter from the surrogate, on the constrained scale."""
+    """``n`` draws of every parameter from the surrogate, on the constrained scale.
+
+    Parameters
+    ----------
+    model : Model
+        The model (shapes and bijectors).
+    q : dict
+        The surrogate (``{"loc", "raw_scale"}``).
+    key : jax.Array
+        PRNG key.
+    n : int
+        Number of draws.
+
+    Returns
+    -------
+    dict
+        Name -> numpy array (n, *shape).
+    """
 
     @jax.jit  # one program rather than a few eager ones per parameter
     def constrained(q, key):

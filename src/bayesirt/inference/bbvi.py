@@ -48,6 +48,28 @@ from bayesirt.models import lcdm
 
 
 class BBVISettings(NamedTuple):
+    """Settings of :func:`fit`.
+
+    Attributes
+    ----------
+    n_samples : int
+        M, samples of q per step for the score-function estimate.
+    control_variates : bool
+        Whether to use control variates.
+    steps_per_block : tuple of int
+        Steps for Z, beta, pi, sigma^2 per sweep (the seed's schedule).
+    learning_rates : tuple of float
+        Adam's learning rate per block.
+    init_scale : float
+        Initial sd of q(beta_j) per feature.
+    priors : lcdm.Priors
+        The model's priors.
+    monotone : bool
+        q on the unconstrained u of ``models.lcdm.monotone_beta``.
+    train : training.TrainSettings
+        The training driver's settings.
+    """
+
     n_samples: int = 50  # M
     control_variates: bool = False
     steps_per_block: tuple = (10, 20, 20, 30)  # Z, beta, pi, sigma^2 per sweep (the seed's schedule)
@@ -59,6 +81,22 @@ class BBVISettings(NamedTuple):
 
 
 def block_optimizer(settings: BBVISettings, train: training.TrainSettings) -> optax.GradientTransformation:
+    """Adam per block, cycled by ``coordinate_ascent`` on the blocks' schedule.
+
+    Each block's learning rate decays as the training driver's schedule does.
+
+    Parameters
+    ----------
+    settings : BBVISettings
+        Learning rates and steps per block.
+    train : training.TrainSettings
+        Decay rate, decay steps and floor of the learning rates.
+
+    Returns
+    -------
+    optax.GradientTransformation
+        The block-cycling optimiser.
+    """
     txs = []
     for lr in settings.learning_rates:
         if train.lr_decay_rate >= 1.0:
@@ -72,8 +110,19 @@ def block_optimizer(settings: BBVISettings, train: training.TrainSettings) -> op
 
 
 class Problem(NamedTuple):
-    """One LCDM data set as every DCM fit takes it (``prepare``): the responses and the
-    Q-matrix's design, i.e. the data and the model's structure together."""
+    """One LCDM data set as every DCM fit takes it (``prepare``).
+
+    The responses and the Q-matrix's design, i.e. the data and the model's structure together.
+
+    Attributes
+    ----------
+    data : dict
+        The training driver's data dict.
+    design : lcdm.Design
+        The Q-matrix's design.
+    n_persons : int
+        N.
+    """
 
     data: dict  # the training driver's data dict
     design: lcdm.Design
@@ -81,7 +130,27 @@ class Problem(NamedTuple):
 
 
 def prepare(y, q, allow_zero_rows: bool = False) -> Problem:
-    """Check responses (N, J; 0/1, missing -1) and the Q-matrix and build the driver's data."""
+    """Check responses (N, J; 0/1, missing -1) and the Q-matrix and build the driver's data.
+
+    Parameters
+    ----------
+    y : array (N, J)
+        Binary responses 0/1, -1 for missing.
+    q : array (J, A)
+        The Q-matrix: 0/1, items x attributes.
+    allow_zero_rows : bool
+        Whether items that measure no attribute are allowed.
+
+    Returns
+    -------
+    Problem
+        Data, design and N.
+
+    Raises
+    ------
+    ValueError
+        If the responses or the Q-matrix are malformed or do not fit together.
+    """
     y = lcdm.check_responses(y)
     q = lcdm.check_q_matrix(q, y.shape[1], allow_zero_rows=allow_zero_rows)
     lcdm.check_size(y.shape[0], q.shape[1])
@@ -141,9 +210,29 @@ def fit(
 
 
 def gradient_variance(key, params, problem: Problem, settings: BBVISettings, n_repeats: int = 64) -> dict:
-    """Variance of each block's gradient estimate over ``n_repeats`` independent draws of M
-    samples, without and with control variates (same draws for both), summed over the block's
-    components. Returns {block: {"plain", "control_variates", "reduction"}}."""
+    """Variance of each block's gradient estimate, without and with control variates.
+
+    Over ``n_repeats`` independent draws of M samples (same draws for both), summed over the
+    block's components.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    params : dict
+        Variational parameters.
+    problem : Problem
+        The data set.
+    settings : BBVISettings
+        Samples per estimate and priors.
+    n_repeats : int
+        Independent estimates per block.
+
+    Returns
+    -------
+    dict
+        {block: {"plain", "control_variates", "reduction"}}.
+    """
     batch = dict(problem.data, index=jnp.arange(problem.n_persons))
 
     def both(k):
@@ -167,6 +256,24 @@ def gradient_variance(key, params, problem: Problem, settings: BBVISettings, n_r
 
 
 class Summary(NamedTuple):
+    """Means and sds of the variational posterior q (``summarize``).
+
+    Attributes
+    ----------
+    profile_prob : numpy.ndarray (N, L)
+        q(Z_i).
+    beta_mean : numpy.ndarray (J, K)
+        Means of the coefficients.
+    beta_sd : numpy.ndarray (J, K)
+        Their sds.
+    pi_mean : numpy.ndarray (L,)
+        Means of the profile probabilities.
+    pi_sd : numpy.ndarray (L,)
+        Their sds.
+    sigma2_mean : float
+        Mean of sigma^2.
+    """
+
     profile_prob: np.ndarray  # (N, L) q(Z_i)
     beta_mean: np.ndarray  # (J, K)
     beta_sd: np.ndarray  # (J, K)
@@ -176,8 +283,28 @@ class Summary(NamedTuple):
 
 
 def monotone_moments(key, mu, c, design: lcdm.Design, n_draws: int = 2000):
-    """(mean, sd) of ``models.lcdm.monotone_beta(u)`` under q(u) = N(mu, C C^T), by Monte Carlo
-    (the monotone coefficients' summary in BBVI and collapsed VI)."""
+    """(mean, sd) of ``models.lcdm.monotone_beta(u)`` under q(u) = N(mu, C C^T), by Monte Carlo.
+
+    The monotone coefficients' summary in BBVI and collapsed VI.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    mu : array (J, K)
+        Means of q(u).
+    c : array (J, K, K)
+        Cholesky factors of q(u)'s covariances.
+    design : lcdm.Design
+        The Q-matrix's design.
+    n_draws : int
+        Monte Carlo draws.
+
+    Returns
+    -------
+    tuple of jax.Array
+        Mean (J, K) and sd (J, K) of the coefficients.
+    """
     fm = jnp.asarray(design.feature_mask)
     eps = jax.random.normal(key, (n_draws,) + mu.shape)
     u = mu + jnp.einsum("jkl,sjl->sjk", c, eps)
@@ -186,8 +313,31 @@ def monotone_moments(key, mu, c, design: lcdm.Design, n_draws: int = 2000):
 
 
 def summarize(params, design: lcdm.Design, key=None, monotone: bool = False, n_draws: int = 2000) -> Summary:
-    """Means and sds of q; with ``monotone``, of the coefficients beta(u) under q(u) (Monte
-    Carlo with ``key``)."""
+    """Means and sds of q; with ``monotone``, of the coefficients beta(u) under q(u).
+
+    Parameters
+    ----------
+    params : dict
+        A fit's variational parameters.
+    design : lcdm.Design
+        The Q-matrix's design.
+    key : jax.Array, optional
+        PRNG key of the Monte Carlo summary (needed with ``monotone``).
+    monotone : bool
+        Whether the fit was monotone.
+    n_draws : int
+        Monte Carlo draws.
+
+    Returns
+    -------
+    Summary
+        Profile probabilities and the parameters' means and sds.
+
+    Raises
+    ------
+    ValueError
+        If ``monotone`` and no ``key`` is given.
+    """
     fm = jnp.asarray(design.feature_mask)
     c = chol_factor(params["chol_off"], params["log_diag"], fm)
     beta_mean, beta_sd = params["mu"], jnp.sqrt(jnp.einsum("jkl,jkl->jk", c, c)) * fm

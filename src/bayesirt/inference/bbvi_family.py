@@ -31,7 +31,22 @@ if TYPE_CHECKING:  # for the annotation only: bbvi, which defines the settings, 
 
 
 def chol_factor(chol_off, log_diag, feature_mask):
-    """(J, K, K) lower-triangular C_j; padded rows/columns are the identity."""
+    """(J, K, K) lower-triangular C_j; padded rows/columns are the identity.
+
+    Parameters
+    ----------
+    chol_off : array (J, K, K)
+        Entries below the diagonal.
+    log_diag : array (J, K)
+        Log of the diagonal.
+    feature_mask : array (J, K)
+        1 for the real (unpadded) features of each item.
+
+    Returns
+    -------
+    jax.Array
+        C, shape (J, K, K).
+    """
     k = feature_mask.shape[-1]
     both = feature_mask[..., :, None] * feature_mask[..., None, :]
     strict = jnp.tril(chol_off, -1) * both
@@ -40,7 +55,26 @@ def chol_factor(chol_off, log_diag, feature_mask):
 
 
 def log_q_beta(mu, chol_off, log_diag, beta, feature_mask):
-    """log N(beta; mu, C C^T) over the real features of one item (all arguments for one item)."""
+    """log N(beta; mu, C C^T) over the real features of one item (all arguments for one item).
+
+    Parameters
+    ----------
+    mu : array (K,)
+        Mean.
+    chol_off : array (K, K)
+        Entries of C below the diagonal.
+    log_diag : array (K,)
+        Log of C's diagonal.
+    beta : array (K,)
+        The point.
+    feature_mask : array (K,)
+        1 for the item's real features.
+
+    Returns
+    -------
+    jax.Array
+        The log density, a scalar.
+    """
     c = chol_factor(chol_off, log_diag, feature_mask)
     eps = solve_triangular(c, beta - mu, lower=True)
     k = feature_mask.sum()
@@ -53,7 +87,22 @@ def score_beta(params, beta, feature_mask):
     With r = beta - mu, eps = C^-1 r and u = C^-T eps = V^-1 r: d/dmu = u;
     d/dC = C^-T (eps eps^T - I), whose lower triangle is u eps^T below the diagonal and
     u_k eps_k - 1/c_kk on it (C^-T is upper triangular with diagonal 1/c_kk); for the
-    log-diagonal, c_kk (u_k eps_k - 1/c_kk) = c_kk u_k eps_k - 1."""
+    log-diagonal, c_kk (u_k eps_k - 1/c_kk) = c_kk u_k eps_k - 1.
+
+    Parameters
+    ----------
+    params : dict
+        Variational parameters (``mu``, ``chol_off``, ``log_diag``).
+    beta : array (M, J, K)
+        Samples.
+    feature_mask : array (J, K)
+        1 for the real (unpadded) features of each item.
+
+    Returns
+    -------
+    tuple of jax.Array
+        Scores for mu (M, J, K), chol_off (M, J, K, K) and log_diag (M, J, K).
+    """
     c = chol_factor(params["chol_off"], params["log_diag"], feature_mask)  # (J, K, K)
     r = beta - params["mu"]
     eps = jax.vmap(lambda rm: solve_triangular(c, rm[..., None], lower=True)[..., 0])(r)
@@ -67,17 +116,62 @@ def score_beta(params, beta, feature_mask):
 
 
 def log_q_pi(log_d, log_pi):
+    """log q(pi) = log Dir(pi; exp(log_d)).
+
+    Parameters
+    ----------
+    log_d : array (L,)
+        Log concentrations.
+    log_pi : array (..., L)
+        Log profile probabilities.
+
+    Returns
+    -------
+    jax.Array
+        Log densities.
+    """
     return lcdm.log_dirichlet(log_pi, jnp.exp(log_d))
 
 
 def log_q_sigma2(log_ab, sigma2):
+    """log q(sigma^2) = log IG(sigma^2; exp(log_ab)).
+
+    Parameters
+    ----------
+    log_ab : array (2,)
+        Log shape and log scale.
+    sigma2 : array
+        Points.
+
+    Returns
+    -------
+    jax.Array
+        Log densities.
+    """
     return lcdm.log_inv_gamma(sigma2, jnp.exp(log_ab[0]), jnp.exp(log_ab[1]))
 
 
 def init_params(n_persons: int, design: lcdm.Design, settings: BBVISettings) -> dict:
-    """q(Z) uniform; q(beta) at the monotone start (intercept -1, main effects 2 shared among
-    the measured attributes, interactions 0) with sd ``init_scale`` (with ``monotone``, q(u) at
-    the u of that start); q(pi) = Dir(d0 + N/L); q(sigma^2) with mean 1."""
+    """Starting variational parameters of BBVI.
+
+    q(Z) uniform; q(beta) at the monotone start (intercept -1, main effects 2 shared among the
+    measured attributes, interactions 0) with sd ``init_scale`` (with ``monotone``, q(u) at the u
+    of that start); q(pi) = Dir(d0 + N/L); q(sigma^2) with mean 1.
+
+    Parameters
+    ----------
+    n_persons : int
+        N.
+    design : lcdm.Design
+        The Q-matrix's design.
+    settings : BBVISettings
+        Starting sd, priors, monotonicity.
+
+    Returns
+    -------
+    dict
+        ``rho`` (N, L), ``mu``, ``chol_off``, ``log_diag``, ``log_d``, ``log_ab``.
+    """
     j, n_prof, k = design.delta.shape
     n_main = (design.order == 1).sum(1, keepdims=True)
     mu = np.where(design.order == 0, -1.0, np.where(design.order == 1, 2.0 / np.maximum(n_main, 1), 0.0))
@@ -99,15 +193,31 @@ N_PROPOSALS = 8
 
 
 def log_gamma_from(alpha, x, u, u_boost):
-    """log of Gamma(alpha, 1) draws from standard normals ``x`` and uniforms ``u`` (both
-    (N_PROPOSALS, *shape)) and uniforms ``u_boost`` (shape); alpha broadcasts against shape.
+    """log of Gamma(alpha, 1) draws from given normals and uniforms.
 
     Written by hand because ``jax.random.gamma``/``loggamma`` take seconds each to compile on
     CPU (a rejection while-loop per call site), which dominated a whole BBVI fit. This is
     Marsaglia & Tsang's method with a fixed number of proposals, the first accepted one kept
     (acceptance is above 0.95 per proposal for alpha >= 1, so all 8 fail with probability
     below 1e-10; then the mode d is returned), and the boost
-    Gamma(alpha) = Gamma(alpha + 1) U^(1/alpha) for alpha < 1, in log space."""
+    Gamma(alpha) = Gamma(alpha + 1) U^(1/alpha) for alpha < 1, in log space.
+
+    Parameters
+    ----------
+    alpha : array
+        Shapes; broadcasts against ``shape``.
+    x : array (N_PROPOSALS, *shape)
+        Standard normals.
+    u : array (N_PROPOSALS, *shape)
+        Uniforms.
+    u_boost : array (*shape)
+        Uniforms for the boost.
+
+    Returns
+    -------
+    jax.Array
+        Log Gamma draws, shape ``shape``.
+    """
     alpha = jnp.broadcast_to(alpha, u_boost.shape)
     boost = alpha < 1
     a = jnp.where(boost, alpha + 1, alpha)
@@ -122,8 +232,22 @@ def log_gamma_from(alpha, x, u, u_boost):
 
 
 def categorical_from(logits, u):
-    """Draws from Cat(softmax(logits)) (B, L) by inverting the cumulative probabilities with
-    uniforms ``u`` (M, B) (``jax.random.categorical`` would use L Gumbels per draw)."""
+    """Draws from Cat(softmax(logits)) (B, L) by inverting the cumulative probabilities.
+
+    With uniforms ``u`` (M, B) (``jax.random.categorical`` would use L Gumbels per draw).
+
+    Parameters
+    ----------
+    logits : array (B, L)
+        Log probabilities (unnormalised).
+    u : array (M, B)
+        Uniforms.
+
+    Returns
+    -------
+    jax.Array
+        Categories, shape (M, B).
+    """
     cdf = jnp.cumsum(jax.nn.softmax(logits), -1)
     return jnp.minimum(jnp.sum(u[..., None] * cdf[:, -1:] > cdf, -1), logits.shape[-1] - 1)
 
@@ -132,7 +256,26 @@ def draw(params, key, n_samples: int, rho, feature_mask):
     """M joint samples from q: Z (M, B), beta (M, J, K), log pi (M, L), sigma^2 (M,).
 
     All normals come from one ``jax.random.normal`` call and all uniforms from one
-    ``jax.random.uniform`` call (each random call site costs ~0.5 s of compilation on CPU)."""
+    ``jax.random.uniform`` call (each random call site costs ~0.5 s of compilation on CPU).
+
+    Parameters
+    ----------
+    params : dict
+        Variational parameters.
+    key : jax.Array
+        PRNG key.
+    n_samples : int
+        M.
+    rho : array (B, L)
+        Logits of q(Z) of the batch's persons.
+    feature_mask : array (J, K)
+        1 for the real (unpadded) features of each item.
+
+    Returns
+    -------
+    tuple of jax.Array
+        Z (M, B), beta (M, J, K), log pi (M, L), sigma^2 (M,).
+    """
     m, (j, k), n_prof, n_b, p = n_samples, params["mu"].shape, params["log_d"].shape[0], rho.shape[0], N_PROPOSALS
     sizes_n = [m * j * k, p * m, p * m * n_prof]
     sizes_u = [p * m, p * m * n_prof, m, m * n_prof, m * n_b]

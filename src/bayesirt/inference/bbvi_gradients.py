@@ -60,8 +60,31 @@ def _estimate(h, w, control_variates: bool):
 
 
 def gradients(params, key, batch, settings: BBVISettings, n_persons: int, control_variates):
-    """(ELBO estimate, gradient estimates of every parameter) for one batch of persons;
-    ``control_variates="both"`` gives the pair (plain, with control variates) of estimates."""
+    """ELBO estimate and gradient estimates of every parameter for one batch of persons.
+
+    ``control_variates="both"`` gives the pair (plain, with control variates) of estimates.
+
+    Parameters
+    ----------
+    params : dict
+        Variational parameters.
+    key : jax.Array
+        PRNG key of the M samples.
+    batch : dict
+        A training batch.
+    settings : BBVISettings
+        Samples and priors.
+    n_persons : int
+        N.
+    control_variates : bool or str
+        Whether to use control variates, or ``"both"``.
+
+    Returns
+    -------
+    tuple
+        (ELBO estimate, gradients: a dict like ``params``); with ``"both"`` the gradients are
+        the pair (plain, with control variates) from the same samples.
+    """
     pr = settings.priors
     delta, fmask = batch[training.SHARED]["delta"], batch[training.SHARED]["feature_mask"]
     y_obs, n_obs, index = batch["y_obs"], batch["n_obs"], batch["index"]
@@ -128,7 +151,20 @@ def gradients(params, key, batch, settings: BBVISettings, n_persons: int, contro
 
 
 def make_loss(settings: BBVISettings, n_persons: int):
-    """Loss for the training driver: value -ELBO, gradient -(score-function estimate)."""
+    """Loss for the training driver: value -ELBO, gradient -(score-function estimate).
+
+    Parameters
+    ----------
+    settings : BBVISettings
+        Samples, control variates and priors.
+    n_persons : int
+        N.
+
+    Returns
+    -------
+    callable
+        ``loss(params, key, batch) -> scalar``.
+    """
 
     def loss(params, key, batch):
         elbo, grads = gradients(params, key, batch, settings, n_persons, settings.control_variates)

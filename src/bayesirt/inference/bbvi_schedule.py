@@ -19,6 +19,16 @@ PARAM_BLOCK = {"rho": 0, "mu": 1, "chol_off": 1, "log_diag": 1, "log_d": 2, "log
 
 
 class CAState(NamedTuple):
+    """State of ``coordinate_ascent``.
+
+    Attributes
+    ----------
+    count : jax.Array
+        Steps taken so far.
+    inner : tuple
+        The blocks' optimiser states.
+    """
+
     count: jnp.ndarray
     inner: tuple
 
@@ -30,9 +40,23 @@ def _active_block(count, steps_per_block):
 
 
 def coordinate_ascent(transforms, steps_per_block) -> optax.GradientTransformation:
-    """An optax transformation that cycles over the blocks of ``PARAM_BLOCK``: block b is updated
-    by ``transforms[b]`` for ``steps_per_block[b]`` steps, the others stand still (their
-    optimiser state included, so Adam's moments and step counts are per block)."""
+    """An optax transformation that cycles over the blocks of ``PARAM_BLOCK``.
+
+    Block b is updated by ``transforms[b]`` for ``steps_per_block[b]`` steps, the others stand
+    still (their optimiser state included, so Adam's moments and step counts are per block).
+
+    Parameters
+    ----------
+    transforms : sequence of optax.GradientTransformation
+        One per block.
+    steps_per_block : tuple of int
+        Steps per block in each cycle.
+
+    Returns
+    -------
+    optax.GradientTransformation
+        The cycling transformation.
+    """
 
     def split(tree, b):
         return {k: v for k, v in tree.items() if PARAM_BLOCK[k] == b}

@@ -68,18 +68,36 @@ _READY, _GO = "ready", "go"
 
 
 def usable_cpus() -> list[int]:
-    """The cores this process may run on (all of them where affinity cannot be read)."""
+    """The cores this process may run on (all of them where affinity cannot be read).
+
+    Returns
+    -------
+    list of int
+        Core numbers, sorted.
+    """
     if hasattr(os, "sched_getaffinity"):
         return sorted(os.sched_getaffinity(0))
     return list(range(os.cpu_count() or 1))
 
 
 def plan_groups(settings: SamplerSettings) -> list[tuple[int, int]]:
-    """Contiguous chain ranges [start, stop), one per worker process; one range means "run in
-    this process". The ranges depend on the settings only, never on the cores found: XLA
-    compiles a group of one chain differently from a batch of two (a degenerate batch axis is
-    folded away), which moves the draws in the last bits, so a run reproduces bit for bit
-    wherever it runs. With fewer usable cores than workers, the workers share them."""
+    """Contiguous chain ranges [start, stop), one per worker process.
+
+    One range means "run in this process". The ranges depend on the settings only, never on the
+    cores found: XLA compiles a group of one chain differently from a batch of two (a degenerate
+    batch axis is folded away), which moves the draws in the last bits, so a run reproduces bit
+    for bit wherever it runs. With fewer usable cores than workers, the workers share them.
+
+    Parameters
+    ----------
+    settings : SamplerSettings
+        ``n_chains`` and ``chain_processes``.
+
+    Returns
+    -------
+    list of tuple of (int, int)
+        The chain ranges.
+    """
     n = settings.n_chains
     workers = min(settings.chain_processes, n)
     if workers > 1 and jax.default_backend() != "cpu":
@@ -178,8 +196,33 @@ def _reached_a_stop(stops: Path, done: int) -> bool:
 def run_groups(
     groups, init_keys, chain_keys, fns: ChainFunctions, settings: SamplerSettings, data, label: str
 ) -> GroupRun:
-    """Run each chain range of ``groups`` in its own pinned worker process; returns the chains
-    together, in order, as one :class:`~bayesirt.inference.chains.GroupRun`."""
+    """Run each chain range of ``groups`` in its own pinned worker process.
+
+    Parameters
+    ----------
+    groups : list of tuple of (int, int)
+        Chain ranges from ``plan_groups``.
+    init_keys, chain_keys : jax.Array
+        Per-chain keys (all chains).
+    fns : ChainFunctions
+        The method's per-chain functions (picklable).
+    settings : SamplerSettings
+        Chains, sweeps, chunking.
+    data : pytree of arrays or None
+        Data passed to the programs.
+    label : str
+        Name of the run in the log.
+
+    Returns
+    -------
+    chains.GroupRun
+        The chains together, in order.
+
+    Raises
+    ------
+    ValueError
+        If the chain functions cannot be pickled.
+    """
     _check_picklable(fns)
     cpus = usable_cpus()
     data_np = None if data is None else jax.device_get(data)

@@ -24,6 +24,33 @@ log = logging.getLogger("bayesirt")
 
 @dataclass(frozen=True)
 class SamplerSettings:
+    """Settings of the Markov-chain driver (``sampling.sample``) and of ``nuts.run_nuts``.
+
+    Attributes
+    ----------
+    n_chains : int
+        Number of chains.
+    n_warmup : int
+        Burn-in sweeps, discarded.
+    n_samples : int
+        Sweeps kept after burn-in (before thinning).
+    thin : int
+        Keep every ``thin``-th sweep; ``n_samples // thin`` draws per chain (``n_draws``).
+    chunk : int
+        Sweeps per compiled ``lax.scan`` call.
+    progress_every : int
+        Chunks between progress log lines (0: silent).
+    chain_processes : int
+        CPU only: run the chains in this many worker processes, each pinned to one core
+        (``bayesirt.inference.chain_processes``); 1 runs them all vmapped in this process.
+
+    Raises
+    ------
+    ValueError
+        If ``n_chains``, ``thin``, ``chunk`` or ``chain_processes`` is below 1, ``n_warmup`` or
+        ``progress_every`` is negative, or ``n_samples`` is below ``thin``.
+    """
+
     n_chains: int = 4
     n_warmup: int = 1000  # burn-in sweeps, discarded
     n_samples: int = 1000  # sweeps kept after burn-in (before thinning)
@@ -113,8 +140,23 @@ def _plan(settings: SamplerSettings) -> list[tuple[str, tuple[bool, int], int]]:
 
 
 class ChainFunctions(NamedTuple):
-    """A method's per-chain functions as :func:`sample` received them (picklable when they
-    are module-level functions or ``functools.partial`` of them)."""
+    """A method's per-chain functions as :func:`sample` received them.
+
+    Picklable when they are module-level functions or ``functools.partial`` of them.
+
+    Attributes
+    ----------
+    init_fn : callable
+        ``init_fn(key)`` or ``init_fn(key, data)``: a chain's starting state.
+    step_fn : callable
+        ``step_fn(key, state)`` or ``step_fn(key, state, data)``: one sweep.
+    record_fn : callable
+        ``record_fn(state) -> dict``: what is kept per draw.
+    stats_fn : callable or None
+        ``stats_fn(state) -> dict`` for the ``sample_stats`` group.
+    takes_data : bool
+        Whether ``init_fn`` and ``step_fn`` take ``data``.
+    """
 
     init_fn: Callable
     step_fn: Callable
@@ -139,7 +181,27 @@ class ChainFunctions(NamedTuple):
 
 
 class CompiledGroup(NamedTuple):
-    """The programs for one group of chains (all chains, or one worker's share)."""
+    """The programs for one group of chains (all chains, or one worker's share).
+
+    Attributes
+    ----------
+    init_program : compiled program
+        The initial-state program.
+    programs : dict
+        (records?, length) -> compiled chunk program.
+    state_shape : pytree of shapes
+        Shapes of the chains' state.
+    plan : list
+        The chunks in order (from ``_plan``).
+    recorder : callable
+        State -> what is recorded per draw.
+    has_stats : bool
+        Whether ``sample_stats`` are recorded.
+    data : pytree or None
+        The data, on the device.
+    compile_seconds : float
+        Time spent compiling.
+    """
 
     init_program: Any
     programs: dict  # (records?, length) -> compiled chunk program
@@ -152,7 +214,27 @@ class CompiledGroup(NamedTuple):
 
 
 class GroupRun(NamedTuple):
-    """What running a group of chains gives (numpy arrays, chains first)."""
+    """What running a group of chains gives (numpy arrays, chains first).
+
+    Attributes
+    ----------
+    states : pytree
+        The last good state.
+    posterior : dict
+        Name -> array (chains, draws, ...).
+    stats : dict or None
+        Name -> array (chains, draws, ...), for ``sample_stats``.
+    done : int
+        Sweeps run per chain.
+    diverged : bool
+        Whether a non-finite value was met.
+    reason : str
+        ``"completed"``, or where/what went non-finite.
+    wall_seconds : float
+        Wall time of the run.
+    compile_seconds : float
+        Compilation time.
+    """
 
     states: Any  # the last good state
     posterior: dict  # name -> (chains, draws, ...)
@@ -165,7 +247,24 @@ class GroupRun(NamedTuple):
 
 
 def compile_group(fns: ChainFunctions, settings: SamplerSettings, init_keys, chain_keys, data) -> CompiledGroup:
-    """Compile the initial-state program and every chunk program of :func:`_plan` ahead of time."""
+    """Compile the initial-state program and every chunk program of :func:`_plan` ahead of time.
+
+    Parameters
+    ----------
+    fns : ChainFunctions
+        The method's per-chain functions.
+    settings : SamplerSettings
+        Chains, sweeps, chunking.
+    init_keys, chain_keys : jax.Array
+        Per-chain keys (n_chains of each) for the initial states and the sweeps.
+    data : pytree of arrays or None
+        Data passed to the programs as an argument.
+
+    Returns
+    -------
+    CompiledGroup
+        The compiled programs.
+    """
     if data is not None:
         data = jax.device_put(data)  # once, not at every chunk
     init_with, step_with, recorder = fns.init_with(), fns.step_with(), fns.recorder()
@@ -194,10 +293,30 @@ def execute_group(
     first_chain: int = 0,
     should_stop: Callable[[int], bool] | None = None,
 ) -> GroupRun:
-    """Initialise and run the compiled chunks in order, checking for non-finite values after
-    each; ``first_chain`` numbers the chains in messages; ``should_stop(done)`` (checked
-    between chunks, with the sweeps completed so far) ends the run early, e.g. once it has
-    reached the sweep where another group of chains went non-finite."""
+    """Initialise and run the compiled chunks in order, checking for non-finite values after each.
+
+    Parameters
+    ----------
+    compiled : CompiledGroup
+        The group's programs.
+    init_keys, chain_keys : jax.Array
+        Per-chain keys for the initial states and the sweeps.
+    settings : SamplerSettings
+        Chains, sweeps, progress.
+    label : str
+        Name of the run in the log.
+    first_chain : int
+        Number of the group's first chain, for messages.
+    should_stop : callable, optional
+        ``should_stop(done)`` (checked between chunks, with the sweeps completed so far) ends the
+        run early, e.g. once it has reached the sweep where another group of chains went
+        non-finite.
+
+    Returns
+    -------
+    GroupRun
+        Last good states, draws, sweeps done, divergence, timings.
+    """
     plan, data = compiled.plan, compiled.data
     total = sum(sweeps for *_, sweeps in plan)
     t0 = time.perf_counter()

@@ -36,6 +36,22 @@ from bayesirt.models import lcdm
 
 
 class CollapsedSettings(NamedTuple):
+    """Settings of :func:`fit`.
+
+    Attributes
+    ----------
+    n_samples : int
+        Draws of q per step.
+    init_scale : float
+        Starting sd of q.
+    priors : lcdm.Priors
+        The model's priors.
+    monotone : bool
+        q on the unconstrained u of ``models.lcdm.monotone_beta``.
+    train : training.TrainSettings
+        The training driver's settings.
+    """
+
     n_samples: int = 1  # draws of q per step
     init_scale: float = 0.1
     priors: lcdm.Priors = lcdm.Priors()
@@ -44,7 +60,18 @@ class CollapsedSettings(NamedTuple):
 
 
 def unpack(params_draw):
-    """(beta, log_pi, sigma2, log-Jacobian) from unconstrained values."""
+    """(beta, log_pi, sigma2, log-Jacobian) from unconstrained values.
+
+    Parameters
+    ----------
+    params_draw : dict
+        Unconstrained values: ``beta``, ``theta`` (profile logits, L-1), ``log_sigma2``.
+
+    Returns
+    -------
+    tuple
+        beta (J, K), log_pi (L,), sigma^2 and the log-Jacobian of the transformation.
+    """
     theta = params_draw["theta"]
     log_pi = jax.nn.log_softmax(jnp.concatenate([theta, jnp.zeros(theta.shape[:-1] + (1,))], -1))
     log_s2 = params_draw["log_sigma2"]
@@ -52,8 +79,29 @@ def unpack(params_draw):
 
 
 def log_density(params_draw, data, priors: lcdm.Priors = lcdm.Priors(), scale: float = 1.0, monotone: bool = False):
-    """Collapsed log-density in unconstrained space (person terms times ``scale``); with
-    ``monotone`` the coefficients are ``models.lcdm.monotone_beta`` of the ``beta`` entry."""
+    """Collapsed log-density in unconstrained space (profiles summed out).
+
+    Person terms times ``scale``; with ``monotone`` the coefficients are
+    ``models.lcdm.monotone_beta`` of the ``beta`` entry.
+
+    Parameters
+    ----------
+    params_draw : dict
+        Unconstrained values (see ``unpack``).
+    data : dict
+        The driver's data of a ``Problem`` (a batch of persons).
+    priors : lcdm.Priors
+        The model's priors.
+    scale : float
+        Weight of the person terms (N / B for a minibatch).
+    monotone : bool
+        Whether ``beta`` holds the unconstrained u.
+
+    Returns
+    -------
+    jax.Array
+        The log-density, a scalar.
+    """
     sh = data[training.SHARED]
     beta, log_pi, sigma2, log_jac = unpack(params_draw)
     fm = sh["feature_mask"]
@@ -72,6 +120,23 @@ def log_density(params_draw, data, priors: lcdm.Priors = lcdm.Priors(), scale: f
 
 
 def init_params(design: lcdm.Design, settings: CollapsedSettings = CollapsedSettings()) -> dict:
+    """Starting variational parameters: q(beta) at the monotone start, the rest at 0.
+
+    Intercept -1, main effects 2 shared among the measured attributes, interactions 0 (with
+    ``monotone``, the same start in u); every sd ``init_scale``.
+
+    Parameters
+    ----------
+    design : lcdm.Design
+        The Q-matrix's design.
+    settings : CollapsedSettings
+        Starting sd and monotonicity.
+
+    Returns
+    -------
+    dict
+        ``mu``, ``chol_off``, ``log_diag``, ``theta_mu``, ``theta_log_sd``, ``ls2_mu``, ``ls2_log_sd``.
+    """
     j, n_prof, k = design.delta.shape
     n_main = (design.order == 1).sum(1, keepdims=True)
     mu = np.where(design.order == 0, -1.0, np.where(design.order == 1, 2.0 / np.maximum(n_main, 1), 0.0))
@@ -93,7 +158,20 @@ def init_params(design: lcdm.Design, settings: CollapsedSettings = CollapsedSett
 
 
 def make_loss(settings: CollapsedSettings, n_persons: int):
-    """Negative ELBO of a batch: -(E_q[log density] + entropy of q), reparameterised."""
+    """Negative ELBO of a batch: -(E_q[log density] + entropy of q), reparameterised.
+
+    Parameters
+    ----------
+    settings : CollapsedSettings
+        Draws, priors, monotonicity.
+    n_persons : int
+        N.
+
+    Returns
+    -------
+    callable
+        ``loss(params, key, batch) -> scalar``.
+    """
 
     def loss(params, key, batch):
         fm = batch[training.SHARED]["feature_mask"]
@@ -169,6 +247,24 @@ def fit(
 
 
 class CollapsedSummary(NamedTuple):
+    """Means and sds of q (``summarize``).
+
+    Attributes
+    ----------
+    profile_prob : numpy.ndarray (N, L)
+        Posterior of each person's profile at the mean of q.
+    beta_mean : numpy.ndarray (J, K)
+        Means of the coefficients.
+    beta_sd : numpy.ndarray (J, K)
+        Their sds.
+    pi_mean : numpy.ndarray (L,)
+        E_q[pi], by Monte Carlo.
+    pi_sd : numpy.ndarray (L,)
+        Its sds.
+    sigma2_mean : float
+        Mean of sigma^2.
+    """
+
     profile_prob: np.ndarray  # (N, L) posterior of each person's profile at the mean of q
     beta_mean: np.ndarray  # (J, K)
     beta_sd: np.ndarray
@@ -178,7 +274,26 @@ class CollapsedSummary(NamedTuple):
 
 
 def summarize(key, params, problem: Problem, n_draws: int = 2000, monotone: bool = False) -> CollapsedSummary:
-    """Means and sds of q; with ``monotone``, of the coefficients transformed from draws of q(u)."""
+    """Means and sds of q; with ``monotone``, of the coefficients transformed from draws of q(u).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key of the Monte Carlo summaries.
+    params : dict
+        A fit's variational parameters.
+    problem : Problem
+        The data set.
+    n_draws : int
+        Monte Carlo draws.
+    monotone : bool
+        Whether the fit was monotone.
+
+    Returns
+    -------
+    CollapsedSummary
+        Profile posteriors and the parameters' means and sds.
+    """
     fm = jnp.asarray(problem.design.feature_mask)
     c = chol_factor(params["chol_off"], params["log_diag"], fm)
     sd = jnp.sqrt(jnp.einsum("jkl,jkl->jk", c, c)) * fm
@@ -205,7 +320,26 @@ def summarize(key, params, problem: Problem, n_draws: int = 2000, monotone: bool
 
 
 def profile_posterior(beta, log_pi, delta, y_obs, n_obs, chunk: int = 65536):
-    """(N, L) p(z_i = l | y_i) in chunks of persons (bounded memory for large N)."""
+    """(N, L) p(z_i = l | y_i) in chunks of persons (bounded memory for large N).
+
+    Parameters
+    ----------
+    beta : array (J, K)
+        Coefficients.
+    log_pi : array (L,)
+        Profile log-probabilities.
+    delta : array
+        The design's indicators.
+    y_obs, n_obs : array
+        Observed-response statistics of the persons.
+    chunk : int
+        Persons per call.
+
+    Returns
+    -------
+    jax.Array
+        Profile posteriors, shape (N, L).
+    """
     f = jax.jit(lambda yo, no: jnp.exp(lcdm.posterior_profiles(beta, log_pi, delta, yo, no)))
     return jnp.concatenate([f(y_obs[s : s + chunk], n_obs[s : s + chunk]) for s in range(0, y_obs.shape[0], chunk)])
 
@@ -218,9 +352,31 @@ def run_collapsed_nuts(
     init=None,
     label: str = "nuts_collapsed",
 ):
-    """NUTS on ``log_density`` (numpyro, through ``inference.nuts.run_nuts``); draws of beta
-    (padded coefficients are given a standard normal so the density stays proper), theta and
-    log_sigma2. ``init``: starting values (defaults: the monotone start)."""
+    """NUTS on ``log_density`` (numpyro, through ``inference.nuts.run_nuts``).
+
+    Draws of beta (padded coefficients are given a standard normal so the density stays proper),
+    theta and log_sigma2.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    problem : Problem
+        The data set.
+    sampler_settings : SamplerSettings
+        Chains, warm-up, samples.
+    priors : lcdm.Priors
+        The model's priors.
+    init : dict, optional
+        Starting values (defaults: the monotone start).
+    label : str
+        Name of the run in the log.
+
+    Returns
+    -------
+    sampling.SampleResult
+        The NUTS draws and their summary.
+    """
     from bayesirt.inference.nuts import run_nuts
 
     des = problem.design

@@ -50,6 +50,25 @@ from bayesirt.models import lcdm
 
 
 class EMSettings(NamedTuple):
+    """Settings of :func:`fit`.
+
+    Attributes
+    ----------
+    max_iter : int
+        Most EM iterations.
+    tol : float
+        Convergence: the largest change of any coefficient and of any profile probability is
+    below ``tol``.
+    newton_steps : int
+        Newton steps per M-step.
+    ridge : float
+        Ridge penalty on the coefficients.
+    standard_errors : bool
+        Whether to compute standard errors at the estimate.
+    monotone : bool
+        Main effects >= 0 (``models.lcdm.monotone_beta``), as collapsed VI's option.
+    """
+
     max_iter: int = 1000
     tol: float = 1e-4
     newton_steps: int = 2
@@ -59,6 +78,36 @@ class EMSettings(NamedTuple):
 
 
 class EMResult(NamedTuple):
+    """Result of :func:`fit`.
+
+    Attributes
+    ----------
+    beta : numpy.ndarray (J, K)
+        Coefficients, padded.
+    log_pi : numpy.ndarray (L,)
+        Profile log-probabilities.
+    log_posterior : numpy.ndarray (N, L)
+        log p(z_i = l | y_i) at the estimates.
+    loglik : float
+        Marginal log-likelihood at the estimates.
+    n_iter : int
+        EM iterations run.
+    converged : bool
+        Whether the tolerance was reached.
+    reason : str
+        How the iterations ended.
+    wall_seconds : float
+        Wall time.
+    compile_seconds : float
+        Compilation time.
+    beta_se : numpy.ndarray (J, K) or None
+        Standard errors, NaN in padding.
+    pi_se : numpy.ndarray (L,) or None
+        Standard errors of the profile probabilities.
+    u : numpy.ndarray (J, K) or None
+        Monotone fits: the unconstrained coordinates of beta.
+    """
+
     beta: np.ndarray  # (J, K) padded
     log_pi: np.ndarray  # (L,)
     log_posterior: np.ndarray  # (N, L) log p(z_i = l | y_i) at the estimates
@@ -84,8 +133,21 @@ GN_DAMPING = 1e-6
 
 
 def init_beta(design: lcdm.Design) -> np.ndarray:
-    """Monotone start: intercept -1, main effects 2 split among the measured attributes, higher
-    orders 0 (fixes the labelling of the profiles: masters answer better)."""
+    """Monotone start of the coefficients.
+
+    Intercept -1, main effects 2 split among the measured attributes, higher orders 0 (fixes
+    the labelling of the profiles: masters answer better).
+
+    Parameters
+    ----------
+    design : lcdm.Design
+        The Q-matrix's design.
+
+    Returns
+    -------
+    numpy.ndarray
+        Coefficients (J, K), padded.
+    """
     n_main = (design.order == 1).sum(1, keepdims=True)
     return np.where(design.order == 0, -1.0, np.where(design.order == 1, 2.0 / np.maximum(n_main, 1), 0.0))
 
@@ -187,11 +249,37 @@ _em_jit = jax.jit(_em_loop, static_argnames=("max_iter", "newton_steps", "monoto
 
 @jax.jit
 def standard_errors(beta, log_pi, delta, mask, y_obs, n_obs, ridge=0.0, u=None, order=None):
-    """(beta_se (J, K), pi_se (L,)) from the observed information of the (penalised) marginal
-    log-likelihood; padded coefficients get NaN. With ``u`` and ``order`` (a monotone fit): the
-    information pulled back to ``u`` through ``G = d beta / d u``, coordinates at ``U_FLOOR``
-    held fixed, and ``cov(beta) = G cov(u) G^T`` (equal to the plain one in the interior);
-    coefficients on their boundary get NaN."""
+    """Standard errors from the observed information of the (penalised) marginal log-likelihood.
+
+    Padded coefficients get NaN. With ``u`` and ``order`` (a monotone fit): the information
+    pulled back to ``u`` through ``G = d beta / d u``, coordinates at ``U_FLOOR`` held fixed, and
+    ``cov(beta) = G cov(u) G^T`` (equal to the plain one in the interior); coefficients on their
+    boundary get NaN.
+
+    Parameters
+    ----------
+    beta : array (J, K)
+        Coefficients.
+    log_pi : array (L,)
+        Profile log-probabilities.
+    delta : array
+        The design's indicator of which coefficients enter each (item, profile).
+    mask : array (J, K)
+        Real (unpadded) coefficients.
+    y_obs, n_obs : array
+        Observed-response statistics of the data.
+    ridge : float
+        Ridge penalty.
+    u : array (J, K), optional
+        Unconstrained coordinates (monotone fits).
+    order : array (J, K), optional
+        Orders of the coefficients (monotone fits).
+
+    Returns
+    -------
+    tuple of jax.Array
+        ``beta_se`` (J, K) and ``pi_se`` (L,).
+    """
     j, k = beta.shape
     n_prof = log_pi.shape[0]
     theta = jnp.concatenate([beta.ravel(), log_pi - log_pi[0]])

@@ -23,7 +23,18 @@ from bayesirt.models.twopno import Priors
 
 
 def expansion_applies(priors: Priors) -> bool:
-    """The item-scale move is drawn exactly (conjugately) when both item prior means are 0."""
+    """The item-scale move is drawn exactly (conjugately) when both item prior means are 0.
+
+    Parameters
+    ----------
+    priors : twopno.Priors
+        The model's priors.
+
+    Returns
+    -------
+    bool
+        Whether :func:`expand_items` applies.
+    """
     return priors.discrimination_mean == 0.0 and priors.difficulty_mean == 0.0
 
 
@@ -40,7 +51,30 @@ def expand_items(key, z, y, theta, a, d, priors: Priors, missing: str = "augment
     about 1/sqrt(N), while their posterior sd is several times larger for items with extreme
     proportions (lag-1 autocorrelation ~0.95); the scale move rescales Z and xi together and
     removes most of that coupling (van Dyk & Meng 2001 show the same for probit regression).
-    Callers skip it unless :func:`expansion_applies`."""
+    Callers skip it unless :func:`expansion_applies`.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    z : array (N, J)
+        Latent normals.
+    y : array (N, J)
+        Binary responses, -1 for missing.
+    theta : array (N,)
+        Abilities.
+    a, d : array (J,)
+        Discriminations and difficulties.
+    priors : twopno.Priors
+        The model's priors.
+    missing : str
+        ``"augment"`` or ``"omit"``.
+
+    Returns
+    -------
+    tuple of jax.Array
+        Z (N, J), a (J,) and d (J,), each item's column scaled by its g_j.
+    """
     eta = theta[:, None] * a[None, :] - d[None, :]
     resid = z - eta
     if missing == "omit":
@@ -56,12 +90,31 @@ def expand_items(key, z, y, theta, a, d, priors: Priors, missing: str = "augment
 
 
 def shift_location(key, theta, a, d, priors: Priors):
-    """Move along the model's location symmetry: theta_i -> theta_i + h, d_j -> d_j + a_j h
-    leaves every eta_ij (hence Z's law) unchanged, so only the priors weigh h, a Gaussian:
-    precision P = N/s2_theta + sum_j a_j^2/s2_d, mean -(sum_i (theta_i - mu_theta)/s2_theta
-    + sum_j a_j (d_j - mu_d)/s2_d) / P. Translations have Jacobian 1 and Lebesgue Haar measure,
-    so drawing h exactly is a generalized Gibbs step (Liu & Sabatti 2000). It frees the slow
-    joint drift of all abilities against all difficulties; O(N + J)."""
+    """Move along the model's location symmetry.
+
+    theta_i -> theta_i + h, d_j -> d_j + a_j h leaves every eta_ij (hence Z's law) unchanged, so
+    only the priors weigh h, a Gaussian: precision P = N/s2_theta + sum_j a_j^2/s2_d, mean
+    -(sum_i (theta_i - mu_theta)/s2_theta + sum_j a_j (d_j - mu_d)/s2_d) / P. Translations have
+    Jacobian 1 and Lebesgue Haar measure, so drawing h exactly is a generalized Gibbs step (Liu &
+    Sabatti 2000). It frees the slow joint drift of all abilities against all difficulties;
+    O(N + J).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    theta : array (N,)
+        Abilities.
+    a, d : array (J,)
+        Discriminations and difficulties.
+    priors : twopno.Priors
+        The model's priors.
+
+    Returns
+    -------
+    tuple of jax.Array
+        Shifted abilities (N,) and difficulties (J,).
+    """
     p_t, p_d = 1.0 / priors.ability_var, 1.0 / priors.difficulty_var
     prec = theta.shape[0] * p_t + jnp.sum(a * a) * p_d
     mean = -(jnp.sum(theta - priors.ability_mean) * p_t + jnp.sum(a * (d - priors.difficulty_mean)) * p_d) / prec
@@ -70,14 +123,35 @@ def shift_location(key, theta, a, d, priors: Priors):
 
 
 def rescale(key, theta, a, priors: Priors, step_size=None):
-    """Move along the model's scale symmetry: theta -> g theta, a -> a / g leaves every eta_ij
-    unchanged, so only the priors and the Jacobian g^(N - J) weigh g. No standard family fits
-    that density in general (a generalized inverse Gaussian when both prior means are 0), so
-    g = exp(eps), eps ~ N(0, step^2) is proposed and accepted with probability
-    min(1, p(g theta) p(a / g) g^(N - J) / (p(theta) p(a))) (a Metropolis step along a
-    deterministic, volume-tracked map; eps and -eps are equally likely, so the move is
-    reversible). Step 1.7 / sqrt(2 N): the prior pins the scale to about 1 / sqrt(2 N).
-    It frees the slow joint drift of the ability spread against all discriminations; O(N + J)."""
+    """Move along the model's scale symmetry.
+
+    theta -> g theta, a -> a / g leaves every eta_ij unchanged, so only the priors and the
+    Jacobian g^(N - J) weigh g. No standard family fits that density in general (a generalized
+    inverse Gaussian when both prior means are 0), so g = exp(eps), eps ~ N(0, step^2) is
+    proposed and accepted with probability min(1, p(g theta) p(a / g) g^(N - J) / (p(theta)
+    p(a))) (a Metropolis step along a deterministic, volume-tracked map; eps and -eps are equally
+    likely, so the move is reversible). Step 1.7 / sqrt(2 N): the prior pins the scale to about
+    1 / sqrt(2 N). It frees the slow joint drift of the ability spread against all
+    discriminations; O(N + J).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    theta : array (N,)
+        Abilities.
+    a : array (J,)
+        Discriminations.
+    priors : twopno.Priors
+        The model's priors.
+    step_size : float, optional
+        sd of eps (default 1.7 / sqrt(2 N)).
+
+    Returns
+    -------
+    tuple of jax.Array
+        Abilities (N,) and discriminations (J,), rescaled if the move was accepted.
+    """
     n, j = theta.shape[0], a.shape[0]
     step_size = 1.7 / math.sqrt(2.0 * n) if step_size is None else step_size
     k_e, k_u = jax.random.split(key)

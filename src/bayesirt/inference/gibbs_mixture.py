@@ -39,7 +39,24 @@ import numpy as np
 
 @dataclass(frozen=True)
 class MixturePriors:
-    """Known precision ``lam`` of both components; mu_k ~ N(nu, 1/rho); pi ~ Beta(alpha, beta)."""
+    """Known precision ``lam`` of both components; mu_k ~ N(nu, 1/rho); pi ~ Beta(alpha, beta).
+
+    Attributes
+    ----------
+    lam : float
+        Precision of both components (known).
+    nu : float
+        Prior mean of the component means.
+    rho : float
+        Prior precision of the component means.
+    alpha, beta : float
+        Beta prior of pi.
+
+    Raises
+    ------
+    ValueError
+        If a prior is not a finite number, or one other than ``nu`` is not positive.
+    """
 
     lam: float = 1.0
     nu: float = 0.0
@@ -56,12 +73,43 @@ class MixturePriors:
 
 
 class MixtureState(NamedTuple):
+    """One chain's state of the mixture sampler.
+
+    Attributes
+    ----------
+    z : jax.Array (n,)
+        Allocations, 0/1 (int32).
+    pi : jax.Array ()
+        Probability of component 1.
+    mu : jax.Array (2,)
+        Component means, mu[0] < mu[1] after relabelling.
+    """
+
     z: jnp.ndarray  # (n,) allocations, 0/1 (int32)
     pi: jnp.ndarray  # () probability of component 1
     mu: jnp.ndarray  # (2,) component means, mu[0] < mu[1] after relabelling
 
 
 def check_data(x, where: str = "mixture data") -> np.ndarray:
+    """Check the observations: a finite vector of at least 2 numbers.
+
+    Parameters
+    ----------
+    x : array (n,)
+        The observations.
+    where : str
+        Names the data in messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``x`` as float64, shape (n,).
+
+    Raises
+    ------
+    ValueError
+        If ``x`` is not a vector of at least 2 observations or has non-finite values.
+    """
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 1 or x.size < 2:
         raise ValueError(f"{where}: expected a vector of at least 2 observations, got shape {x.shape}")
@@ -74,8 +122,24 @@ def check_data(x, where: str = "mixture data") -> np.ndarray:
 
 
 def init(key, x, priors: MixturePriors | None = None) -> MixtureState:
-    """Start: means at two random points of the data, sorted; pi = 1/2; allocations by the
-    nearer mean (the first sweep redraws them)."""
+    """Start: means at two random points of the data, sorted; pi = 1/2; allocations by the nearer mean.
+
+    The first sweep redraws the allocations.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    x : array (n,)
+        The observations.
+    priors : MixturePriors, optional
+        The priors (default ``MixturePriors()``).
+
+    Returns
+    -------
+    MixtureState
+        The starting state.
+    """
     x = jnp.asarray(x, jnp.float32)
     idx = jax.random.choice(key, x.shape[0], (2,), replace=False)
     mu = jnp.sort(x[idx])
@@ -84,12 +148,40 @@ def init(key, x, priors: MixturePriors | None = None) -> MixtureState:
 
 
 def allocation_logit(x, pi, mu, lam):
-    """log(w_i1 / w_i0): the log-odds that x_i belongs to component 1."""
+    """log(w_i1 / w_i0): the log-odds that x_i belongs to component 1.
+
+    Parameters
+    ----------
+    x : array (n,)
+        The observations.
+    pi : array ()
+        Probability of component 1.
+    mu : array (2,)
+        Component means.
+    lam : float
+        Precision of the components.
+
+    Returns
+    -------
+    jax.Array
+        Log-odds, shape (n,).
+    """
     return jnp.log(pi) - jnp.log1p(-pi) - 0.5 * lam * ((x - mu[1]) ** 2 - (x - mu[0]) ** 2)
 
 
 def relabel(state: MixtureState) -> MixtureState:
-    """The mirror image when mu_0 > mu_1: swap the means, flip z and pi."""
+    """The mirror image when mu_0 > mu_1: swap the means, flip z and pi.
+
+    Parameters
+    ----------
+    state : MixtureState
+        A state.
+
+    Returns
+    -------
+    MixtureState
+        The state with mu_0 <= mu_1.
+    """
     swap = state.mu[0] > state.mu[1]
     return MixtureState(
         jnp.where(swap, 1 - state.z, state.z),
@@ -99,7 +191,24 @@ def relabel(state: MixtureState) -> MixtureState:
 
 
 def step(key, state: MixtureState, x, priors: MixturePriors | None = None) -> MixtureState:
-    """One sweep: allocations, then pi, then both means; then the ordering mu_0 < mu_1."""
+    """One sweep: allocations, then pi, then both means; then the ordering mu_0 < mu_1.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key of the sweep.
+    state : MixtureState
+        The current state.
+    x : array (n,)
+        The observations.
+    priors : MixturePriors, optional
+        The priors (default ``MixturePriors()``).
+
+    Returns
+    -------
+    MixtureState
+        The next state.
+    """
     p = priors or MixturePriors()
     x = jnp.asarray(x, jnp.float32)
     k_z, k_pi, k_mu = jax.random.split(key, 3)
@@ -121,11 +230,38 @@ def step(key, state: MixtureState, x, priors: MixturePriors | None = None) -> Mi
 
 
 def record(state: MixtureState) -> dict:
+    """What is kept per draw: pi, the means and the size of component 1.
+
+    Parameters
+    ----------
+    state : MixtureState
+        A state.
+
+    Returns
+    -------
+    dict
+        ``pi`` (), ``mu`` (2,), ``n1`` ().
+    """
     return {"pi": state.pi, "mu": state.mu, "n1": jnp.sum(state.z)}
 
 
 def conditional_mu(x, z, priors: MixturePriors):
-    """Closed-form mean and variance of (mu_0, mu_1) given allocations (numpy; for tests)."""
+    """Closed-form mean and variance of (mu_0, mu_1) given allocations (numpy; for tests).
+
+    Parameters
+    ----------
+    x : array (n,)
+        The observations.
+    z : array (n,)
+        Allocations 0/1.
+    priors : MixturePriors
+        The priors.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Means (2,) and variances (2,).
+    """
     x, z = np.asarray(x, np.float64), np.asarray(z)
     n = np.array([(z == 0).sum(), (z == 1).sum()], dtype=np.float64)
     s = np.array([x[z == 0].sum(), x[z == 1].sum()])
@@ -134,6 +270,22 @@ def conditional_mu(x, z, priors: MixturePriors):
 
 
 class MixtureKernel(NamedTuple):
+    """What the sampling driver takes (as ``gibbs.Kernel``, data closed over).
+
+    Attributes
+    ----------
+    init_fn : callable
+        key -> MixtureState.
+    step_fn : callable
+        (key, state) -> MixtureState.
+    record_fn : callable
+        state -> dict.
+    coords : dict
+        Coordinates of the draws.
+    dims : dict
+        Recorded name -> its axes' names.
+    """
+
     init_fn: object
     step_fn: object
     record_fn: object
@@ -142,7 +294,27 @@ class MixtureKernel(NamedTuple):
 
 
 def kernel(x, priors: MixturePriors | None = None, where: str = "mixture data") -> MixtureKernel:
-    """Validated closures for :func:`bayesirt.inference.sampling.sample`."""
+    """Validated closures for :func:`bayesirt.inference.sampling.sample`.
+
+    Parameters
+    ----------
+    x : array (n,)
+        The observations.
+    priors : MixturePriors, optional
+        The priors (default ``MixturePriors()``).
+    where : str
+        Names the data in messages.
+
+    Returns
+    -------
+    MixtureKernel
+        The functions, coordinates and dims.
+
+    Raises
+    ------
+    ValueError
+        If the data are not a finite vector of at least 2 observations.
+    """
     priors = priors or MixturePriors()
     x = check_data(x, where)
     if priors.alpha != priors.beta:

@@ -31,10 +31,20 @@ from bayesirt.models import mixture_grm
 class GRMADVISettings:
     """Settings of :func:`fit`.
 
-    ``priors``: the model's priors; ``n_draws``: draws of the surrogate per step;
-    ``posterior_draws``: draws returned from the fitted surrogate; ``elbo_draws``: draws of
-    the final ELBO's estimate; ``init_scale``: the surrogate's starting sd; ``train``: the
-    training driver's settings.
+    Attributes
+    ----------
+    priors : factorized_grm.Priors
+        The model's priors.
+    n_draws : int
+        Draws of the surrogate per step.
+    posterior_draws : int
+        Draws returned from the fitted surrogate.
+    elbo_draws : int
+        Draws of the final ELBO's estimate.
+    init_scale : float
+        The surrogate's starting sd.
+    train : TrainSettings
+        The training driver's settings.
     """
 
     priors: fgrm.Priors = field(default_factory=fgrm.Priors)
@@ -46,7 +56,19 @@ class GRMADVISettings:
 
 
 class GRMADVIFit(NamedTuple):
-    """Result of :func:`fit`."""
+    """Result of :func:`fit`.
+
+    Attributes
+    ----------
+    training : training.FitResult
+        The training driver's result (params: the fitted surrogate).
+    q : dict
+        The fitted surrogate, ``{"loc", "raw_scale"}`` on the unconstrained scale.
+    draws : dict
+        Parameter name -> (posterior_draws, ...) draws on the constrained scale.
+    elbo : float
+        ELBO of the whole data set at the fitted surrogate (higher is better).
+    """
 
     training: FitResult  # the training driver's result (params: the fitted surrogate)
     q: dict  # the fitted surrogate, {"loc", "raw_scale"} on the unconstrained scale
@@ -55,13 +77,43 @@ class GRMADVIFit(NamedTuple):
 
 
 def model_module(st):
-    """The model module of a structure: ``mixture_grm`` (seed 000, 1.3) or ``factorized_grm``."""
+    """The model module of a structure: ``mixture_grm`` (seed 000, 1.3) or ``factorized_grm``.
+
+    Parameters
+    ----------
+    st : factorized_grm.Structure or mixture_grm.Structure
+        The structure.
+
+    Returns
+    -------
+    module
+        ``models.mixture_grm`` or ``models.factorized_grm``.
+    """
     return mixture_grm if isinstance(st, mixture_grm.Structure) else fgrm
 
 
 def advi_model(st, priors: fgrm.Priors, n_persons: int, log_likelihood: Callable | None = None) -> advi.Model:
-    """The model as an ADVI model; ``log_likelihood(params, batch, key)`` may be replaced (the
-    imputation objectives do), by default the complete-case likelihood."""
+    """The model as an ADVI model.
+
+    ``log_likelihood(params, batch, key)`` may be replaced (the imputation objectives do), by
+    default the complete-case likelihood.
+
+    Parameters
+    ----------
+    st : factorized_grm.Structure or mixture_grm.Structure
+        The structure.
+    priors : factorized_grm.Priors
+        The model's priors.
+    n_persons : int
+        N, the number of persons.
+    log_likelihood : callable, optional
+        ``(params, batch, key) -> (B,)`` replacing the complete-case likelihood.
+
+    Returns
+    -------
+    advi.Model
+        Shapes, bijectors, local parameters and log-densities.
+    """
     m = model_module(st)
 
     def complete_case(params, batch, key):
@@ -135,7 +187,28 @@ def fit(
 
 
 def final_elbo(model: advi.Model, q, key, data, n_persons: int, n_draws: int = 32) -> float:
-    """ELBO of the whole data set at the fitted surrogate (higher is better)."""
+    """ELBO of the whole data set at the fitted surrogate (higher is better).
+
+    Parameters
+    ----------
+    model : advi.Model
+        The model.
+    q : dict
+        The fitted surrogate.
+    key : jax.Array
+        PRNG key of the estimate.
+    data : dict
+        The driver's data (persons on the leading axis).
+    n_persons : int
+        N.
+    n_draws : int
+        Draws of the estimate.
+
+    Returns
+    -------
+    float
+        The ELBO of all N persons.
+    """
     loss = advi.negative_elbo(model, n_persons, n_draws)
     batch = dict(data, index=jnp.arange(n_persons))
     return float(-jax.jit(loss)(q, key, batch) * n_persons)

@@ -26,7 +26,21 @@ from bayesirt.models import irt2pl
 
 @dataclass(frozen=True)
 class MFVISettings:
-    """Settings of :func:`fit` (the model's structure, ``irt2pl.Structure``, is its own argument)."""
+    """Settings of :func:`fit` (the model's structure, ``irt2pl.Structure``, is its own argument).
+
+    Attributes
+    ----------
+    priors : irt2pl.ItemPriors
+        Priors of the item parameters.
+    n_samples : int
+        Reparameterized draws per step.
+    init_item_scale : float
+        Initial sd of q(d).
+    init_ability_scale : float
+        Initial sd of q(a).
+    train : TrainSettings
+        The training driver's settings.
+    """
 
     priors: irt2pl.ItemPriors = irt2pl.ItemPriors()
     n_samples: int = 1
@@ -36,6 +50,22 @@ class MFVISettings:
 
 
 def init(st: irt2pl.Structure, settings: MFVISettings, y) -> dict:
+    """Initial variational parameters: q(d) at data-based starting values, q(a) at zero.
+
+    Parameters
+    ----------
+    st : irt2pl.Structure
+        The model (2PL or GRM), items, factors and categories.
+    settings : MFVISettings
+        The fit's settings.
+    y : array (N, J)
+        Responses, -1 for missing.
+
+    Returns
+    -------
+    dict
+        ``{"items": {"loc", "log_scale"}, "abilities": {"loc", "log_scale"}}``, abilities (N, K).
+    """
     loc = irt2pl.initial_items(y, st)
     n = np.asarray(y).shape[0]
     return {
@@ -67,6 +97,23 @@ def _person_terms(
 
 
 def loss_fn(st: irt2pl.Structure, settings: MFVISettings, n_persons: int):
+    """The driver's loss: -mean_batch ELBO_i + KL(q(d) || p(d)) / N.
+
+    Parameters
+    ----------
+    st : irt2pl.Structure
+        The model (2PL or GRM), items, factors and categories.
+    settings : MFVISettings
+        The fit's settings.
+    n_persons : int
+        N, the number of persons.
+
+    Returns
+    -------
+    callable
+        ``loss(params, key, batch) -> scalar`` for ``training.train``.
+    """
+
     def loss(params, key, batch):
         values = _person_terms(params["items"], params["abilities"], key, batch["y"], batch["index"], st, settings)
         return -jnp.mean(values) + vibo.item_kl(params["items"], settings.priors) / n_persons
@@ -126,12 +173,39 @@ def fit(
 
 
 def abilities(params: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Means and sds of q(a), the abilities' variational posterior.
+
+    Parameters
+    ----------
+    params : dict
+        A fit's parameters (``FitResult.params``).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Mean (N, K) and sd (N, K).
+    """
     q = params["abilities"]
     return np.asarray(q["loc"]), np.asarray(jnp.exp(q["log_scale"]))
 
 
 def ability_draws(params: dict, key, n_draws: int):
-    """Joint draws (item values, abilities) from q(d) q(a): dict of (S, ...), (S, N, K)."""
+    """Joint draws (item values, abilities) from q(d) q(a).
+
+    Parameters
+    ----------
+    params : dict
+        A fit's parameters.
+    key : jax.Array
+        PRNG key.
+    n_draws : int
+        S, the number of draws.
+
+    Returns
+    -------
+    tuple
+        Item values (dict of (S, ...) arrays) and abilities (S, N, K).
+    """
 
     def one(k):
         k_item, k_ab = jax.random.split(k)
@@ -146,8 +220,31 @@ def ability_draws(params: dict, key, n_draws: int):
 def score_new(
     params: dict, st: irt2pl.Structure, settings: MFVISettings, key, y, train_settings: TrainSettings
 ) -> FitResult:
-    """Refit q(a) of new persons with the items fixed at the mean of q(d) (the non-amortized
-    way to score persons who were not in the training data), trained with ``train_settings``."""
+    """Refit q(a) of new persons with the items fixed at the mean of q(d).
+
+    The non-amortized way to score persons who were not in the training data, trained with
+    ``train_settings``.
+
+    Parameters
+    ----------
+    params : dict
+        The fit's parameters (q(d) is used).
+    st : irt2pl.Structure
+        The model (2PL or GRM), items, factors and categories.
+    settings : MFVISettings
+        The fit's settings.
+    key : jax.Array
+        PRNG key of the training.
+    y : array (N_new, J)
+        The new persons' responses, -1 for missing.
+    train_settings : TrainSettings
+        The training driver's settings for this refit.
+
+    Returns
+    -------
+    training.FitResult
+        ``params["abilities"]`` holds q(a) of the new persons.
+    """
     y = irt2pl.check_responses(y, st)
     items = params["items"]
     n = y.shape[0]

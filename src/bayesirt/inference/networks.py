@@ -19,7 +19,22 @@ def init_mlp(key, sizes, scale_last: float = 1.0) -> list[dict]:
     """Kaiming-uniform MLP with layer widths ``sizes`` (input, hidden..., output).
 
     ``scale_last`` multiplies the last layer's initial weights and bias (e.g. a small value
-    makes a residual branch start near zero)."""
+    makes a residual branch start near zero).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    sizes : sequence of int
+        Layer widths, input first.
+    scale_last : float
+        Factor on the last layer's initial weights and bias.
+
+    Returns
+    -------
+    list of dict
+        One ``{"w", "b"}`` per layer.
+    """
     layers = []
     keys = jax.random.split(key, len(sizes) - 1)
     for i, (k, fan_in, fan_out) in enumerate(zip(keys, sizes[:-1], sizes[1:])):
@@ -36,11 +51,40 @@ def init_mlp(key, sizes, scale_last: float = 1.0) -> list[dict]:
 
 
 def gelu(x, approximate: bool = False):
+    """GELU activation (``jax.nn.gelu``).
+
+    Parameters
+    ----------
+    x : array
+        Input.
+    approximate : bool
+        Use the tanh approximation.
+
+    Returns
+    -------
+    jax.Array
+        GELU(x).
+    """
     return jax.nn.gelu(x, approximate=approximate)
 
 
 def apply_mlp(layers, x, approximate_gelu: bool = False):
-    """Forward pass; hidden layers GELU, output identity. ``x``: (..., fan_in)."""
+    """Forward pass; hidden layers GELU, output identity.
+
+    Parameters
+    ----------
+    layers : list of dict
+        The MLP (``init_mlp``).
+    x : array (..., fan_in)
+        Input.
+    approximate_gelu : bool
+        Use the tanh approximation of GELU.
+
+    Returns
+    -------
+    jax.Array
+        Output, shape (..., fan_out).
+    """
     for layer in layers[:-1]:
         x = gelu(x @ layer["w"] + layer["b"], approximate_gelu)
     last = layers[-1]
@@ -48,10 +92,24 @@ def apply_mlp(layers, x, approximate_gelu: bool = False):
 
 
 def response_features(y, n_categories_max: int):
-    """Encoder input for responses ``y`` (B, I), missing coded -1: the one-hot code of each
-    response over ``n_categories_max`` categories (all zeros for a missing cell) followed by
-    the observation mask, so a missing answer is never confused with an answer.
-    Returns (B, I * Kmax + I) float32."""
+    """Encoder input for responses ``y`` (B, I), missing coded -1.
+
+    The one-hot code of each response over ``n_categories_max`` categories (all zeros for a
+    missing cell) followed by the observation mask, so a missing answer is never confused with
+    an answer.
+
+    Parameters
+    ----------
+    y : array (B, I)
+        Responses, -1 for missing.
+    n_categories_max : int
+        Kmax.
+
+    Returns
+    -------
+    jax.Array
+        Features, shape (B, I * Kmax + I), float32.
+    """
     observed = y >= 0
     onehot = jax.nn.one_hot(jnp.where(observed, y, 0), n_categories_max, dtype=jnp.float32)
     onehot = onehot * observed[..., None]
@@ -60,4 +118,18 @@ def response_features(y, n_categories_max: int):
 
 
 def n_features(n_items: int, n_categories_max: int) -> int:
+    """Width of ``response_features``: I * Kmax + I.
+
+    Parameters
+    ----------
+    n_items : int
+        I.
+    n_categories_max : int
+        Kmax.
+
+    Returns
+    -------
+    int
+        Features per person.
+    """
     return n_items * n_categories_max + n_items

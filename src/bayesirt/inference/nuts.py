@@ -146,6 +146,51 @@ def run_nuts(
     ``data`` (optional, any pytree of arrays): then ``log_density(params, data)`` is called, and
     ``data`` reaches the compiled loops as an argument, not as constants folded into them (see
     the module docstring); ``init_params`` must then be a flat dict of arrays.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key; split into the jitter and MCMC keys.
+    log_density : callable or None
+        ``log_density(params) -> scalar`` (``log_density(params, data)`` with ``data``) on a dict
+        of unconstrained arrays; None when ``model`` is given.
+    init_params : dict or None
+        One chain's starting values (unconstrained); with ``init_batched``, one per chain.
+    settings : SamplerSettings
+        Chains, warm-up, samples, thinning (see above).
+    coords, dims : dict, optional
+        For ``az.from_dict``.
+    label : str
+        Name of the run in the log.
+    target_accept : float
+        NUTS's target acceptance probability in step-size adaptation.
+    init_jitter : float
+        Half-width of the uniform noise added to ``init_params`` per chain (0: no jitter).
+    init_batched : bool
+        ``init_params`` already has a leading axis of ``n_chains``.
+    model : callable, optional
+        A numpyro model, instead of ``log_density`` (draws come back in constrained space).
+    model_args : tuple
+        Positional arguments of ``model``.
+    model_kwargs : dict, optional
+        Keyword arguments of ``model``.
+    max_tree_depth : int
+        NUTS's largest tree depth.
+    data : pytree of arrays, optional
+        Data passed to ``log_density`` and to the compiled loops as an argument.
+
+    Returns
+    -------
+    SampleResult
+        Draws, summary, timings; ``extra`` holds divergences and phase timings.
+
+    Raises
+    ------
+    ValueError
+        If not exactly one of ``log_density`` and ``model`` is given, a ``log_density`` comes
+        without ``init_params``, or batched inits lack the chain axis.
+    TypeError
+        If, with ``data``, ``init_params`` is not a dict of arrays.
     """
     if (log_density is None) == (model is None):
         raise ValueError("run_nuts: give exactly one of log_density and model")

@@ -85,7 +85,23 @@ FULL_BATCH_BLOCKS = 10
 
 @dataclass(frozen=True)
 class Trend:
-    """The noise rule's test on the last ``2 * blocks_per_window`` complete blocks."""
+    """The noise rule's test on the last ``2 * blocks_per_window`` complete blocks.
+
+    Attributes
+    ----------
+    slope : float
+        Loss change per block (per epoch, or per step for full batch); < 0 is improvement.
+    slope_se : float
+        Standard error of the slope.
+    slope_unit : str
+        ``"epoch"`` or ``"step"``.
+    threshold : float
+        Minus the slope must exceed this (t quantile x standard error) to count.
+    improving : bool
+        Whether the improvement is distinguishable from noise.
+    mean : float
+        Mean loss over the blocks.
+    """
 
     slope: float  # loss change per block (per epoch, or per step for full batch); < 0 is improvement
     slope_se: float
@@ -104,7 +120,20 @@ class Trend:
 
 
 def blocks(n_persons: int, settings: TrainSettings) -> tuple[int, int, str]:
-    """(steps per block, blocks per window, unit of the reported slope) for the noise rule."""
+    """Steps per block, blocks per window and the slope's unit for the noise rule.
+
+    Parameters
+    ----------
+    n_persons : int
+        N, the number of persons.
+    settings : TrainSettings
+        The batch size and window settings.
+
+    Returns
+    -------
+    tuple of (int, int, str)
+        (steps per block, blocks per window, unit of the reported slope: ``"epoch"`` or ``"step"``).
+    """
     batch_size = min(settings.batch_size or n_persons, n_persons)
     if batch_size >= n_persons:
         return max(settings.window // 4, 1), FULL_BATCH_BLOCKS, "step"
@@ -115,9 +144,30 @@ def blocks(n_persons: int, settings: TrainSettings) -> tuple[int, int, str]:
 
 
 def trend(history: np.ndarray, block: int, per_window: int, unit: str, confidence: float) -> Trend | None:
-    """Least-squares slope of the last ``2 * per_window`` complete block means against the block
+    """The noise rule's test of whether the loss still falls.
+
+    Least-squares slope of the last ``2 * per_window`` complete block means against the block
     index, its standard error from their scatter about the line, and whether minus the slope
-    exceeds the one-sided t quantile times that error; None while too few blocks exist."""
+    exceeds the one-sided t quantile times that error.
+
+    Parameters
+    ----------
+    history : numpy.ndarray
+        The losses so far, shape (steps,).
+    block : int
+        Steps per block.
+    per_window : int
+        Blocks per window.
+    unit : str
+        Unit of the slope (``"epoch"`` or ``"step"``).
+    confidence : float
+        One-sided level of the t test.
+
+    Returns
+    -------
+    Trend or None
+        The test; None while too few blocks exist.
+    """
     n = 2 * per_window
     complete = len(history) // block
     if complete < n:
@@ -154,10 +204,21 @@ def gradient_drift(chunk_sums: list, steps_per_chunk: int) -> tuple[float, str]:
     gradients average out and the drift is about 1, or less, since an optimiser hovering about a
     minimum pulls its iterates back and makes successive gradients negatively correlated; a fit
     still moving along a direction, however slowly its loss falls (a small learning rate, a flat
-    ridge), has a mean gradient that grows out of its noise as n grows. Returns the largest
-    drift over the arrays and that array's name. ``chunk_sums``: per chunk, the sums of the
-    gradients and of their squares (pytrees like the parameters), as the training driver's
-    compiled chunks return them (``inference.training._chunk_fn``)."""
+    ridge), has a mean gradient that grows out of its noise as n grows.
+
+    Parameters
+    ----------
+    chunk_sums : list
+        Per chunk, the sums of the gradients and of their squares (pytrees like the parameters),
+        as the training driver's compiled chunks return them (``inference.training._chunk_fn``).
+    steps_per_chunk : int
+        Steps per chunk.
+
+    Returns
+    -------
+    tuple of (float, str)
+        The largest drift over the arrays and that array's name.
+    """
     n = steps_per_chunk * len(chunk_sums)
     g, g2 = _window_total(chunk_sums, 0), _window_total(chunk_sums, 1)
     worst, name = 0.0, ""
@@ -172,8 +233,25 @@ def gradient_drift(chunk_sums: list, steps_per_chunk: int) -> tuple[float, str]:
 
 
 def tail_average(chunk_sums: list, steps_per_chunk: int, like):
-    """The iterates averaged over the chunks' steps (Polyak-Ruppert averaging of the last window:
-    at a stationary point the iterates scatter about the optimum by an amount that grows with the
-    learning rate, and their mean is closer to it than the last one), cast like ``like``."""
+    """The iterates averaged over the chunks' steps.
+
+    Polyak-Ruppert averaging of the last window: at a stationary point the iterates scatter
+    about the optimum by an amount that grows with the learning rate, and their mean is closer
+    to it than the last one.
+
+    Parameters
+    ----------
+    chunk_sums : list
+        Per chunk, the sums the training driver's compiled chunks return (the third: iterates).
+    steps_per_chunk : int
+        Steps per chunk.
+    like : pytree
+        Parameters whose dtypes the average takes.
+
+    Returns
+    -------
+    pytree
+        The averaged parameters, cast like ``like``.
+    """
     n = steps_per_chunk * len(chunk_sums)
     return jax.tree.map(lambda total, p: jnp.asarray(total / n, p.dtype), _window_total(chunk_sums, 2), like)

@@ -55,12 +55,25 @@ def _robert_tail(key, c, todo, max_rounds: int = 64):
 
 
 def ndtri_f32(p):
-    """Phi^{-1}(p) by Wichura's (1988) algorithm AS 241, PPND7: rational approximations with
-    relative error about 1e-7 (float32 precision) over 1e-37 < p < 1, about half the cost of
-    ``jax.scipy.special.ndtri`` (which evaluates degree-8 rational functions on three
-    branches). Written by hand because no maintained JAX library offers a float32-grade
-    inverse normal CDF; the truncated-normal draw spends most of its time here. Checked against
-    scipy in the unit tests. Float64 input should use ``jax.scipy.special.ndtri``."""
+    """Phi^{-1}(p) in float32 by Wichura's (1988) algorithm AS 241, PPND7.
+
+    Rational approximations with relative error about 1e-7 (float32 precision) over
+    1e-37 < p < 1, about half the cost of ``jax.scipy.special.ndtri`` (which evaluates degree-8
+    rational functions on three branches). Written by hand because no maintained JAX library
+    offers a float32-grade inverse normal CDF; the truncated-normal draw spends most of its time
+    here. Checked against scipy in the unit tests. Float64 input should use
+    ``jax.scipy.special.ndtri``.
+
+    Parameters
+    ----------
+    p : array
+        Probabilities in (0, 1), float32.
+
+    Returns
+    -------
+    jax.Array
+        Phi^{-1}(p), same shape.
+    """
     q = p - 0.5
     r = 0.180625 - q * q
     central = (
@@ -93,7 +106,22 @@ def uniform_open(key, shape, dtype=jnp.float32):
     ``jax.random.bits`` does with ``jax_threefry_partitionable`` off): each Threefry block
     yields two 32-bit words. With the flag on (JAX's default) ``jax.random`` spends one block
     per word, 1.5x the time, and this draw is most of a sweep's cost. The key is used as
-    given; a key gives the same numbers on every platform."""
+    given; a key gives the same numbers on every platform.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    shape : tuple of int
+        Shape of the draws.
+    dtype : dtype
+        float32 (the fast path) or another float type.
+
+    Returns
+    -------
+    jax.Array
+        Uniforms in (0, 1).
+    """
     if dtype != jnp.float32:
         step = jnp.finfo(dtype).eps
         return jax.random.uniform(key, shape, dtype) * (1.0 - step) + step / 2
@@ -118,6 +146,20 @@ def normal_above(key, c, u=None):
     exponential rejection sampler is exact and stable for any c (its acceptance tends to 1),
     run in a vectorized ``lax.while_loop`` over only those cells, and skipped when there are
     none, as in a well-fitted model. The result is never below c.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    c : array
+        Truncation points.
+    u : array, optional
+        Uniforms to use (drawn with ``uniform_open`` by default).
+
+    Returns
+    -------
+    jax.Array
+        Draws, the shape of ``c``.
     """
     dtype = c.dtype if jnp.issubdtype(c.dtype, jnp.floating) else jnp.float32
     c = c.astype(dtype)
@@ -132,13 +174,38 @@ def normal_above(key, c, u=None):
 
 
 def truncated_normal(key, mean, sd, lower):
-    """N(mean, sd^2) restricted to (lower, inf), exact (see :func:`normal_above`)."""
+    """N(mean, sd^2) restricted to (lower, inf), exact (see :func:`normal_above`).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    mean, sd, lower : array
+        Mean, standard deviation and lower bound (broadcast together).
+
+    Returns
+    -------
+    jax.Array
+        Draws.
+    """
     return mean + sd * normal_above(key, (lower - mean) / sd)
 
 
 def truncated_normal_moments(c):
-    """Mean and variance of N(0, 1) | X > c (numpy, float64), for tests and checks:
-    mean = phi(c) / Phi(-c) (the inverse Mills ratio), var = 1 + c * mean - mean^2."""
+    """Mean and variance of N(0, 1) | X > c (numpy, float64), for tests and checks.
+
+    mean = phi(c) / Phi(-c) (the inverse Mills ratio), var = 1 + c * mean - mean^2.
+
+    Parameters
+    ----------
+    c : array
+        Truncation points.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Means and variances.
+    """
     c = np.asarray(c, dtype=np.float64)
     lam = np.exp(-0.5 * c * c - 0.5 * np.log(2 * np.pi) - log_ndtr(-c))
     return lam, 1.0 + c * lam - lam * lam

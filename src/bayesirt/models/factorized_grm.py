@@ -41,6 +41,17 @@ class Priors:
     the discriminations are then estimated on that scale (alpha / 5), not on the scale data
     are usually simulated on. Set ``ability_scale: 5``, ``base_difficulty_loc: 3`` and
     ``base_difficulty_scale: 1`` in the config to reproduce the seed exactly.
+
+    Attributes
+    ----------
+    discrimination_scale : float
+        kappa of the HalfNormal(kappa) prior of the discriminations.
+    base_difficulty_loc, base_difficulty_scale : float
+        Normal prior of the first threshold.
+    increment_scale : float
+        HalfNormal prior scale of the threshold increments.
+    ability_loc, ability_scale : float
+        Normal prior of the abilities.
     """
 
     discrimination_scale: float = 2.0  # HalfNormal(kappa)
@@ -52,7 +63,19 @@ class Priors:
 
 
 class Structure(NamedTuple):
-    """Static facts about the data the model needs (arrays, so jit traces them once)."""
+    """Static facts about the data the model needs (arrays, so jit traces them once).
+
+    Attributes
+    ----------
+    scale_index : jax.Array (I,)
+        Scale of each item.
+    n_categories : jax.Array (I,)
+        Categories per item.
+    n_scales : int
+        S, the number of scales.
+    max_categories : int
+        Kmax.
+    """
 
     scale_index: jnp.ndarray  # (I,) scale of each item
     n_categories: jnp.ndarray  # (I,) categories per item
@@ -61,8 +84,26 @@ class Structure(NamedTuple):
 
 
 def structure(n_categories, scale_index=None) -> Structure:
-    """The structure of items with ``n_categories`` (I,) categories each (at least 2), item i on
-    scale ``scale_index[i]`` (0..S-1; None: every item on one scale)."""
+    """The structure of items with ``n_categories`` categories each.
+
+    Parameters
+    ----------
+    n_categories : array (I,)
+        Categories per item (at least 2).
+    scale_index : array (I,), optional
+        Item i's scale, 0..S-1 (None: every item on one scale).
+
+    Returns
+    -------
+    Structure
+        The structure.
+
+    Raises
+    ------
+    ValueError
+        If ``n_categories`` is not a 1-d array of integers >= 2 or ``scale_index`` does not give
+        a scale 0..S-1 for each item.
+    """
     n_categories = np.asarray(n_categories, dtype=np.int32)
     if n_categories.ndim != 1 or n_categories.size == 0 or (n_categories < 2).any():
         raise ValueError(f"n_categories must be a 1-d array of integers >= 2, got {n_categories}")
@@ -75,14 +116,39 @@ def structure(n_categories, scale_index=None) -> Structure:
 
 
 def structure_of(rm) -> Structure:
-    """The structure of a response matrix (anything with ``scale_index``, ``n_categories`` and
-    ``scales``)."""
+    """The structure of a response matrix.
+
+    Parameters
+    ----------
+    rm : ResponseMatrix
+        Anything with ``scale_index``, ``n_categories`` and ``scales``.
+
+    Returns
+    -------
+    Structure
+        The structure.
+    """
     return Structure(
         jnp.asarray(rm.scale_index), jnp.asarray(rm.n_categories), len(rm.scales), int(rm.n_categories.max())
     )
 
 
 def parameter_shapes(st: Structure, n_persons: int) -> dict:
+    """Shape of each parameter block.
+
+    Parameters
+    ----------
+    st : Structure
+        Scales and categories per item.
+    n_persons : int
+        N.
+
+    Returns
+    -------
+    dict
+        ``discrimination`` (I,), ``base_difficulty`` (I,), ``increments`` (I, Kmax-2),
+        ``ability`` (N, S).
+    """
     n_items = st.scale_index.shape[0]
     return {
         "discrimination": (n_items,),
@@ -93,7 +159,18 @@ def parameter_shapes(st: Structure, n_persons: int) -> dict:
 
 
 def priors(p: Priors) -> dict:
-    """Prior of each parameter (elementwise; sum the log-densities)."""
+    """Prior of each parameter (elementwise; sum the log-densities).
+
+    Parameters
+    ----------
+    p : Priors
+        The prior scales.
+
+    Returns
+    -------
+    dict
+        Parameter name -> TFP distribution.
+    """
     return {
         "discrimination": tfd.HalfNormal(p.discrimination_scale),
         "base_difficulty": tfd.Normal(p.base_difficulty_loc, p.base_difficulty_scale),
@@ -103,7 +180,13 @@ def priors(p: Priors) -> dict:
 
 
 def bijectors() -> dict:
-    """Map from the real line to each parameter's support (the surrogate lives on the left)."""
+    """Map from the real line to each parameter's support (the surrogate lives on the left).
+
+    Returns
+    -------
+    dict
+        Parameter name -> TFP bijector.
+    """
     return {
         "discrimination": tfb.Softplus(),
         "base_difficulty": tfb.Identity(),
@@ -113,7 +196,20 @@ def bijectors() -> dict:
 
 
 def cell_terms(params, st: Structure):
-    """Scores and cuts of the shared GRM core: score = alpha*theta, cut_k = alpha*tau_k."""
+    """Scores and cuts of the shared GRM core: score = alpha*theta, cut_k = alpha*tau_k.
+
+    Parameters
+    ----------
+    params : dict
+        ``discrimination`` (I,), ``base_difficulty`` (I,), ``increments`` (I, Kmax-2), ``ability`` (N, S).
+    st : Structure
+        Scales and categories per item.
+
+    Returns
+    -------
+    tuple of jax.Array
+        Scores (..., N, I) and cuts (I, Kmax-1).
+    """
     alpha = params["discrimination"]
     tau = grm.ordered_cuts(params["base_difficulty"], params["increments"])
     theta = params["ability"][..., st.scale_index]  # (..., N, I)
@@ -121,20 +217,64 @@ def cell_terms(params, st: Structure):
 
 
 def log_likelihood(params, y, st: Structure):
-    """Per-person log-likelihood, shape (N,), of responses y (N, I) with -1 for missing."""
+    """Per-person log-likelihood, shape (N,), of responses y (N, I) with -1 for missing.
+
+    Parameters
+    ----------
+    params : dict
+        ``discrimination`` (I,), ``base_difficulty`` (I,), ``increments`` (I, Kmax-2), ``ability`` (N, S).
+    y : array (N, I)
+        Responses, -1 for missing.
+    st : Structure
+        Scales and categories per item.
+
+    Returns
+    -------
+    jax.Array
+        Log-likelihoods, shape (N,).
+    """
     score, cuts = cell_terms(params, st)
     return grm.log_prob(y, score, cuts, st.n_categories).sum(-1)
 
 
 def category_log_probs(params, st: Structure):
-    """(N, I, Kmax) log-probabilities of every category for every person and item."""
+    """(N, I, Kmax) log-probabilities of every category for every person and item.
+
+    Parameters
+    ----------
+    params : dict
+        ``discrimination`` (I,), ``base_difficulty`` (I,), ``increments`` (I, Kmax-2), ``ability`` (N, S).
+    st : Structure
+        Scales and categories per item.
+
+    Returns
+    -------
+    jax.Array
+        Log-probabilities, shape (N, I, Kmax).
+    """
     score, cuts = cell_terms(params, st)
     return grm.category_log_probs(score, cuts, st.n_categories)
 
 
 def log_prior(params, p: Priors, st: Structure, local: bool):
-    """Summed prior log-density of the global parameters (local=False) or, per person, of the
-    local ones (local=True, shape (N,))."""
+    """Summed prior log-density of the global parameters, or per person of the local ones.
+
+    Parameters
+    ----------
+    params : dict
+        ``discrimination`` (I,), ``base_difficulty`` (I,), ``increments`` (I, Kmax-2), ``ability`` (N, S).
+    p : Priors
+        The prior scales.
+    st : Structure
+        Scales and categories per item.
+    local : bool
+        False: the global parameters (a scalar); True: the abilities, per person.
+
+    Returns
+    -------
+    jax.Array
+        A scalar (global) or shape (N,) (local).
+    """
     dists = priors(p)
     if local:
         return dists["ability"].log_prob(params["ability"]).sum(-1)
@@ -155,6 +295,24 @@ def draw_parameters(
     Discriminations log-normal around 1.5 (0.8..2.8 typical), thresholds spread symmetric
     around an item location in N(0, 0.5), increments that keep the middle categories in use,
     abilities standard normal per scale with correlation ``ability_corr`` between scales.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Random numbers.
+    n_persons : int
+        N.
+    items_per_scale : list of int
+        Items of each scale.
+    n_categories : int
+        Categories of every item.
+    ability_corr : float
+        Correlation of the abilities between scales.
+
+    Returns
+    -------
+    dict
+        ``discrimination``, ``base_difficulty``, ``increments``, ``ability`` (N, S).
     """
     n_scales = len(items_per_scale)
     n_items = sum(items_per_scale)
@@ -170,10 +328,24 @@ def draw_parameters(
 
 
 def initial_values(y, st: Structure) -> dict:
-    """A data-driven starting point from responses ``y`` (N, I; -1 missing): abilities from
-    standardized mean scores per scale, thresholds from the marginal category proportions
-    (logistic-normal approximation with alpha = 1), discriminations 1. Starts the optimizer
-    near the answer instead of at 0."""
+    """A data-driven starting point from responses ``y``.
+
+    Abilities from standardized mean scores per scale, thresholds from the marginal category
+    proportions (logistic-normal approximation with alpha = 1), discriminations 1. Starts the
+    optimizer near the answer instead of at 0.
+
+    Parameters
+    ----------
+    y : array (N, I)
+        Responses, -1 for missing.
+    st : Structure
+        Scales and categories per item.
+
+    Returns
+    -------
+    dict
+        Constrained starting values of every parameter block.
+    """
     responses = np.asarray(y)
     y = responses.astype(np.float64)
     obs = responses != grm.MISSING

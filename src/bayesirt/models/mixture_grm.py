@@ -39,7 +39,21 @@ bijectors = fgrm.bijectors
 
 
 class Structure(NamedTuple):
-    """``factorized_grm.Structure`` plus the number of mixture dimensions."""
+    """``factorized_grm.Structure`` plus the number of mixture dimensions.
+
+    Attributes
+    ----------
+    scale_index : jax.Array (I,)
+        Scale of each item.
+    n_categories : jax.Array (I,)
+        Categories per item.
+    n_scales : int
+        S.
+    max_categories : int
+        Kmax.
+    n_dimensions : int
+        D, mixture dimensions.
+    """
 
     scale_index: jnp.ndarray
     n_categories: jnp.ndarray
@@ -49,12 +63,46 @@ class Structure(NamedTuple):
 
 
 def structure_of(rm, n_dimensions: int) -> Structure:
+    """The structure of a response matrix with ``n_dimensions`` mixture dimensions.
+
+    Parameters
+    ----------
+    rm : ResponseMatrix
+        Anything with ``scale_index``, ``n_categories`` and ``scales``.
+    n_dimensions : int
+        D (a positive integer).
+
+    Returns
+    -------
+    Structure
+        The structure.
+
+    Raises
+    ------
+    ValueError
+        If ``n_dimensions`` is not a positive integer.
+    """
     if int(n_dimensions) != n_dimensions or n_dimensions < 1:
         raise ValueError(f"n_dimensions must be a positive integer, got {n_dimensions!r}")
     return Structure(*fgrm.structure_of(rm), int(n_dimensions))
 
 
 def parameter_shapes(st: Structure, n_persons: int) -> dict:
+    """Shape of each parameter block.
+
+    Parameters
+    ----------
+    st : Structure
+        Scales, categories and mixture dimensions.
+    n_persons : int
+        N.
+
+    Returns
+    -------
+    dict
+        ``discrimination`` (I, D), ``base_difficulty`` (I,), ``increments`` (I, Kmax-2),
+        ``ability`` (N, S, D).
+    """
     n_items = st.scale_index.shape[0]
     return {
         "discrimination": (n_items, st.n_dimensions),
@@ -65,13 +113,37 @@ def parameter_shapes(st: Structure, n_persons: int) -> dict:
 
 
 def mixture_weights(params):
-    """(I, D) weights w_id = alpha_id / sum_d alpha_id."""
+    """(I, D) weights w_id = alpha_id / sum_d alpha_id.
+
+    Parameters
+    ----------
+    params : dict
+        ``discrimination`` (I, D), ``base_difficulty`` (I,), ``increments`` (I, Kmax-2), ``ability`` (N, S, D).
+
+    Returns
+    -------
+    jax.Array
+        Weights, shape (I, D).
+    """
     alpha = params["discrimination"]
     return alpha / alpha.sum(-1, keepdims=True)
 
 
 def cell_terms(params, st: Structure):
-    """Per-dimension scores (D, ..., N, I) and cuts (D, I, K-1) of the shared GRM core."""
+    """Per-dimension scores (D, ..., N, I) and cuts (D, I, K-1) of the shared GRM core.
+
+    Parameters
+    ----------
+    params : dict
+        ``discrimination`` (I, D), ``base_difficulty`` (I,), ``increments`` (I, Kmax-2), ``ability`` (N, S, D).
+    st : Structure
+        Scales, categories and mixture dimensions.
+
+    Returns
+    -------
+    tuple of jax.Array
+        Scores (D, ..., N, I) and cuts (D, I, K-1).
+    """
     alpha = params["discrimination"]  # (I, D)
     tau = grm.ordered_cuts(params["base_difficulty"], params["increments"])  # (I, K-1)
     theta = params["ability"][..., st.scale_index, :]  # (..., N, I, D)
@@ -81,7 +153,22 @@ def cell_terms(params, st: Structure):
 
 
 def log_likelihood(params, y, st: Structure):
-    """Per-person log-likelihood (N,) of responses y (N, I), -1 for missing."""
+    """Per-person log-likelihood (N,) of responses y (N, I), -1 for missing.
+
+    Parameters
+    ----------
+    params : dict
+        ``discrimination`` (I, D), ``base_difficulty`` (I,), ``increments`` (I, Kmax-2), ``ability`` (N, S, D).
+    y : array (N, I)
+        Responses, -1 for missing.
+    st : Structure
+        Scales, categories and mixture dimensions.
+
+    Returns
+    -------
+    jax.Array
+        Log-likelihoods, shape (N,).
+    """
     score, cuts = cell_terms(params, st)
     per_dim = jax.vmap(lambda s, c: grm.log_prob(y, s, c, st.n_categories))(score, cuts)  # (D, N, I)
     log_w = jnp.log(mixture_weights(params)).T[:, None, :]  # (D, 1, I)
@@ -90,11 +177,25 @@ def log_likelihood(params, y, st: Structure):
 
 
 def category_probs(params, persons, items, st: Structure):
-    """Category probabilities of the cells (persons[c], items[c]): ``persons`` and ``items``
-    are integer arrays that broadcast together (e.g. (C,) and (C,), or (I, Cmax) and (I, 1));
-    returns their broadcast shape + (Kmax,), zero beyond an item's categories. The mixture of
-    each dimension's GRM probabilities (``grm.category_probs``, the factorized model's form);
-    the imputation objectives' cell-probability hook."""
+    """Category probabilities of the cells (persons[c], items[c]).
+
+    The mixture of each dimension's GRM probabilities (``grm.category_probs``, the factorized
+    model's form); the imputation objectives' cell-probability hook.
+
+    Parameters
+    ----------
+    params : dict
+        ``discrimination`` (I, D), ``base_difficulty`` (I,), ``increments`` (I, Kmax-2), ``ability`` (N, S, D).
+    persons, items : array of int
+        Arrays that broadcast together (e.g. (C,) and (C,), or (I, Cmax) and (I, 1)).
+    st : Structure
+        Scales, categories and mixture dimensions.
+
+    Returns
+    -------
+    jax.Array
+        Their broadcast shape + (Kmax,), zero beyond an item's categories.
+    """
     alpha = params["discrimination"]  # (I, D)
     tau = grm.ordered_cuts(params["base_difficulty"], params["increments"])  # (I, K-1)
     e, gap = jax.vmap(lambda c: grm.exp_cut_tables(c, st.n_categories))(alpha.T[:, :, None] * tau[None])
@@ -108,7 +209,20 @@ def category_probs(params, persons, items, st: Structure):
 
 
 def category_log_probs(params, st: Structure):
-    """(N, I, Kmax) log-probabilities of every category (checks and simulation)."""
+    """(N, I, Kmax) log-probabilities of every category (checks and simulation).
+
+    Parameters
+    ----------
+    params : dict
+        ``discrimination`` (I, D), ``base_difficulty`` (I,), ``increments`` (I, Kmax-2), ``ability`` (N, S, D).
+    st : Structure
+        Scales, categories and mixture dimensions.
+
+    Returns
+    -------
+    jax.Array
+        Log-probabilities, shape (N, I, Kmax).
+    """
     score, cuts = cell_terms(params, st)
     per_dim = jax.vmap(lambda s, c: grm.category_log_probs(s, c, st.n_categories))(score, cuts)
     log_w = jnp.log(mixture_weights(params)).T[:, None, :, None]  # (D, 1, I, 1)
@@ -116,7 +230,24 @@ def category_log_probs(params, st: Structure):
 
 
 def log_prior(params, p: fgrm.Priors, st: Structure, local: bool):
-    """As ``factorized_grm.log_prior``; the local term is summed over scales and dimensions."""
+    """As ``factorized_grm.log_prior``; the local term is summed over scales and dimensions.
+
+    Parameters
+    ----------
+    params : dict
+        ``discrimination`` (I, D), ``base_difficulty`` (I,), ``increments`` (I, Kmax-2), ``ability`` (N, S, D).
+    p : factorized_grm.Priors
+        The prior scales.
+    st : Structure
+        Scales, categories and mixture dimensions.
+    local : bool
+        False: the global parameters (a scalar); True: the abilities, per person.
+
+    Returns
+    -------
+    jax.Array
+        A scalar (global) or shape (N,) (local).
+    """
     if local:
         return priors(p)["ability"].log_prob(params["ability"]).sum((-2, -1))
     return fgrm.log_prior(params, p, st, local=False)
@@ -128,6 +259,18 @@ def initial_values(y, st: Structure) -> dict:
     Identical dimensions would be a saddle of the likelihood (symmetric in d), so dimension d
     starts from the one-dimensional abilities scaled by a factor between 0.8 and 1.2 and
     discriminations between 0.8 and 1.2: distinct, deterministic, and near the D = 1 answer.
+
+    Parameters
+    ----------
+    y : array (N, I)
+        Responses, -1 for missing.
+    st : Structure
+        Scales, categories and mixture dimensions.
+
+    Returns
+    -------
+    dict
+        Constrained starting values of every parameter block.
     """
     n_dimensions = st.n_dimensions
     base = fgrm.initial_values(y, fgrm.Structure(*st[:4]))
@@ -143,8 +286,29 @@ def initial_values(y, st: Structure) -> dict:
 def draw_parameters(
     rng: np.random.Generator, n_persons: int, items_per_scale: list[int], n_categories: int, n_dimensions: int
 ) -> dict:
-    """True parameters for simulation: thresholds as in ``factorized_grm.draw_parameters``,
-    discriminations log-normal per dimension, independent standard-normal abilities."""
+    """True parameters for simulation.
+
+    Thresholds as in ``factorized_grm.draw_parameters``, discriminations log-normal per
+    dimension, independent standard-normal abilities.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Random numbers.
+    n_persons : int
+        N.
+    items_per_scale : list of int
+        Items of each scale.
+    n_categories : int
+        Categories of every item.
+    n_dimensions : int
+        D.
+
+    Returns
+    -------
+    dict
+        ``discrimination`` (I, D), ``base_difficulty``, ``increments``, ``ability`` (N, S, D).
+    """
     base = fgrm.draw_parameters(rng, n_persons, items_per_scale, n_categories)
     n_items = sum(items_per_scale)
     alpha = np.exp(rng.normal(np.log(1.5), 0.5, (n_items, n_dimensions)))

@@ -46,15 +46,20 @@ from bayesirt.studies import STUDIES
 class MethodResult:
     """What one fit of any method returns, and what ``records.write_fit`` writes.
 
-    ``record``: the fit's ``fit.json`` (``workflow/schemas/fit_record.schema.yaml``): its
-    condition, sizes and settings, convergence, predictive checks (held-out log-likelihood,
-    accuracy) and, in its ``timing`` field, wall and compile seconds.
-    ``estimates``: one tidy table of item and ability estimates
-    (``workflow/schemas/estimates.schema.yaml``); ability rows are those with a ``person``
-    (item rows leave it empty, or -1 in the multidimensional tables).
-    ``losses``: the loss history of an optimisation method (``step``, ``loss``), else None.
-    ``idata``: the draws of a sampler or of a variational posterior (ArviZ InferenceData), else
-    None.
+    Attributes
+    ----------
+    record : dict
+        The fit's ``fit.json`` (``workflow/schemas/fit_record.schema.yaml``): its condition,
+        sizes and settings, convergence, predictive checks (held-out log-likelihood, accuracy)
+        and, in its ``timing`` field, wall and compile seconds.
+    estimates : pandas.DataFrame
+        One tidy table of item and ability estimates (``workflow/schemas/estimates.schema.yaml``);
+        ability rows are those with a ``person`` (item rows leave it empty, or -1 in the
+        multidimensional tables).
+    losses : pandas.DataFrame or None
+        The loss history of an optimisation method (``step``, ``loss``), else None.
+    idata : arviz.InferenceData or None
+        The draws of a sampler or of a variational posterior, else None.
     """
 
     record: dict
@@ -84,8 +89,26 @@ class MethodResult:
 
 
 class Study(NamedTuple):
-    """A study's four entry points (``load``): the fits a config asks for, one fit, the tables
-    of all fits and the figures drawn from those tables."""
+    """A study's four entry points (``load``).
+
+    The fits a config asks for, one fit, the tables of all fits and the figures drawn from
+    those tables.
+
+    Attributes
+    ----------
+    name : str
+        The study's name.
+    conditions : callable
+        ``conditions(config) -> list``: the fits the config asks for.
+    fit : callable
+        One fit, returning a ``MethodResult``.
+    aggregate : callable
+        The tables of all fits (a dict of tables).
+    figures : callable
+        The figures drawn from those tables.
+    methods : dict
+        The study's methods (``METHODS`` of its ``methods`` module).
+    """
 
     name: str
     conditions: Callable[[dict], list]
@@ -96,8 +119,25 @@ class Study(NamedTuple):
 
 
 def load(name: str) -> Study:
-    """The study package ``bayesirt.studies.<name>`` as a ``Study`` (imports its fitting side,
-    so not for parse time)."""
+    """The study package ``bayesirt.studies.<name>`` as a ``Study``.
+
+    Imports its fitting side, so not for parse time.
+
+    Parameters
+    ----------
+    name : str
+        One of ``STUDIES``.
+
+    Returns
+    -------
+    Study
+        The study's entry points.
+
+    Raises
+    ------
+    ValueError
+        If the study is not known.
+    """
     if name not in STUDIES:
         raise ValueError(f"unknown study {name!r}; the studies are {', '.join(STUDIES)}")
     module = lambda part: importlib.import_module(f"bayesirt.studies.{name}.{part}")

@@ -92,7 +92,7 @@ from bayesirt.inference.iwae import (  # noqa: F401  (iw_elbo: public here too, 
     log_weights,
     warmup_beta,
 )
-from bayesirt.inference.training import FitResult, TrainSettings, train
+from bayesirt.inference.training import FitResult, Problem, TrainSettings, train_problem
 from bayesirt.models import mgrm
 
 sg = jax.lax.stop_gradient
@@ -237,7 +237,7 @@ def loss_fn(st: mgrm.Structure, config: IWAVBSettings):
 _init = init  # for ``fit``, whose keyword ``init`` hides the function
 
 
-def fit(
+def problem(
     key,
     y,
     structure: mgrm.Structure,
@@ -245,8 +245,8 @@ def fit(
     *,
     init: dict | None = None,
     label: str = "iwavb",
-) -> FitResult:
-    """Fit the IWAVB by the training driver.
+) -> Problem:
+    """The IWAVB's fit, ready for the training driver.
 
     Parameters
     ----------
@@ -267,9 +267,12 @@ def fit(
 
     Returns
     -------
-    training.FitResult
-        ``params["model"]`` the GRM's parameters, plus the encoder and the discriminator. A
-        loss that becomes non-finite raises ``training.FitDivergedError``.
+    training.Problem
+        The fit for the training driver (``train_problem``) or, with others of its kind, the
+        bulk driver (``bulk.train_block``). Its result's ``params["model"]`` are the GRM's
+        parameters, beside the encoder and the discriminator; a loss that becomes
+        non-finite raises ``training.FitDivergedError`` (a single fit) or stops that fit alone
+        (a block).
     """
     k_init, k_fit = jax.random.split(key)
     y = np.asarray(y)
@@ -286,7 +289,21 @@ def fit(
         params,
     )
     data = {"y": jnp.asarray(y, jnp.int8)}
-    return train(loss_fn(structure, settings), params, k_fit, data, y.shape[0], train_settings, label, optimizer=opt)
+    return Problem(loss_fn(structure, settings), params, k_fit, data, y.shape[0], train_settings, opt, label)
+
+
+def fit(
+    key,
+    y,
+    structure: mgrm.Structure,
+    settings: IWAVBSettings = IWAVBSettings(),
+    *,
+    init: dict | None = None,
+    label: str = "iwavb",
+) -> FitResult:
+    """Fit the IWAVB by the training driver: ``training.train_problem`` of ``problem``'s fit
+    (the parameters, the returned result and a non-finite loss are as ``problem`` says)."""
+    return train_problem(problem(key, y, structure, settings, init=init, label=label))
 
 
 def proposal(params, st: mgrm.Structure, config: IWAVBSettings):

@@ -63,6 +63,7 @@ flagged in its record (``loss_still_improving``) and in the reports.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -210,7 +211,7 @@ def gradient_drift(chunk_sums: list, steps_per_chunk: int) -> tuple[float, str]:
     ----------
     chunk_sums : list
         Per chunk, the sums of the gradients and of their squares (pytrees like the parameters),
-        as the training driver's compiled chunks return them (``inference.training._chunk_fn``).
+        as the training driver's compiled chunks return them (``inference.training.chunk_fn``).
     steps_per_chunk : int
         Steps per chunk.
 
@@ -255,3 +256,125 @@ def tail_average(chunk_sums: list, steps_per_chunk: int, like):
     """
     n = steps_per_chunk * len(chunk_sums)
     return jax.tree.map(lambda total, p: jnp.asarray(total / n, p.dtype), _window_total(chunk_sums, 2), like)
+
+
+class Stopper:
+    """One fit's stopping state, fed chunk by chunk: the loss history, the rule's counters and,
+    under the noise rule, the gradient sums of the chunks of the test's window.
+
+    The training driver (``training.train``) keeps one; the bulk driver (``bulk.train_block``)
+    keeps one per replication, so a replication in a block stops exactly where it would alone.
+
+    Parameters
+    ----------
+    settings : TrainSettings
+        The stopping rule and its settings.
+    n_persons : int
+        N, for the noise rule's blocks.
+    """
+
+    def __init__(self, settings: TrainSettings, n_persons: int):
+        self.settings = settings
+        self.block, self.per_window, self.unit = blocks(n_persons, settings)
+        self.track = settings.stopping == "noise"
+        self.losses: list[np.ndarray] = []
+        self.steps, self.stalls, self.tested_blocks, self.averaged = 0, 0, 0, 0
+        self.converged, self.stop_reason = False, "max_steps"
+        self.reason = f"reached max_steps={settings.max_steps}"
+        self.last: Trend | None = None
+        self.recent: deque = deque(maxlen=max(-(-2 * self.per_window * self.block // settings.check_every), 2))
+        self.drift, self.drift_array = None, None
+
+    def history(self) -> np.ndarray:
+        """The loss of every step so far."""
+        return np.concatenate(self.losses) if self.losses else np.zeros(0)
+
+    def update(self, chunk_losses: np.ndarray, sums=None) -> bool:
+        """Take one chunk's losses (and, under the noise rule, its gradient sums, on the host);
+        True when the fit has converged and stops here."""
+        s = self.settings
+        self.losses.append(chunk_losses)
+        if self.track:
+            self.recent.append(sums)
+        self.steps += s.check_every
+        history = self.history()
+        if s.stopping == "relative":
+            if self.steps >= max(s.min_steps, 2 * s.window):
+                recent = history[-s.window :].mean()
+                before = history[-2 * s.window : -s.window].mean()
+                improvement = (before - recent) / max(abs(recent), 1e-12)
+                self.stalls = self.stalls + 1 if improvement < s.rel_tol else 0
+                if self.stalls >= s.patience:
+                    self.converged, self.stop_reason = True, "relative_tolerance"
+                    self.reason = (
+                        f"windowed loss improved by less than {s.rel_tol:g} (relative) for {s.patience} checks"
+                    )
+        elif self.steps >= s.min_steps and self.steps // self.block > self.tested_blocks:
+            self._noise_test(history)
+        return self.converged
+
+    def _noise_test(self, history: np.ndarray) -> None:
+        # one test per newly completed block, so patience counts fresh evidence
+        s = self.settings
+        self.tested_blocks = self.steps // self.block
+        self.last = trend(history, self.block, self.per_window, self.unit, s.confidence) or self.last
+        if self.last is None:
+            return
+        # the estimated improvement per ``window`` steps must also be below rel_tol (relative):
+        # with a very noisy loss and little power, "indistinguishable from zero" alone would stop
+        # a fit whose estimated slope is still large
+        per_step = self.last.slope if self.unit == "step" else self.last.slope / self.block
+        large = -per_step * s.window > s.rel_tol * max(abs(self.last.mean), 1e-12)
+        # and the parameters must have stopped drifting: a loss can look flat while the fit still
+        # creeps along a flat direction (small learning rates)
+        if len(self.recent) == self.recent.maxlen:
+            self.drift, self.drift_array = gradient_drift(list(self.recent), s.check_every)
+        moving = self.drift is None or self.drift > s.drift_max
+        self.stalls = 0 if (self.last.improving or large or moving) else self.stalls + 1
+        if self.stalls >= s.patience:
+            self.converged, self.stop_reason = True, "no_improvement"
+            self.reason = (
+                f"windowed loss slope {self.last.slope:.3g} +- {self.last.slope_se:.2g} per {self.unit} over "
+                f"the last {2 * self.per_window * self.block} steps and gradient drift {self.drift:.2g} "
+                f"(largest in {self.drift_array}): no improvement distinguishable from noise "
+                f"for {s.patience} tests"
+            )
+
+    def final_params(self, params):
+        """A converged noise-rule fit's iterates averaged over the test's window (``average_tail``);
+        otherwise ``params``."""
+        if self.converged and self.track and self.settings.average_tail:
+            self.averaged = self.settings.check_every * len(self.recent)
+            return tail_average(list(self.recent), self.settings.check_every, params)
+        return params
+
+    def summary(self) -> tuple[np.ndarray, bool, str, dict]:
+        """The loss history, whether the fit converged, why it stopped (in words) and the
+        ``convergence`` entry of its result: the trend test of its last windows, whichever rule
+        stopped it, and whether it hit ``max_steps`` still improving."""
+        s = self.settings
+        history = self.history()
+        final = trend(history, self.block, self.per_window, self.unit, s.confidence)
+        if self.track and not self.converged and len(self.recent) == self.recent.maxlen:
+            self.drift, self.drift_array = gradient_drift(list(self.recent), s.check_every)
+        drifting = self.track and (self.drift is None or self.drift > s.drift_max)
+        still_improving = self.stop_reason == "max_steps" and (final is None or final.improving or drifting)
+        reason = self.reason
+        if still_improving:
+            reason += " while still improving" + (
+                ""
+                if final is None
+                else f" (loss slope {final.slope:.3g} +- {final.slope_se:.2g} per {self.unit}"
+                + (f", gradient drift {self.drift:.2g} in {self.drift_array})" if self.drift is not None else ")")
+            )
+        no_trend = {"slope": None, "slope_se": None, "slope_unit": self.unit, "improving": None}
+        convergence = {
+            "stopping": s.stopping,
+            "stop_reason": self.stop_reason,
+            **(final.as_dict() if final is not None else no_trend),
+            "max_steps_still_improving": still_improving,
+            "gradient_drift": self.drift,
+            "gradient_drift_array": self.drift_array,
+            "averaged_steps": self.averaged,
+        }
+        return history, self.converged, reason, convergence

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import jax
@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from bayesirt.inference.stopping import STOPPING_RULES, Trend, blocks, gradient_drift, tail_average, trend
+from bayesirt.inference.stopping import STOPPING_RULES, Stopper
 
 log = logging.getLogger("bayesirt")
 
@@ -96,6 +96,22 @@ class FitResult:
     convergence: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One fit, as ``train`` takes it (``train_problem`` fits it). The bulk driver
+    (``bulk.train_block``) fits a list of problems that differ only in ``params``, ``key`` and
+    ``data`` (the same loss, shapes, settings and optimizer) as one program."""
+
+    loss_fn: Callable
+    params: dict
+    key: jax.Array
+    data: dict
+    n_persons: int
+    settings: TrainSettings
+    optimizer: optax.GradientTransformation | None = None
+    label: str = "fit"
+
+
 class FitDivergedError(RuntimeError):
     """The loss or the parameters became non-finite; ``last_good`` holds the state before."""
 
@@ -111,7 +127,7 @@ def _epochs_per_chunk(n_persons: int, batch_size: int, n_steps: int) -> int:
     return -(-n_steps // max(n_persons // batch_size, 1)) + 1
 
 
-def _chunk_fn(loss_fn, optimizer, n_persons: int, batch_size: int, n_steps: int, track: bool = False):
+def chunk_fn(loss_fn, optimizer, n_persons: int, batch_size: int, n_steps: int, track: bool = False):
     """Compile-ready function running ``n_steps`` optimizer steps inside one lax.scan.
 
     Its ``perms`` argument holds the permutations of persons of the epochs the chunk touches
@@ -170,19 +186,27 @@ def _chunk_fn(loss_fn, optimizer, n_persons: int, batch_size: int, n_steps: int,
     return chunk
 
 
-class _EpochPermutations:
+class EpochPermutations:
     """The permutation of persons for each epoch, drawn once per epoch from ``perm_key`` and
     the epoch number (so any chunk boundaries give the same minibatches), kept on the device
-    while chunks still need it."""
+    while chunks still need it. With ``n_fits``, ``perm_key`` holds one key per fit of a block
+    and each chunk gets the fits' permutations stacked, (n_fits, epochs, N): the same ones each
+    fit would draw alone."""
 
-    def __init__(self, perm_key, n_persons: int, batch_size: int, n_steps: int):
+    def __init__(self, perm_key, n_persons: int, batch_size: int, n_steps: int, n_fits: int | None = None):
         self.full_batch = batch_size >= n_persons
         self.batches_per_epoch = max(n_persons // batch_size, 1)
         self.count = _epochs_per_chunk(n_persons, batch_size, n_steps)
         self.key = perm_key
-        self.draw = jax.jit(lambda key, e: jax.random.permutation(jax.random.fold_in(key, e), n_persons))
+
+        def draw(key, e):
+            return jax.random.permutation(jax.random.fold_in(key, e), n_persons)
+
+        self.draw = jax.jit(draw if n_fits is None else jax.vmap(draw, in_axes=(0, None)))
+        self.axis = 0 if n_fits is None else 1
         self.cache: dict[int, jax.Array] = {}
-        self.first, self.stacked = None, jnp.zeros((self.count, 1), jnp.int32)
+        lead = () if n_fits is None else (n_fits,)
+        self.first, self.stacked = None, jnp.zeros((*lead, self.count, 1), jnp.int32)
 
     def for_chunk(self, first_step: int) -> jax.Array:
         first = first_step // self.batches_per_epoch
@@ -190,7 +214,7 @@ class _EpochPermutations:
             return self.stacked
         wanted = range(first, first + self.count)
         self.cache = {e: self.cache[e] if e in self.cache else self.draw(self.key, e) for e in wanted}
-        self.first, self.stacked = first, jnp.stack([self.cache[e] for e in wanted])
+        self.first, self.stacked = first, jnp.stack([self.cache[e] for e in wanted], axis=self.axis)
         return self.stacked
 
 
@@ -215,25 +239,18 @@ def train(
     # one compiled program (cached across jobs) instead of one tiny eager op per parameter shape
     opt_state = jax.jit(optimizer.init)(params)
     track = settings.stopping == "noise"
-    chunk = _chunk_fn(loss_fn, optimizer, n_persons, batch_size, settings.check_every, track)
+    chunk = chunk_fn(loss_fn, optimizer, n_persons, batch_size, settings.check_every, track)
     step_key, perm_key = jax.random.split(key)
-    permutations = _EpochPermutations(perm_key, n_persons, batch_size, settings.check_every)
+    permutations = EpochPermutations(perm_key, n_persons, batch_size, settings.check_every)
 
     t0 = time.perf_counter()
     compiled = jax.jit(chunk).lower(params, opt_state, step_key, permutations.for_chunk(0), data, 0).compile()
     compile_seconds = time.perf_counter() - t0
 
-    block, per_window, unit = blocks(n_persons, settings)
-    losses: list[np.ndarray] = []
-    steps, stalls, tested_blocks = 0, 0, 0
-    converged, stop_reason = False, "max_steps"
-    reason = f"reached max_steps={settings.max_steps}"
-    last: Trend | None = None
-    # the gradient sums of the chunks of the test's window (noise rule)
-    recent: deque = deque(maxlen=max(-(-2 * per_window * block // settings.check_every), 2))
-    drift, drift_array, averaged = None, None, 0
+    stopper = Stopper(settings, n_persons)
     t0 = time.perf_counter()
-    while steps < settings.max_steps:
+    while stopper.steps < settings.max_steps:
+        steps = stopper.steps
         new_params, new_state, chunk_losses, sums = compiled(
             params, opt_state, step_key, permutations.for_chunk(steps), data, steps
         )
@@ -242,101 +259,38 @@ def train(
         if bad.any() or not _all_finite(new_params):
             first = steps + (int(np.argmax(bad)) if bad.any() else settings.check_every - 1)
             log.error("%s: non-finite loss at step %d", label, first)
-            raise FitDivergedError(first, params, np.concatenate(losses + [chunk_losses[: first - steps]]))
+            raise FitDivergedError(first, params, np.concatenate(stopper.losses + [chunk_losses[: first - steps]]))
         params, opt_state = new_params, new_state
-        losses.append(chunk_losses)
-        if track:
-            recent.append(jax.device_get(sums))
-        steps += settings.check_every
-        history = np.concatenate(losses)
-        if settings.stopping == "relative":
-            if steps >= max(settings.min_steps, 2 * settings.window):
-                recent = history[-settings.window :].mean()
-                before = history[-2 * settings.window : -settings.window].mean()
-                improvement = (before - recent) / max(abs(recent), 1e-12)
-                stalls = stalls + 1 if improvement < settings.rel_tol else 0
-                if stalls >= settings.patience:
-                    converged, stop_reason = True, "relative_tolerance"
-                    reason = (
-                        f"windowed loss improved by less than {settings.rel_tol:g} (relative) "
-                        f"for {settings.patience} checks"
-                    )
-                    break
-        elif steps >= settings.min_steps and steps // block > tested_blocks:
-            # one test per newly completed block, so patience counts fresh evidence
-            tested_blocks = steps // block
-            last = trend(history, block, per_window, unit, settings.confidence) or last
-            if last is not None:
-                # the estimated improvement per ``window`` steps must also be below rel_tol
-                # (relative): with a very noisy loss and little power, "indistinguishable from
-                # zero" alone would stop a fit whose estimated slope is still large
-                per_step = last.slope if unit == "step" else last.slope / block
-                large = -per_step * settings.window > settings.rel_tol * max(abs(last.mean), 1e-12)
-                # and the parameters must have stopped drifting: a loss can look flat while the
-                # fit still creeps along a flat direction (small learning rates)
-                if len(recent) == recent.maxlen:
-                    drift, drift_array = gradient_drift(list(recent), settings.check_every)
-                moving = drift is None or drift > settings.drift_max
-                stalls = 0 if (last.improving or large or moving) else stalls + 1
-                if stalls >= settings.patience:
-                    converged, stop_reason = True, "no_improvement"
-                    reason = (
-                        f"windowed loss slope {last.slope:.3g} +- {last.slope_se:.2g} per {unit} over "
-                        f"the last {2 * per_window * block} steps and gradient drift {drift:.2g} "
-                        f"(largest in {drift_array}): no improvement distinguishable from noise "
-                        f"for {settings.patience} tests"
-                    )
-                    if settings.average_tail:
-                        params = tail_average(list(recent), settings.check_every, params)
-                        averaged = settings.check_every * len(recent)
-                    break
-        n_chunks = steps // settings.check_every
+        if stopper.update(chunk_losses, jax.device_get(sums) if stopper.track else None):
+            params = stopper.final_params(params)
+            break
+        n_chunks = stopper.steps // settings.check_every
         if settings.progress_every and n_chunks % settings.progress_every == 0:
             log.info(
-                "%s: step %d  loss %.5g  (%.1f s)",
-                label,
-                steps,
-                history[-settings.check_every :].mean(),
-                time.perf_counter() - t0,
+                "%s: step %d  loss %.5g  (%.1f s)", label, stopper.steps, chunk_losses.mean(), time.perf_counter() - t0
             )
     jax.block_until_ready(params)
-    wall = time.perf_counter() - t0
-    history = np.concatenate(losses)
-    # every fit reports the trend of its last windows, whichever rule stopped it
-    final = trend(history, block, per_window, unit, settings.confidence)
-    if track and not converged and len(recent) == recent.maxlen:
-        drift, drift_array = gradient_drift(list(recent), settings.check_every)
-    drifting = track and (drift is None or drift > settings.drift_max)
-    still_improving = stop_reason == "max_steps" and (final is None or final.improving or drifting)
-    if still_improving:
-        reason += " while still improving" + (
-            ""
-            if final is None
-            else f" (loss slope {final.slope:.3g} +- {final.slope_se:.2g} per {unit}"
-            + (f", gradient drift {drift:.2g} in {drift_array})" if drift is not None else ")")
-        )
-    convergence = {
-        "stopping": settings.stopping,
-        "stop_reason": stop_reason,
-        **(
-            final.as_dict()
-            if final is not None
-            else {"slope": None, "slope_se": None, "slope_unit": unit, "improving": None}
-        ),
-        "max_steps_still_improving": still_improving,
-        "gradient_drift": drift,
-        "gradient_drift_array": drift_array,
-        "averaged_steps": averaged,
-    }
+    return finished(stopper, params, time.perf_counter() - t0, compile_seconds, label)
+
+
+def train_problem(problem: Problem) -> FitResult:
+    """``train`` on one ``Problem``."""
+    p = problem
+    return train(p.loss_fn, p.params, p.key, p.data, p.n_persons, p.settings, p.label, p.optimizer)
+
+
+def finished(stopper: Stopper, params, wall: float, compile_seconds: float, label: str) -> FitResult:
+    """The result of a fit that ``stopper`` stopped (converged or at ``max_steps``)."""
+    history, converged, reason, convergence = stopper.summary()
     log.info(
         "%s: %s after %d steps, %.2f s (+%.2f s compile)",
         label,
         "converged" if converged else "stopped",
-        steps,
+        stopper.steps,
         wall,
         compile_seconds,
     )
-    return FitResult(params, history, steps, converged, reason, wall, compile_seconds, convergence=convergence)
+    return FitResult(params, history, stopper.steps, converged, reason, wall, compile_seconds, convergence=convergence)
 
 
 def keep_last_good(fit, *args, **kwargs) -> FitResult:
@@ -348,17 +302,23 @@ def keep_last_good(fit, *args, **kwargs) -> FitResult:
         return fit(*args, **kwargs)
     except FitDivergedError as err:
         log.error("%s", err)
-        return FitResult(
-            err.last_good,
-            np.asarray(err.losses),
-            max(err.step, 1),
-            False,
-            str(err),
-            time.perf_counter() - t0,
-            0.0,
-            {"diverged_at_step": err.step},
-            convergence={"stop_reason": "diverged", "max_steps_still_improving": False},
-        )
+        return diverged_result(err.step, err.last_good, err.losses, time.perf_counter() - t0, str(err))
+
+
+def diverged_result(step: int, last_good, losses, wall: float, reason: str) -> FitResult:
+    """The unconverged result of a fit whose loss became non-finite at ``step``: its last good
+    state and the losses before, the step in ``extra["diverged_at_step"]``."""
+    return FitResult(
+        last_good,
+        np.asarray(losses),
+        max(step, 1),
+        False,
+        reason,
+        wall,
+        0.0,
+        {"diverged_at_step": step},
+        convergence={"stop_reason": "diverged", "max_steps_still_improving": False},
+    )
 
 
 def _all_finite(tree) -> bool:

@@ -1,0 +1,190 @@
+"""Replications in bulk: a block of fits by the training driver as one compiled program.
+
+A simulation study fits the same model with the same settings to many data sets. Fitted one
+process at a time, each fit pays its start-up, its compilation and a fixed cost per step that
+small problems never amortise (on a GPU, the kernel-launch latency of every step). Here the
+training driver's compiled chunk (``training.chunk_fn``) is vectorized over the fits of a block
+(``jax.vmap``): one program steps every fit at once, each with its own data, key, initial
+parameters and minibatch order, so step ``t`` of a fit draws the same minibatch and the same
+random numbers as it would alone.
+
+Each fit keeps its own stopping test (``stopping.Stopper``), read after every chunk as the
+single driver does. A fit that stops (converged, or its loss became non-finite) is taken out of
+the block there: its parameters are the ones it had at that point (the last good ones for a fit
+that diverged), so they stop changing while the others run on, and its result gives its own
+steps and reason. The block ends when every fit has stopped or reached ``max_steps``. Stopped
+fits keep being computed alongside the running ones (their results are discarded) until half
+of the block has stopped; then the program is narrowed to the running fits (one more
+compilation per halving), so a few slow fits do not pay for a full block.
+
+A fit's result depends on its block only through float32 rounding: vectorized arithmetic may
+sum in another order than the single fit's (the tests state the tolerance). Over thousands of
+steps such differences can grow, and a stopping test can then fire a check earlier or later, so
+the studies treat the block size as part of a fit's settings and record it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bayesirt.inference.stopping import Stopper
+from bayesirt.inference.training import (
+    EpochPermutations,
+    FitResult,
+    Problem,
+    chunk_fn,
+    diverged_result,
+    finished,
+)
+
+log = logging.getLogger("bayesirt")
+
+
+def stack(trees: list):
+    """Pytrees of the same structure and shapes stacked along a new leading axis."""
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
+
+
+def member(tree, i):
+    """Entry ``i`` of a stacked pytree."""
+    return jax.tree.map(lambda a: a[i], tree)
+
+
+def check_block(problems: list[Problem]) -> None:
+    """Fits of one block must share their loss, size and settings; a one-line error otherwise."""
+    if not problems:
+        raise ValueError("a block needs at least one fit")
+    first = problems[0]
+    for p in problems[1:]:
+        if p.n_persons != first.n_persons:
+            raise ValueError(
+                f"fits of one block need the same number of persons: {first.label} has {first.n_persons}, "
+                f"{p.label} has {p.n_persons}"
+            )
+        if p.settings != first.settings:
+            raise ValueError(f"fits of one block need the same training settings: {first.label} and {p.label} differ")
+        shapes = jax.tree.map(jnp.shape, (p.params, p.data))
+        if shapes != jax.tree.map(jnp.shape, (first.params, first.data)):
+            raise ValueError(f"fits of one block need parameters and data of the same shapes: {p.label} differs")
+
+
+def train_block(problems: list[Problem], label: str = "block") -> list[FitResult]:
+    """Fit ``problems`` (``training.Problem``, differing only in parameters, key and data) as one
+    vectorized program; see the module docstring.
+
+    Parameters
+    ----------
+    problems : list of training.Problem
+        The fits of the block. Their ``loss_fn`` and ``optimizer`` are taken from the first.
+    label : str
+        Name of the block in the progress log.
+
+    Returns
+    -------
+    list of training.FitResult
+        One per problem, in order. ``wall_seconds`` is the block's wall time divided by its
+        size (the block's share per fit) and ``extra["block"]`` gives the block's size, the
+        fit's position, the block's wall and compile seconds and the step at which the fit left
+        the block. A fit whose loss became non-finite has the result ``training.keep_last_good``
+        gives a single fit.
+    """
+    check_block(problems)
+    first = problems[0]
+    settings, n_persons, n_fits = first.settings, first.n_persons, len(problems)
+    batch_size = min(settings.batch_size or n_persons, n_persons)
+    optimizer = first.optimizer if first.optimizer is not None else settings.optimizer()
+    track = settings.stopping == "noise"
+    chunk = chunk_fn(first.loss_fn, optimizer, n_persons, batch_size, settings.check_every, track)
+
+    def block_chunk(params, opt_state, step_key, perms, data, first_step):
+        out = jax.vmap(chunk, in_axes=(0, 0, 0, 0, 0, None))(params, opt_state, step_key, perms, data, first_step)
+        finite = jax.vmap(lambda p: jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(p)])))(out[0])
+        return (*out, finite)
+
+    keys = jnp.stack([jax.random.split(p.key) for p in problems])  # (fits, 2): step key, permutation key
+    step_keys = keys[:, 0]
+    permutations = EpochPermutations(keys[:, 1], n_persons, batch_size, settings.check_every, n_fits)
+    params = stack([p.params for p in problems])
+    data = stack([p.data for p in problems])
+    opt_state = jax.jit(jax.vmap(optimizer.init))(params)
+    compiled = jax.jit(block_chunk)
+    t0 = time.perf_counter()
+    compiled.lower(params, opt_state, step_keys, permutations.for_chunk(0), data, 0).compile()
+    compile_seconds = time.perf_counter() - t0
+
+    stoppers = [Stopper(settings, n_persons) for _ in problems]
+    results: list[FitResult | None] = [None] * n_fits
+    left_at = [0] * n_fits
+    running = np.arange(n_fits)  # the fits the program steps, in its order
+    run_keys, run_data = step_keys, data
+    steps = 0
+    t0 = time.perf_counter()
+    while steps < settings.max_steps and any(r is None for r in results):
+        active = np.asarray([i for i in running if results[i] is None])
+        if len(active) <= len(running) // 2:  # narrow the program to the fits still running
+            keep = jnp.asarray(np.searchsorted(running, active))
+            params, opt_state = member(params, keep), member(opt_state, keep)
+            running = active
+            run_keys, run_data = step_keys[jnp.asarray(running)], member(data, jnp.asarray(running))
+        perms = permutations.for_chunk(steps)
+        if len(running) < n_fits and not permutations.full_batch:
+            perms = perms[jnp.asarray(running)]
+        new_params, new_state, losses, sums, finite = compiled(params, opt_state, run_keys, perms, run_data, steps)
+        losses, finite = np.asarray(losses), np.asarray(finite)
+        sums = jax.device_get(sums) if track else None
+        for pos, i in enumerate(running):
+            if results[i] is not None:
+                continue
+            bad = ~np.isfinite(losses[pos])
+            if bad.any() or not finite[pos]:
+                at = steps + (int(np.argmax(bad)) if bad.any() else settings.check_every - 1)
+                log.error("%s: non-finite loss at step %d; stopped and kept the last good state", problems[i].label, at)
+                before = np.concatenate(stoppers[i].losses + [losses[pos, : at - steps]])
+                reason = f"loss became non-finite at step {at}; stopped and kept the last good state"
+                results[i] = diverged_result(at, member(params, pos), before, 0.0, reason)
+                left_at[i] = at
+            elif stoppers[i].update(losses[pos], member(sums, pos) if track else None):
+                results[i] = stoppers[i].final_params(member(new_params, pos))
+                left_at[i] = stoppers[i].steps
+        params, opt_state = new_params, new_state
+        steps += settings.check_every
+        if settings.progress_every and (steps // settings.check_every) % settings.progress_every == 0:
+            live = [pos for pos, i in enumerate(running) if results[i] is None]
+            mean = float(losses[live].mean()) if live else float("nan")
+            log.info(
+                "%s: step %d  %d of %d fits running  mean loss %.5g  (%.1f s)",
+                label,
+                steps,
+                len(live),
+                n_fits,
+                mean,
+                time.perf_counter() - t0,
+            )
+    for pos, i in enumerate(running):
+        if results[i] is None:  # reached max_steps
+            results[i] = member(params, pos)
+            left_at[i] = steps
+    jax.block_until_ready([r if not isinstance(r, FitResult) else r.params for r in results])
+    wall = time.perf_counter() - t0
+    share = wall / n_fits
+    out = []
+    for i, r in enumerate(results):
+        if not isinstance(r, FitResult):
+            r = finished(stoppers[i], r, share, compile_seconds / n_fits, problems[i].label)
+        else:
+            r.wall_seconds = share
+        r.extra["block"] = {
+            "size": n_fits,
+            "position": i,
+            "wall_seconds": wall,
+            "compile_seconds": compile_seconds,
+            "left_at_step": left_at[i],
+        }
+        out.append(r)
+    log.info("%s: %d fits in %.2f s (+%.2f s compile)", label, n_fits, wall, compile_seconds)
+    return out

@@ -84,6 +84,7 @@ def fit_record(result, fields: dict, *, window: int, timing: dict | None = None)
         The record (``fit.json``).
     """
     window = min(window, len(result.losses))
+    block = result.extra.get("block")
     return {
         **fields,
         "steps": int(result.steps),
@@ -92,12 +93,22 @@ def fit_record(result, fields: dict, *, window: int, timing: dict | None = None)
         **how_converged(result),
         "diverged_at_step": result.extra.get("diverged_at_step"),
         "final_loss": float(np.mean(result.losses[-window:])) if window else float("nan"),
+        # a fit of a block (inference.bulk): the block's size, the fit's position in it, the
+        # step it left the block and the block's working memory; None for a fit on its own
+        "block": {k: v for k, v in block.items() if k not in ("wall_seconds", "compile_seconds")} if block else None,
         "versions": io.library_versions(),
         "device": io.device_info(),
-        # timings vary run to run; everything outside this field is reproducible bit for bit
+        # timings vary run to run; everything outside this field is reproducible bit for bit.
+        # A fit of a block has the block's wall and compile seconds divided by its size, and the
+        # block's own
         "timing": {
             "wall_seconds": float(result.wall_seconds),
             "compile_seconds": float(result.compile_seconds),
+            **(
+                {"block_wall_seconds": block["wall_seconds"], "block_compile_seconds": block["compile_seconds"]}
+                if block
+                else {}
+            ),
             **(timing or {}),
         },
     }

@@ -103,3 +103,13 @@ def test_amortized_fits_in_a_block_match_their_single_fits(method):
     block = bulk.train_block(problems)
     for b, p in zip(block, problems, strict=True):
         assert_same_fit(b, train_problem(p))
+
+
+def test_a_block_that_would_not_fit_in_memory_is_refused_before_it_starts(monkeypatch):
+    problems = [regression_problem(s, 1.0, SETTINGS) for s in range(3)]
+    monkeypatch.setattr(bulk, "available_bytes", lambda: 1000)
+    with pytest.raises(MemoryError, match="lower studies.x.block_size"):
+        bulk.train_block(problems, setting="studies.x.block_size")
+    monkeypatch.setattr(bulk, "available_bytes", lambda: 10**12)
+    fits = bulk.train_block(problems)
+    assert all(f.extra["block"]["memory_bytes"] > 3 * 200 * 4 for f in fits)  # at least the three data sets

@@ -73,7 +73,30 @@ def check_block(problems: list[Problem]) -> None:
             raise ValueError(f"fits of one block need parameters and data of the same shapes: {p.label} differs")
 
 
-def train_block(problems: list[Problem], label: str = "block") -> list[FitResult]:
+def available_bytes() -> int | None:
+    """Memory free for a program: the accelerator's (limit less use) or the machine's available
+    memory (``MemAvailable``); None where neither is known."""
+    stats = jax.devices()[0].memory_stats()
+    if stats and "bytes_limit" in stats:
+        return int(stats["bytes_limit"] - stats.get("bytes_in_use", 0))
+    try:
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        return int(info["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def working_bytes(compiled) -> int:
+    """A compiled program's working memory as XLA plans it: arguments, outputs and temporaries
+    (less what outputs reuse of the arguments)."""
+    m = compiled.memory_analysis()
+    if m is None:
+        return 0
+    return int(m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes - m.alias_size_in_bytes)
+
+
+def train_block(problems: list[Problem], label: str = "block", setting: str = "the block size") -> list[FitResult]:
     """Fit ``problems`` (``training.Problem``, differing only in parameters, key and data) as one
     vectorized program; see the module docstring.
 
@@ -83,6 +106,8 @@ def train_block(problems: list[Problem], label: str = "block") -> list[FitResult
         The fits of the block. Their ``loss_fn`` and ``optimizer`` are taken from the first.
     label : str
         Name of the block in the progress log.
+    setting : str
+        The setting that sets the block's size (a config key), named when the block is refused.
 
     Returns
     -------
@@ -90,8 +115,14 @@ def train_block(problems: list[Problem], label: str = "block") -> list[FitResult
         One per problem, in order. ``wall_seconds`` is the block's wall time divided by its
         size (the block's share per fit) and ``extra["block"]`` gives the block's size, the
         fit's position, the block's wall and compile seconds and the step at which the fit left
-        the block. A fit whose loss became non-finite has the result ``training.keep_last_good``
-        gives a single fit.
+        the block, and the block's working memory (``memory_bytes``). A fit whose loss became
+        non-finite has the result ``training.keep_last_good`` gives a single fit.
+
+    Raises
+    ------
+    MemoryError
+        Before any step, when the block's working memory exceeds the free memory, naming
+        ``setting``.
     """
     check_block(problems)
     first = problems[0]
@@ -112,10 +143,17 @@ def train_block(problems: list[Problem], label: str = "block") -> list[FitResult
     params = stack([p.params for p in problems])
     data = stack([p.data for p in problems])
     opt_state = jax.jit(jax.vmap(optimizer.init))(params)
-    compiled = jax.jit(block_chunk)
+    jitted = jax.jit(block_chunk)
     t0 = time.perf_counter()
-    compiled.lower(params, opt_state, step_keys, permutations.for_chunk(0), data, 0).compile()
+    program = jitted.lower(params, opt_state, step_keys, permutations.for_chunk(0), data, 0).compile()
     compile_seconds = time.perf_counter() - t0
+    memory, free = working_bytes(program), available_bytes()
+    if free is not None and memory > 0.9 * free:
+        raise MemoryError(
+            f"a block of {n_fits} fits needs {memory / 1e9:.2f} GB of working memory and {free / 1e9:.2f} GB are "
+            f"free: lower {setting}"
+        )
+    log.info("%s: %d fits in one program, %.1f MB of working memory", label, n_fits, memory / 1e6)
 
     stoppers = [Stopper(settings, n_persons) for _ in problems]
     results: list[FitResult | None] = [None] * n_fits
@@ -131,10 +169,11 @@ def train_block(problems: list[Problem], label: str = "block") -> list[FitResult
             params, opt_state = member(params, keep), member(opt_state, keep)
             running = active
             run_keys, run_data = step_keys[jnp.asarray(running)], member(data, jnp.asarray(running))
+            program = jitted  # compiled for the narrower block at its first call
         perms = permutations.for_chunk(steps)
         if len(running) < n_fits and not permutations.full_batch:
             perms = perms[jnp.asarray(running)]
-        new_params, new_state, losses, sums, finite = compiled(params, opt_state, run_keys, perms, run_data, steps)
+        new_params, new_state, losses, sums, finite = program(params, opt_state, run_keys, perms, run_data, steps)
         losses, finite = np.asarray(losses), np.asarray(finite)
         sums = jax.device_get(sums) if track else None
         for pos, i in enumerate(running):
@@ -184,6 +223,7 @@ def train_block(problems: list[Problem], label: str = "block") -> list[FitResult
             "wall_seconds": wall,
             "compile_seconds": compile_seconds,
             "left_at_step": left_at[i],
+            "memory_bytes": memory,
         }
         out.append(r)
     log.info("%s: %d fits in %.2f s (+%.2f s compile)", label, n_fits, wall, compile_seconds)

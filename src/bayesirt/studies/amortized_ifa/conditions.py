@@ -35,6 +35,10 @@ class FitSpec:
         """The fit's result folder."""
         return f"results/{STUDY}/{self.design}/{self.condition}/rep{self.rep}"
 
+    def block_folder(self, block: int) -> str:
+        """The folder of block ``block`` of the fit's condition (the fits of a job)."""
+        return f"results/{STUDY}/{self.design}/{self.condition}/blocks/block{block}"
+
 
 def condition_name(method: str, n_factors: int, n_importance: int) -> str:
     return f"{method}_P{n_factors}_R{n_importance}"
@@ -70,6 +74,23 @@ def design_factors(design: dict) -> int:
     if "preset" in design:
         return int(PRESETS[design["preset"]]["n_factors"])
     return int(design["n_factors"])
+
+
+def condition_blocks(design: dict, spec: FitSpec) -> list[list[int]]:
+    """The replications of ``spec``'s condition (its design, method, P and R) in blocks of the
+    design's ``block_size``, in order (one block when it exceeds them)."""
+    reps = sorted(
+        f.rep
+        for f in design_fits(spec.design, design, (spec.method,))
+        if (f.n_factors, f.n_importance) == (spec.n_factors, spec.n_importance)
+    )
+    size = design["block_size"]
+    return [reps[i : i + size] for i in range(0, len(reps), size)]
+
+
+def block_of(design: dict, spec: FitSpec) -> int:
+    """The number of the block that fits ``spec``'s replication."""
+    return next(b for b, reps in enumerate(condition_blocks(design, spec)) if spec.rep in reps)
 
 
 def data_replication(design: dict, rep: int) -> int:

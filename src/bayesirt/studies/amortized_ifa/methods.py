@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from types import ModuleType
 
 import jax
@@ -23,8 +23,8 @@ from bayesirt import io, records, tables
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.evaluation import loglik, rotation
 from bayesirt.evaluation.recovery import metrics
-from bayesirt.inference import iwae, iwavb
-from bayesirt.inference.training import TrainSettings, keep_last_good
+from bayesirt.inference import bulk, iwae, iwavb
+from bayesirt.inference.training import TrainSettings, keep_last_good, train_problem
 from bayesirt.models import mgrm
 from bayesirt.studies.amortized_ifa.conditions import STUDY, FitSpec
 from bayesirt.studies.amortized_ifa.settings import Design, Evaluation, Training
@@ -48,8 +48,9 @@ def fit_iwae(
     dataset: str | None = None,
 ) -> MethodResult:
     """IWAE: a Gaussian encoder q(z | x), trained on the importance-weighted bound with R samples."""
-    cfg = iwae.IWAESettings(n_importance=int(spec.n_importance), **asdict(design.iwae))
-    return amortized_fit(iwae, cfg, train, holdout, truth, spec, design, evaluation, seed=seed, dataset=dataset)
+    return amortized_fit(
+        iwae, iwae_settings(spec, design), train, holdout, truth, spec, design, evaluation, seed=seed, dataset=dataset
+    )
 
 
 def fit_iwavb(
@@ -64,8 +65,17 @@ def fit_iwavb(
     dataset: str | None = None,
 ) -> MethodResult:
     """IWAVB: an implicit encoder q(z | x) whose density ratio a discriminator learns."""
-    cfg = iwavb.IWAVBSettings(n_importance=int(spec.n_importance), **asdict(design.iwavb))
-    return amortized_fit(iwavb, cfg, train, holdout, truth, spec, design, evaluation, seed=seed, dataset=dataset)
+    return amortized_fit(
+        iwavb, iwavb_settings(spec, design), train, holdout, truth, spec, design, evaluation, seed=seed, dataset=dataset
+    )
+
+
+def iwae_settings(spec: FitSpec, design: Design) -> iwae.IWAESettings:
+    return iwae.IWAESettings(n_importance=int(spec.n_importance), **asdict(design.iwae))
+
+
+def iwavb_settings(spec: FitSpec, design: Design) -> iwavb.IWAVBSettings:
+    return iwavb.IWAVBSettings(n_importance=int(spec.n_importance), **asdict(design.iwavb))
 
 
 METHODS: dict[str, Callable[..., MethodResult]] = {"iwae": fit_iwae, "iwavb": fit_iwavb}
@@ -214,18 +224,63 @@ def amortized_fit(
     seed: int,
     dataset: str | None = None,
 ) -> MethodResult:
-    """One fit of an amortized method (its module: ``fit``, ``proposal``; its settings ``cfg``),
+    """One fit of an amortized method (its module: ``problem``, ``proposal``; its settings ``cfg``),
     evaluated: the record, the tidy estimates and the loss history (``records.write_fit`` writes
     them). A fit whose loss becomes non-finite keeps its last good state, is evaluated there,
     and its record says so."""
-    analysis = design.analysis
-    settings = train_settings(design.training, cfg.learning_rate)
-    cfg = replace(cfg, train=settings)
-    st = model_structure(train, spec.n_factors, analysis)
-    k_fit, k_eval, k_post = jax.random.split(jax.random.key(seed), 3)
-    y = np.asarray(train.responses)
-    res = keep_last_good(method.fit, k_fit, y, st, cfg, label=f"{spec.design} {spec.condition} rep{spec.rep}")
+    rep = Replication(train, holdout, truth, spec, seed)
+    problem, st, cfg = fit_problem(method, cfg, rep, design)
+    res = keep_last_good(train_problem, problem)
+    return evaluated(method, cfg, st, res, rep, design, evaluation, dataset)
 
+
+@dataclass(frozen=True)
+class Replication:
+    """One replication of a condition: its training and held-out persons, truth, fit and seed."""
+
+    train: io.ResponseMatrix
+    holdout: io.ResponseMatrix
+    truth: pd.DataFrame | None
+    spec: FitSpec
+    seed: int
+
+
+def fit_problem(method: ModuleType, cfg, rep: Replication, design: Design):
+    """The replication's fit for the training driver, its model structure and the method's
+    settings with the design's training settings."""
+    cfg = replace(cfg, train=train_settings(design.training, cfg.learning_rate))
+    st = model_structure(rep.train, rep.spec.n_factors, design.analysis)
+    k_fit = jax.random.split(jax.random.key(rep.seed), 3)[0]
+    label = f"{rep.spec.design} {rep.spec.condition} rep{rep.spec.rep}"
+    return method.problem(k_fit, np.asarray(rep.train.responses), st, cfg, label=label), st, cfg
+
+
+def fit_block(reps: list[Replication], design: Design, evaluation: Evaluation, *, dataset=None) -> list[MethodResult]:
+    """The replications of one condition (method, P, R) fitted as one block (``inference.bulk``),
+    then each evaluated as ``fit`` evaluates a single fit. Each record's ``block`` gives the
+    block's size and the fit's position in it."""
+    spec = reps[0].spec
+    method, cfg = {"iwae": (iwae, iwae_settings), "iwavb": (iwavb, iwavb_settings)}[spec.method]
+    cfg = cfg(spec, design)
+    prepared = [fit_problem(method, cfg, rep, design) for rep in reps]
+    label = f"{spec.design} {spec.condition} reps {reps[0].spec.rep}-{reps[-1].spec.rep}"
+    results = bulk.train_block([p for p, _, _ in prepared], label=label, setting=BLOCK_KEY.format(design=spec.design))
+    return [
+        evaluated(method, c, st, res, rep, design, evaluation, dataset)
+        for (_, st, c), res, rep in zip(prepared, results, strict=True)
+    ]
+
+
+BLOCK_KEY = f"studies.{STUDY}.designs.{{design}}.block_size"
+
+
+def evaluated(method: ModuleType, cfg, st, res, rep: Replication, design: Design, evaluation: Evaluation, dataset):
+    """A fitted replication evaluated: held-out log-likelihood, estimates, recovery, the record."""
+    train, holdout, truth, spec, seed = rep.train, rep.holdout, rep.truth, rep.spec, rep.seed
+    analysis = design.analysis
+    settings = cfg.train
+    _, k_eval, k_post = jax.random.split(jax.random.key(seed), 3)
+    y = np.asarray(train.responses)
     t0 = time.perf_counter()
     eval_samples = evaluation.eval_samples
     ll = heldout_loglik(k_eval, method, res.params, st, cfg, np.asarray(holdout.responses), eval_samples)

@@ -104,7 +104,8 @@ class Design:
     """One design (schema ``ifa_design``): simulated (``preset``, ``n_persons``, the preset's
     ``simulate`` overrides as pairs) or a prepared ``dataset``; confirmatory (``n_factors`` of a
     data set) or exploratory (``factors`` of the scree, ``repeat_factors``); and the methods'
-    and training settings."""
+    and training settings; ``block_size`` replications of a condition are fitted together
+    (``inference.bulk``)."""
 
     name: str
     analysis: str
@@ -112,6 +113,7 @@ class Design:
     replications: int
     factors: tuple[int, ...]
     repeat_factors: int
+    block_size: int
     training: Training
     iwae: IWAE
     iwavb: IWAVB
@@ -131,6 +133,7 @@ class Design:
             replications=design["replications"],
             factors=tuple(design["factors"]),
             repeat_factors=design["repeat_factors"],
+            block_size=design["block_size"],
             training=Training(**_values(design["training"])),
             iwae=IWAE(**_values(design["iwae"])),
             iwavb=IWAVB(**_values(design["iwavb"])),

@@ -34,36 +34,57 @@ rule ifa_simulate:
 
 
 rule fit_amortized_ifa:
-    # One method (iwae | iwavb) with P factors and R importance samples on one replication of a
-    # design; held-out log-likelihood and recovery are evaluated in the job.
+    # One method (iwae | iwavb) with P factors and R importance samples on a block of a design's
+    # replications (the design's block_size of them), fitted together as one vectorized program
+    # (inference.bulk); each replication's held-out log-likelihood and recovery are evaluated in
+    # the job, and its files written to rep{rep}/ in the block's folder.
     input:
-        responses=ifa_responses,
-        holdout=ifa_holdout,
-        truth=ifa_truth,
+        responses=ifa_block_inputs(ifa_responses),
+        holdout=ifa_block_inputs(ifa_holdout),
+        truth=ifa_block_inputs(ifa_truth),
         person_ids=ifa_fit_person_ids,
+    output:
+        directory("results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/blocks/block{block}"),
+    params:
+        design=ifa_design_config,
+        dataset=ifa_dataset_name,
+        eval_samples=ifa_setting("eval_samples"),
+        posterior_draws=ifa_setting("posterior_draws"),
+        reps=ifa_block_reps,
+        seeds=ifa_block_inputs(ifa_fit_seed),
+    wildcard_constraints:
+        design=ifa_design_pattern(),
+        method="iwae|iwavb",
+        factors=r"\d+",
+        samples=r"\d+",
+        block=r"\d+",
+    log:
+        "logs/amortized_ifa/{design}/{method}_P{factors}_R{samples}/block{block}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/ifa_fit.py"
+
+
+rule ifa_replication:
+    # The files of one fit, linked from the folder of the block that fitted it.
+    localrule: True
+    input:
+        block=ifa_block_folder,
     output:
         record="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/fit.json",
         estimates="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/estimates.csv",
         loss="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/loss.csv",
         item_table="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/items.csv",
         person_table="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/persons.csv",
-    params:
-        design=ifa_design_config,
-        dataset=ifa_dataset_name,
-        eval_samples=ifa_setting("eval_samples"),
-        posterior_draws=ifa_setting("posterior_draws"),
-        seed=ifa_fit_seed,
     wildcard_constraints:
         design=ifa_design_pattern(),
         method="iwae|iwavb",
         factors=r"\d+",
         samples=r"\d+",
-    log:
-        "logs/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}.log",
-    conda:
-        ENV
-    script:
-        "../scripts/ifa_fit.py"
+        rep=r"\d+",
+    run:
+        link_replication(input.block, wildcards.rep, output)
 
 
 rule ifa_confirmatory_tables:

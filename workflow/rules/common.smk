@@ -10,7 +10,9 @@
 # runtime, memory, CPUs and a GPU, and tests/workflow checks that it does.
 import os
 import shlex
+import shutil
 import sys
+from pathlib import Path
 
 from snakemake.utils import validate
 
@@ -92,6 +94,16 @@ def truth_of(wildcards):
     if config["datasets"][wildcards.dataset]["source"] == "simulate":
         return f"data/processed/{wildcards.dataset}/truth.csv"
     return []
+
+
+def link_replication(block, rep, outputs):
+    """The files of replication ``rep`` in the folder of the block that fitted it, copied to the
+    replication's own folder (``outputs``: the rule's output files, named as in the block). A
+    copy, not a link: a link would share the block's modification times, older than the block
+    folder, and make Snakemake rerun the replication at every run."""
+    source = Path(block) / f"rep{rep}"
+    for out in outputs:
+        shutil.copyfile(source / Path(out).name, out)
 
 
 def study_results(study):

@@ -1,4 +1,6 @@
-"""One IWAE or IWAVB fit of an amortized_ifa design, evaluated on the held-out persons (rule fit_amortized_ifa)."""
+"""A block of IWAE or IWAVB fits of an amortized_ifa condition, fitted together and each evaluated
+on its held-out persons (rule fit_amortized_ifa); every fit's files go to rep<r>/ in the block's
+folder (rule ifa_replication copies them to the fit's own folder)."""
 
 from pathlib import Path
 
@@ -9,22 +11,20 @@ from bayesirt.studies.amortized_ifa import FitSpec, data, methods, settings
 log = logs.to_file(snakemake.log[0])
 w = snakemake.wildcards
 study = settings.Settings.from_config(snakemake.config)
-train, holdout, truth = data.read_design_data(
-    snakemake.input.responses, snakemake.input.holdout, snakemake.input.truth or None
-)
-spec = FitSpec(w.design, w.method, int(w.factors), int(w.samples), int(w.rep))
-out = methods.fit(
-    train,
-    holdout,
-    truth,
-    spec,
-    study.design(w.design),
-    study.evaluation,
-    seed=snakemake.params.seed,
-    dataset=snakemake.params.dataset,
-)
-if not out.record["converged"]:
-    log.warning("fit did not converge: %s", out.record["convergence_reason"])
-log.info("held-out log-likelihood per person: %s", out.record["heldout_loglik"])
-records.write_fit(out, Path(snakemake.output.record).parent)
-fit_tables.write(Path(snakemake.output.record).parent, train, snakemake.input.person_ids or None)
+reps = snakemake.params.reps
+truths = snakemake.input.truth or [None] * len(reps)
+block = []
+for rep, seed, responses, holdout, truth in zip(
+    reps, snakemake.params.seeds, snakemake.input.responses, snakemake.input.holdout, truths, strict=True
+):
+    train, held_out, true_values = data.read_design_data(responses, holdout, truth)
+    spec = FitSpec(w.design, w.method, int(w.factors), int(w.samples), int(rep))
+    block.append(methods.Replication(train, held_out, true_values, spec, seed))
+outs = methods.fit_block(block, study.design(w.design), study.evaluation, dataset=snakemake.params.dataset)
+for rep, out in zip(block, outs, strict=True):
+    if not out.record["converged"]:
+        log.warning("rep%d did not converge: %s", rep.spec.rep, out.record["convergence_reason"])
+    log.info("rep%d: held-out log-likelihood per person %s", rep.spec.rep, out.record["heldout_loglik"])
+    folder = Path(snakemake.output[0]) / f"rep{rep.spec.rep}"
+    records.write_fit(out, folder)
+    fit_tables.write(folder, rep.train, snakemake.input.person_ids or None)

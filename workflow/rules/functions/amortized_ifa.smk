@@ -1,6 +1,8 @@
 # Input, params and target functions of the amortized_ifa rules (workflow/rules/amortized_ifa.smk);
 # kept apart from the rules so that `snakemake --lint` stays clean. Parse time imports only the
 # study's conditions (standard library).
+from types import SimpleNamespace
+
 from bayesirt.studies.amortized_ifa import conditions as ifa_conditions
 
 
@@ -80,6 +82,35 @@ def ifa_parameter_seed(wildcards):
 def ifa_fit_seed(wildcards):
     """Every fit of one design and replication shares this seed (common random numbers)."""
     return job_seed("fit", "amortized_ifa", wildcards.design, wildcards.rep)
+
+
+def ifa_block_specs(wildcards):
+    """The fits of block ``wildcards.block`` of a condition (``{method}_P{factors}_R{samples}``)."""
+    spec = ifa_conditions.FitSpec(wildcards.design, wildcards.method, int(wildcards.factors), int(wildcards.samples), 0)
+    blocks = ifa_conditions.condition_blocks(ifa_design_config(wildcards), spec)
+    return [ifa_conditions.FitSpec(spec.design, spec.method, spec.n_factors, spec.n_importance, r)
+            for r in blocks[int(wildcards.block)]]
+
+
+def ifa_block_reps(wildcards):
+    return [s.rep for s in ifa_block_specs(wildcards)]
+
+
+def ifa_block_inputs(per_replication):
+    """An input (or params) function: ``per_replication`` of each replication of the block, in
+    order (the empty truth of real data stays empty)."""
+    def inputs(wildcards):
+        values = [per_replication(SimpleNamespace(design=wildcards.design, rep=str(s.rep)))
+                  for s in ifa_block_specs(wildcards)]
+        return [v for v in values if v != []]
+    return inputs
+
+
+def ifa_block_folder(wildcards):
+    """The folder of the block that fits replication ``wildcards.rep`` of a condition."""
+    spec = ifa_conditions.FitSpec(wildcards.design, wildcards.method, int(wildcards.factors), int(wildcards.samples),
+                                  int(wildcards.rep))
+    return spec.block_folder(ifa_conditions.block_of(ifa_design_config(wildcards), spec))
 
 
 def ifa_fit_records(wildcards):

@@ -267,7 +267,7 @@ def fit_block(reps: list[Replication], design: Design, evaluation: Evaluation, *
     results = bulk.train_block([p for p, _, _ in prepared], label=label, setting=BLOCK_KEY.format(design=spec.design))
     return [
         evaluated(method, c, st, res, rep, design, evaluation, dataset)
-        for (_, st, c), res, rep in zip(prepared, results, strict=True)
+        for (_, st, c), res, rep in zip(prepared, results, reps, strict=True)
     ]
 
 

@@ -50,8 +50,8 @@ def test_the_study_loads_and_its_conditions_are_the_fits_of_the_test_config():
     assert all(callable(f) for f in (study.conditions, study.fit, study.aggregate, study.figures))
     assert set(study.methods) == set(conditions.METHODS) and all(callable(f) for f in study.methods.values())
     fits = study.conditions(test_config())
-    # normal and mixture_p1: one replication per method; ipip: P = 1 and 2 of the scree per method
-    assert len(fits) == 8 and all(f.folder.startswith("results/amortized_ifa/") for f in fits)
+    # normal: two replications per method, mixture_p1 one; ipip: P = 1 and 2 of the scree per method
+    assert len(fits) == 10 and all(f.folder.startswith("results/amortized_ifa/") for f in fits)
     assert {f.method for f in fits} == {"iwae", "iwavb"}
     assert fits[0].folder == "results/amortized_ifa/normal/iwae_P4_R5/rep0"
     disabled = test_config()
@@ -84,6 +84,30 @@ def test_design_fits_confirmatory_and_exploratory():
     # replication 0 of every P of the scree (plus the repeat P), repeats 1..2 at P = 5
     assert sorted((s.n_factors, s.rep) for s in specs) == [(1, 0), (2, 0), (5, 0), (5, 1), (5, 2)]
     assert conditions.data_replication(expl, 2) == 0 and conditions.data_replication(conf, 2) == 2
+
+
+def test_replications_of_a_condition_are_fitted_in_blocks_of_the_design_block_size():
+    conf = {"analysis": "confirmatory", "preset": "normal_p5", "replications": 5, "importance_samples": [15]}
+    spec = conditions.FitSpec("normal", "iwae", 5, 15, 3)
+    assert conditions.condition_blocks({**conf, "block_size": 2}, spec) == [[0, 1], [2, 3], [4]]
+    assert conditions.block_of({**conf, "block_size": 2}, spec) == 1
+    assert conditions.condition_blocks({**conf, "block_size": 100}, spec) == [[0, 1, 2, 3, 4]]  # one block
+    assert spec.block_folder(1) == "results/amortized_ifa/normal/iwae_P5_R15/blocks/block1"
+    # exploratory: the scree's P have replication 0 alone; the repeat P all replications
+    expl = {"analysis": "exploratory", "replications": 3, "importance_samples": [25], "factors": [1, 2]}
+    expl |= {"repeat_factors": 2, "block_size": 2}
+    assert conditions.condition_blocks(expl, conditions.FitSpec("ipip", "iwae", 1, 25, 0)) == [[0]]
+    assert conditions.condition_blocks(expl, conditions.FitSpec("ipip", "iwae", 2, 25, 0)) == [[0, 1], [2]]
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5])
+def test_a_bad_block_size_names_the_key(bad):
+    from bayesirt.config import check
+
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    config["studies"]["amortized_ifa"] = {"designs": {"x": {"preset": "normal_p5", "n_persons": 50, "block_size": bad}}}
+    with pytest.raises(ConfigError, match=re.escape("config key 'studies.amortized_ifa.designs.x.block_size'")):
+        check(config, SCHEMAS / "config.schema.yaml")
 
 
 def test_simulate_design_holds_out_persons_and_is_seeded():
@@ -294,3 +318,26 @@ def test_tiny_fit_writes_a_valid_record(method):
     assert np.isfinite(rec["heldout_loglik"]["own_proposal"]) and rec["steps"] == 20
     ab = out.estimates[out.estimates.parameter == "ability"]
     assert len(ab) == 60 and (ab["sd"] > 0).all() and ab["true"].notna().all()
+
+
+def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits():
+    d = design(
+        analysis="confirmatory",
+        preset="mixture_p1",
+        n_persons=60,
+        training=TINY,
+        iwae={"hidden": [8]},
+    )
+    evaluation = settings.Evaluation(heldout_fraction=0.25, eval_samples=20, posterior_draws=5)
+    reps = []
+    for r in range(3):
+        train, hold, truth = data.simulate_design(d, r, 0.25)
+        reps.append(methods.Replication(train, hold, truth, conditions.FitSpec("tiny", "iwae", 1, 3, r), 10 + r))
+    block = methods.fit_block(reps, d, evaluation)
+    for b, rep in zip(block, reps, strict=True):
+        single = methods.fit(rep.train, rep.holdout, rep.truth, rep.spec, d, evaluation, seed=rep.seed)
+        assert b.record["block"]["size"] == 3 and single.record["block"] is None
+        assert b.record["steps"] == single.record["steps"] and b.record["replication"] == rep.spec.rep
+        for key in ("own_proposal", "independent"):  # float32 rounding of the vectorized fit only
+            assert b.record["heldout_loglik"][key] == pytest.approx(single.record["heldout_loglik"][key], abs=1e-3)
+        np.testing.assert_allclose(b.estimates["mean"], single.estimates["mean"], atol=1e-3)

@@ -37,6 +37,35 @@ def _chunks(n, size):
     return [(i, min(i + size, n)) for i in range(0, n, size)]
 
 
+_PROGRAMS: dict = {}
+
+
+def structure_key(st: mgrm.Structure) -> tuple:
+    """A hashable fingerprint of a model structure: equal for structures that compile alike."""
+    mask = np.asarray(st.loading_mask)
+    return (
+        tuple(np.asarray(st.n_categories).tolist()),
+        mask.shape,
+        mask.tobytes(),
+        st.n_factors,
+        st.max_categories,
+        st.positive_loadings,
+        st.correlated,
+    )
+
+
+def _program(name: str, st: mgrm.Structure, build, *static):
+    """``jax.jit(build())``, built once per process for a model structure and static settings.
+
+    Parameters are arguments of these programs, not constants: the fits of one shape (the
+    replications of a block, ``inference.bulk``) then share one traced and compiled program,
+    where a program per call cost a second or two of tracing and compiling per fit."""
+    key = (name, structure_key(st), *static)
+    if key not in _PROGRAMS:
+        _PROGRAMS[key] = jax.jit(build())
+    return _PROGRAMS[key]
+
+
 def importance_sampled_loglik(
     key,
     model_params,
@@ -46,6 +75,7 @@ def importance_sampled_loglik(
     n_samples: int = 5000,
     person_chunk: int = 256,
     sample_chunk: int = 500,
+    draw_params=None,
 ) -> np.ndarray:
     """Eq. 27 per person with a method's own proposal.
 
@@ -61,13 +91,17 @@ def importance_sampled_loglik(
         Responses, -1 for missing.
     draw : callable
         ``draw(key, y, n) -> (z (n, B, P), log_q (n, B))``, the proposal (e.g.
-        ``iwae.proposal(...)`` or ``iwavb.proposal(...)``).
+        ``iwae.proposal(...)`` or ``iwavb.proposal(...)``); with ``draw_params``,
+        ``draw(draw_params, key, y, n)`` (``iwae.sampler(...)`` or ``iwavb.sampler(...)``),
+        whose compiled program is shared by every call with the same ``draw``.
     n_samples : int
         Importance samples per person.
     person_chunk : int
         Persons per compiled call.
     sample_chunk : int
         Samples per compiled call.
+    draw_params : pytree, optional
+        The proposal's parameters, an argument of ``draw``.
 
     Returns
     -------
@@ -75,17 +109,31 @@ def importance_sampled_loglik(
         Log-likelihoods, shape (N,), float64.
     """
     y_all = np.asarray(responses)
+    if draw_params is None:
 
-    @jax.jit
-    def chunk_stats(params, key, y):
-        z, log_q = draw(key, y, sample_chunk)
-        log_w = mgrm.log_joint(params, y, z, st) - log_q
-        return jax.scipy.special.logsumexp(log_w, axis=0)
+        @jax.jit
+        def chunk_stats(params, key, y):
+            z, log_q = draw(key, y, sample_chunk)
+            log_w = mgrm.log_joint(params, y, z, st) - log_q
+            return jax.scipy.special.logsumexp(log_w, axis=0)
 
-    return _accumulate(key, y_all, partial(chunk_stats, model_params), n_samples, person_chunk, sample_chunk)
+        return _accumulate(key, y_all, partial(chunk_stats, model_params), n_samples, person_chunk, sample_chunk)
+
+    def build():
+        def chunk_stats(params, proposal_params, key, y):
+            z, log_q = draw(proposal_params, key, y, sample_chunk)
+            log_w = mgrm.log_joint(params, y, z, st) - log_q
+            return jax.scipy.special.logsumexp(log_w, axis=0)
+
+        return chunk_stats
+
+    program = _program("importance_sampled", st, build, draw, sample_chunk)
+    stats = partial(program, model_params, draw_params)
+    return _accumulate(key, y_all, stats, n_samples, person_chunk, sample_chunk)
 
 
 def _accumulate(key, y_all, chunk_stats, n_samples, person_chunk, sample_chunk):
+    person_chunk = _rows(person_chunk, y_all)
     n_rounds = -(-n_samples // sample_chunk)
     out = np.empty(y_all.shape[0])
     for c, (a, b) in enumerate(_chunks(y_all.shape[0], person_chunk)):
@@ -94,6 +142,12 @@ def _accumulate(key, y_all, chunk_stats, n_samples, person_chunk, sample_chunk):
         total = jax.scipy.special.logsumexp(jnp.stack(parts), axis=0) - math.log(n_rounds * sample_chunk)
         out[a:b] = np.asarray(total, np.float64)[: b - a]
     return out
+
+
+def _rows(person_chunk: int, y_all) -> int:
+    """Persons per compiled call: ``person_chunk``, or all of them where they are fewer (padding
+    125 held-out persons to 256 doubled the work)."""
+    return max(min(person_chunk, y_all.shape[0]), 1)
 
 
 def _pad(y, rows):
@@ -188,29 +242,37 @@ def laplace_is_loglik(
     p = st.n_factors
 
     # The item parameters are arguments of the compiled programs, not constants baked into
-    # them: every fit of the same model shape then runs the same programs, which JAX's
-    # persistent compilation cache shares across the workflow's jobs.
-    @jax.jit
-    def proposal_of(params, y):
-        mode, h = posterior_modes(params, st, y, n_newton)
-        cov = jnp.linalg.inv(-h) * inflation**2
-        cov = 0.5 * (cov + jnp.swapaxes(cov, -1, -2)) + 1e-6 * jnp.eye(p)
-        return mode, jnp.linalg.cholesky(cov)
+    # them: every fit of the same model shape then runs the same programs (``_program``), which
+    # JAX's persistent compilation cache also shares across the workflow's jobs.
+    def build_proposal():
+        def proposal_of(params, y):
+            mode, h = posterior_modes(params, st, y, n_newton)
+            cov = jnp.linalg.inv(-h) * inflation**2
+            cov = 0.5 * (cov + jnp.swapaxes(cov, -1, -2)) + 1e-6 * jnp.eye(p)
+            return mode, jnp.linalg.cholesky(cov)
 
-    @jax.jit
-    def chunk_stats(params, key, y, mode, chol):
-        eps = jax.random.normal(key, (sample_chunk,) + mode.shape)
-        z = mode + jnp.einsum("bij,rbj->rbi", chol, eps)
-        log_q = (
-            -0.5 * jnp.sum(eps * eps, -1)
-            - jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), -1)
-            - 0.5 * p * math.log(2 * math.pi)
-        )
-        log_w = mgrm.log_joint(params, y, z, st) - log_q
-        return jax.scipy.special.logsumexp(log_w, axis=0)
+        return proposal_of
+
+    def build_stats():
+        def chunk_stats(params, key, y, mode, chol):
+            eps = jax.random.normal(key, (sample_chunk,) + mode.shape)
+            z = mode + jnp.einsum("bij,rbj->rbi", chol, eps)
+            log_q = (
+                -0.5 * jnp.sum(eps * eps, -1)
+                - jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), -1)
+                - 0.5 * p * math.log(2 * math.pi)
+            )
+            log_w = mgrm.log_joint(params, y, z, st) - log_q
+            return jax.scipy.special.logsumexp(log_w, axis=0)
+
+        return chunk_stats
+
+    proposal_of = _program("laplace_proposal", st, build_proposal, n_newton, inflation)
+    chunk_stats = _program("laplace_stats", st, build_stats, sample_chunk)
 
     n_rounds = -(-n_samples // sample_chunk)
     out = np.empty(y_all.shape[0])
+    person_chunk = _rows(person_chunk, y_all)
     for c, (a, b) in enumerate(_chunks(y_all.shape[0], person_chunk)):
         y = jnp.asarray(_pad(y_all[a:b], person_chunk), jnp.int8)
         mode, chol = proposal_of(model_params, y)
@@ -264,14 +326,19 @@ def quadrature_loglik(
     z = jnp.asarray(math.sqrt(2.0) * nodes, jnp.float32) @ chol.T  # (G, P)
     log_w = jnp.asarray(log_w, jnp.float32)
 
-    @jax.jit  # parameters and nodes as arguments: one program per model shape (see laplace_is_loglik)
-    def chunk(params, z, log_w, y):
-        zz = jnp.broadcast_to(z[:, None, :], (z.shape[0], y.shape[0], p))
-        ll = mgrm.log_likelihood(params, y, zz, st)  # (G, B)
-        return jax.scipy.special.logsumexp(ll + log_w[:, None], axis=0)
+    def build():  # parameters and nodes as arguments: one program per model shape (``_program``)
+        def chunk(params, z, log_w, y):
+            zz = jnp.broadcast_to(z[:, None, :], (z.shape[0], y.shape[0], p))
+            ll = mgrm.log_likelihood(params, y, zz, st)  # (G, B)
+            return jax.scipy.special.logsumexp(ll + log_w[:, None], axis=0)
+
+        return chunk
+
+    chunk = _program("quadrature", st, build)
 
     y_all = np.asarray(responses)
     out = np.empty(y_all.shape[0])
+    person_chunk = _rows(person_chunk, y_all)
     for a, b in _chunks(y_all.shape[0], person_chunk):
         y = jnp.asarray(_pad(y_all[a:b], person_chunk), jnp.int8)
         out[a:b] = np.asarray(chunk(model_params, z, log_w, y), np.float64)[: b - a]

@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -335,16 +336,23 @@ def fit(
     return train_problem(problem(key, y, structure, settings, init=init, label=label))
 
 
-def proposal(params, st: mgrm.Structure, config: IWAESettings):
-    """The fitted q as an importance-sampling proposal for ``evaluation.loglik``:
-    ``draw(key, y, R) -> (z (R, B, P), log_q (R, B))``."""
+def sampler(st: mgrm.Structure, config: IWAESettings):
+    """The fitted q as an importance-sampling proposal with its parameters as an argument:
+    ``draw(params, key, y, R) -> (z (R, B, P), log_q (R, B))``; one function for every fit of
+    the same structure and settings, so that their compiled programs are shared."""
 
-    def draw(key, y, n):
+    def draw(params, key, y, n):
         mu, log_sigma, lower = encode(params["encoder"], y, st, config)
         z = gaussian_draw(mu, log_sigma, lower, jax.random.normal(key, (n,) + mu.shape))
         return z, gaussian_log_q(z, mu, log_sigma, lower if config.full_covariance else None)
 
     return draw
+
+
+def proposal(params, st: mgrm.Structure, config: IWAESettings):
+    """The fitted q as an importance-sampling proposal for ``evaluation.loglik``:
+    ``draw(key, y, R) -> (z (R, B, P), log_q (R, B))``."""
+    return partial(sampler(st, config), params)
 
 
 def posterior_means(params, st: mgrm.Structure, config: IWAESettings, responses, batch: int = 4096):

@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -306,12 +307,13 @@ def fit(
     return train_problem(problem(key, y, structure, settings, init=init, label=label))
 
 
-def proposal(params, st: mgrm.Structure, config: IWAVBSettings):
-    """The fitted implicit q as an importance-sampling proposal for ``evaluation.loglik``,
-    with log q from the discriminator (so the estimate inherits T's approximation error; use
-    the method-independent estimators of ``evaluation.loglik`` to compare methods)."""
+def sampler(st: mgrm.Structure, config: IWAVBSettings):
+    """The fitted implicit q as an importance-sampling proposal with its parameters as an
+    argument, ``draw(params, key, y, n)``, with log q from the discriminator (so the estimate
+    inherits T's approximation error; use the method-independent estimators of
+    ``evaluation.loglik`` to compare methods)."""
 
-    def draw(key, y, n):
+    def draw(params, key, y, n):
         feats = networks.response_features(y, st.max_categories)
         eps = jax.random.normal(key, (n, y.shape[0], _noise_dim(st, config)))
         u, mu, log_sigma = encode(params["encoder"], feats, eps, config)
@@ -320,6 +322,11 @@ def proposal(params, st: mgrm.Structure, config: IWAVBSettings):
         return z, log_q_from_t(t, u, log_sigma)
 
     return draw
+
+
+def proposal(params, st: mgrm.Structure, config: IWAVBSettings):
+    """``sampler``'s draw with the fit's parameters, ``draw(key, y, n)``, for ``evaluation.loglik``."""
+    return partial(sampler(st, config), params)
 
 
 def posterior_means(

@@ -115,15 +115,27 @@ def model_structure(rm: io.ResponseMatrix, n_factors: int, analysis: str):
     return mgrm.structure(rm.n_categories, n_factors, None)
 
 
+_SAMPLERS: dict = {}
+
+
+def sampler(method: ModuleType, st, cfg):
+    """The method's proposal (``method.sampler``), one per structure and settings in a process,
+    so that fits of one shape (a block's replications) share its compiled programs."""
+    key = (method.__name__, cfg, loglik.structure_key(st))
+    if key not in _SAMPLERS:
+        _SAMPLERS[key] = method.sampler(st, cfg)
+    return _SAMPLERS[key]
+
+
 def heldout_loglik(key, method: ModuleType, params, st, cfg, y_hold, n_samples: int) -> dict:
     """Mean held-out log-likelihood per person with the method's own proposal (paper eq. 27)
     and method-independently: Gauss-Hermite quadrature for P <= 2, else Laplace importance
     sampling (``evaluation.loglik``), so methods are compared on their item parameters alone."""
     k_own, k_lap = jax.random.split(key)
     chunk = min(500, n_samples)
-    draw = method.proposal(params, st, cfg)
+    draw = sampler(method, st, cfg)
     own = loglik.importance_sampled_loglik(
-        k_own, params["model"], st, y_hold, draw, n_samples=n_samples, sample_chunk=chunk
+        k_own, params["model"], st, y_hold, draw, n_samples=n_samples, sample_chunk=chunk, draw_params=params
     )
     if st.n_factors <= 2:
         indep, how = loglik.quadrature_loglik(params["model"], st, y_hold), "quadrature"
@@ -133,18 +145,23 @@ def heldout_loglik(key, method: ModuleType, params, st, cfg, y_hold, n_samples: 
     return {"own_proposal": float(own.mean()), "independent": float(indep.mean()), "independent_method": how}
 
 
+_MOMENTS: dict = {}
+
+
 def person_moments(key, method: ModuleType, params, st, cfg, y, n_draws: int, batch: int = 1024):
     """Mean and sd of the fitted q(z | x) per person from ``n_draws`` draws: (N, P), (N, P)."""
-    draw = method.proposal(params, st, cfg)
+    draw = sampler(method, st, cfg)
+    if (draw, n_draws) not in _MOMENTS:  # one compiled program per proposal (see ``sampler``)
 
-    @jax.jit
-    def moments(k, yy):
-        z, _ = draw(k, yy, n_draws)
-        return z.mean(0), z.std(0)
+        def moments(p, k, yy):
+            z, _ = draw(p, k, yy, n_draws)
+            return z.mean(0), z.std(0)
 
+        _MOMENTS[draw, n_draws] = jax.jit(moments)
+    moments = _MOMENTS[draw, n_draws]
     means, sds = [], []
     for c, a in enumerate(range(0, y.shape[0], batch)):
-        m, s = moments(jax.random.fold_in(key, c), jnp.asarray(y[a : a + batch], jnp.int8))
+        m, s = moments(params, jax.random.fold_in(key, c), jnp.asarray(y[a : a + batch], jnp.int8))
         means.append(np.asarray(m, np.float64))
         sds.append(np.asarray(s, np.float64))
     return np.concatenate(means), np.concatenate(sds)

@@ -97,13 +97,19 @@ def truth_of(wildcards):
 
 
 def link_replication(block, rep, outputs):
-    """The files of replication ``rep`` in the folder of the block that fitted it, copied to the
-    replication's own folder (``outputs``: the rule's output files, named as in the block). A
-    copy, not a link: a link would share the block's modification times, older than the block
-    folder, and make Snakemake rerun the replication at every run."""
+    """Every file of replication ``rep`` in the folder of the block that fitted it
+    (``<block>/rep<rep>/``), copied to the replication's own folder, the folder of ``outputs``
+    (the rule's output files, which must be among them; other files, such as a sampler's
+    posterior.nc, come along). A copy, not a link: a link would share the block's modification
+    times, older than the block folder, and make Snakemake rerun the replication at every run."""
     source = Path(block) / f"rep{rep}"
-    for out in outputs:
-        shutil.copyfile(source / Path(out).name, out)
+    target = Path(outputs[0]).parent
+    missing = [o for o in outputs if not (source / Path(o).name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"the block {block} has no {missing[0]} for replication {rep}")
+    for path in sorted(source.iterdir()):
+        if path.is_file():
+            shutil.copyfile(path, target / path.name)
 
 
 def study_results(study):

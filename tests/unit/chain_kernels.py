@@ -35,3 +35,12 @@ def record_x(state):
 
 def failing_step(key, state):
     raise ValueError("this step cannot be traced")
+
+
+def data_init(key, data):
+    """A chain of a replication whose data say whether it blows up (``data["blow"]``, 1.0 or 0.0)."""
+    return Blowing(jnp.zeros((), jnp.int32), jax.random.normal(key, ()), data["blow"])
+
+
+def data_step(key, state, data):
+    return blowing_step(key, state)

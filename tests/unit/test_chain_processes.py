@@ -3,6 +3,7 @@ process, the non-finite guard across groups, and clear errors."""
 
 import functools
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -21,8 +22,9 @@ import chain_kernels  # noqa: E402  (a plain module, so that worker processes ca
 
 @pytest.fixture(autouse=True)
 def workers_find_the_kernels(monkeypatch):
-    """Worker processes import ``chain_kernels`` by name: put its folder on their path."""
-    monkeypatch.setenv("PYTHONPATH", str(HERE))
+    """Worker processes import ``chain_kernels`` by name: put its folder on their path (before
+    the path they would inherit, which may name the checkout's ``src``)."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p))
 
 
 def _settings(**kw):

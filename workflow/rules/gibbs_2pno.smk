@@ -2,6 +2,7 @@
 # (missing cells augmented or omitted) against NUTS, and the seed's Gaussian mixture example.
 #   data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/        data of one condition
 #   results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/      one fit
+#   results/gibbs_2pno/{design}/{missing}/{method}/blocks/block{block}/   the fits of one job
 #   results/gibbs_2pno/{design}/                                  tables and figures
 #   results/gibbs_2pno/mixture/                                   the mixture example
 
@@ -34,29 +35,49 @@ rule gibbs_simulate:
 
 
 rule fit_gibbs_2pno:
-    # One method (gibbs | gibbs_omit | nuts) on one condition: draws, diagnostics, estimates.
+    # One method (gibbs | gibbs_omit | nuts) on a block of one condition's replications (the
+    # design's block_size of them): the Gibbs samplers sweep every replication's chains in one
+    # vectorized program, NUTS fits them one after another; each replication's draws,
+    # diagnostics and estimates go to rep{rep}/ in the block's folder.
     input:
-        responses="data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/responses.parquet",
-        truth="data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/truth.csv",
+        responses=gibbs_block_inputs("data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/responses.parquet"),
+        truth=gibbs_block_inputs("data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/truth.csv"),
+    output:
+        directory("results/gibbs_2pno/{design}/{missing}/{method}/blocks/block{block}"),
+    params:
+        study=gibbs_study_config,  # a rerun trigger: the script reads its settings from the config
+        reps=gibbs_block_reps,
+        seeds=gibbs_block_seeds,
+    wildcard_constraints:
+        design=gibbs_design_pattern(),
+        method="gibbs|gibbs_omit|nuts",
+        block=r"\d+",
+    threads: gibbs_fit_threads
+    log:
+        "logs/gibbs_2pno/{design}/{missing}/{method}/block{block}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/gibbs_fit.py"
+
+
+rule gibbs_replication:
+    # The files of one fit, copied from the folder of the block that fitted it.
+    localrule: True
+    input:
+        block=gibbs_block_folder,
     output:
         record="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/fit.json",
         estimates="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/estimates.csv",
         posterior="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/posterior.nc",
         item_table="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/items.csv",
         person_table="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/persons.csv",
-    params:
-        study=gibbs_study_config,  # a rerun trigger: the script reads its settings from the config
-        seed=gibbs_fit_seed,
     wildcard_constraints:
         design=gibbs_design_pattern(),
         method="gibbs|gibbs_omit|nuts",
-    threads: gibbs_fit_threads
-    log:
-        "logs/gibbs_2pno/{design}/{missing}/{method}/rep{rep}.log",
-    conda:
-        ENV
-    script:
-        "../scripts/gibbs_fit.py"
+        rep=r"\d+",
+    run:
+        link_replication(input.block, wildcards.rep, output)
 
 
 rule gibbs_tables:

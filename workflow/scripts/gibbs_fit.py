@@ -1,4 +1,7 @@
-"""One method (gibbs, gibbs_omit or nuts) on one condition of a gibbs_2pno design (rule fit_gibbs_2pno)."""
+"""A block of replications of one gibbs_2pno condition fitted by one method (gibbs, gibbs_omit or
+nuts; rule fit_gibbs_2pno): the Gibbs samplers sweep every replication's chains in one program,
+NUTS fits them one after another. Every fit's files go to rep<r>/ in the block's folder (rule
+gibbs_replication copies them to the fit's own folder)."""
 
 from pathlib import Path
 
@@ -16,11 +19,19 @@ if w.method != "nuts":  # the Gibbs samplers' sums over persons run faster in YN
 # the fitting code (JAX) after the XLA flag above is set
 from bayesirt.studies.gibbs_2pno import methods  # noqa: E402  (JAX reads the setting above)
 
-responses, truth = io.read_responses(snakemake.input.responses), pd.read_csv(snakemake.input.truth)
-cond = Condition(w.design, w.missing, w.method, int(w.rep))
-out = methods.fit(responses, truth, cond, Settings.from_config(snakemake.config), seed=snakemake.params.seed)
-if not out.record["converged"]:
-    log.warning("chains not converged by the record's rule: %s", out.record["convergence_reason"])
-log.info("%s: %s; timing %s", cond.folder, out.record["evaluation"], out.record["timing"])
-records.write_fit(out, Path(snakemake.output.record).parent)
-fit_tables.write(Path(snakemake.output.record).parent, responses)
+block = []
+for rep, seed, responses, truth in zip(
+    snakemake.params.reps, snakemake.params.seeds, snakemake.input.responses, snakemake.input.truth, strict=True
+):
+    cond = Condition(w.design, w.missing, w.method, int(rep))
+    block.append(methods.Replication(io.read_responses(responses), pd.read_csv(truth), cond, seed))
+outs = methods.fit_block(block, Settings.from_config(snakemake.config))
+for rep, out in zip(block, outs, strict=True):
+    if not out.record["converged"]:
+        log.warning(
+            "%s: chains not converged by the record's rule: %s", rep.cond.folder, out.record["convergence_reason"]
+        )
+    log.info("%s: %s; timing %s", rep.cond.folder, out.record["evaluation"], out.record["timing"])
+    folder = Path(snakemake.output[0]) / f"rep{rep.cond.rep}"
+    records.write_fit(out, folder)
+    fit_tables.write(folder, rep.responses)

@@ -38,6 +38,10 @@ run, whichever group was ahead. The functions given to ``sample``
 must be picklable (module-level functions, or ``functools.partial`` of them with picklable
 arguments, as the Gibbs kernels are); a lambda or closure stops with a message naming it.
 
+Blocks. A block of replications (:mod:`bayesirt.inference.sampling_blocks`) uses the same
+workers (:mod:`bayesirt.inference.worker_processes`), its replications cut into groups instead
+of its chains.
+
 Only the CPU backend: on a GPU the vmapped chains already run side by side, and processes would
 compete for one device's memory; ``chain_processes`` > 1 then falls back to one process, with a
 warning.
@@ -47,37 +51,17 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import pickle
-import subprocess
-import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import jax
 import numpy as np
 
 from bayesirt.inference.chains import ChainFunctions, GroupRun, SamplerSettings, compile_group, execute_group
+from bayesirt.inference.worker_processes import key_payload, keys_from, run_workers, usable_cpus, worker_job
 
 log = logging.getLogger("bayesirt")
-
-_WORKER_COMMAND = "from bayesirt.inference.chain_processes import worker_main; worker_main()"
-_READY, _GO = "ready", "go"
-
-
-def usable_cpus() -> list[int]:
-    """The cores this process may run on (all of them where affinity cannot be read).
-
-    Returns
-    -------
-    list of int
-        Core numbers, sorted.
-    """
-    if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))
 
 
 def plan_groups(settings: SamplerSettings) -> list[tuple[int, int]]:
@@ -117,19 +101,7 @@ def plan_groups(settings: SamplerSettings) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def _key_payload(keys):
-    """Typed or raw JAX keys as (numpy data, implementation name or None), for pickling."""
-    if jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key):
-        return np.asarray(jax.random.key_data(keys)), str(jax.random.key_impl(keys))
-    return np.asarray(keys), None
-
-
-def _keys_from(payload):
-    data, impl = payload
-    return jax.random.wrap_key_data(data, impl=impl) if impl is not None else jax.numpy.asarray(data)
-
-
-def _check_picklable(fns: ChainFunctions) -> None:
+def check_picklable(fns: ChainFunctions) -> None:
     for name in ("init_fn", "step_fn", "record_fn", "stats_fn"):
         fn = getattr(fns, name)
         try:
@@ -142,48 +114,32 @@ def _check_picklable(fns: ChainFunctions) -> None:
             ) from None
 
 
-def worker_main() -> None:
-    """A worker process: ``argv[1]`` is the job file, ``argv[2]`` where the result goes.
-    Prints a ready line when compiled, waits for the go line on standard input, runs."""
-    job_path, result_path = Path(sys.argv[1]), Path(sys.argv[2])
-    try:
-        job = pickle.loads(job_path.read_bytes())
-        if job["cpu"] is not None and hasattr(os, "sched_setaffinity"):
-            os.sched_setaffinity(0, {job["cpu"]})  # before JAX starts its backend
-        if job["log_level"] is not None:
-            from bayesirt.logs import quiet_libraries
+def _prepare_chains(job: dict):
+    """A chain group's worker, before the go: its keys and compiled programs."""
+    init_keys, chain_keys = keys_from(job["init_keys"]), keys_from(job["chain_keys"])
+    return compile_group(job["fns"], job["settings"], init_keys, chain_keys, job["data"]), init_keys, chain_keys
 
-            quiet_libraries()
-            # bare lines: the parent relays them through its own log (_relay_log)
-            logging.basicConfig(level=job["log_level"], format="%(levelname)s %(message)s")
-        jax.config.update("jax_enable_x64", job["x64"])
-        init_keys, chain_keys = _keys_from(job["init_keys"]), _keys_from(job["chain_keys"])
-        compiled = compile_group(job["fns"], job["settings"], init_keys, chain_keys, job["data"])
-        print(_READY, flush=True)
-        if sys.stdin.readline().strip() != _GO:
-            return  # the parent gave up (another worker failed)
-        stops = Path(job["stop_dir"])
-        run = execute_group(
-            compiled,
-            init_keys,
-            chain_keys,
-            job["settings"],
-            job["label"],
-            job["first_chain"],
-            functools.partial(_reached_a_stop, stops),
-        )
-        if run.diverged:
-            # the sweeps this group completed before it went non-finite: the other groups run
-            # up to there and stop, so the draws kept do not depend on which group was ahead
-            mark = stops / f"stop-{job['first_chain']}"
-            mark.with_suffix(".tmp").write_text(str(run.done))
-            mark.with_suffix(".tmp").replace(mark)
-        result = ("done", run._replace(states=jax.device_get(run.states)))
-    except BaseException as err:  # everything goes back to the parent
-        import traceback
 
-        result = ("error", f"{type(err).__name__}: {err}\n{traceback.format_exc()}")
-    result_path.write_bytes(pickle.dumps(result))
+def _execute_chains(job: dict, prepared) -> GroupRun:
+    """A chain group's worker, after the go: its run, stopped where another group went non-finite."""
+    compiled, init_keys, chain_keys = prepared
+    stops = Path(job["stop_dir"])
+    run = execute_group(
+        compiled,
+        init_keys,
+        chain_keys,
+        job["settings"],
+        job["label"],
+        job["first_chain"],
+        functools.partial(_reached_a_stop, stops),
+    )
+    if run.diverged:
+        # the sweeps this group completed before it went non-finite: the other groups run
+        # up to there and stop, so the draws kept do not depend on which group was ahead
+        mark = stops / f"stop-{job['first_chain']}"
+        mark.with_suffix(".tmp").write_text(str(run.done))
+        mark.with_suffix(".tmp").replace(mark)
+    return run._replace(states=jax.device_get(run.states))
 
 
 def _reached_a_stop(stops: Path, done: int) -> bool:
@@ -223,115 +179,26 @@ def run_groups(
     ValueError
         If the chain functions cannot be pickled.
     """
-    _check_picklable(fns)
-    cpus = usable_cpus()
+    check_picklable(fns)
     data_np = None if data is None else jax.device_get(data)
-    bayesirt_log = logging.getLogger("bayesirt")
-    log_level = logging.INFO if bayesirt_log.isEnabledFor(logging.INFO) else None
-    with tempfile.TemporaryDirectory(prefix="bayesirt-chains-") as tmp:
-        tmp = Path(tmp)
-        t0 = time.perf_counter()
-        workers, relays = [], []
-        try:
-            for index, (a, b) in enumerate(groups):
-                job = {
-                    "fns": fns,
-                    "settings": settings,
-                    "data": data_np,
-                    "first_chain": a,
-                    "init_keys": _key_payload(init_keys[a:b]),
-                    "chain_keys": _key_payload(chain_keys[a:b]),
-                    "label": f"{label} [chains {a}-{b - 1}]",
-                    "cpu": cpus[index % len(cpus)],
-                    "log_level": log_level,
-                    "x64": bool(jax.config.jax_enable_x64),
-                    "stop_dir": str(tmp),
-                }
-                (tmp / f"job{index}.pkl").write_bytes(pickle.dumps(job))
-                workers.append(
-                    subprocess.Popen(
-                        [
-                            sys.executable,
-                            "-c",
-                            _WORKER_COMMAND,
-                            str(tmp / f"job{index}.pkl"),
-                            str(tmp / f"result{index}.pkl"),
-                        ],
-                        stdin=subprocess.PIPE,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE,
-                        text=True,
-                    )
-                )
-                relays.append(threading.Thread(target=_relay_log, args=(workers[-1].stderr,), daemon=True))
-                relays[-1].start()
-            for index, worker in enumerate(workers):
-                if not _wait_ready(worker):
-                    worker.wait()
-                    _read_result(tmp, index, groups, worker)  # raises with the worker's error
-                    raise RuntimeError(f"chain worker {index} ended before it was ready")
-            compile_seconds = time.perf_counter() - t0
-            log.info(
-                "%s: %d worker processes ready after %.1f s (start-up and compilation)",
-                label,
-                len(workers),
-                compile_seconds,
-            )
-            t0 = time.perf_counter()
-            for worker in workers:
-                worker.stdin.write(_GO + "\n")
-                worker.stdin.flush()
-            runs = []
-            for index, worker in enumerate(workers):
-                worker.wait()
-                runs.append(_read_result(tmp, index, groups, worker))
-            wall = time.perf_counter() - t0
-        finally:
-            for worker in workers:
-                if worker.poll() is None:
-                    worker.kill()
-                    worker.wait()
-            for relay in relays:
-                relay.join(timeout=10)
+    with tempfile.TemporaryDirectory(prefix="bayesirt-stops-") as stops:
+        jobs = [
+            {
+                **worker_job(f"chains {a}-{b - 1}", index, label),
+                "prepare": _prepare_chains,
+                "execute": _execute_chains,
+                "fns": fns,
+                "settings": settings,
+                "data": data_np,
+                "first_chain": a,
+                "init_keys": key_payload(init_keys[a:b]),
+                "chain_keys": key_payload(chain_keys[a:b]),
+                "stop_dir": stops,
+            }
+            for index, (a, b) in enumerate(groups)
+        ]
+        runs, wall, compile_seconds = run_workers(jobs, label)
     return _combine(runs, wall, compile_seconds)
-
-
-def _relay_log(stream) -> None:
-    """Pass a worker's standard error on, line by line, through this process's ``bayesirt``
-    log (so a Snakemake job's log file gets its workers' progress lines). Lines the worker's
-    logging wrote keep their level; anything else (warnings, tracebacks) goes as INFO."""
-    for line in stream:
-        line = line.rstrip("\n")
-        level, _, message = line.partition(" ")
-        if level in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL") and message:
-            log.log(getattr(logging, level), "%s", message)
-        elif line:
-            log.info("%s", line)
-
-
-def _wait_ready(worker) -> bool:
-    """Read the worker's standard output up to its ready line (anything else a library prints
-    there is passed on); False if it ended first."""
-    for line in worker.stdout:
-        if line.strip() == _READY:
-            return True
-        sys.stdout.write(line)
-    return False
-
-
-def _read_result(tmp: Path, index: int, groups, worker) -> GroupRun:
-    """The worker's result; raises with its error, or with its exit code if it left none."""
-    a, b = groups[index]
-    path = tmp / f"result{index}.pkl"
-    if not path.exists():
-        raise RuntimeError(
-            f"chain worker for chains {a}-{b - 1} ended with exit code {worker.returncode} "
-            "and no result (see its messages above)"
-        )
-    what, payload = pickle.loads(path.read_bytes())
-    if what == "error":
-        raise RuntimeError(f"chain worker for chains {a}-{b - 1} failed: {payload}")
-    return payload
 
 
 def _combine(runs: list[GroupRun], wall: float, compile_seconds: float) -> GroupRun:

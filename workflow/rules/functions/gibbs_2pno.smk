@@ -1,6 +1,8 @@
 # Input, params and target functions of the gibbs_2pno rules (workflow/rules/gibbs_2pno.smk);
 # kept apart from the rules so that `snakemake --lint` stays clean. Parse time imports only the
 # study's conditions and settings (no JAX).
+from types import SimpleNamespace
+
 from bayesirt.studies.gibbs_2pno import conditions as gibbs_conditions
 from bayesirt.studies.gibbs_2pno import settings as gibbs_settings
 
@@ -44,6 +46,33 @@ def gibbs_missing_seed(wildcards):
 def gibbs_fit_seed(wildcards):
     """Every method of one condition and replication shares this seed."""
     return job_seed("fit", "gibbs_2pno", wildcards.design, wildcards.missing, wildcards.rep)
+
+
+def gibbs_block_reps(wildcards):
+    """The replications of block ``wildcards.block`` of a (design, missingness, method)."""
+    cond = gibbs_conditions.Condition(wildcards.design, wildcards.missing, wildcards.method, 0)
+    return gibbs_conditions.condition_blocks(gibbs_design_config(wildcards), cond)[int(wildcards.block)]
+
+
+def gibbs_block_inputs(pattern):
+    """An input function: ``pattern`` (with {design}, {missing} and {rep}) for each replication of
+    the block, in order."""
+    def inputs(wildcards):
+        return [pattern.format(design=wildcards.design, missing=wildcards.missing, rep=rep)
+                for rep in gibbs_block_reps(wildcards)]
+    return inputs
+
+
+def gibbs_block_seeds(wildcards):
+    """Each replication's fit seed, as its single fit had it."""
+    return [gibbs_fit_seed(SimpleNamespace(design=wildcards.design, missing=wildcards.missing, rep=str(rep)))
+            for rep in gibbs_block_reps(wildcards)]
+
+
+def gibbs_block_folder(wildcards):
+    """The folder of the block that fits replication ``wildcards.rep``."""
+    cond = gibbs_conditions.Condition(wildcards.design, wildcards.missing, wildcards.method, int(wildcards.rep))
+    return cond.block_folder(gibbs_conditions.block_of(gibbs_design_config(wildcards), cond))
 
 
 def gibbs_design_conditions(wildcards):

@@ -2,8 +2,11 @@
 library only: Snakemake imports this module when it parses the workflow).
 
 A 2PNO condition is (design, missingness, method, replication); its folder is
-``results/gibbs_2pno/<design>/<missing>/<method>/rep<r>``. The mixture example is one more fit,
-``results/gibbs_2pno/mixture/fit``, made wherever the study is on and ``mixture.enabled``.
+``results/gibbs_2pno/<design>/<missing>/<method>/rep<r>``. The replications of one (design,
+missingness, method) are fitted in blocks of the design's ``block_size`` (one job each,
+``condition_blocks``), in ``results/gibbs_2pno/<design>/<missing>/<method>/blocks/block<b>``.
+The mixture example is one more fit, ``results/gibbs_2pno/mixture/fit``, made wherever the
+study is on and ``mixture.enabled``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ class Condition(DesignCondition):
     @property
     def folder(self) -> str:
         return self.path
+
+    def block_folder(self, block: int) -> str:
+        """The folder of block ``block`` of the fit's (design, missingness, method): the fits of a job."""
+        return f"results/{STUDY}/{self.design}/{self.missing}/{self.method}/blocks/block{block}"
 
 
 @dataclass(frozen=True)
@@ -89,3 +96,16 @@ def conditions(config: dict) -> list[Condition | MixtureCondition]:
     """Every fit the whole validated config asks of the study: its 2PNO fits, then the mixture
     example's (plain Python, cheap: Snakemake calls it at parse time)."""
     return design_conditions(config) + ([MixtureCondition()] if mixture_on(config) else [])
+
+
+def condition_blocks(design: dict, cond: Condition) -> list[list[int]]:
+    """The replications of ``cond``'s design, missingness and method in blocks of the design's
+    ``block_size``, in order (one block when it exceeds them). ``design``: the validated design."""
+    reps = list(range(int(design["replications"])))
+    size = int(design["block_size"])
+    return [reps[i : i + size] for i in range(0, len(reps), size)]
+
+
+def block_of(design: dict, cond: Condition) -> int:
+    """The number of the block that fits ``cond``'s replication."""
+    return next(b for b, reps in enumerate(condition_blocks(design, cond)) if cond.rep in reps)

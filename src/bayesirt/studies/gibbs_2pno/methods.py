@@ -13,28 +13,35 @@ where there is one), and whose draws (InferenceData) become ``posterior.nc``.
 * ``gibbs_mixture``: seed 001's two-component Gaussian mixture (known precision 1 / sd^2) by
   ``inference.gibbs_mixture``; its data are the heights table, its truth the group shares and
   generating means.
+
+``fit_block`` fits the replications of one (design, missingness, method) in one job: the Gibbs
+samplers as one program over the block's data sets (``inference.sampling_blocks``), NUTS one
+replication after another; each replication's result is the one ``fit`` gives it alone, up to
+float32 rounding, with the block in its record.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from bayesirt import records, tables
+from bayesirt import io, records, tables
 from bayesirt.evaluation.recovery import metrics
 from bayesirt.inference import gibbs as gibbs_sampler
 from bayesirt.inference import gibbs_mixture as mixture_sampler
 from bayesirt.inference import nuts as nuts_sampler
 from bayesirt.inference.sampling import SamplerSettings, sample, summary_table, to_inference_data
+from bayesirt.inference.sampling_blocks import sample_block
 from bayesirt.models import twopno
 from bayesirt.studies.base import MethodResult
-from bayesirt.studies.gibbs_2pno.conditions import ITEM_PARAMETERS, PARAMETERS, STUDY
-from bayesirt.studies.gibbs_2pno.settings import Mixture, Sampler, Settings
+from bayesirt.studies.gibbs_2pno.conditions import ITEM_PARAMETERS, PARAMETERS, STUDY, Condition
+from bayesirt.studies.gibbs_2pno.settings import Mixture, Sampler, Settings, block_key
 
 KEYS = ["parameter", "item", "person"]
 STATS = ["mean", "sd", "q5", "q95", "mcse_mean", "ess_bulk", "ess_tail", "r_hat"]
@@ -68,25 +75,99 @@ def gibbs_omit(responses, truth, cond, settings: Settings, seed: int) -> MethodR
 
 def nuts(responses, truth, cond, settings: Settings, seed: int) -> MethodResult:
     """NUTS on the marginal 2PNO posterior; its record counts the divergent transitions."""
+    return _finish(*_nuts_run(responses, cond, settings, seed), truth)
+
+
+def _nuts_run(responses, cond, settings: Settings, seed: int):
     y, priors, key, fields = _start(responses, cond, settings, seed)
     sampler = sampler_settings(settings.nuts)
     res = _run_nuts(key, y, priors, sampler, cond.path)
     fields["n_divergent"] = int((res.extra or {}).get("n_divergent", 0))
-    return _finish(res, sampler, fields, truth)
+    return res, sampler, fields
 
 
 def _gibbs(responses, truth, cond, settings: Settings, seed: int, missing: str) -> MethodResult:
-    y, priors, key, fields = _start(responses, cond, settings, seed)
-    n, j = y.shape
+    k, key, fields = _gibbs_kernel(responses, cond, settings, seed, missing)
     sampler = sampler_settings(settings.gibbs)
+    res = sample(
+        key, k.init_fn, k.step_fn, k.record_fn, sampler, coords=_coords(k), dims=k.dims, label=cond.path, data=k.data
+    )
+    return _finish(res, sampler, fields, truth)
+
+
+def _gibbs_kernel(responses, cond, settings: Settings, seed: int, missing: str):
+    """The Gibbs kernel of one replication, its key and its record's condition fields."""
+    y, priors, key, fields = _start(responses, cond, settings, seed)
     k = gibbs_sampler.kernel(
         y, priors, missing, abilities=True, item_names=[it.name for it in responses.items], where=cond.path
     )
-    coords = {"item": np.arange(j), "person": np.arange(n)}
-    res = sample(
-        key, k.init_fn, k.step_fn, k.record_fn, sampler, coords=coords, dims=k.dims, label=cond.path, data=k.data
-    )
-    return _finish(res, sampler, fields, truth)
+    return k, key, fields
+
+
+def _coords(k: gibbs_sampler.Kernel) -> dict:
+    n, j = k.data.y.shape
+    return {"item": np.arange(j), "person": np.arange(n)}
+
+
+# ----------------------------------------------------------------------------- blocks
+
+
+@dataclass(frozen=True)
+class Replication:
+    """One replication of a condition: its responses, truth, condition (``rep`` included) and seed."""
+
+    responses: io.ResponseMatrix
+    truth: pd.DataFrame | None
+    cond: Condition
+    seed: int
+
+
+def fit_block(reps: list[Replication], settings: Settings) -> list[MethodResult]:
+    """The replications of one (design, missingness, method) fitted in one job, each giving the
+    ``MethodResult`` its single ``fit`` gives, with the block in its record (``block``: size,
+    position, sweeps run, working memory; ``timing``: the block's share and its own times).
+
+    The Gibbs samplers sweep every replication's chains in one program
+    (``inference.sampling_blocks.sample_block``); a replication that goes non-finite is
+    recorded as diverged while the others finish. NUTS fits them one after another.
+
+    Raises
+    ------
+    MemoryError
+        When a Gibbs block would not fit in memory, naming the design's ``block_size`` key.
+    """
+    cond = reps[0].cond
+    if cond.method not in ("gibbs", "gibbs_omit", "nuts"):
+        raise ValueError(f"gibbs_2pno method '{cond.method}' has no blocks; expected gibbs, gibbs_omit or nuts")
+    label = f"{cond.design}/{cond.missing}/{cond.method} reps {reps[0].cond.rep}-{reps[-1].cond.rep}"
+    if cond.method == "nuts":
+        runs, t0 = [], time.perf_counter()
+        for rep in reps:
+            runs.append(_nuts_run(rep.responses, rep.cond, settings, rep.seed))
+        wall, compile_seconds = time.perf_counter() - t0, sum(res.compile_seconds for res, _, _ in runs)
+        for position, (res, _, _) in enumerate(runs):
+            block = {"size": len(reps), "position": position, "wall_seconds": wall}
+            block |= {"compile_seconds": compile_seconds, "left_at_step": res.n_sweeps, "memory_bytes": 0}
+            res.extra["block"] = block
+    else:
+        missing = "augment" if cond.method == "gibbs" else "omit"
+        kernels = [_gibbs_kernel(rep.responses, rep.cond, settings, rep.seed, missing) for rep in reps]
+        sampler = sampler_settings(settings.gibbs)
+        k = kernels[0][0]  # the block shares its functions; only data and keys differ
+        results = sample_block(
+            [key for _, key, _ in kernels],
+            k.init_fn,
+            k.step_fn,
+            k.record_fn,
+            sampler,
+            [kernel.data for kernel, _, _ in kernels],
+            coords=_coords(k),
+            dims=k.dims,
+            label=label,
+            setting=block_key(cond.design),
+        )
+        runs = [(res, sampler, fields) for res, (_, _, fields) in zip(results, kernels, strict=True)]
+    return [_finish(*run, rep.truth, block_size=settings.block_size(cond.design)) for run, rep in zip(runs, reps)]
 
 
 def _start(responses, cond, settings: Settings, seed: int):
@@ -113,13 +194,25 @@ def _start(responses, cond, settings: Settings, seed: int):
     return y, priors, key, fields
 
 
-def _finish(res, sampler: SamplerSettings, fields: dict, truth: pd.DataFrame | None) -> MethodResult:
-    """Estimates with the truth, recovery in the record, item ESS per second with the timings."""
+def _finish(
+    res, sampler: SamplerSettings, fields: dict, truth: pd.DataFrame | None, block_size: int | None = None
+) -> MethodResult:
+    """Estimates with the truth, recovery in the record, item ESS per second with the timings;
+    a fit of a block (``res.extra["block"]``) records the block and, in its settings, the
+    design's ``block_size``."""
     fields["settings"] = {"sampler": asdict(sampler)}
+    if block_size is not None:
+        fields["settings"]["block_size"] = int(block_size)
     fields["n_chains"] = sampler.n_chains
     est = estimates_table(res.summary, truth)
     fields["evaluation"] = evaluation(est)
+    block = (res.extra or {}).get("block")
+    # the block's size, the fit's position, its sweeps and the block's working memory; None alone
+    fields["block"] = {k: block[k] for k in ("size", "position", "left_at_step", "memory_bytes")} if block else None
     record = records.sample_record(res, fields)
+    if block:
+        timing = {"block_wall_seconds": block["wall_seconds"], "block_compile_seconds": block["compile_seconds"]}
+        record["timing"].update(timing)
     # ESS per second depends on the machine: it goes with the timings
     record["timing"].update(item_ess(res.summary, res.wall_seconds))
     return MethodResult(record, est, None, res.idata)

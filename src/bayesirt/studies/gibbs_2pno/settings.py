@@ -8,7 +8,7 @@ below is present, so it is read as it is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bayesirt.config import ConfigError
 from bayesirt.studies.design_checks import check_hidden_cells, checked_missing
@@ -103,12 +103,19 @@ class Mixture:
 @dataclass(frozen=True)
 class Settings:
     """What the study's fits need from the config: the 2PNO priors (``models.twopno.Priors``
-    keyword arguments, as written), the Gibbs and NUTS samplers, and the mixture example."""
+    keyword arguments, as written), the Gibbs and NUTS samplers, the mixture example, and each
+    design's ``block_size`` (replications of a condition fitted together in one job; science
+    config: every record keeps it)."""
 
     priors: dict
     gibbs: Sampler
     nuts: Sampler
     mixture: Mixture
+    block_sizes: dict = field(default_factory=dict)  # design -> block_size
+
+    def block_size(self, design: str) -> int:
+        """The design's ``block_size`` (1 for a design the config does not name)."""
+        return int(self.block_sizes.get(design, 1))
 
     @classmethod
     def from_config(cls, config: dict) -> Settings:
@@ -127,7 +134,13 @@ class Settings:
                 NUTS_CHAIN_PROCESSES,
             ),
             Mixture.from_config(study["mixture"]),
+            {name: int(d["block_size"]) for name, d in study["designs"].items()},
         )
+
+
+def block_key(design: str) -> str:
+    """The config key of a design's block size, named when a block does not fit in memory."""
+    return f"studies.{STUDY}.designs.{design}.block_size"
 
 
 def fit_threads(config: dict, method: str) -> int:

@@ -236,6 +236,12 @@ def summary_table(idata: az.InferenceData, var_names: list[str] | None = None) -
 # R-hat, ESS and MCSE are computed array-wide (``_diagnostics_vectorized``): ArviZ applies its
 # rank-normalized diagnostics one parameter at a time in Python, which takes minutes there.
 VECTORIZED_DIAGNOSTICS_MIN_SIZE = 5000
+# The array-wide statistics go through such a variable in slices along its first index dimension
+# of at most this many values (chains x draws x parameters): their float64 copies and padded FFTs
+# take tens of times the draws' memory (over 40 GB for 4 x 10,000 draws of 10,000 abilities
+# at once), a slice a few hundred MB. Every parameter's statistics are computed on its own, so
+# the slicing moves values by float64 rounding at most (the FFTs' batches, ~1e-15 relative).
+VECTORIZED_SLICE_VALUES = 4_000_000
 
 
 def _split_chains(x: np.ndarray) -> np.ndarray:
@@ -304,20 +310,30 @@ def _diagnostics_vectorized(x: np.ndarray) -> dict:
     return {"mcse_mean": mcse_mean, "ess_bulk": ess_bulk, "ess_tail": ess_tail, "r_hat": r_hat}
 
 
+def _stats_vectorized(var: xr.DataArray) -> dict:
+    """Mean, sd, quantiles and the array-wide diagnostics (``_diagnostics_vectorized``) of a variable."""
+    index_dims = [d for d in var.dims if d not in _SAMPLE_DIMS]
+    template = var.isel(chain=0, draw=0, drop=True)
+    diag = _diagnostics_vectorized(var.transpose("chain", "draw", *index_dims).values.astype(np.float64))
+    return {
+        "mean": var.mean(_SAMPLE_DIMS),
+        "sd": var.std(_SAMPLE_DIMS, ddof=1),
+        "q5": var.quantile(0.05, dim=_SAMPLE_DIMS).drop_vars("quantile"),
+        "q95": var.quantile(0.95, dim=_SAMPLE_DIMS).drop_vars("quantile"),
+        **{k: template.copy(data=v.reshape(template.shape)) for k, v in diag.items()},
+    }
+
+
 def _stats(var: xr.DataArray, single: xr.Dataset, name: str) -> dict:
     import arviz as az
 
     if var.size // max(var.sizes["chain"] * var.sizes["draw"], 1) >= VECTORIZED_DIAGNOSTICS_MIN_SIZE:
-        index_dims = [d for d in var.dims if d not in _SAMPLE_DIMS]
-        template = var.isel(chain=0, draw=0, drop=True)
-        diag = _diagnostics_vectorized(var.transpose("chain", "draw", *index_dims).values.astype(np.float64))
-        return {
-            "mean": var.mean(_SAMPLE_DIMS),
-            "sd": var.std(_SAMPLE_DIMS, ddof=1),
-            "q5": var.quantile(0.05, dim=_SAMPLE_DIMS).drop_vars("quantile"),
-            "q95": var.quantile(0.95, dim=_SAMPLE_DIMS).drop_vars("quantile"),
-            **{k: template.copy(data=v.reshape(template.shape)) for k, v in diag.items()},
-        }
+        import xarray as xr
+
+        first = [d for d in var.dims if d not in _SAMPLE_DIMS][0]
+        step = max(1, VECTORIZED_SLICE_VALUES // max(var.size // var.sizes[first], 1))
+        parts = [_stats_vectorized(var.isel({first: slice(a, a + step)})) for a in range(0, var.sizes[first], step)]
+        return {k: xr.concat([part[k] for part in parts], dim=first) for k in parts[0]}
     return {
         "mean": var.mean(_SAMPLE_DIMS),
         "sd": var.std(_SAMPLE_DIMS, ddof=1),

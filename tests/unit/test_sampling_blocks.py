@@ -2,9 +2,10 @@
 draws as its single run's, a replication that goes non-finite stopped alone, the block's
 replications in worker processes, and the memory check naming its setting.
 
-Tolerance: on the CPU the block's draws equal the single runs' (0 difference measured, XLA
-computes each replication's sweeps with the same operations); the tests allow float32 rounding,
-1e-5 absolute on draws of order 1, with the seeds given in each test."""
+Tolerance: with XLA's reductions (the test session's) the block's draws equal the single runs'
+on the CPU (0 difference measured); the tests allow float32 rounding, 1e-5 absolute on draws of
+order 1, with the seeds given in each test (``inference.chain_blocks`` says what YNNPACK's
+reductions, which the workflow's Gibbs jobs use, change)."""
 
 import os
 import sys

@@ -16,6 +16,9 @@ One fit flows as
     settings.Settings.from_config(config)          -> Settings (priors, samplers, mixture)
     data.simulate_condition / observed_condition   -> (ResponseMatrix, truth)
     methods.fit(responses, truth, cond, settings)  -> MethodResult (records.write_fit writes it)
+and the workflow fits a block of a condition's replications in one job (the design's block_size,
+conditions.condition_blocks) as
+    methods.fit_block([Replication, ...], settings) -> [MethodResult, ...], each as ``fit`` gives it
 and one design's fits as
     tables.aggregate(records, estimates)           -> dict of tidy tables
     figures.figures(shown, posteriors, outputs)    -> PNG figures (figures.shown_fit picks the fit)

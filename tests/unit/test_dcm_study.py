@@ -205,12 +205,6 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits(method):
         methods.fit_block([reps[0], replace(reps[1], spec=replace(reps[1].spec, missing="mcar0"))], config)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="bulk.train_block does not narrow a full-batch block's permutations when it narrows the "
-    "block to its running fits (vmap: inconsistent sizes); the DCM fits are full batch",
-)
 def test_replications_that_stop_at_different_steps_leave_the_block_each_at_its_own():
     # collapsed VI on data seeds 100, 101 (fit seeds 7, 8) stops by the relative rule at 350 and
     # 400 steps: in the block too, and with the estimates of the single fits (within 1e-3)

@@ -94,8 +94,10 @@ rule dcm_replication:
         missing=r"mcar\d+",
         method="em|bbvi|bbvi_cv|collapsed_vi",
         rep=r"\d+",
+    log:
+        "logs/dcm_bbvi/{design}/{missing}/{method}/rep{rep}.copy.log",
     run:
-        link_replication(input.block, wildcards.rep, output)
+        link_replication(input.block, wildcards.rep, output, log[0])
 
 
 rule dcm_nuts_replication:
@@ -111,8 +113,10 @@ rule dcm_nuts_replication:
         design=dcm_design_pattern(),
         missing=r"mcar\d+",
         rep=r"\d+",
+    log:
+        "logs/dcm_bbvi/{design}/{missing}/nuts/rep{rep}.copy.log",
     run:
-        link_replication(input.block, wildcards.rep, output)
+        link_replication(input.block, wildcards.rep, output, log[0])
 
 
 rule dcm_bbvi_tables:

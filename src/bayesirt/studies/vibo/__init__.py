@@ -40,6 +40,6 @@ One fit (rules ``vibo_simulate``, ``fit_vibo``, ``vibo_replication``, ``vibo_tab
 
 Modules: ``conditions`` (standard library only), ``settings`` (config checks, design shapes,
 ``StudySettings``; no JAX), ``data``, ``methods`` (the ``METHODS`` registry, ``fit_block``),
-``evaluation`` (the evaluation every method shares), ``tables``, ``figures``. This file imports nothing: Snakemake imports ``conditions`` and ``settings`` at
-parse time.
+``evaluation`` (the evaluation every method shares), ``tables``, ``figures``. This file
+imports nothing: Snakemake imports ``conditions`` and ``settings`` at parse time.
 """

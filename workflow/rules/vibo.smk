@@ -83,8 +83,10 @@ rule vibo_replication:
         design=vibo_design_pattern(),
         method="|".join(vibo_conditions.METHODS),
         rep=r"\d+",
+    log:
+        "logs/vibo/{design}/{missing}/{method}/rep{rep}.copy.log",
     run:
-        link_replication(input.block, wildcards.rep, output)
+        link_replication(input.block, wildcards.rep, output, log[0])
 
 
 rule vibo_tables:

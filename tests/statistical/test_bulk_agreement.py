@@ -29,8 +29,8 @@ TRAIN = TrainSettings(
     min_steps=500,
     check_every=100,
     window=300,
-    rel_tol=2e-4,
-    patience=3,
+    rel_tol=1e-3,
+    patience=2,
     progress_every=0,
 )
 
@@ -56,6 +56,9 @@ def test_block_and_single_fits_agree_within_monte_carlo_error():
     problems = [iwae.problem(jax.random.key(100 + i), y, st, cfg) for i, (y, _, st, _) in enumerate(reps)]
     block = bulk.train_block(problems)
     single = [train_problem(p) for p in problems]
+    # the fits stop on their own tests, at different steps, in the block as alone
+    assert [b.steps for b in block] == [s.steps for s in single]
+    assert len({s.steps for s in single}) > 1 and any(s.converged for s in single)
     got = np.array(
         [
             [summary(fit.params, st, truth, y_hold) for fit in (b, s)]

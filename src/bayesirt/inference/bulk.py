@@ -171,7 +171,7 @@ def train_block(problems: list[Problem], label: str = "block", setting: str = "t
             run_keys, run_data = step_keys[jnp.asarray(running)], member(data, jnp.asarray(running))
             program = jitted  # compiled for the narrower block at its first call
         perms = permutations.for_chunk(steps)
-        if len(running) < n_fits and not permutations.full_batch:
+        if len(running) < n_fits:  # full batch: one row of zeros per fit, narrowed alike
             perms = perms[jnp.asarray(running)]
         new_params, new_state, losses, sums, finite = program(params, opt_state, run_keys, perms, run_data, steps)
         losses, finite = np.asarray(losses), np.asarray(finite)

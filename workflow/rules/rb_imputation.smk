@@ -95,8 +95,10 @@ rule rb_replication:
         loss="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/loss.csv",
         posterior="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/posterior.nc",
         **rb_table_outputs(),
+    log:
+        "logs/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}.copy.log",
     run:
-        link_replication(input.block, wildcards.rep, output)
+        link_replication(input.block, wildcards.rep, output, log[0])
 
 
 rule recovery_table:

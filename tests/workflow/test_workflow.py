@@ -204,9 +204,14 @@ def test_amortized_ifa_outputs_follow_the_schemas(local_run):
     run = local_run
     base = run / "results/amortized_ifa"
     records = sorted(base.rglob("fit.json"))
-    # test.yaml: normal and mixture_p1 (one replication, one R) and the exploratory ipip scree
-    # over P = 1, 2, each fitted by IWAE and IWAVB
-    assert len(records) == 2 * (1 + 1 + 2)
+    blocks = [r for r in records if "blocks" in r.parts]  # each fit as its block's job wrote it
+    records = [r for r in records if "blocks" not in r.parts]
+    # test.yaml: normal (two replications, one block) and mixture_p1 (one replication), one R,
+    # and the exploratory ipip scree over P = 1, 2, each fitted by IWAE and IWAVB
+    assert len(records) == len(blocks) == 2 * (2 + 1 + 2)
+    for record in records:  # the replication's files are those its block's job wrote
+        copies = list((record.parent.parent / "blocks").glob(f"block*/{record.parent.name}/fit.json"))
+        assert len(copies) == 1 and copies[0].read_bytes() == record.read_bytes(), record
     record_schema, row_schema = load_schema("fit_record.schema.yaml"), load_schema("estimates.schema.yaml")
     for record in records:
         rec = json.loads(record.read_text())

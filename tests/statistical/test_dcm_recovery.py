@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from bayesirt.inference import bbvi, collapsed_vi
+from bayesirt.inference import bbvi, collapsed_nuts, collapsed_vi
 from bayesirt.inference.sampling import SamplerSettings
 from bayesirt.studies.dcm_bbvi import conditions, data, methods
 
@@ -67,7 +67,7 @@ def test_seed_bbvi_classifies_but_its_coefficients_are_noisy(seed_data, em_fit):
 def test_nuts_reference_agrees_with_collapsed_vi():
     rm, truth, q = data.simulate(SPEC, 0.0, 31)
     prob = bbvi.prepare(rm.responses, q, allow_zero_rows=True)
-    samp = collapsed_vi.run_collapsed_nuts(
+    samp = collapsed_nuts.run_collapsed_nuts(
         jax.random.PRNGKey(0), prob, SamplerSettings(n_chains=4, n_warmup=400, n_samples=400, progress_every=0)
     )
     assert not samp.diverged

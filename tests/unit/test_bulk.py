@@ -44,9 +44,10 @@ def assert_same_fit(block_fit, single):
     np.testing.assert_allclose(block_fit.losses, single.losses, rtol=TOL, atol=TOL)
 
 
-@pytest.mark.parametrize("stopping", ["relative", "noise"])
-def test_each_fit_of_a_block_stops_where_it_would_alone(stopping):
-    settings = replace(SETTINGS, stopping=stopping, progress_every=0)
+@pytest.mark.parametrize("stopping, batch_size", [("relative", 20), ("noise", 20), ("relative", None)])
+def test_each_fit_of_a_block_stops_where_it_would_alone(stopping, batch_size):
+    # batch_size None: full batch, whose block narrows the same way (one row per fit)
+    settings = replace(SETTINGS, stopping=stopping, batch_size=batch_size, progress_every=0)
     problems = [regression_problem(s, noise, settings, f"rep{s}") for s, noise in enumerate([0.1, 1.0, 3.0, 0.5, 2.0])]
     block = bulk.train_block(problems)
     singles = [train_problem(p) for p in problems]

@@ -1,13 +1,14 @@
 """Study dcm_bbvi: scoring by profile index (bit order), designs, the oracle, bad input, the
-conditions and settings of a config."""
+conditions and settings of a config, blocks of replications."""
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from bayesirt.config import ConfigError
+from bayesirt.config import ConfigError, check
 from bayesirt.models import lcdm
 from bayesirt.studies import base
 from bayesirt.studies.dcm_bbvi import conditions, data, methods, settings
@@ -37,8 +38,10 @@ def test_the_study_loads_and_its_conditions_are_result_folders():
     assert [f.folder for f in fits] == [
         "results/dcm_bbvi/seed/mcar20/em/rep0",
         "results/dcm_bbvi/seed/mcar20/bbvi/rep0",
+        "results/dcm_bbvi/seed/mcar20/em/rep1",
+        "results/dcm_bbvi/seed/mcar20/bbvi/rep1",
     ]
-    assert [f.method for f in fits] == ["em", "bbvi"]
+    assert [f.method for f in fits] == ["em", "bbvi", "em", "bbvi"]
     # NUTS only on nuts_designs; the schema's defaults: missing [0.0, 0.2], one replication
     fits = study.conditions(validated(designs={"seed": {}, "larger": {"replications": 2}}, methods=["em", "nuts"]))
     assert [f.folder.removeprefix("results/dcm_bbvi/") for f in fits] == [
@@ -133,3 +136,92 @@ def test_the_monotone_key_reaches_em_and_bbvi(method):
     if method == "em":  # (a second BBVI compilation would double the test's time)
         plain = methods.fit(method, rm, truth, q, seed=0, config=replace(config, monotone=False))
         assert plain.record["monotone"] is False
+
+
+def test_replications_of_a_condition_are_fitted_in_blocks_of_the_design_block_size():
+    design = validated(designs={"seed": {"replications": 5, "block_size": 2}})["studies"]["dcm_bbvi"]["designs"]["seed"]
+    assert conditions.condition_blocks(design) == [[0, 1], [2, 3], [4]]
+    assert [conditions.block_of(design, r) for r in range(5)] == [0, 0, 1, 1, 2]
+    # the default (100) and any size above the replications: one block
+    default = validated(designs={"seed": {"replications": 5}})["studies"]["dcm_bbvi"]["designs"]["seed"]
+    assert default["block_size"] == 100 and conditions.condition_blocks(default) == [[0, 1, 2, 3, 4]]
+    assert conditions.condition_blocks({"replications": 3, "block_size": 3}) == [[0, 1, 2]]
+    spec = conditions.FitSpec("seed", "mcar20", "bbvi_cv", 3)
+    assert spec.block_folder(1) == "results/dcm_bbvi/seed/mcar20/bbvi_cv/blocks/block1"
+    # the fitting jobs' settings carry their design's block size
+    config = validated(designs={"seed": {"block_size": 7}, "larger": {}})
+    assert settings.Settings.from_config(config, "seed").block_size == 7
+    assert settings.Settings.from_config(config, "larger").block_size == 100
+    assert settings.Settings.from_config(config).block_size is None
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5])
+def test_a_bad_block_size_names_the_key(bad):
+    config = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    config["studies"]["dcm_bbvi"]["designs"]["seed"]["block_size"] = bad
+    with pytest.raises(ConfigError, match=re.escape("config key 'studies.dcm_bbvi.designs.seed.block_size'")) as err:
+        check(config, SCHEMA)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("method", ["bbvi_cv", "collapsed_vi", "em"])
+def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits(method):
+    # Two replications (data seeds 100, 101; fit seeds 7, 8) fitted as one block and one by one:
+    # the same steps, stopping reasons and accuracy, and estimates and final losses equal up to
+    # float32 rounding of the vectorized program (estimates within 1e-3, final loss within 1e-5
+    # relative); EM runs the same code in a loop, so its results are equal.
+    from dataclasses import replace
+
+    import jsonschema
+
+    config = replace(
+        methods.StudyConfig(n_samples=10, variance_repeats=4),
+        bbvi_train=replace(methods.BBVI_TRAIN, max_steps=240, min_steps=160),
+        collapsed_train=replace(methods.COLLAPSED_TRAIN, max_steps=300, min_steps=200),
+    )
+    reps = []
+    for r in range(2):
+        rm, truth, q = data.simulate(conditions.DESIGNS["seed"], 0.2, 100 + r, n_persons=100)
+        reps.append(methods.Replication(rm, truth, q, conditions.FitSpec("seed", "mcar20", method, r), 7 + r))
+    block = methods.fit_block(reps, config)
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "fit_record.schema.yaml").read_text())
+    for position, (b, rep) in enumerate(zip(block, reps, strict=True)):
+        single = methods.fit(method, rep.rm, rep.truth, rep.q, rep.seed, config, rep.spec.fields)
+        jsonschema.validate(b.record, schema)
+        assert b.record["block"]["size"] == 2 and b.record["block"]["position"] == position
+        assert single.record["block"] is None
+        assert b.record["replication"] == rep.spec.rep and b.record["seed"] == rep.seed
+        for key in ("steps", "stop_reason", "converged", "accuracy"):
+            assert b.record[key] == single.record[key], key
+        assert b.record["block"]["left_at_step"] == b.record["steps"]
+        assert b.record["final_loss"] == pytest.approx(single.record["final_loss"], rel=1e-5)
+        np.testing.assert_allclose(b.estimates["mean"], single.estimates["mean"], atol=1e-3)
+        np.testing.assert_allclose(b.estimates["sd"], single.estimates["sd"], atol=1e-3)
+        if method == "em":
+            assert b.estimates.equals(single.estimates) and b.record["block"]["memory_bytes"] == 0
+        else:
+            assert len(b.losses) == len(single.losses) == b.record["steps"]
+    with pytest.raises(ValueError, match="one design, missingness and method"):
+        methods.fit_block([reps[0], replace(reps[1], spec=replace(reps[1].spec, missing="mcar0"))], config)
+
+
+def test_replications_that_stop_at_different_steps_leave_the_block_each_at_its_own():
+    # collapsed VI on data seeds 100, 101 (fit seeds 7, 8) stops by the relative rule at 350 and
+    # 400 steps: in the block too, and with the estimates of the single fits (within 1e-3)
+    from dataclasses import replace
+
+    train = replace(
+        methods.COLLAPSED_TRAIN, max_steps=2000, min_steps=200, window=100, check_every=50, rel_tol=1e-3, patience=2
+    )
+    config = methods.StudyConfig(collapsed_train=train)
+    reps = []
+    for r in range(2):
+        rm, truth, q = data.simulate(conditions.DESIGNS["seed"], 0.2, 100 + r, n_persons=100)
+        reps.append(methods.Replication(rm, truth, q, conditions.FitSpec("seed", "mcar20", "collapsed_vi", r), 7 + r))
+    block = methods.fit_block(reps, config)
+    singles = [methods.fit("collapsed_vi", r.rm, r.truth, r.q, r.seed, config, r.spec.fields) for r in reps]
+    assert [b.record["steps"] for b in block] == [s.record["steps"] for s in singles] == [350, 400]
+    for b, s in zip(block, singles, strict=True):
+        assert b.record["stop_reason"] == s.record["stop_reason"] == "relative_tolerance"
+        assert b.record["block"]["left_at_step"] == s.record["steps"]
+        np.testing.assert_allclose(b.estimates["mean"], s.estimates["mean"], atol=1e-3)

@@ -377,3 +377,53 @@ def test_category_probs_accurate_and_differentiated_exactly():
     for a, b in zip(g1, g2):
         assert a.shape == b.shape
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-5 * float(jnp.abs(b).max()))
+
+
+def test_uniform_at_gives_the_numbers_of_jax_uniform():
+    # exactly (bit for bit): the numbers jax.random.uniform has at given flat positions of its
+    # shape, for typed and raw keys, and under vmap with a key per fit
+    from bayesirt.inference.missing_cells import uniform_at
+
+    key = jax.random.fold_in(jax.random.key(3), 7)
+    for shape in ((5,), (3, 7), (2, 4, 6)):
+        want = np.asarray(jax.random.uniform(key, shape))
+        positions = np.arange(int(np.prod(shape))).reshape(shape)
+        assert np.array_equal(np.asarray(jax.jit(uniform_at)(key, positions)), want)
+        some = np.random.default_rng(0).permutation(positions.size)[:4]
+        assert np.array_equal(np.asarray(uniform_at(jax.random.key_data(key), some)), want.ravel()[some])
+    keys = jax.random.split(jax.random.key(1), 3)
+    batched = jax.jit(jax.vmap(uniform_at, in_axes=(0, None)))(keys, np.arange(12))
+    for k, got in zip(keys, batched, strict=True):
+        assert np.array_equal(np.asarray(got), np.asarray(jax.random.uniform(k, (12,))))
+
+
+def test_a_block_layout_keeps_every_fit_s_values_and_draws():
+    from bayesirt.inference.bulk import stack
+
+    # three fits with different masks (two with item blocks, one with the flat list) padded to
+    # one layout (block_data): each objective's values, full batch and minibatch, and alone or
+    # vmapped over the fits with a key each, equal the fit's own up to float32 rounding (abs
+    # 1e-5; the padded cells are masked and every cell draws the uniforms of its own layout)
+    problems = [small_problem(n=50, seed=s, missing_rate=r) for s, r in ((0, 0.3), (1, 0.3), (2, 0.05))]
+    own = [batch for _, _, _, batch, _, _ in problems]
+    padded = obj.block_data(own)
+    cells = [d[obj.SHARED][obj.CELLS] for d in padded]
+    assert [c.blocks for c in (d[obj.SHARED][obj.CELLS] for d in own)] == [True, True, False]
+    assert all(c.padded and not c.blocks for c in cells) and len({c.n_cells for c in cells}) == 1
+    assert len({c.batch_cap for c in cells}) == 1
+    assert obj.block_data(own[:1])[0] is own[0] and obj.block_data([own[0], own[0]])[1] is own[0]  # nothing to pad
+    st, n, key = problems[0][1], 50, jax.random.key(5)
+    idx = np.arange(3, 20)
+    for name in obj.NAMES:
+        f = jax.jit(obj.make(name, st, 3))
+        for (_, _, params, batch, _, _), pad in zip(problems, padded, strict=True):
+            full = dict(batch, index=jnp.arange(n))
+            np.testing.assert_allclose(f(params, dict(pad, index=jnp.arange(n)), key), f(params, full, key), atol=1e-5)
+            p = dict(params, ability=params["ability"][idx])
+            np.testing.assert_allclose(f(p, _minibatch(pad, idx), key), f(p, _minibatch(batch, idx), key), atol=1e-5)
+        keys = jax.random.split(key, 3)
+        params = stack([p for _, _, p, _, _, _ in problems])
+        one = lambda p, d, k, f=f: f(p, dict(d, index=jnp.arange(n)), k)
+        vmapped = jax.jit(jax.vmap(one))(params, stack(padded), keys)
+        for i, (_, _, p, batch, _, _) in enumerate(problems):
+            np.testing.assert_allclose(vmapped[i], f(p, dict(batch, index=jnp.arange(n)), keys[i]), atol=1e-5)

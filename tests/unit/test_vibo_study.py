@@ -10,6 +10,7 @@ import yaml
 from bayesirt.config import ConfigError, check
 from bayesirt.studies.design_conditions import parse_missing
 from bayesirt.studies.vibo import conditions, data, figures, methods, settings, tables
+from bayesirt.studies.vibo import evaluation as vibo_eval
 from bayesirt.studies.vibo.conditions import Condition
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -177,15 +178,15 @@ def test_grm_estimates_and_recovery_metrics():
     cuts = np.array([[-1.0, 1.0, 99.0], [-2.0, 0.0, 2.0], [-1.5, 0.5, 1.5]])  # item 0 has 2 cuts; 99 is filler
     items = {"discrimination": (np.array([1.0, 2.0, 0.5]), np.full(3, 0.1)), "cut": (cuts, np.full((3, 3), 0.2))}
     ability = (np.array([0.1, -0.3]), np.array([1.0, 1.0]))
-    est = methods.estimates_table(items, ability, None, st)
+    est = vibo_eval.estimates_table(items, ability, None, st)
     assert len(est[est.parameter == "cut"]) == 8 and 99.0 not in est["mean"].to_numpy()
     assert sorted(est[(est.parameter == "cut") & (est.item == 0)].category) == [1, 2]
     truth = est.rename(columns={"mean": "value"}).drop(columns="sd")
     truth.loc[truth.parameter == "cut", "value"] += 0.3  # every cut off by 0.3
-    scored = methods.evaluation(methods.estimates_table(items, ability, truth, st))
+    scored = vibo_eval.recovery(vibo_eval.estimates_table(items, ability, truth, st))
     assert scored["cut_rmse"] == pytest.approx(0.3) and scored["discrimination_rmse"] == 0.0
     assert "difficulty_rmse" not in scored
-    point = methods.point_items(st, items)  # back to the model's unconstrained values
+    point = vibo_eval.point_items(st, items)  # back to the model's unconstrained values
     np.testing.assert_allclose(np.asarray(irt2pl.constrain(point, st)["cuts"])[1:], cuts[1:], rtol=1e-6)
     np.testing.assert_allclose(np.asarray(irt2pl.constrain(point, st)["cuts"])[0, :2], cuts[0, :2], rtol=1e-6)
 
@@ -203,7 +204,7 @@ def test_grm_item_and_person_tables(tmp_path):
         "discrimination": (np.array([2.0, 0.5, 1.0]), np.full(3, 0.1)),
         "cut": (np.array([[-1.0, 1.0, 7.0], [-2.0, 0.0, 2.0], [0.3, 8.0, 9.0]]), np.full((3, 3), 0.2)),
     }
-    est = methods.estimates_table(items, (np.array([0.1, -0.3]), np.array([0.5, 0.6])), None, st)
+    est = vibo_eval.estimates_table(items, (np.array([0.1, -0.3]), np.array([0.5, 0.6])), None, st)
     est.to_csv(tmp_path / "estimates.csv", index=False)
     (tmp_path / "fit.json").write_text(json.dumps({"model": "grm", "method": "mml"}))
     rm = io.ResponseMatrix(
@@ -284,9 +285,9 @@ def fake_fit(method, rep, missing="mcar10", design="real", shift=0.0, noise=0.0,
         "discrimination": (np.array([1.0, 1.5, 0.8]) + shift, np.full(3, 0.1)),
         "cut": (np.array([[-1.0, 1.0], [-0.5, 0.5], [0.0, 2.0]]) + shift, np.full((3, 2), 0.1)),
     }
-    est = methods.estimates_table(items, (theta + shift + extra, np.full(40, 0.3)), truth, st)
+    est = vibo_eval.estimates_table(items, (theta + shift + extra, np.full(40, 0.3)), truth, st)
     evaluation = {
-        **methods.evaluation(est),
+        **vibo_eval.recovery(est),
         "hidden_accuracy": 0.5 + shift,
         "hidden_log_score": -1.0 - shift,
         "hidden_n_cells": 10,

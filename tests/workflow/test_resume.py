@@ -4,9 +4,10 @@ workflow with no extra flags, rebuilds what the killed jobs left half-written, a
 same files, bit for bit, as a run that was never interrupted.
 
 The part of the test config run here is a chain of rb_imputation's jobs (data, reference fit and
-its table, missingness, imputation model, two objectives' fits: seven jobs), so that the kill
-lands between fits and the test stays short. The run that was never interrupted is the session's
-full run of the test config (conftest.local_run), which holds these seven jobs' files too."""
+its table, missingness and imputation model of both replications, two objectives' blocks and the
+copies of replication 0's fits: eleven jobs), so that the kill lands between fits and the test
+stays short. The run that was never interrupted is the session's full run of the test config
+(conftest.local_run), which holds these jobs' files too."""
 
 import base64
 import json

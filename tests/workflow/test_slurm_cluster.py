@@ -105,15 +105,27 @@ def scheduler_jobs(env) -> dict[str, dict]:
     return jobs
 
 
-def started_jobs(output: str) -> dict[str, str]:
-    """Snakemake job id -> rule of every job a run started (local rules included)."""
+def started_jobs(output: str) -> dict[str, tuple[str, bool]]:
+    """Snakemake job id -> (rule, run locally) of every job a run started on its own: ``localrule``
+    jobs and the target ``all`` run in Snakemake's own process. The members of group jobs, printed
+    indented under their group, are not among them (``group_jobs``)."""
     jobs = {}
     for block in re.split(r"^(?=(?:local)?rule \w+:$)", output, flags=re.M):
-        head = re.match(r"(?:local)?rule (\w+):$", block, flags=re.M)
-        jobid = re.search(r"^\s+jobid: (\d+)$", block, flags=re.M)
+        head = re.match(r"(local)?rule (\w+):$", block, flags=re.M)
+        jobid = re.search(r"^    jobid: (\d+)$", block, flags=re.M)
         if head and jobid:
-            jobs[jobid.group(1)] = head.group(1)
+            jobs[jobid.group(1)] = (head.group(2), bool(head.group(1)) or head.group(2) == "all")
     return jobs
+
+
+def group_jobs(output: str) -> list[tuple[str, list[str]]]:
+    """(group name, the rules of its member jobs) of every group job a run started."""
+    groups = []
+    for block in re.split(r"^(?=\[[^\]]+\] Group job )", output, flags=re.M)[1:]:
+        name = re.match(r"\[[^\]]+\] Group job (\w+)", block).group(1)
+        body = re.match(r"[^\n]*\n((?:\s*\n|    [^\n]*\n)*)", block).group(1)  # the indented lines
+        groups.append((name, re.findall(r"^    rule (\w+):$", body, flags=re.M)))
+    return groups
 
 
 @pytest.fixture(scope="module")
@@ -164,14 +176,25 @@ def slurm_runs(cluster, local_run, compilation_cache, tmp_path_factory):
 def test_every_job_went_through_sbatch_with_the_profiles_resources(slurm_runs):
     output, scheduler = slurm_runs["output"], slurm_runs["scheduler"]
     started = started_jobs(output)
-    submitted = dict(re.findall(r"Job (\d+) has been submitted with SLURM jobid (\d+)", output))
-    local = {jobid for jobid, rule in started.items() if rule == "all"}
-    assert len(started) > 20 and len(local) == 1
-    # every job but the target rule `all` got a SLURM job id, and only once
-    assert set(submitted) == set(started) - local, sorted(set(started) ^ set(submitted))
-    assert len(set(submitted.values())) == len(submitted)
-    for jobid, slurm_id in submitted.items():
-        rule, job = started[jobid], scheduler[slurm_id]
+    groups = group_jobs(output)
+    submitted = dict(re.findall(r"Job (\S+) has been submitted with SLURM jobid (\d+)", output))
+    local = {jobid for jobid, (_, is_local) in started.items() if is_local}
+    # the target `all` and the copies of a fitted block's files into each replication's folder
+    # ran in Snakemake's own process
+    local_rules = {started[j][0] for j in local}
+    assert "all" in local_rules and all(r == "all" or r.endswith("_replication") for r in local_rules), local_rules
+    assert len(started) > 20
+    # every other job got a SLURM job id of its own, and only once; each group job one more
+    single = {j: sid for j, sid in submitted.items() if j.isdigit()}
+    grouped = {j: sid for j, sid in submitted.items() if not j.isdigit()}
+    assert set(single) == set(started) - local, sorted(set(started) ^ set(single))
+    assert len(grouped) == len(groups) >= 1 and len(set(submitted.values())) == len(submitted)
+    # the per-replication data jobs travelled in groups: fewer submissions than jobs
+    members = sum(len(m) for _, m in groups)
+    assert members > len(groups), groups
+    assert {rule for _, m in groups for rule in m} <= set(PROFILE["groups"]), groups
+    for jobid, slurm_id in single.items():
+        rule, job = started[jobid][0], scheduler[slurm_id]
         # the controller ran it, to the end, for this rule (the plugin puts the rule in the comment)
         assert job["JobState"] == "COMPLETED" and job["ExitCode"] == "0:0", (rule, job)
         assert job["Comment"].startswith(f"rule_{rule}"), (rule, job["Comment"])
@@ -187,7 +210,13 @@ def test_every_job_went_through_sbatch_with_the_profiles_resources(slurm_runs):
         )
         # the node wrote its log where the plugin said
         assert Path(job["StdOut"]).is_file(), job["StdOut"]
-    assert {started[j] for j in submitted} >= set(FITS) & {"fit_reference", "fit_objective", "fit_amortized_ifa"}
+    for slurm_id in grouped.values():
+        job = scheduler[slurm_id]
+        assert job["JobState"] == "COMPLETED" and job["ExitCode"] == "0:0", job
+        # side by side up to the profile's CPU limit per cluster job, one after another beyond
+        assert int(job["NumCPUs"]) <= PROFILE["resources"]["cpus_per_task"], job["NumCPUs"]
+        assert Path(job["StdOut"]).is_file(), job["StdOut"]
+    assert {started[j][0] for j in single} >= set(FITS) & {"fit_reference", "fit_objective", "fit_amortized_ifa"}
 
 
 def test_fitting_jobs_ask_for_a_gpu_in_the_plugins_form(slurm_runs):

@@ -152,8 +152,11 @@ def test_outputs_follow_the_schemas(local_run):
     jsonschema.validate(sidecar, load_schema("responses.schema.yaml"))
     fit = run / "results/rb_imputation/rwa_sim/reference"
     records = sorted((run / "results/rb_imputation").rglob("fit.json"))
-    # the reference plus one fit per condition (zero_fill, naive_average_M2, rao_blackwell_M2, exact_marginal)
-    assert len(records) == 5
+    blocks = [r for r in records if "blocks" in r.parts]  # each fit as its block's job wrote it
+    records = [r for r in records if "blocks" not in r.parts]
+    # the reference plus one fit per condition (zero_fill, naive_average_M2, rao_blackwell_M2,
+    # exact_marginal) and replication (two, each condition's fitted in one block)
+    assert len(records) == 1 + 4 * 2 and len(blocks) == 4 * 2
     row_schema = load_schema("estimates.schema.yaml")
     for record in records:
         jsonschema.validate(json.loads(record.read_text()), load_schema("fit_record.schema.yaml"))
@@ -202,9 +205,14 @@ def test_amortized_ifa_outputs_follow_the_schemas(local_run):
     run = local_run
     base = run / "results/amortized_ifa"
     records = sorted(base.rglob("fit.json"))
-    # test.yaml: normal and mixture_p1 (one replication, one R) and the exploratory ipip scree
-    # over P = 1, 2, each fitted by IWAE and IWAVB
-    assert len(records) == 2 * (1 + 1 + 2)
+    blocks = [r for r in records if "blocks" in r.parts]  # each fit as its block's job wrote it
+    records = [r for r in records if "blocks" not in r.parts]
+    # test.yaml: normal (two replications, one block) and mixture_p1 (one replication), one R,
+    # and the exploratory ipip scree over P = 1, 2, each fitted by IWAE and IWAVB
+    assert len(records) == len(blocks) == 2 * (2 + 1 + 2)
+    for record in records:  # the replication's files are those its block's job wrote
+        copies = list((record.parent.parent / "blocks").glob(f"block*/{record.parent.name}/fit.json"))
+        assert len(copies) == 1 and copies[0].read_bytes() == record.read_bytes(), record
     record_schema, row_schema = load_schema("fit_record.schema.yaml"), load_schema("estimates.schema.yaml")
     for record in records:
         rec = json.loads(record.read_text())

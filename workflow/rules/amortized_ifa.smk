@@ -83,8 +83,10 @@ rule ifa_replication:
         factors=r"\d+",
         samples=r"\d+",
         rep=r"\d+",
+    log:
+        "logs/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}.copy.log",
     run:
-        link_replication(input.block, wildcards.rep, output)
+        link_replication(input.block, wildcards.rep, output, log[0])
 
 
 rule ifa_confirmatory_tables:

@@ -96,20 +96,24 @@ def truth_of(wildcards):
     return []
 
 
-def link_replication(block, rep, outputs):
+def link_replication(block, rep, outputs, log=None):
     """Every file of replication ``rep`` in the folder of the block that fitted it
     (``<block>/rep<rep>/``), copied to the replication's own folder, the folder of ``outputs``
     (the rule's output files, which must be among them; other files, such as a sampler's
-    posterior.nc, come along). A copy, not a link: a link would share the block's modification
+    posterior.nc, come along); ``log``, if given, names what was copied. A copy, not a link: a link would share the block's modification
     times, older than the block folder, and make Snakemake rerun the replication at every run."""
     source = Path(block) / f"rep{rep}"
     target = Path(outputs[0]).parent
     missing = [o for o in outputs if not (source / Path(o).name).is_file()]
     if missing:
         raise FileNotFoundError(f"the block {block} has no {missing[0]} for replication {rep}")
+    copied = []
     for path in sorted(source.iterdir()):
         if path.is_file():
             shutil.copyfile(path, target / path.name)
+            copied.append(path.name)
+    if log is not None:
+        Path(log).write_text(f"copied from {source}: {', '.join(copied)}\n")
 
 
 def study_results(study):

@@ -1,6 +1,7 @@
 # dcm_bbvi (seed 002): black-box VI for the LCDM against EM, collapsed VI and NUTS.
 #   data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/          simulated LCDM data (Q in the sidecar)
-#   results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/         one fit
+#   results/dcm_bbvi/{design}/{missing}/{method}/blocks/block{b}/   a block of fits (rep{rep}/ each)
+#   results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/         one fit (copied from its block)
 #   results/dcm_bbvi/                                             tables and figures
 
 
@@ -29,23 +30,26 @@ rule dcm_simulate:
 
 
 rule fit_dcm_bbvi:
-    # One optimisation method (em | bbvi | bbvi_cv | collapsed_vi) on one data set.
+    # One optimisation method (em | bbvi | bbvi_cv | collapsed_vi) on a block of a condition's
+    # replications (the design's block_size of them): bbvi, bbvi_cv and collapsed_vi fitted
+    # together as one vectorized program (inference.bulk), em one after another; each
+    # replication is evaluated in the job, and its files written to rep{rep}/ in the block's folder.
     input:
-        responses="data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/responses.parquet",
-        truth="data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/truth.csv",
+        responses=dcm_block_inputs("data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/responses.parquet"),
+        truth=dcm_block_inputs("data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/truth.csv"),
     output:
-        record="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/fit.json",
-        estimates="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/estimates.csv",
-        loss="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/loss.csv",
+        directory("results/dcm_bbvi/{design}/{missing}/{method}/blocks/block{block}"),
     params:
         settings=dcm_fit_settings,
-        seed=dcm_fit_seed,
+        reps=dcm_block_reps,
+        seeds=dcm_block_seeds,
     wildcard_constraints:
         design=dcm_design_pattern(),
         missing=r"mcar\d+",
         method="em|bbvi|bbvi_cv|collapsed_vi",
+        block=r"\d+",
     log:
-        "logs/dcm_bbvi/{design}/{missing}/{method}/rep{rep}.log",
+        "logs/dcm_bbvi/{design}/{missing}/{method}/block{block}.log",
     conda:
         ENV
     script:
@@ -53,26 +57,66 @@ rule fit_dcm_bbvi:
 
 
 rule fit_dcm_bbvi_nuts:
-    # NUTS on the collapsed LCDM (numpyro): the posterior reference for beta and pi.
+    # NUTS on the collapsed LCDM (numpyro), the posterior reference for beta and pi, on a block
+    # of a condition's replications, one after another.
     input:
-        responses="data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/responses.parquet",
-        truth="data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/truth.csv",
+        responses=dcm_block_inputs("data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/responses.parquet"),
+        truth=dcm_block_inputs("data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/truth.csv"),
     output:
-        record="results/dcm_bbvi/{design}/{missing}/nuts/rep{rep}/fit.json",
-        estimates="results/dcm_bbvi/{design}/{missing}/nuts/rep{rep}/estimates.csv",
-        posterior="results/dcm_bbvi/{design}/{missing}/nuts/rep{rep}/posterior.nc",
+        directory("results/dcm_bbvi/{design}/{missing}/nuts/blocks/block{block}"),
     params:
         settings=dcm_fit_settings,
-        seed=dcm_fit_seed,
+        reps=dcm_block_reps,
+        seeds=dcm_block_seeds,
     wildcard_constraints:
         design=dcm_design_pattern(),
         missing=r"mcar\d+",
+        block=r"\d+",
     log:
-        "logs/dcm_bbvi/{design}/{missing}/nuts/rep{rep}.log",
+        "logs/dcm_bbvi/{design}/{missing}/nuts/block{block}.log",
     conda:
         ENV
     script:
         "../scripts/dcm_fit.py"
+
+
+rule dcm_replication:
+    # The files of one optimisation fit, copied from the folder of the block that fitted it.
+    localrule: True
+    input:
+        block=dcm_block_folder,
+    output:
+        record="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/fit.json",
+        estimates="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/estimates.csv",
+        loss="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/loss.csv",
+    wildcard_constraints:
+        design=dcm_design_pattern(),
+        missing=r"mcar\d+",
+        method="em|bbvi|bbvi_cv|collapsed_vi",
+        rep=r"\d+",
+    log:
+        "logs/dcm_bbvi/{design}/{missing}/{method}/rep{rep}.copy.log",
+    run:
+        link_replication(input.block, wildcards.rep, output, log[0])
+
+
+rule dcm_nuts_replication:
+    # The files of one NUTS fit, copied from the folder of the block that fitted it.
+    localrule: True
+    input:
+        block=dcm_block_folder,
+    output:
+        record="results/dcm_bbvi/{design}/{missing}/nuts/rep{rep}/fit.json",
+        estimates="results/dcm_bbvi/{design}/{missing}/nuts/rep{rep}/estimates.csv",
+        posterior="results/dcm_bbvi/{design}/{missing}/nuts/rep{rep}/posterior.nc",
+    wildcard_constraints:
+        design=dcm_design_pattern(),
+        missing=r"mcar\d+",
+        rep=r"\d+",
+    log:
+        "logs/dcm_bbvi/{design}/{missing}/nuts/rep{rep}.copy.log",
+    run:
+        link_replication(input.block, wildcards.rep, output, log[0])
 
 
 rule dcm_bbvi_tables:

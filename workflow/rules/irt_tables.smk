@@ -1,8 +1,10 @@
-# Item and person tables beside every rb_imputation fit (bayesirt.studies.fit_tables):
-#   results/rb_imputation/{dataset}/.../items.csv, persons.csv       (factorized GRM, ADVI)
-# in a rule of their own, because the mixture GRM (n_dimensions > 1) has no such tables. The
-# fits of amortized_ifa (MGRM), vibo (2PL) and gibbs_2pno (2PNO) write theirs in the fitting
-# job (thousands of fits at paper scale: a job per table would double the workflow's jobs).
+# Item and person tables beside rb_imputation's complete-data reference fit
+# (bayesirt.studies.fit_tables):
+#   results/rb_imputation/{dataset}/reference/items.csv, persons.csv  (factorized GRM, ADVI)
+# in a rule of its own, because the mixture GRM (n_dimensions > 1) has no such tables. The
+# objectives' fits of rb_imputation (rule fit_objective, in blocks), and the fits of
+# amortized_ifa (MGRM), vibo (2PL) and gibbs_2pno (2PNO) write theirs in the fitting job
+# (thousands of fits at paper scale: a job per table would double the workflow's jobs).
 # items.csv: slope-intercept and IRT form (a, b_k = -d_k / a; MDISC, MDIFF for items on several
 # factors); persons.csv: scores and posterior sds per factor with the persons' ids.
 # Included after the study files, whose functions (rb_fits, rb_datasets ...) it uses.
@@ -20,7 +22,7 @@ rule rb_irt_tables:
         item_table="results/rb_imputation/{dataset}/{fit}/items.csv",
         person_table="results/rb_imputation/{dataset}/{fit}/persons.csv",
     wildcard_constraints:
-        fit=r"reference|(mcar|mar|mnar)\d+(\.\d+)?/rep\d+/[a-z_]+?(_M\d+)?",
+        fit="reference",
     log:
         "logs/rb_imputation/{dataset}/{fit}/irt_tables.log",
     conda:

@@ -3,8 +3,12 @@
 #   results/rb_imputation/{dataset}/reference/                    complete-data fit
 #   results/rb_imputation/{dataset}/{missing}/rep{rep}/imputation/ pairwise ordinal stacking model
 #   results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/ one objective's fit
+#   results/rb_imputation/{dataset}/{missing}/{condition}/blocks/block{block}/rep{rep}/
+#                                                                 the same, as its block's job wrote it
 #   results/rb_imputation/{dataset}/{missing}/                    comparison tables and figures
-# One folder per fit: fit.json, estimates.csv, loss.csv, posterior.nc.
+# One folder per fit: fit.json, estimates.csv, loss.csv, posterior.nc (and, factorized GRM,
+# items.csv and persons.csv: the objectives' fits write them in their block's job, the
+# reference's rule rb_irt_tables).
 
 
 include: "functions/rb_imputation.smk"
@@ -21,7 +25,7 @@ rule fit_reference:
         loss="results/rb_imputation/{dataset}/reference/loss.csv",
         posterior="results/rb_imputation/{dataset}/reference/posterior.nc",
     params:
-        settings=rb_fit_settings,
+        settings=rb_reference_settings,
         seed=reference_seed,
     log:
         "logs/rb_imputation/{dataset}/reference.log",
@@ -54,25 +58,47 @@ rule fit_imputation_model:
 
 
 rule fit_objective:
-    # One imputation objective (condition = objective, or objective_M<copies>) on one replication.
+    # One imputation objective (condition = objective, or objective_M<copies>) on a block of the
+    # study's replications (block_size of them, the independent masks), fitted together as one
+    # vectorized program (inference.bulk); each replication's files (and its item and person
+    # tables, factorized GRM) are written to rep{rep}/ in the block's folder.
     input:
-        responses="data/processed/{dataset}/missing/{missing}/rep{rep}/responses.parquet",
-        imputation="results/rb_imputation/{dataset}/{missing}/rep{rep}/imputation/model.npz",
+        responses=rb_block_inputs(rb_masked_responses),
+        imputation=rb_block_inputs(rb_imputation_model),
         truth=truth_of,
+        person_ids=rb_person_ids,
+    output:
+        directory("results/rb_imputation/{dataset}/{missing}/{condition}/blocks/block{block}"),
+    params:
+        settings=rb_fit_settings,
+        reps=rb_block_reps,
+        seeds=rb_block_inputs(replication_seed),
+        tables=lambda wildcards: rb_tables(),
+    wildcard_constraints:
+        block=r"\d+",
+    log:
+        "logs/rb_imputation/{dataset}/{missing}/{condition}/block{block}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/fit_objective.py"
+
+
+rule rb_replication:
+    # The files of one objective's fit, copied from the folder of the block that fitted it.
+    localrule: True
+    input:
+        block=rb_block_folder,
     output:
         record="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/fit.json",
         estimates="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/estimates.csv",
         loss="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/loss.csv",
         posterior="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/posterior.nc",
-    params:
-        settings=rb_fit_settings,
-        seed=replication_seed,
+        **rb_table_outputs(),
     log:
-        "logs/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}.log",
-    conda:
-        ENV
-    script:
-        "../scripts/fit_objective.py"
+        "logs/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}.copy.log",
+    run:
+        link_replication(input.block, wildcards.rep, output, log[0])
 
 
 rule recovery_table:

@@ -2,7 +2,8 @@
 # non-amortized VI, MML-EAP and NUTS, on simulated 2PL and GRM (RWA-shaped) data with missing responses,
 # and on prepared real data sets (a design's `dataset`, e.g. the RWA data by the GRM; no truth).
 #   data/processed/vibo/{design}/{missing}/rep{rep}/               data of one condition
-#   results/vibo/{design}/{missing}/{method}/rep{rep}/             one fit
+#   results/vibo/{design}/{missing}/{method}/blocks/block{block}/  one job: a block of fits (rep{rep}/ each)
+#   results/vibo/{design}/{missing}/{method}/rep{rep}/             one fit (copied from its block)
 #   results/vibo/{design}/                                         tables and figures
 
 
@@ -40,30 +41,52 @@ rule vibo_simulate:
 
 
 rule fit_vibo:
-    # One method (vibo_one_prior | vibo_prior_per_missing | mfvi | mml | nuts) on one condition;
-    # recovery, calibration, missing-response prediction and held-out log-likelihood in the job.
+    # One method (vibo_one_prior | vibo_prior_per_missing | mfvi | mml | nuts) on a block of a
+    # condition's replications (the design's block_size of them): VIBO and mean-field VI fitted
+    # together as one vectorized program (inference.bulk), MML and NUTS one after the other;
+    # each replication's recovery, calibration, missing-response prediction and held-out
+    # log-likelihood evaluated in the job, and its files written to rep{rep}/ in the block's folder.
     input:
-        responses="data/processed/vibo/{design}/{missing}/rep{rep}/responses.parquet",
-        hidden="data/processed/vibo/{design}/{missing}/rep{rep}/hidden.csv",
-        holdout="data/processed/vibo/{design}/{missing}/rep{rep}/holdout.parquet",
-        truth="data/processed/vibo/{design}/{missing}/rep{rep}/truth.csv",
+        responses=vibo_block_inputs("responses.parquet"),
+        hidden=vibo_block_inputs("hidden.csv"),
+        holdout=vibo_block_inputs("holdout.parquet"),
+        truth=vibo_block_inputs("truth.csv"),
+    output:
+        directory("results/vibo/{design}/{missing}/{method}/blocks/block{block}"),
+    params:
+        study=vibo_config(),
+        reps=vibo_block_reps,
+        seeds=vibo_block_seeds,
+    wildcard_constraints:
+        design=vibo_design_pattern(),
+        method="|".join(vibo_conditions.METHODS),
+        block=r"\d+",
+    log:
+        "logs/vibo/{design}/{missing}/{method}/block{block}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/vibo_fit.py"
+
+
+rule vibo_replication:
+    # The files of one fit, copied from the folder of the block that fitted it.
+    localrule: True
+    input:
+        block=vibo_block_folder,
     output:
         record="results/vibo/{design}/{missing}/{method}/rep{rep}/fit.json",
         estimates="results/vibo/{design}/{missing}/{method}/rep{rep}/estimates.csv",
         item_table="results/vibo/{design}/{missing}/{method}/rep{rep}/items.csv",
         person_table="results/vibo/{design}/{missing}/{method}/rep{rep}/persons.csv",
-    params:
-        study=vibo_config(),
-        seed=vibo_fit_seed,
     wildcard_constraints:
         design=vibo_design_pattern(),
         method="|".join(vibo_conditions.METHODS),
+        rep=r"\d+",
     log:
-        "logs/vibo/{design}/{missing}/{method}/rep{rep}.log",
-    conda:
-        ENV
-    script:
-        "../scripts/vibo_fit.py"
+        "logs/vibo/{design}/{missing}/{method}/rep{rep}.copy.log",
+    run:
+        link_replication(input.block, wildcards.rep, output, log[0])
 
 
 rule vibo_tables:

@@ -1,4 +1,7 @@
-"""One dcm_bbvi fit: EM, BBVI (with or without control variates), collapsed VI or NUTS (rules fit_dcm_bbvi*)."""
+"""A block of dcm_bbvi fits of one condition: EM, BBVI (with or without control variates),
+collapsed VI or NUTS on each replication of the block (rules fit_dcm_bbvi*); every fit's files
+go to rep<r>/ in the block's folder (rules dcm_replication and dcm_nuts_replication copy them to
+the fit's own folder)."""
 
 from pathlib import Path
 
@@ -9,18 +12,15 @@ from bayesirt.studies.dcm_bbvi.conditions import FitSpec
 log = logs.to_file(snakemake.log[0])
 w = snakemake.wildcards
 method = getattr(w, "method", "nuts")
-spec = FitSpec(w.design, w.missing, method, int(w.rep))
-rm, truth, q = data.read(snakemake.input.responses, snakemake.input.truth)
-out = methods.fit(
-    method,
-    rm,
-    truth,
-    q,
-    seed=snakemake.params.seed,
-    config=methods.study_config(snakemake.params.settings),
-    fields=spec.fields,
-)
-if not out.record["converged"]:
-    log.warning("fit did not converge: %s", out.record["convergence_reason"])
-log.info("%s: pattern accuracy %.3f", method, out.record["accuracy"]["pattern_accuracy"])
-records.write_fit(out, Path(snakemake.output.record).parent)
+block = []
+for rep, seed, responses, truth in zip(
+    snakemake.params.reps, snakemake.params.seeds, snakemake.input.responses, snakemake.input.truth, strict=True
+):
+    rm, true_values, q = data.read(responses, truth)
+    block.append(methods.Replication(rm, true_values, q, FitSpec(w.design, w.missing, method, int(rep)), seed))
+outs = methods.fit_block(block, config=methods.study_config(snakemake.params.settings))
+for rep, out in zip(block, outs, strict=True):
+    if not out.record["converged"]:
+        log.warning("rep%d did not converge: %s", rep.spec.rep, out.record["convergence_reason"])
+    log.info("rep%d: %s pattern accuracy %.3f", rep.spec.rep, method, out.record["accuracy"]["pattern_accuracy"])
+    records.write_fit(out, Path(snakemake.output[0]) / f"rep{rep.spec.rep}")

@@ -1,22 +1,33 @@
-"""Factorized GRM fit with one imputation objective (rule fit_objective)."""
+"""A block of factorized GRM fits with one imputation objective, one per replication (mask),
+fitted together (rule fit_objective); every fit's files, and its item and person tables
+(factorized GRM), go to rep<r>/ in the block's folder (rule rb_replication copies them to the
+fit's own folder)."""
 
 from pathlib import Path
 
 from bayesirt import logs, records
+from bayesirt.studies import fit_tables
 from bayesirt.studies.rb_imputation import data, methods
 from bayesirt.studies.rb_imputation.conditions import parse_condition
 
 log = logs.to_file(snakemake.log[0])
 wc = snakemake.wildcards
 objective, copies = parse_condition(wc.condition)
+reps = []
+for rep, seed, responses, imputation in zip(
+    snakemake.params.reps, snakemake.params.seeds, snakemake.input.responses, snakemake.input.imputation, strict=True
+):
+    fields = {"dataset": wc.dataset, "missing": wc.missing, "replication": int(rep)}
+    reps.append(methods.Replication(data.read(responses, snakemake.input.truth, imputation), seed, fields))
 # the objectives use one draw of the parameters per step (the config's n_draws is the reference's)
-out = methods.fit(
-    objective,
-    data.read(snakemake.input.responses, snakemake.input.truth, snakemake.input.imputation),
-    seed=snakemake.params.seed,
-    config=methods.study_config(snakemake.params.settings, copies or 1),
-    fields={"dataset": wc.dataset, "missing": wc.missing, "replication": int(wc.rep)},
-)
-if not out.record["converged"]:
-    log.warning("fit did not converge: %s", out.record["convergence_reason"])
-records.write_fit(out, Path(snakemake.output.record).parent)
+config = methods.study_config(snakemake.params.settings, copies or 1)
+outs = methods.fit_block(objective, reps, config=config)
+for rep, out in zip(reps, outs, strict=True):
+    r = rep.fields["replication"]
+    if not out.record["converged"]:
+        log.warning("rep%d did not converge: %s", r, out.record["convergence_reason"])
+    folder = Path(snakemake.output[0]) / f"rep{r}"
+    records.write_fit(out, folder)
+    if snakemake.params.tables:
+        items, persons = fit_tables.write(folder, rep.data.responses, snakemake.input.person_ids or None)
+        log.info("rep%d: %d item rows, %d person rows", r, len(items), len(persons))

@@ -1,4 +1,6 @@
-"""One method on one condition of a vibo design, evaluated (rule fit_vibo)."""
+"""A block of one condition's replications of a vibo design, fitted by one method and each
+evaluated (rule fit_vibo); every replication's files go to rep<r>/ in the block's folder (rule
+vibo_replication copies them to the fit's own folder)."""
 
 from pathlib import Path
 
@@ -11,21 +13,25 @@ from bayesirt.studies.vibo.conditions import Condition
 from bayesirt.studies.vibo.settings import StudySettings
 
 log = logs.to_file(snakemake.log[0])
-w = snakemake.wildcards
-train, holdout = io.read_responses(snakemake.input.responses), io.read_responses(snakemake.input.holdout)
-hidden, truth = pd.read_csv(snakemake.input.hidden), pd.read_csv(snakemake.input.truth)
-cond = Condition(w.design, w.missing, w.method, int(w.rep))
-out = methods.fit(
-    train,
-    hidden,
-    holdout,
-    truth,
-    cond,
-    settings=StudySettings.from_study(snakemake.params.study),
-    seed=snakemake.params.seed,
-)
-if not out.record["converged"]:
-    log.warning("fit did not converge: %s", out.record["convergence_reason"])
-log.info("%s: %s", cond.folder, out.record["evaluation"])
-records.write_fit(out, Path(snakemake.output.record).parent)
-fit_tables.write(Path(snakemake.output.record).parent, train)
+w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
+block = [
+    methods.Replication(
+        io.read_responses(responses),
+        pd.read_csv(hidden),
+        io.read_responses(holdout),
+        pd.read_csv(truth),
+        Condition(w.design, w.missing, w.method, int(rep)),
+        seed,
+    )
+    for rep, seed, responses, hidden, holdout, truth in zip(
+        p.reps, p.seeds, i.responses, i.hidden, i.holdout, i.truth, strict=True
+    )
+]
+outs = methods.fit_block(block, StudySettings.from_study(p.study))
+for rep, out in zip(block, outs, strict=True):
+    if not out.record["converged"]:
+        log.warning("rep%d did not converge: %s", rep.cond.rep, out.record["convergence_reason"])
+    log.info("%s: %s", rep.cond.folder, out.record["evaluation"])
+    folder = Path(snakemake.output[0]) / f"rep{rep.cond.rep}"
+    records.write_fit(out, folder)
+    fit_tables.write(folder, rep.train)

@@ -9,6 +9,11 @@ logistic and GRM log-likelihoods are concave in a and the prior is Gaussian, so 
 unique) with its covariance inflated by ``inflation``^2. The item values are a method's point
 estimate; ``log_lik(y, theta)`` (``theta`` (..., B, K) -> (..., B)) closes over them, so the
 evaluator knows nothing of the model. Persons are processed in chunks of ``chunk``.
+
+With ``params``, the item values are an argument instead, ``log_lik(params, y, theta)``: the
+compiled programs are then kept per ``log_lik`` function (the same object for every fit of one
+model shape) and shared by every call, where a closure over the values traced and compiled
+them again for every fit (a block's replications, ``inference.bulk``, share them).
 """
 
 from __future__ import annotations
@@ -18,6 +23,24 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+_PROGRAMS: dict = {}
+
+
+def _jitted(build, log_lik, params, *static):
+    """``jax.jit(build())``: kept per (``build``'s name, ``log_lik``, static settings) when the
+    item values come as ``params``; built afresh for a closure (no params)."""
+    if params is None:
+        return jax.jit(build())
+    key = (build.__name__, log_lik, *static)
+    if key not in _PROGRAMS:
+        _PROGRAMS[key] = jax.jit(build())
+    return _PROGRAMS[key]
+
+
+def _with(log_lik, params):
+    """``log_lik`` as ``f(params, y, theta)`` (a closure's params are ignored)."""
+    return log_lik if params is not None else (lambda _, y, theta: log_lik(y, theta))
 
 
 def laplace_proposal(log_lik, y, n_factors: int, n_newton: int = 25):
@@ -63,7 +86,7 @@ def laplace_proposal(log_lik, y, n_factors: int, n_newton: int = 25):
 
 
 def importance_loglik(
-    key, log_lik, y, mean, chol, n_samples: int = 1000, inflation: float = 1.2, chunk: int = 2000
+    key, log_lik, y, mean, chol, n_samples: int = 1000, inflation: float = 1.2, chunk: int = 2000, params=None
 ) -> np.ndarray:
     """(B,) importance-sampled log p(r_i) with a Gaussian proposal per person.
 
@@ -85,6 +108,8 @@ def importance_loglik(
         Factor on the proposal's scale.
     chunk : int
         Persons per compiled call.
+    params : pytree, optional
+        The item values; then ``log_lik(params, y, theta)`` (see the module docstring).
 
     Returns
     -------
@@ -98,25 +123,31 @@ def importance_loglik(
         chol = jax.vmap(jnp.diag)(chol)
     chol = inflation * chol
     k = mean.shape[-1]
+    ll = _with(log_lik, params)
 
-    @jax.jit
-    def block(key, yb, mb, lb):
-        eps = jax.random.normal(key, (n_samples,) + mb.shape)
-        theta = mb + jnp.einsum("bkl,sbl->sbk", lb, eps)
-        log_det = jnp.sum(jnp.log(jnp.abs(jax.vmap(jnp.diag)(lb))), -1)
-        log_g = -0.5 * jnp.sum(eps**2, -1) - log_det - 0.5 * k * math.log(2 * math.pi)
-        log_p = log_lik(yb, theta) - 0.5 * jnp.sum(theta**2, -1) - 0.5 * k * math.log(2 * math.pi)
-        return jax.scipy.special.logsumexp(log_p - log_g, axis=0) - math.log(n_samples)
+    def build_importance():
+        def block(params, key, yb, mb, lb):
+            eps = jax.random.normal(key, (n_samples,) + mb.shape)
+            theta = mb + jnp.einsum("bkl,sbl->sbk", lb, eps)
+            log_det = jnp.sum(jnp.log(jnp.abs(jax.vmap(jnp.diag)(lb))), -1)
+            log_g = -0.5 * jnp.sum(eps**2, -1) - log_det - 0.5 * k * math.log(2 * math.pi)
+            log_p = ll(params, yb, theta) - 0.5 * jnp.sum(theta**2, -1) - 0.5 * k * math.log(2 * math.pi)
+            return jax.scipy.special.logsumexp(log_p - log_g, axis=0) - math.log(n_samples)
 
+        return block
+
+    block = _jitted(build_importance, log_lik, params, k, n_samples)
     out = [
-        np.asarray(block(jax.random.fold_in(key, a), y[a : a + chunk], mean[a : a + chunk], chol[a : a + chunk]))
+        np.asarray(
+            block(params, jax.random.fold_in(key, a), y[a : a + chunk], mean[a : a + chunk], chol[a : a + chunk])
+        )
         for a in range(0, y.shape[0], chunk)
     ]
     return np.concatenate(out).astype(np.float64)
 
 
 def laplace_importance_loglik(
-    key, log_lik, y, n_factors: int, n_samples: int = 1000, inflation: float = 1.2, chunk: int = 2000
+    key, log_lik, y, n_factors: int, n_samples: int = 1000, inflation: float = 1.2, chunk: int = 2000, params=None
 ) -> np.ndarray:
     """The method-independent evaluator: Laplace proposal, then ``importance_loglik``.
 
@@ -136,6 +167,8 @@ def laplace_importance_loglik(
         Factor on the Laplace covariance's scale.
     chunk : int
         Persons per compiled call.
+    params : pytree, optional
+        The item values; then ``log_lik(params, y, theta)`` (see the module docstring).
 
     Returns
     -------
@@ -144,11 +177,16 @@ def laplace_importance_loglik(
     """
     y = jnp.asarray(y)
     means, chols = [], []
-    prop = jax.jit(lambda yb: laplace_proposal(log_lik, yb, n_factors))
+    ll = _with(log_lik, params)
+
+    def build_proposal():
+        return lambda params, yb: laplace_proposal(lambda yy, t: ll(params, yy, t), yb, n_factors)
+
+    prop = _jitted(build_proposal, log_lik, params, n_factors)
     for a in range(0, y.shape[0], chunk):
-        m, c = prop(y[a : a + chunk])
+        m, c = prop(params, y[a : a + chunk])
         means.append(m)
         chols.append(c)
     return importance_loglik(
-        key, log_lik, y, jnp.concatenate(means), jnp.concatenate(chols), n_samples, inflation, chunk
+        key, log_lik, y, jnp.concatenate(means), jnp.concatenate(chols), n_samples, inflation, chunk, params
     )

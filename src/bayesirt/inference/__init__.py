@@ -37,7 +37,8 @@ The method modules:
 ``gibbs``          data-augmentation Gibbs sampler of the two-parameter normal ogive model
 ``gibbs_mixture``  Gibbs sampler of a two-component Gaussian mixture (a kernel for ``sampling``)
 ``bbvi``           black-box VI (score-function gradients) of the LCDM; ``prepare`` the data
-``collapsed_vi``   collapsed VI of the LCDM (profiles summed out), and NUTS on the same density
+``collapsed_vi``   collapsed VI of the LCDM (profiles summed out)
+``collapsed_nuts`` NUTS on the collapsed LCDM (``run_collapsed_nuts``, no ``fit``: a reference)
 ``dcm_em``         EM marginal maximum likelihood of the LCDM
 ``objectives``     imputation-aware log-likelihoods for ``grm_advi`` (missing responses)
 
@@ -60,6 +61,7 @@ from typing import TYPE_CHECKING
 METHOD_MODULES = (
     "advi",
     "bbvi",
+    "collapsed_nuts",
     "collapsed_vi",
     "dcm_em",
     "gibbs",
@@ -87,6 +89,7 @@ if TYPE_CHECKING:  # for readers and type checkers; at run time ``__getattr__`` 
     from bayesirt.inference import (  # noqa: F401  (names for readers; __getattr__ imports them)
         advi,
         bbvi,
+        collapsed_nuts,
         collapsed_vi,
         dcm_em,
         gibbs,

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesirt.inference.training import SHARED, FitResult, TrainSettings, train
+from bayesirt.inference.training import SHARED, FitResult, Problem, TrainSettings, train_problem
 
 HALF_LOG_2PI_E = 0.5 * np.log(2 * np.pi * np.e)
 
@@ -192,15 +192,15 @@ def negative_elbo(model: Model, n_persons: int, n_draws: int = 1):
     return loss
 
 
-def fit(
+def problem(
     key, y, structure: Model, settings: ADVISettings = ADVISettings(), *, init: dict | None = None, label: str = "advi"
-) -> FitResult:
-    """Fit the mean-field surrogate of ``structure`` to the data ``y`` by the training driver.
+) -> Problem:
+    """The mean-field fit of ``structure`` to the data ``y``, ready for the training driver.
 
     Parameters
     ----------
     key : jax.Array
-        PRNG key, handed to ``training.train`` as it is (batches and the ELBO's draws).
+        PRNG key, handed to the driver as it is (batches and the ELBO's draws).
     y : dict
         The driver's data: arrays with persons on the leading axis (``batch`` of the model's
         ``log_likelihood``; usually ``{"y": responses, ...}``), plus optionally
@@ -217,11 +217,9 @@ def fit(
 
     Returns
     -------
-    training.FitResult
-        ``params`` is the fitted surrogate (``{"loc", "raw_scale"}``); losses, steps,
-        convergence and timings as the driver reports them. A loss that becomes non-finite
-        raises ``training.FitDivergedError`` (``training.keep_last_good`` turns it into an
-        unconverged result).
+    training.Problem
+        The fit for the training driver (``training.train_problem``) or, with others of its
+        kind (one model, data of one shape), the bulk driver (``bulk.train_block``).
     """
     n_persons = next(int(v.shape[0]) for k, v in y.items() if k != SHARED)
     q0 = init
@@ -231,7 +229,25 @@ def fit(
             for k, shape in structure.shapes.items()
         }
         q0 = _init(structure, zeros, settings.init_scale)
-    return train(negative_elbo(structure, n_persons, settings.n_draws), q0, key, y, n_persons, settings.train, label)
+    loss = negative_elbo(structure, n_persons, settings.n_draws)
+    return Problem(loss, q0, key, y, n_persons, settings.train, None, label)
+
+
+def fit(
+    key, y, structure: Model, settings: ADVISettings = ADVISettings(), *, init: dict | None = None, label: str = "advi"
+) -> FitResult:
+    """Fit the mean-field surrogate of ``structure`` to the data ``y`` by the training driver:
+    ``training.train_problem(problem(...))``; the parameters are those of :func:`problem`.
+
+    Returns
+    -------
+    training.FitResult
+        ``params`` is the fitted surrogate (``{"loc", "raw_scale"}``); losses, steps,
+        convergence and timings as the driver reports them. A loss that becomes non-finite
+        raises ``training.FitDivergedError`` (``training.keep_last_good`` turns it into an
+        unconverged result).
+    """
+    return train_problem(problem(key, y, structure, settings, init=init, label=label))
 
 
 def draws(model: Model, q: dict, key, n: int) -> dict:
@@ -253,8 +269,28 @@ def draws(model: Model, q: dict, key, n: int) -> dict:
     dict
         Name -> numpy array (n, *shape).
     """
+    return {name: np.asarray(v) for name, v in draws_program(model, n)(q, key).items()}
 
-    @jax.jit  # one program rather than a few eager ones per parameter
+
+def draws_program(model: Model, n: int):
+    """The compiled function ``(q, key) -> {name: (n, *shape) draws}`` of :func:`draws`: one
+    program rather than a few eager ones per parameter, reusable for many surrogates of the
+    model (e.g. the fits of a block).
+
+    Parameters
+    ----------
+    model : Model
+        The model (shapes and bijectors).
+    n : int
+        Number of draws.
+
+    Returns
+    -------
+    callable
+        jitted ``(q, key) -> dict`` of JAX arrays.
+    """
+
+    @jax.jit
     def constrained(q, key):
         out = {}
         for k, name in zip(jax.random.split(key, len(model.shapes)), sorted(model.shapes)):
@@ -263,4 +299,4 @@ def draws(model: Model, q: dict, key, n: int) -> dict:
             out[name] = model.bijectors[name].forward(u)
         return out
 
-    return {name: np.asarray(v) for name, v in constrained(q, key).items()}
+    return constrained

@@ -33,6 +33,7 @@ are the means and sds of beta(u) under q (Monte Carlo), all main effects >= 0.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -168,10 +169,10 @@ def prepare(y, q, allow_zero_rows: bool = False) -> Problem:
     return Problem(data, des, y.shape[0])
 
 
-def fit(
+def problem(
     key, problem: Problem, settings: BBVISettings = BBVISettings(), *, init: dict | None = None, label: str = "bbvi"
-) -> training.FitResult:
-    """Run BBVI through the training driver.
+) -> training.Problem:
+    """BBVI's fit of one data set, ready for the training driver.
 
     Parameters
     ----------
@@ -190,23 +191,34 @@ def fit(
 
     Returns
     -------
-    training.FitResult
-        ``params`` the variational parameters (``summarize`` turns them into estimates); a
-        diverged fit keeps its last good state, unconverged.
+    training.Problem
+        The fit for the training driver (``training.train_problem``) or, with the fits of other
+        data sets of the same shape, the bulk driver (``bulk.train_block``). Its result's
+        ``params`` are the variational parameters (``summarize`` turns them into estimates).
     """
-    init_key, fit_key = jax.random.split(key)
+    _, fit_key = jax.random.split(key)
     params = init_params(problem.n_persons, problem.design, settings) if init is None else init
-    return training.keep_last_good(
-        training.train,
-        make_loss(settings, problem.n_persons),
-        params,
-        fit_key,
-        problem.data,
-        problem.n_persons,
-        settings.train,
-        label,
-        optimizer=block_optimizer(settings, settings.train),
-    )
+    loss, optimizer = make_loss(settings, problem.n_persons), block_optimizer(settings, settings.train)
+    return training.Problem(loss, params, fit_key, problem.data, problem.n_persons, settings.train, optimizer, label)
+
+
+_problem = problem  # for ``fit``, whose argument ``problem`` hides the function
+
+
+def fit(
+    key, problem: Problem, settings: BBVISettings = BBVISettings(), *, init: dict | None = None, label: str = "bbvi"
+) -> training.FitResult:
+    """Run BBVI through the training driver: ``training.train_problem`` of ``problem``'s fit (the
+    arguments are ``problem``'s); a diverged fit keeps its last good state, unconverged
+    (``training.keep_last_good``)."""
+    return training.keep_last_good(training.train_problem, _problem(key, problem, settings, init=init, label=label))
+
+
+@partial(jax.jit, static_argnames=("settings", "n_persons"))
+def _repeated_gradients(params, keys, batch, settings: BBVISettings, n_persons: int):
+    """Both gradient estimates (plain, control variates) for each key of ``keys`` (chunks, 8, 2);
+    compiled once per settings and data shape in a process (a block's replications share it)."""
+    return jax.lax.map(jax.vmap(lambda k: gradients(params, k, batch, settings, n_persons, "both")[1]), keys)
 
 
 def gradient_variance(key, params, problem: Problem, settings: BBVISettings, n_repeats: int = 64) -> dict:
@@ -234,17 +246,13 @@ def gradient_variance(key, params, problem: Problem, settings: BBVISettings, n_r
         {block: {"plain", "control_variates", "reduction"}}.
     """
     batch = dict(problem.data, index=jnp.arange(problem.n_persons))
-
-    def both(k):
-        return gradients(params, k, batch, settings, problem.n_persons, "both")[1]
-
     # one program over the repeats, run in chunks of 8 (bounded memory on large data)
     keys = (
         jax.random.split(key, n_repeats).reshape(-1, 1, 2)
         if n_repeats < 8
         else jax.random.split(key, (n_repeats // 8) * 8).reshape(-1, 8, 2)
     )
-    plain, cv = jax.jit(lambda ks: jax.lax.map(jax.vmap(both), ks))(keys)
+    plain, cv = _repeated_gradients(params, keys, batch, settings, problem.n_persons)
     plain, cv = (jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), t) for t in (plain, cv))
     out = {}
     for b, name in enumerate(BLOCKS):

@@ -55,6 +55,11 @@ def member(tree, i):
     return jax.tree.map(lambda a: a[i], tree)
 
 
+def _layout(tree) -> tuple:
+    """A pytree's structure and leaf shapes (compared by value, whatever its nodes' equality)."""
+    return jax.tree.structure(tree), [jnp.shape(x) for x in jax.tree.leaves(tree)]
+
+
 def check_block(problems: list[Problem]) -> None:
     """Fits of one block must share their loss, size and settings; a one-line error otherwise."""
     if not problems:
@@ -68,8 +73,7 @@ def check_block(problems: list[Problem]) -> None:
             )
         if p.settings != first.settings:
             raise ValueError(f"fits of one block need the same training settings: {first.label} and {p.label} differ")
-        shapes = jax.tree.map(jnp.shape, (p.params, p.data))
-        if shapes != jax.tree.map(jnp.shape, (first.params, first.data)):
+        if _layout((p.params, p.data)) != _layout((first.params, first.data)):
             raise ValueError(f"fits of one block need parameters and data of the same shapes: {p.label} differs")
 
 
@@ -171,7 +175,7 @@ def train_block(problems: list[Problem], label: str = "block", setting: str = "t
             run_keys, run_data = step_keys[jnp.asarray(running)], member(data, jnp.asarray(running))
             program = jitted  # compiled for the narrower block at its first call
         perms = permutations.for_chunk(steps)
-        if len(running) < n_fits and not permutations.full_batch:
+        if len(running) < n_fits:  # full batch: one row of zeros per fit, narrowed alike
             perms = perms[jnp.asarray(running)]
         new_params, new_state, losses, sums, finite = program(params, opt_state, run_keys, perms, run_data, steps)
         losses, finite = np.asarray(losses), np.asarray(finite)

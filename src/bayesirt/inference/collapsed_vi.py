@@ -1,4 +1,4 @@
-"""Collapsed variational inference for the LCDM, and NUTS on the same collapsed model.
+"""Collapsed variational inference for the LCDM.
 
 The profiles Z are summed out exactly (``models.lcdm.marginal_loglik``, log-sum-exp over the L
 profiles), so what remains is a smooth density in
@@ -17,8 +17,7 @@ BBVI), q(theta) and q(log sigma^2) Gaussian with diagonal covariance; reparamete
 the project's training driver (person terms scaled by N / B). After the fit, q(Z_i) is the
 posterior of the profile at the mean of q (``profile_posterior``).
 
-NUTS (``run_collapsed_nuts``): the platform's numpyro runner on ``log_density``; the posterior
-reference for beta and pi on small designs.
+NUTS on the same collapsed density (``log_density``) is ``inference.collapsed_nuts``.
 """
 
 from __future__ import annotations
@@ -200,15 +199,15 @@ def make_loss(settings: CollapsedSettings, n_persons: int):
     return loss
 
 
-def fit(
+def problem(
     key,
     problem: Problem,
     settings: CollapsedSettings = CollapsedSettings(),
     *,
     init: dict | None = None,
     label: str = "collapsed_vi",
-) -> training.FitResult:
-    """Fit collapsed VI through the training driver.
+) -> training.Problem:
+    """Collapsed VI's fit of one data set, ready for the training driver.
 
     Parameters
     ----------
@@ -227,23 +226,33 @@ def fit(
 
     Returns
     -------
-    training.FitResult
-        ``params`` the variational parameters (``summarize`` turns them into estimates); a
-        diverged fit keeps its last good state, unconverged.
+    training.Problem
+        The fit for the training driver (``training.train_problem``) or, with the fits of other
+        data sets of the same shape, the bulk driver (``bulk.train_block``). Its result's
+        ``params`` are the variational parameters (``summarize`` turns them into estimates).
     """
     if settings.monotone:
         lcdm.check_monotone_design(problem.design)
     params = init_params(problem.design, settings) if init is None else init
-    return training.keep_last_good(
-        training.train,
-        make_loss(settings, problem.n_persons),
-        params,
-        key,
-        problem.data,
-        problem.n_persons,
-        settings.train,
-        label,
-    )
+    loss = make_loss(settings, problem.n_persons)
+    return training.Problem(loss, params, key, problem.data, problem.n_persons, settings.train, None, label)
+
+
+_problem = problem  # for ``fit``, whose argument ``problem`` hides the function
+
+
+def fit(
+    key,
+    problem: Problem,
+    settings: CollapsedSettings = CollapsedSettings(),
+    *,
+    init: dict | None = None,
+    label: str = "collapsed_vi",
+) -> training.FitResult:
+    """Fit collapsed VI through the training driver: ``training.train_problem`` of ``problem``'s
+    fit (the arguments are ``problem``'s); a diverged fit keeps its last good state, unconverged
+    (``training.keep_last_good``)."""
+    return training.keep_last_good(training.train_problem, _problem(key, problem, settings, init=init, label=label))
 
 
 class CollapsedSummary(NamedTuple):
@@ -342,58 +351,3 @@ def profile_posterior(beta, log_pi, delta, y_obs, n_obs, chunk: int = 65536):
     """
     f = jax.jit(lambda yo, no: jnp.exp(lcdm.posterior_profiles(beta, log_pi, delta, yo, no)))
     return jnp.concatenate([f(y_obs[s : s + chunk], n_obs[s : s + chunk]) for s in range(0, y_obs.shape[0], chunk)])
-
-
-def run_collapsed_nuts(
-    key,
-    problem: Problem,
-    sampler_settings,
-    priors: lcdm.Priors = lcdm.Priors(),
-    init=None,
-    label: str = "nuts_collapsed",
-):
-    """NUTS on ``log_density`` (numpyro, through ``inference.nuts.run_nuts``).
-
-    Draws of beta (padded coefficients are given a standard normal so the density stays proper),
-    theta and log_sigma2.
-
-    Parameters
-    ----------
-    key : jax.Array
-        PRNG key.
-    problem : Problem
-        The data set.
-    sampler_settings : SamplerSettings
-        Chains, warm-up, samples.
-    priors : lcdm.Priors
-        The model's priors.
-    init : dict, optional
-        Starting values (defaults: the monotone start).
-    label : str
-        Name of the run in the log.
-
-    Returns
-    -------
-    sampling.SampleResult
-        The NUTS draws and their summary.
-    """
-    from bayesirt.inference.nuts import run_nuts
-
-    des = problem.design
-    fm = problem.data[training.SHARED]["feature_mask"]
-    if init is None:
-        p0 = init_params(des)
-        init = {"beta": p0["mu"], "theta": p0["theta_mu"], "log_sigma2": jnp.zeros([], jnp.float32)}
-
-    def density(p, data):
-        return log_density(p, data, priors) - 0.5 * jnp.sum((1 - fm) * p["beta"] ** 2)
-
-    return run_nuts(
-        key,
-        density,
-        init,
-        sampler_settings,
-        data=problem.data,
-        label=label,
-        dims={"beta": ["item", "feature"], "theta": ["profile_logit"]},
-    )

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesirt.inference import advi
-from bayesirt.inference.training import FitResult, TrainSettings, keep_last_good
+from bayesirt.inference.training import FitResult, Problem, TrainSettings, keep_last_good, train_problem
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import mixture_grm
 
@@ -129,6 +129,98 @@ def advi_model(st, priors: fgrm.Priors, n_persons: int, log_likelihood: Callable
     )
 
 
+def problem(
+    key,
+    y,
+    structure,
+    settings: GRMADVISettings = GRMADVISettings(),
+    *,
+    init: dict | None = None,
+    log_likelihood: Callable | None = None,
+    extra_data: dict | None = None,
+    label: str = "factorized_grm",
+) -> Problem:
+    """The mean-field ADVI fit of the factorized (or mixture) GRM, ready for the training driver.
+
+    Parameters are those of :func:`fit`; ``key`` is the fit's whole key (the problem trains
+    with its first third, :func:`evaluate` draws with the others).
+
+    Returns
+    -------
+    training.Problem
+        The fit for the training driver (``training.train_problem``) or, with others of its
+        kind (one structure, likelihood and settings; data of one shape), the bulk driver
+        (``bulk.train_block``); :func:`evaluate` turns its result into a ``GRMADVIFit``.
+    """
+    y = np.asarray(y)
+    model = advi_model(structure, settings.priors, y.shape[0], log_likelihood)
+    key_fit = jax.random.split(key, 3)[0]
+    initial = model_module(structure).initial_values(y, structure) if init is None else init
+    data = {"y": jnp.asarray(y, jnp.int32), **(extra_data or {})}
+    advi_settings = advi.ADVISettings(n_draws=settings.n_draws, init_scale=settings.init_scale, train=settings.train)
+    return advi.problem(
+        key_fit, data, model, advi_settings, init=advi.init(model, initial, settings.init_scale), label=label
+    )
+
+
+def evaluate(
+    key,
+    fitted: Problem,
+    result: FitResult,
+    structure,
+    settings: GRMADVISettings = GRMADVISettings(),
+    *,
+    log_likelihood: Callable | None = None,
+) -> GRMADVIFit:
+    """The fitted surrogate of ``fitted`` (a :func:`problem` of ``key``, ``structure``,
+    ``settings`` and ``log_likelihood``): its draws and final ELBO on the problem's data
+    (``evaluator``'s programs, built for this one fit).
+
+    Returns
+    -------
+    GRMADVIFit
+        ``result``, the surrogate, ``posterior_draws`` draws of every parameter and the ELBO.
+    """
+    return evaluator(structure, settings, fitted.n_persons, log_likelihood)(key, fitted.data, result)
+
+
+def evaluator(structure, settings: GRMADVISettings, n_persons: int, log_likelihood: Callable | None = None):
+    """``evaluate(key, data, result) -> GRMADVIFit`` for the fits of one model (``structure``,
+    ``settings``, ``log_likelihood``, N persons): the final ELBO and the posterior draws, as
+    :func:`fit` computes them, by programs compiled once for all fits whose data have one
+    shape (e.g. the fits of a block, ``inference.bulk``).
+
+    Parameters
+    ----------
+    structure : factorized_grm.Structure or mixture_grm.Structure
+        The model's structure.
+    settings : GRMADVISettings
+        Priors, posterior and ELBO draws.
+    n_persons : int
+        N.
+    log_likelihood : callable, optional
+        The replaced likelihood of the fits.
+
+    Returns
+    -------
+    callable
+        ``evaluate(key, data, result)``: ``key`` the fit's whole key (:func:`problem`'s),
+        ``data`` the driver's data of the fit, ``result`` its training result.
+    """
+    model = advi_model(structure, settings.priors, n_persons, log_likelihood)
+    elbo_loss = jax.jit(advi.negative_elbo(model, n_persons, settings.elbo_draws))
+    draw = advi.draws_program(model, settings.posterior_draws)
+
+    def evaluate_fit(key, data: dict, result: FitResult) -> GRMADVIFit:
+        _, key_draws, key_elbo = jax.random.split(key, 3)
+        q = result.params
+        elbo = float(-elbo_loss(q, key_elbo, dict(data, index=jnp.arange(n_persons))) * n_persons)
+        samples = {name: np.asarray(v) for name, v in draw(q, key_draws).items()}
+        return GRMADVIFit(result, q, samples, elbo)
+
+    return evaluate_fit
+
+
 def fit(
     key,
     y,
@@ -140,7 +232,8 @@ def fit(
     extra_data: dict | None = None,
     label: str = "factorized_grm",
 ) -> GRMADVIFit:
-    """Mean-field ADVI fit of the factorized (or mixture) GRM.
+    """Mean-field ADVI fit of the factorized (or mixture) GRM: :func:`problem`, fitted by the
+    training driver, then :func:`evaluate`.
 
     Parameters
     ----------
@@ -170,20 +263,11 @@ def fit(
         parameter and the final ELBO. A fit whose loss becomes non-finite keeps its last good
         state (its training result is unconverged and says why).
     """
-    y = np.asarray(y)
-    n_persons = y.shape[0]
-    model = advi_model(structure, settings.priors, n_persons, log_likelihood)
-    key_fit, key_draws, key_elbo = jax.random.split(key, 3)
-    initial = model_module(structure).initial_values(y, structure) if init is None else init
-    data = {"y": jnp.asarray(y, jnp.int32), **(extra_data or {})}
-    advi_settings = advi.ADVISettings(n_draws=settings.n_draws, init_scale=settings.init_scale, train=settings.train)
-    result = keep_last_good(
-        advi.fit, key_fit, data, model, advi_settings, init=advi.init(model, initial, settings.init_scale), label=label
+    fitted = problem(
+        key, y, structure, settings, init=init, log_likelihood=log_likelihood, extra_data=extra_data, label=label
     )
-    q = result.params
-    elbo = final_elbo(model, q, key_elbo, data, n_persons, settings.elbo_draws)
-    samples = advi.draws(model, q, key_draws, settings.posterior_draws)
-    return GRMADVIFit(result, q, samples, elbo)
+    result = keep_last_good(train_problem, fitted)
+    return evaluate(key, fitted, result, structure, settings, log_likelihood=log_likelihood)
 
 
 def final_elbo(model: advi.Model, q, key, data, n_persons: int, n_draws: int = 32) -> float:

@@ -12,6 +12,7 @@ project's training driver (reparameterized, ``n_samples`` draws). New persons ne
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -20,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesirt.inference import vibo
-from bayesirt.inference.training import FitResult, TrainSettings, keep_last_good, train
+from bayesirt.inference.training import FitResult, Problem, TrainSettings, keep_last_good, train, train_problem
 from bayesirt.models import irt2pl
 
 
@@ -121,10 +122,10 @@ def loss_fn(st: irt2pl.Structure, settings: MFVISettings, n_persons: int):
     return loss
 
 
-_init = init  # for ``fit``, whose keyword ``init`` hides the function
+_init = init  # for ``problem``, whose keyword ``init`` hides the function
 
 
-def fit(
+def problem(
     key,
     y,
     structure: irt2pl.Structure,
@@ -132,8 +133,8 @@ def fit(
     *,
     init: dict | None = None,
     label: str = "mfvi",
-) -> FitResult:
-    """Fit the per-person mean-field VI to responses ``y`` with the project's training driver.
+) -> Problem:
+    """The per-person mean-field VI's fit of responses ``y``, ready for the training driver.
 
     Parameters
     ----------
@@ -153,23 +154,36 @@ def fit(
 
     Returns
     -------
-    training.FitResult
-        ``params`` holds q(d) (``items``) and q(a) (``abilities``); a fit whose loss becomes
-        non-finite returns its last good state, unconverged.
+    training.Problem
+        The fit for the training driver (``training.train_problem``) or, with others of its
+        kind, the bulk driver (``bulk.train_block``).
     """
     y = irt2pl.check_responses(y, structure)
     vibo.check_batch(settings.train.batch_size, y.shape[0])
     params = _init(structure, settings, y) if init is None else init
-    return keep_last_good(
-        train,
-        loss_fn(structure, settings, y.shape[0]),
-        params,
-        key,
-        {"y": jnp.asarray(y)},
-        y.shape[0],
-        settings.train,
-        label,
-    )
+    loss = loss_fn(structure, settings, y.shape[0])
+    return Problem(loss, params, key, {"y": jnp.asarray(y)}, y.shape[0], settings.train, label=label)
+
+
+def fit(
+    key,
+    y,
+    structure: irt2pl.Structure,
+    settings: MFVISettings = MFVISettings(),
+    *,
+    init: dict | None = None,
+    label: str = "mfvi",
+) -> FitResult:
+    """Fit the per-person mean-field VI to responses ``y`` with the project's training driver:
+    ``training.train_problem`` of ``problem``'s fit (the arguments are ``problem``'s).
+
+    Returns
+    -------
+    training.FitResult
+        ``params`` holds q(d) (``items``) and q(a) (``abilities``); a fit whose loss becomes
+        non-finite returns its last good state, unconverged.
+    """
+    return keep_last_good(train_problem, problem(key, y, structure, settings, init=init, label=label))
 
 
 def abilities(params: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -189,6 +203,23 @@ def abilities(params: dict) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(q["loc"]), np.asarray(jnp.exp(q["log_scale"]))
 
 
+@functools.lru_cache(maxsize=8)
+def _draws_program(n_draws: int):
+    """``draws(params, key)``, jitted once per number of draws: the parameters are arguments,
+    so the fits of one shape (a block's replications) share it."""
+
+    def draws(params, key):
+        def one(k):
+            k_item, k_ab = jax.random.split(k)
+            q = params["abilities"]
+            noise = jax.random.normal(k_ab, q["loc"].shape)
+            return vibo.sample_items(k_item, params["items"]), q["loc"] + jnp.exp(q["log_scale"]) * noise
+
+        return jax.vmap(one)(jax.random.split(key, n_draws))
+
+    return jax.jit(draws)
+
+
 def ability_draws(params: dict, key, n_draws: int):
     """Joint draws (item values, abilities) from q(d) q(a).
 
@@ -206,15 +237,7 @@ def ability_draws(params: dict, key, n_draws: int):
     tuple
         Item values (dict of (S, ...) arrays) and abilities (S, N, K).
     """
-
-    def one(k):
-        k_item, k_ab = jax.random.split(k)
-        q = params["abilities"]
-        return vibo.sample_items(k_item, params["items"]), q["loc"] + jnp.exp(q["log_scale"]) * jax.random.normal(
-            k_ab, q["loc"].shape
-        )
-
-    return jax.jit(jax.vmap(one))(jax.random.split(key, n_draws))
+    return _draws_program(int(n_draws))(params, key)
 
 
 def score_new(

@@ -43,151 +43,41 @@ Model interface. An objective needs two things from the model, both replaceable 
   (``factorized_cell_probs``). A mixture model returns sum_d w_d P_d(Y = k) here; nothing
   else changes. Probabilities are floored at 1e-37 before any log.
 
-Data layout (``imputation_data``). The missing cells live in ``MissingCells`` under
-``data["shared"]``, which the training driver passes to every batch whole instead of slicing
-it by persons; the person-indexed arrays ``miss_start`` and ``miss_count`` (first cell and
-number of cells of each person in the flat list) are sliced with the persons. A batch of all
-persons in order (the default full batch) evaluates the cells as one row per item, padded to the
-largest per-item count (``block_*``; when that padding would exceed half the cells, the flat
-list instead): per-item quantities then broadcast along a row instead of being gathered per
-cell and scattered back in the backward pass, the slow part on CPU. A minibatch of B persons
-gathers its persons' cells from the flat list (sorted by person) into a block of fixed size,
-the most cells any B persons have (known when the data are built), and masks the unused tail.
-Per-person sums are segment sums over the cells' persons. ``cell_probs`` therefore receives
+Data layout: ``inference.missing_cells`` (``imputation_data``; its names are importable from
+here too): the missing cells as a flat list sorted by person, and for a full batch as one row
+per item; padded to one layout for a block of fits (``block_data``), each fit drawing the
+imputations it draws alone. Per-person sums are segment sums over the cells' persons. ``cell_probs`` therefore receives
 ``persons`` and ``items`` that broadcast together ((C,) and (C,), or (I, Cmax) and (I, 1))
 and returns their broadcast shape plus the category axis.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from bayesirt.inference.training import SHARED
+from bayesirt.inference.missing_cells import (  # noqa: F401  (the layout's names, as objectives has them)
+    BLOCK_WASTE,
+    CELLS,
+    KEYS,
+    CellView,
+    MissingCells,
+    batch_cells,
+    block_data,
+    draw_uniforms,
+    from_dense_pmf,
+    imputation_data,
+    missing_cells,
+)
+from bayesirt.inference.training import SHARED  # noqa: F401
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import grm
 
-CELLS = "missing_cells"  # key of the flat cell list in data[SHARED]
-KEYS = ("miss_start", "miss_count", SHARED)  # what ``imputation_data`` adds to a fit's data
 NAMES = ("zero_fill", "naive_average", "rao_blackwell", "rao_blackwell_batch", "exact_marginal")
 TINY = 1e-37  # floor of a probability before its log
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class MissingCells:
-    """The missing cells (a JAX pytree; ``n_persons``, ``batch_cap`` and ``blocks`` are static).
-
-    As a flat list sorted by person (``person``, ``item``, ``pmf``, ``cdf``; minibatches gather
-    from it; ``batch_cap[b]`` is the most cells any b persons have), and, when ``blocks``, as
-    one row per item padded to the largest count of any item (``block_*``, (I, Cmax, ...);
-    ``block_valid`` marks real cells): a full batch evaluates these, so per-item quantities
-    broadcast over a row instead of being gathered per cell and scattered back.
-    """
-
-    person: jnp.ndarray  # (C,) int32, non-decreasing
-    item: jnp.ndarray  # (C,) int32
-    pmf: jnp.ndarray  # (C, Kmax) float32, imputation PMF
-    cdf: jnp.ndarray  # (C, Kmax-1) float32, its CDF at 0..Kmax-2 (exactly 1 from the top category on)
-    block_person: jnp.ndarray  # (I, Cmax) int32 (0 in padding)
-    block_valid: jnp.ndarray  # (I, Cmax) bool
-    block_pmf: jnp.ndarray  # (I, Cmax, Kmax)
-    block_cdf: jnp.ndarray  # (I, Cmax, Kmax-1)
-    n_persons: int = 0
-    batch_cap: tuple = (0,)
-    blocks: bool = False
-
-    @property
-    def n_cells(self) -> int:
-        return self.person.shape[0]
-
-
-jax.tree_util.register_dataclass(
-    MissingCells,
-    data_fields=["person", "item", "pmf", "cdf", "block_person", "block_valid", "block_pmf", "block_cdf"],
-    meta_fields=["n_persons", "batch_cap", "blocks"],
-)
-
-BLOCK_WASTE = 1.5  # item blocks are used when their padded size is at most this times the cells
-
-
-def imputation_data(
-    responses: np.ndarray, persons: np.ndarray, items: np.ndarray, pmf: np.ndarray, n_categories: np.ndarray
-) -> dict:
-    """The imputation PMFs of the missing cells as a fit's ``extra_data`` (see the module
-    docstring): ``miss_start``, ``miss_count`` (N,) int32 and ``data["shared"]["missing_cells"]``.
-
-    ``persons``, ``items``, ``pmf`` (C, Kmax): one PMF per missing cell of ``responses``
-    (every missing cell exactly once, in any order).
-    """
-    y = np.asarray(responses)
-    persons, items = np.asarray(persons, np.int64), np.asarray(items, np.int64)
-    pmf = np.asarray(pmf, np.float64)
-    n, n_items = y.shape
-    kmax = int(np.max(n_categories))
-    if pmf.shape != (persons.size, kmax):
-        raise ValueError(f"imputation PMFs have shape {pmf.shape}, expected ({persons.size}, {kmax})")
-    missing = y < 0
-    if persons.size != missing.sum() or not np.all(missing[persons, items]):
-        raise ValueError("imputation PMFs must be given for exactly the missing cells of the responses")
-    if np.unique(persons * n_items + items).size != persons.size:
-        raise ValueError("imputation PMFs: a missing cell is listed twice")
-    n_cat = np.asarray(n_categories)[items]
-    beyond = np.arange(kmax)[None] >= n_cat[:, None]
-    if np.any(pmf < 0) or not np.all(np.isfinite(pmf)) or np.any(pmf[beyond] > 0):
-        raise ValueError("imputation PMFs must be finite, non-negative and zero beyond an item's categories")
-    pmf = pmf / pmf.sum(-1, keepdims=True)
-
-    count = missing.sum(1).astype(np.int64)
-    order = np.lexsort((items, persons))
-    persons, items, pmf, n_cat = persons[order], items[order], pmf[order], n_cat[order]
-    cdf = np.cumsum(pmf, -1)[:, : kmax - 1]
-    cdf[np.arange(kmax - 1)[None] >= (n_cat - 1)[:, None]] = 1.0  # exact 1 from the last category on
-    cap = np.concatenate([[0], np.cumsum(np.sort(count)[::-1])])
-
-    per_item = np.bincount(items, minlength=n_items)
-    cmax = int(per_item.max()) if persons.size else 0
-    blocks = 0 < n_items * cmax <= BLOCK_WASTE * persons.size
-    rows, width = (n_items, cmax) if blocks else (0, 0)
-    b_person = np.zeros((rows, width), np.int32)
-    b_valid = np.zeros((rows, width), bool)
-    b_pmf = np.full((rows, width, kmax), 1.0 / kmax, np.float32)  # padding: harmless, masked out
-    b_cdf = np.ones((rows, width, kmax - 1), np.float32)
-    if blocks:
-        by_item = np.lexsort((persons, items))
-        slot = np.arange(persons.size) - np.repeat(np.cumsum(per_item) - per_item, per_item)
-        at = (items[by_item], slot)
-        b_person[at], b_valid[at], b_pmf[at], b_cdf[at] = persons[by_item], True, pmf[by_item], cdf[by_item]
-    cells = MissingCells(
-        jnp.asarray(persons, jnp.int32),
-        jnp.asarray(items, jnp.int32),
-        jnp.asarray(pmf, jnp.float32),
-        jnp.asarray(cdf, jnp.float32),
-        jnp.asarray(b_person),
-        jnp.asarray(b_valid),
-        jnp.asarray(b_pmf),
-        jnp.asarray(b_cdf),
-        n_persons=int(n),
-        batch_cap=tuple(int(c) for c in cap),
-        blocks=bool(blocks),
-    )
-    start = np.cumsum(count) - count
-    return {
-        "miss_start": jnp.asarray(start, jnp.int32),
-        "miss_count": jnp.asarray(count, jnp.int32),
-        SHARED: {CELLS: cells},
-    }
-
-
-def from_dense_pmf(responses: np.ndarray, dense_pmf: np.ndarray, n_categories: np.ndarray) -> dict:
-    """``imputation_data`` from an (N, I, Kmax) array whose missing cells hold their PMFs."""
-    persons, items = np.nonzero(np.asarray(responses) < 0)
-    return imputation_data(responses, persons, items, np.asarray(dense_pmf)[persons, items], n_categories)
 
 
 # ----------------------------------------------------------------------------- the model's part
@@ -223,44 +113,6 @@ def factorized_cell_probs(st: fgrm.Structure):
 # ----------------------------------------------------------------------------- pieces
 
 
-def missing_cells(batch) -> MissingCells | None:
-    cells = batch.get(SHARED, {}).get(CELLS)
-    return cells if cells is not None and cells.n_cells > 0 else None  # static under jit
-
-
-class CellView(NamedTuple):
-    """The missing cells of one batch: ``persons`` (positions in the batch) and ``items``
-    broadcast together to the cells' shape (C,) or (I, Cmax); ``pmf``, ``cdf`` have that
-    shape plus the category axis; ``valid`` masks padding (None: no padding)."""
-
-    persons: jnp.ndarray
-    items: jnp.ndarray
-    pmf: jnp.ndarray
-    cdf: jnp.ndarray
-    valid: jnp.ndarray | None
-    sorted: bool  # persons non-decreasing in the flattened cell order
-
-
-def batch_cells(batch, cells: MissingCells) -> CellView:
-    """The cells of the batch's persons. A batch of every person, in order (the driver's full
-    batch), uses the cells as stored: item blocks if present, else the flat list. A minibatch of
-    B persons gathers its persons' cells from the flat list into ``batch_cap[B]`` slots."""
-    n_batch = batch["miss_count"].shape[0]
-    if n_batch == cells.n_persons:
-        if cells.blocks:
-            items = jnp.arange(cells.block_person.shape[0])[:, None]
-            return CellView(cells.block_person, items, cells.block_pmf, cells.block_cdf, cells.block_valid, False)
-        return CellView(cells.person, cells.item, cells.pmf, cells.cdf, None, True)
-    cap = max(cells.batch_cap[n_batch], 1)
-    count, start = batch["miss_count"], batch["miss_start"]
-    ends = jnp.cumsum(count)
-    j = jnp.arange(cap)
-    b = jnp.minimum(jnp.searchsorted(ends, j, side="right"), n_batch - 1).astype(jnp.int32)
-    valid = j < ends[-1]
-    rows = jnp.where(valid, start[b] + j - (ends[b] - count[b]), 0)
-    return CellView(b, cells.item[rows], cells.pmf[rows], cells.cdf[rows], valid, True)
-
-
 def per_person(values, view: CellView, n_batch: int):
     """Sum cell values (..., *cell shape) into the batch's persons: (..., B)."""
     if view.valid is not None:
@@ -273,10 +125,15 @@ def per_person(values, view: CellView, n_batch: int):
     return jnp.moveaxis(out, 0, -1)
 
 
-def draw_imputations(key, cdf, n_copies: int):
+def draw_imputations(key, cdf, n_copies: int, view: CellView | None = None):
     """(M, ...) categories drawn from the cells' PMFs by inverse CDF, one uniform per copy and
-    cell, all copies in one call; ``cdf`` (..., Kmax-1)."""
-    u = jax.random.uniform(key, (n_copies,) + cdf.shape[:-1], cdf.dtype)
+    cell, all copies in one call; ``cdf`` (..., Kmax-1). With ``view`` (the cells of a batch,
+    ``cdf`` its), padded cells draw the uniforms of their fit's own layout
+    (``missing_cells.draw_uniforms``)."""
+    if view is None:
+        u = jax.random.uniform(key, (n_copies,) + cdf.shape[:-1], cdf.dtype)
+    else:
+        u = draw_uniforms(key, n_copies, view)
     return jnp.sum(u[..., None] > cdf, axis=-1)
 
 
@@ -295,7 +152,7 @@ def copies_missing_log_lik(key, params, batch, cell_probs, n_copies: int):
     """(M, B): each copy's log-likelihood of its imputed cells (0 for persons without any)."""
     view = batch_cells(batch, missing_cells(batch))
     probs = cell_probs(params, view.persons, view.items)
-    y_imp = draw_imputations(key, view.cdf, n_copies)
+    y_imp = draw_imputations(key, view.cdf, n_copies, view)
     return per_person(select_log_prob(probs, y_imp), view, batch["miss_count"].shape[0])
 
 

@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesirt.inference import networks
-from bayesirt.inference.training import FitResult, TrainSettings, keep_last_good, train
+from bayesirt.inference.training import FitResult, Problem, TrainSettings, keep_last_good, train_problem
 from bayesirt.models import grm, irt2pl
 
 MISSING_VARIANTS = ("one_prior", "prior_per_missing")
@@ -187,10 +187,10 @@ def check_batch(batch_size, n_persons: int):
         raise ValueError(f"batch_size {batch_size} is larger than the {n_persons} persons")
 
 
-_init = init  # for ``fit``, whose keyword ``init`` hides the function
+_init = init  # for ``problem``, whose keyword ``init`` hides the function
 
 
-def fit(
+def problem(
     key,
     y,
     structure: irt2pl.Structure,
@@ -198,8 +198,8 @@ def fit(
     *,
     init: dict | None = None,
     label: str = "vibo",
-) -> FitResult:
-    """Fit VIBO to responses ``y`` with the project's training driver.
+) -> Problem:
+    """VIBO's fit of responses ``y``, ready for the training driver.
 
     Parameters
     ----------
@@ -220,25 +220,38 @@ def fit(
 
     Returns
     -------
-    training.FitResult
-        ``params`` holds q(d) (``items``) and the encoder. Bad responses, an all-missing
-        person or item, or a batch larger than N raise a one-line ``ValueError``; a fit whose
-        loss becomes non-finite returns its last good state, unconverged.
+    training.Problem
+        The fit for the training driver (``training.train_problem``) or, with others of its
+        kind, the bulk driver (``bulk.train_block``). Bad responses, an all-missing person or
+        item, or a batch larger than N raise a one-line ``ValueError``.
     """
     y = irt2pl.check_responses(y, structure)
     check_batch(settings.train.batch_size, y.shape[0])
     init_key, train_key = jax.random.split(key)
     params = _init(init_key, structure, settings, y) if init is None else init
-    return keep_last_good(
-        train,
-        loss_fn(structure, settings, y.shape[0]),
-        params,
-        train_key,
-        {"y": jnp.asarray(y)},
-        y.shape[0],
-        settings.train,
-        label,
-    )
+    loss = loss_fn(structure, settings, y.shape[0])
+    return Problem(loss, params, train_key, {"y": jnp.asarray(y)}, y.shape[0], settings.train, label=label)
+
+
+def fit(
+    key,
+    y,
+    structure: irt2pl.Structure,
+    settings: VIBOSettings = VIBOSettings(),
+    *,
+    init: dict | None = None,
+    label: str = "vibo",
+) -> FitResult:
+    """Fit VIBO to responses ``y`` with the project's training driver: ``training.train_problem``
+    of ``problem``'s fit (the arguments are ``problem``'s).
+
+    Returns
+    -------
+    training.FitResult
+        ``params`` holds q(d) (``items``) and the encoder. A fit whose loss becomes non-finite
+        returns its last good state, unconverged.
+    """
+    return keep_last_good(train_problem, problem(key, y, structure, settings, init=init, label=label))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,16 +323,26 @@ def encode(
     return np.concatenate([np.asarray(p[0]) for p in parts]), np.concatenate([np.asarray(p[1]) for p in parts])
 
 
+@functools.lru_cache(maxsize=32)
+def _draws_program(st: irt2pl.Structure, settings: VIBOSettings, n_draws: int):
+    """``draws(params, key, y)``, jitted once per structure, settings and number of draws: the
+    parameters are arguments, so the fits of one shape (a block's replications) share it."""
+
+    def draws(params, key, y):
+        def one(k):
+            k_item, k_ab = jax.random.split(k)
+            items = sample_items(k_item, params["items"])
+            mean, sd = product_of_experts(params["encoder"], items, y, st, settings)
+            return items, mean + sd * jax.random.normal(k_ab, mean.shape)
+
+        return jax.vmap(one)(jax.random.split(key, n_draws))
+
+    return jax.jit(draws)
+
+
 def ability_draws(params: dict, st: irt2pl.Structure, settings: VIBOSettings, key, y, n_draws: int):
     """Joint draws (item values, abilities) from q(d) q(a | d, r): dict of (S, ...) arrays."""
-
-    def one(k):
-        k_item, k_ab = jax.random.split(k)
-        items = sample_items(k_item, params["items"])
-        mean, sd = product_of_experts(params["encoder"], items, y, st, settings)
-        return items, mean + sd * jax.random.normal(k_ab, mean.shape)
-
-    return jax.jit(jax.vmap(one))(jax.random.split(key, n_draws))
+    return _draws_program(st, settings, int(n_draws))(params, key, jnp.asarray(y))
 
 
 def predictive_probs(
@@ -331,9 +354,16 @@ def predictive_probs(
     return predictive_from_draws(items, theta, st, rows, cols)
 
 
+@functools.lru_cache(maxsize=32)
+def _predictive_program(st: irt2pl.Structure):
+    def probs(items, theta, rows, cols):
+        return jax.lax.map(lambda a: irt2pl.cell_category_probs(a[1][rows], a[0], st, cols), (items, theta)).mean(0)
+
+    return jax.jit(probs)
+
+
 def predictive_from_draws(items: dict, theta, st: irt2pl.Structure, rows, cols):
     """Mean over draws of P(y_ij = c): ``items`` dict of (S, ...) unconstrained item draws,
-    ``theta`` (S, N, K). Shared by every method that has draws. Returns (n_cells, C)."""
-    rows, cols = jnp.asarray(rows), jnp.asarray(cols)
-    probs = jax.lax.map(lambda a: irt2pl.cell_category_probs(a[1][rows], a[0], st, cols), (items, theta))
-    return np.asarray(probs.mean(0))
+    ``theta`` (S, N, K). Shared by every method that has draws (one compiled program per
+    structure and shapes). Returns (n_cells, C)."""
+    return np.asarray(_predictive_program(st)(items, theta, jnp.asarray(rows), jnp.asarray(cols)))

@@ -24,6 +24,14 @@ A study is a package ``bayesirt.studies.<name>`` of the same modules, each with 
 ``figures.py``
     ``figures(...)``: the study's PNG figures, drawn with the shared helpers of
     ``bayesirt.plotting``.
+``evaluation.py`` (optional)
+    What a study computes of every fit alike, whatever the method, when ``methods.py`` would
+    otherwise outgrow its one job (vibo: recovery, calibration, scored cells, held-out
+    log-likelihood).
+
+``methods.py`` also gives ``fit_block(...)``: the replications of one condition fitted as one
+block (``inference.bulk`` for the methods on the training driver, one after another for the
+others), each evaluated as ``fit`` evaluates a single fit.
 
 Study packages do not import each other (an import contract), and their ``__init__`` imports
 nothing but ``conditions``, so that a parse-time import stays cheap. ``load(name)`` gathers the

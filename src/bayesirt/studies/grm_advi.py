@@ -11,7 +11,7 @@ reference and each imputation objective, which replaces the likelihood).
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 import arviz as az
 import jax
@@ -20,7 +20,7 @@ import pandas as pd
 
 from bayesirt import io, records, tables
 from bayesirt.inference import grm_advi
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.training import FitResult, Problem, TrainSettings, keep_last_good, train_problem
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import mixture_grm
 from bayesirt.studies.base import MethodResult
@@ -33,6 +33,50 @@ ITEM_PARAMETERS = ("discrimination", "base_difficulty", "increments")
 def structure(rm: io.ResponseMatrix, n_dimensions: int = 1):
     """The factorized GRM's structure, or the D-dimensional mixture's when ``n_dimensions`` > 1."""
     return fgrm.structure_of(rm) if n_dimensions == 1 else mixture_grm.structure_of(rm, n_dimensions)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One fit's arguments (those of :func:`fit`): the response matrix, seed, settings, the
+    truth, a replaced likelihood with its data, the record's ``fields`` and the label."""
+
+    rm: io.ResponseMatrix
+    seed: int
+    settings: TrainSettings = TrainSettings()
+    priors: fgrm.Priors = fgrm.Priors()
+    n_draws: int = 1
+    posterior_draws: int = 500
+    truth: pd.DataFrame | None = None
+    log_likelihood: object = None
+    extra_data: dict | None = None
+    fields: dict | None = None
+    n_dimensions: int = 1
+    label: str = "factorized_grm"
+
+    def structure(self):
+        return structure(self.rm, self.n_dimensions)
+
+    def key(self):
+        return jax.random.key(self.seed)
+
+    def advi_settings(self) -> grm_advi.GRMADVISettings:
+        return grm_advi.GRMADVISettings(
+            priors=self.priors, n_draws=self.n_draws, posterior_draws=self.posterior_draws, train=self.settings
+        )
+
+
+def problem(spec: Fit) -> Problem:
+    """The fit for the training driver (``inference.grm_advi.problem``); one of a block of fits
+    (``inference.bulk``) when their structures, likelihoods and settings agree."""
+    return grm_advi.problem(
+        spec.key(),
+        spec.rm.responses,
+        spec.structure(),
+        spec.advi_settings(),
+        log_likelihood=spec.log_likelihood,
+        extra_data=spec.extra_data,
+        label=spec.label,
+    )
 
 
 def fit(
@@ -53,17 +97,38 @@ def fit(
     """Mean-field ADVI fit (``inference.grm_advi.fit`` with ``jax.random.key(seed)``).
     ``fields`` go into the record (study, data set, condition ...); a fit whose loss becomes
     non-finite keeps its last good state and its record says so."""
-    st = structure(rm, n_dimensions)
-    out = grm_advi.fit(
-        jax.random.key(seed),
-        rm.responses,
-        st,
-        grm_advi.GRMADVISettings(priors=priors, n_draws=n_draws, posterior_draws=posterior_draws, train=settings),
-        log_likelihood=log_likelihood,
-        extra_data=extra_data,
-        label=label,
+    spec = Fit(
+        rm,
+        seed,
+        settings,
+        priors,
+        n_draws,
+        posterior_draws,
+        truth,
+        log_likelihood,
+        extra_data,
+        fields,
+        n_dimensions,
+        label,
     )
-    result, samples = out.training, out.draws
+    fitted = problem(spec)
+    return result(spec, fitted, keep_last_good(train_problem, fitted))
+
+
+def evaluator(spec: Fit, n_persons: int):
+    """``inference.grm_advi.evaluator`` of ``spec``'s model: its programs serve every fit of a
+    block (one model, data of one shape)."""
+    return grm_advi.evaluator(spec.structure(), spec.advi_settings(), n_persons, spec.log_likelihood)
+
+
+def result(spec: Fit, fitted: Problem, res: FitResult, evaluate=None) -> MethodResult:
+    """The fit's record, tables and draws from its training result ``res`` (of ``fitted``,
+    :func:`problem` of ``spec``, fitted alone or in a block); ``evaluate``: the
+    :func:`evaluator` to use (by default one of its own)."""
+    rm, n_dimensions, truth = spec.rm, spec.n_dimensions, spec.truth
+    evaluate = evaluate or evaluator(spec, fitted.n_persons)
+    out = evaluate(spec.key(), fitted.data, res)
+    training, samples = out.training, out.draws
     table = tables.factorized_grm_table if n_dimensions == 1 else tables.mixture_grm_table
     estimates = table({k: v.mean(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "mean")
     estimates["sd"] = table({k: v.std(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "sd")["sd"]
@@ -80,27 +145,27 @@ def fit(
         estimates = tables.attach_truth(estimates, truth, keys)
 
     record = records.fit_record(
-        result,
+        training,
         {
             "model": "factorized_grm" if n_dimensions == 1 else "mixture_grm",
             "method": "advi",
             "n_dimensions": n_dimensions,
             **({"truth": truth_note} if truth_note else {}),
-            **(fields or {}),
-            "seed": seed,
+            **(spec.fields or {}),
+            "seed": spec.seed,
             "n_persons": rm.n_persons,
             "n_items": rm.n_items,
             "n_scales": len(rm.scales),
             "scales": rm.scales,
             "elbo": out.elbo,
-            "settings": asdict(settings),
-            "priors": asdict(priors),
-            "n_draws": n_draws,
-            "posterior_draws": posterior_draws,
+            "settings": asdict(spec.settings),
+            "priors": asdict(spec.priors),
+            "n_draws": spec.n_draws,
+            "posterior_draws": spec.posterior_draws,
         },
-        window=settings.window,
+        window=spec.settings.window,
     )
-    return MethodResult(record, estimates, records.loss_table(result.losses), item_inference_data(samples, rm))
+    return MethodResult(record, estimates, records.loss_table(training.losses), item_inference_data(samples, rm))
 
 
 def item_inference_data(samples: dict, rm: io.ResponseMatrix):

@@ -1,5 +1,7 @@
 # Input, params and target functions of the dcm_bbvi rules (workflow/rules/dcm_bbvi.smk);
 # kept apart from the rules so that `snakemake --lint` stays clean.
+from types import SimpleNamespace
+
 from bayesirt.studies.dcm_bbvi import conditions as dcm_conditions
 from bayesirt.studies.dcm_bbvi import settings as dcm_settings
 
@@ -23,8 +25,8 @@ def dcm_design_spec(wildcards):
 
 
 def dcm_fit_settings(wildcards):
-    """What a fit takes from the config (dcm_bbvi.settings.Settings)."""
-    return dcm_settings.Settings.from_config(config)
+    """What a fit takes from the config (dcm_bbvi.settings.Settings), with its design's block size."""
+    return dcm_settings.Settings.from_config(config, wildcards.design)
 
 
 def dcm_data_seed(wildcards):
@@ -34,6 +36,34 @@ def dcm_data_seed(wildcards):
 def dcm_fit_seed(wildcards):
     """Every method on one data set shares this seed (common random numbers)."""
     return job_seed("fit", "dcm_bbvi", wildcards.design, wildcards.missing, wildcards.rep)
+
+
+def dcm_block_reps(wildcards):
+    """The replications of block ``wildcards.block`` of a condition."""
+    blocks = dcm_conditions.condition_blocks(dcm_config()["designs"][wildcards.design])
+    return blocks[int(wildcards.block)]
+
+
+def dcm_block_inputs(pattern):
+    """An input function: ``pattern`` (with ``{design}``, ``{missing}``, ``{rep}``) for each
+    replication of the block, in order."""
+    def inputs(wildcards):
+        return [pattern.format(design=wildcards.design, missing=wildcards.missing, rep=rep)
+                for rep in dcm_block_reps(wildcards)]
+    return inputs
+
+
+def dcm_block_seeds(wildcards):
+    """The fit seed of each replication of the block (``dcm_fit_seed``, as a single fit had)."""
+    return [dcm_fit_seed(SimpleNamespace(design=wildcards.design, missing=wildcards.missing, rep=str(rep)))
+            for rep in dcm_block_reps(wildcards)]
+
+
+def dcm_block_folder(wildcards):
+    """The folder of the block that fits replication ``wildcards.rep`` of a condition."""
+    method = getattr(wildcards, "method", "nuts")
+    spec = dcm_conditions.FitSpec(wildcards.design, wildcards.missing, method, int(wildcards.rep))
+    return spec.block_folder(dcm_conditions.block_of(dcm_config()["designs"][wildcards.design], spec.rep))
 
 
 def dcm_fit_records(wildcards):

@@ -4,10 +4,8 @@ from types import SimpleNamespace
 
 
 def rb_fit_responses(wildcards):
-    if wildcards.fit == "reference":
-        return f"data/processed/{wildcards.dataset}/responses.parquet"
-    missing, rep = wildcards.fit.split("/")[:2]
-    return f"data/processed/{wildcards.dataset}/missing/{missing}/{rep}/responses.parquet"
+    """The responses the reference fitted (the objectives' fits write their tables themselves)."""
+    return f"data/processed/{wildcards.dataset}/responses.parquet"
 
 
 def rb_fit_person_ids(wildcards):
@@ -20,8 +18,8 @@ def fit_folder(record):
 
 
 def irt_table_targets(wildcards):
-    """items.csv and persons.csv of every rb_imputation fit (the fits of amortized_ifa, vibo and
-    gibbs_2pno write theirs in the fitting job)."""
+    """items.csv and persons.csv of every rb_imputation fit (rule rb_irt_tables for the reference,
+    rb_replication for the objectives' fits, written by their block's job)."""
     folders = []
     # the mixture GRM (n_dimensions > 1) is not a model with a slope-intercept form: no tables
     for ds in rb_datasets() if rb_config().get("n_dimensions") == 1 else []:

@@ -1,5 +1,8 @@
 # Input, params and target functions of the rb_imputation rules (workflow/rules/rb_imputation.smk);
 # kept apart from the rules so that `snakemake --lint` stays clean.
+from dataclasses import replace as rb_replace
+from types import SimpleNamespace
+
 from bayesirt.studies.rb_imputation import conditions as rb_study
 from bayesirt.studies.rb_imputation import settings as rb_study_settings
 
@@ -19,6 +22,26 @@ def rb_fit_settings(wildcards):
     return rb_study_settings.Settings.from_config(config)
 
 
+def rb_reference_settings(wildcards):
+    """The complete-data reference is fitted alone: its settings say a block of one, so that a
+    change of the study's block_size leaves it as it is."""
+    return rb_replace(rb_fit_settings(wildcards), block_size=1)
+
+
+def rb_tables():
+    """Whether the objectives' fits write item and person tables: the factorized GRM has them,
+    the mixture GRM (n_dimensions > 1) has no slope-intercept form."""
+    return rb_config().get("n_dimensions", 1) == 1
+
+
+def rb_table_outputs():
+    """The item and person tables among a replication's outputs (rule rb_replication)."""
+    if not rb_tables():
+        return {}
+    folder = "results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}"
+    return {"item_table": f"{folder}/items.csv", "person_table": f"{folder}/persons.csv"}
+
+
 def rb_datasets():
     return [rb_config()["dataset"]] if rb_config()["enabled"] else []
 
@@ -30,6 +53,39 @@ def reference_seed(wildcards):
 def replication_seed(wildcards):
     """Every fit of one replication shares this seed (common random numbers across objectives)."""
     return job_seed("fit", "rb_imputation", wildcards.dataset, wildcards.missing, wildcards.rep)
+
+
+def rb_masked_responses(wildcards):
+    return f"data/processed/{wildcards.dataset}/missing/{wildcards.missing}/rep{wildcards.rep}/responses.parquet"
+
+
+def rb_imputation_model(wildcards):
+    return f"results/rb_imputation/{wildcards.dataset}/{wildcards.missing}/rep{wildcards.rep}/imputation/model.npz"
+
+
+def rb_person_ids(wildcards):
+    """The person ids of a table data set, for the fits' person tables (none otherwise)."""
+    return person_ids_of(wildcards.dataset)
+
+
+def rb_block_reps(wildcards):
+    """The replications of block ``wildcards.block`` (the same for every condition)."""
+    return rb_study.condition_blocks(rb_config())[int(wildcards.block)]
+
+
+def rb_block_inputs(per_replication):
+    """An input (or params) function: ``per_replication`` of each replication of the block, in order."""
+    def inputs(wildcards):
+        return [per_replication(SimpleNamespace(dataset=wildcards.dataset, missing=wildcards.missing, rep=str(rep)))
+                for rep in rb_block_reps(wildcards)]
+    return inputs
+
+
+def rb_block_folder(wildcards):
+    """The folder of the block that fits replication ``wildcards.rep`` of a condition."""
+    objective, copies = rb_study.parse_condition(wildcards.condition)
+    fit = rb_study.Fit(wildcards.dataset, wildcards.condition, objective, wildcards.missing, int(wildcards.rep), copies)
+    return fit.block_folder(rb_study.block_of(rb_config(), fit.rep))
 
 
 def imputation_seed(wildcards):

@@ -46,9 +46,33 @@ def vibo_missing_seed(wildcards):
     return job_seed("missing", "vibo", wildcards.design, wildcards.missing, wildcards.rep)
 
 
-def vibo_fit_seed(wildcards):
+def vibo_fit_seed(design, missing, rep):
     """Every method of one condition and replication shares this seed (common random numbers)."""
-    return job_seed("fit", "vibo", wildcards.design, wildcards.missing, wildcards.rep)
+    return job_seed("fit", "vibo", design, missing, str(rep))
+
+
+def vibo_block_reps(wildcards):
+    """The replications of block ``wildcards.block`` of a condition, in order."""
+    return vibo_conditions.condition_blocks(vibo_design_config(wildcards))[int(wildcards.block)]
+
+
+def vibo_block_seeds(wildcards):
+    """The fit seeds of the block's replications (each the seed its fit had on its own)."""
+    return [vibo_fit_seed(wildcards.design, wildcards.missing, r) for r in vibo_block_reps(wildcards)]
+
+
+def vibo_block_inputs(name):
+    """An input function: the file ``name`` of each replication of the block, in order."""
+    def inputs(wildcards):
+        return [f"data/processed/vibo/{wildcards.design}/{wildcards.missing}/rep{r}/{name}"
+                for r in vibo_block_reps(wildcards)]
+    return inputs
+
+
+def vibo_block_folder(wildcards):
+    """The folder of the block that fits replication ``wildcards.rep`` of a condition."""
+    cond = vibo_conditions.Condition(wildcards.design, wildcards.missing, wildcards.method, int(wildcards.rep))
+    return cond.block_folder(vibo_conditions.block_of(vibo_design_config(wildcards), cond.rep))
 
 
 def vibo_fit_records(wildcards):

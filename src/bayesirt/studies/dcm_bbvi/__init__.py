@@ -11,7 +11,12 @@ Q-matrix -> one method (all methods of a data set share one seed) -> a record wi
 classification accuracy against the true profiles, the coefficients' recovery and, for BBVI,
 the gradient variance with and without control variates -> the study's tables and figures.
 
-Modules: ``conditions`` (designs and the fits a config asks for; parse time), ``settings``
-(config checks, the methods' settings), ``data`` (simulation), ``methods`` (the five methods,
-scoring, the oracle accuracy), ``tables``, ``figures``.
+A job fits a block of a condition's replications (the design's ``block_size``): the
+optimisation methods of the training driver as one vectorized program, EM and NUTS one after
+another (``methods.fit_block``); each replication keeps its own data, seed and record.
+
+Modules: ``conditions`` (designs, the fits a config asks for and their blocks; parse time),
+``settings`` (config checks, the methods' settings), ``data`` (simulation), ``methods`` (the
+five methods, single fits and blocks, the oracle accuracy), ``tables`` (a fit's estimates and
+scores; the study's tables), ``figures``.
 """

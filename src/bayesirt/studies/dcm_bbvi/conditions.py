@@ -53,6 +53,10 @@ class FitSpec:
     def folder(self) -> str:
         return f"results/{STUDY}/{self.design}/{self.missing}/{self.method}/rep{self.rep}"
 
+    def block_folder(self, block: int) -> str:
+        """The folder of block ``block`` of the fit's condition (the fits of one job)."""
+        return f"results/{STUDY}/{self.design}/{self.missing}/{self.method}/blocks/block{block}"
+
     @property
     def fields(self) -> dict:
         """The fit record's fields that name the condition."""
@@ -89,6 +93,19 @@ def conditions(config: dict) -> list[FitSpec]:
                         continue
                     fits.append(FitSpec(name, missing_label(rate), method, rep))
     return fits
+
+
+def condition_blocks(design: dict) -> list[list[int]]:
+    """The replications of a condition of ``design`` (any missingness and method: all fit the
+    same replications) in blocks of the design's ``block_size``, in order (one block when it
+    exceeds them)."""
+    reps, size = list(range(design["replications"])), design["block_size"]
+    return [reps[i : i + size] for i in range(0, len(reps), size)]
+
+
+def block_of(design: dict, rep: int) -> int:
+    """The number of the block that fits replication ``rep`` of a condition of ``design``."""
+    return rep // design["block_size"]
 
 
 def design_spec(name: str, design: dict) -> dict:

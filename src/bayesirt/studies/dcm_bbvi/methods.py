@@ -13,8 +13,13 @@ through ``models.lcdm.monotone_beta``, and report coefficients inside those cons
 stays unconstrained (its record says ``monotone: false``).
 
 Every fit's record carries the accuracy of the modal profiles against the true ones and the
-recovery of the coefficients; a BBVI fit's also the gradient variance with and without control
-variates at its final state.
+recovery of the coefficients (``tables.scored``); a BBVI fit's also the gradient variance with and
+without control variates at its final state.
+
+``fit`` fits one method to one data set; ``fit_block`` fits the replications of one condition
+(design, missingness, method) in one process, bbvi, bbvi_cv and collapsed_vi as one vectorized
+program of the bulk driver (``inference.bulk``), em and nuts one after another, and evaluates
+each replication as ``fit`` does.
 """
 
 from __future__ import annotations
@@ -28,14 +33,14 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import records
-from bayesirt.evaluation.recovery import metrics
-from bayesirt.inference import bbvi, collapsed_vi, dcm_em
+from bayesirt.inference import bbvi, bulk, collapsed_nuts, collapsed_vi, dcm_em, training
 from bayesirt.inference.sampling import SamplerSettings
-from bayesirt.inference.training import FitResult, TrainSettings
+from bayesirt.inference.training import FitResult, TrainSettings, keep_last_good, train_problem
 from bayesirt.models import lcdm
 from bayesirt.studies.base import MethodResult
-from bayesirt.studies.dcm_bbvi.conditions import MONOTONE_METHODS, STUDY
+from bayesirt.studies.dcm_bbvi.conditions import MONOTONE_METHODS, STUDY, FitSpec
 from bayesirt.studies.dcm_bbvi.settings import Settings
+from bayesirt.studies.dcm_bbvi.tables import accuracy, estimates_table, scored
 
 # BBVI on the seed design: the seed's block schedule (10, 20, 20, 30 steps per sweep), a sweep
 # per convergence check
@@ -134,17 +139,27 @@ def em(p: Problem, config: StudyConfig) -> MethodResult:
     return scored(p, MethodResult(record, est, records.loss_table([-fit.loglik])), post)
 
 
-def _bbvi(method: str, p: Problem, config: StudyConfig) -> MethodResult:
-    des = p.prob.design
-    settings = bbvi.BBVISettings(
+def bbvi_settings(method: str, config: StudyConfig) -> bbvi.BBVISettings:
+    """BBVI's settings for ``bbvi`` or ``bbvi_cv`` (control variates)."""
+    return bbvi.BBVISettings(
         n_samples=config.n_samples,
         control_variates=method == "bbvi_cv",
         priors=config.priors,
         monotone=config.monotone,
         train=config.bbvi_train,
     )
-    fit_key, var_key = jax.random.split(p.key)
-    res = bbvi.fit(fit_key, p.prob, settings, label=method)
+
+
+def bbvi_problem(method: str, p: Problem, config: StudyConfig) -> training.Problem:
+    """The BBVI fit of ``p`` for the training or the bulk driver."""
+    fit_key, _ = jax.random.split(p.key)
+    return bbvi.problem(fit_key, p.prob, bbvi_settings(method, config), label=fit_label(method, p))
+
+
+def bbvi_scored(method: str, p: Problem, config: StudyConfig, res: FitResult) -> MethodResult:
+    """A BBVI fit evaluated: estimates, record, accuracy, recovery and gradient variance."""
+    des = p.prob.design
+    _, var_key = jax.random.split(p.key)
     s = bbvi.summarize(res.params, des, key=jax.random.fold_in(p.key, 2), monotone=config.monotone)
     est = estimates_table(des, s.beta_mean, s.beta_sd, s.pi_mean, s.pi_sd, s.profile_prob, p.truth)
     record = records.fit_record(res, p.fields, window=config.bbvi_train.window)
@@ -153,27 +168,25 @@ def _bbvi(method: str, p: Problem, config: StudyConfig) -> MethodResult:
     if config.variance_repeats:
         t0 = time.perf_counter()
         extra["gradient_variance"] = bbvi.gradient_variance(
-            var_key, res.params, p.prob, settings, config.variance_repeats
+            var_key, res.params, p.prob, bbvi_settings(method, config), config.variance_repeats
         )
         record["timing"]["variance_seconds"] = time.perf_counter() - t0
     return scored(p, MethodResult(record, est, records.loss_table(res.losses)), s.profile_prob, extra)
 
 
-def bbvi_plain(p: Problem, config: StudyConfig) -> MethodResult:
-    return _bbvi("bbvi", p, config)
+def collapsed_settings(config: StudyConfig) -> collapsed_vi.CollapsedSettings:
+    return collapsed_vi.CollapsedSettings(priors=config.priors, monotone=config.monotone, train=config.collapsed_train)
 
 
-def bbvi_cv(p: Problem, config: StudyConfig) -> MethodResult:
-    return _bbvi("bbvi_cv", p, config)
+def collapsed_problem(method: str, p: Problem, config: StudyConfig) -> training.Problem:
+    """The collapsed-VI fit of ``p`` for the training or the bulk driver."""
+    fit_key, _ = jax.random.split(p.key)
+    return collapsed_vi.problem(fit_key, p.prob, collapsed_settings(config), label=fit_label(method, p))
 
 
-def collapsed(p: Problem, config: StudyConfig) -> MethodResult:
-    fit_key, sum_key = jax.random.split(p.key)
-    res = collapsed_vi.fit(
-        fit_key,
-        p.prob,
-        collapsed_vi.CollapsedSettings(priors=config.priors, monotone=config.monotone, train=config.collapsed_train),
-    )
+def collapsed_scored(method: str, p: Problem, config: StudyConfig, res: FitResult) -> MethodResult:
+    """A collapsed-VI fit evaluated: estimates, record, accuracy and recovery."""
+    _, sum_key = jax.random.split(p.key)
     s = collapsed_vi.summarize(sum_key, res.params, p.prob, monotone=config.monotone)
     est = estimates_table(p.prob.design, s.beta_mean, s.beta_sd, s.pi_mean, s.pi_sd, s.profile_prob, p.truth)
     record = records.fit_record(res, p.fields, window=config.collapsed_train.window)
@@ -181,9 +194,37 @@ def collapsed(p: Problem, config: StudyConfig) -> MethodResult:
     return scored(p, MethodResult(record, est, records.loss_table(res.losses)), s.profile_prob)
 
 
+# the methods run by the training driver: (the fit for the driver, its evaluation); a block of
+# their replications is one program of the bulk driver (``fit_block``)
+TRAINED = {
+    "bbvi": (bbvi_problem, bbvi_scored),
+    "bbvi_cv": (bbvi_problem, bbvi_scored),
+    "collapsed_vi": (collapsed_problem, collapsed_scored),
+}
+
+
+def trained(method: str, p: Problem, config: StudyConfig) -> MethodResult:
+    """One fit of a method of ``TRAINED`` by the training driver, evaluated; a fit whose loss
+    becomes non-finite keeps its last good state, is evaluated there, and its record says so."""
+    build, evaluate = TRAINED[method]
+    return evaluate(method, p, config, keep_last_good(train_problem, build(method, p, config)))
+
+
+def bbvi_plain(p: Problem, config: StudyConfig) -> MethodResult:
+    return trained("bbvi", p, config)
+
+
+def bbvi_cv(p: Problem, config: StudyConfig) -> MethodResult:
+    return trained("bbvi_cv", p, config)
+
+
+def collapsed(p: Problem, config: StudyConfig) -> MethodResult:
+    return trained("collapsed_vi", p, config)
+
+
 def nuts(p: Problem, config: StudyConfig) -> MethodResult:
     des, prob = p.prob.design, p.prob
-    samp = collapsed_vi.run_collapsed_nuts(p.key, prob, config.nuts, config.priors)
+    samp = collapsed_nuts.run_collapsed_nuts(p.key, prob, config.nuts, config.priors)
     idata = samp.idata
     post_beta = np.asarray(idata.posterior["beta"]).reshape(-1, *des.feature_mask.shape) * des.feature_mask
     theta = np.asarray(idata.posterior["theta"]).reshape(-1, des.delta.shape[1] - 1)
@@ -206,7 +247,13 @@ METHODS = {
 }  # conditions.METHODS
 
 
-def fit(
+def fit_label(method: str, p: Problem) -> str:
+    """The fit's name in the log: its method and, in a study, its condition and replication."""
+    f = p.fields
+    return f"{f['condition']} rep{f['replication']}" if "replication" in f else method
+
+
+def data_problem(
     method: str,
     rm,
     truth,
@@ -215,8 +262,8 @@ def fit(
     config: StudyConfig = StudyConfig(),
     fields: dict | None = None,
     allow_zero_rows: bool = True,
-) -> MethodResult:
-    """Fit one method (``METHODS``) to one data set; all methods of a data set take one seed."""
+) -> Problem:
+    """One data set as ``method`` takes it, with its key (from ``seed``) and its record's fields."""
     if method not in METHODS:
         raise ValueError(f"dcm_bbvi: unknown method {method!r}; expected one of {', '.join(METHODS)}")
     y = rm.responses
@@ -235,109 +282,89 @@ def fit(
         "monotone": bool(config.monotone and method in MONOTONE_METHODS),
         **(fields or {}),
     }
-    return METHODS[method](Problem(y, q, prob, jax.random.PRNGKey(seed), truth, fields, allow_zero_rows), config)
+    return Problem(y, q, prob, jax.random.PRNGKey(seed), truth, fields, allow_zero_rows)
 
 
-# ---------------------------------------------------------------------------------------------
-# scoring
+def fit(
+    method: str,
+    rm,
+    truth,
+    q,
+    seed: int,
+    config: StudyConfig = StudyConfig(),
+    fields: dict | None = None,
+    allow_zero_rows: bool = True,
+) -> MethodResult:
+    """Fit one method (``METHODS``) to one data set; all methods of a data set take one seed."""
+    p = data_problem(method, rm, truth, q, seed, config, fields, allow_zero_rows)
+    return METHODS[method](p, config)
 
 
-def scored(p: Problem, result: MethodResult, profile_prob, extra: dict | None = None) -> MethodResult:
-    """The fit's record with the accuracy of its modal profiles and its coefficients' recovery
-    (where the truth is known), then ``extra``."""
-    record = result.record
-    if p.truth is not None:
-        true_profile = p.truth[p.truth.parameter == "profile"].value.to_numpy().astype(int)
-        record["accuracy"] = accuracy(profile_prob, true_profile, p.q.shape[1])
-        b = result.estimates[result.estimates.parameter == "beta"]
-        record["recovery"] = {
-            "beta": metrics(b["mean"], b["true"]),
-            "beta_coverage_95": float(np.mean(np.abs(b["mean"] - b["true"]) <= 1.96 * b["sd"]))
-            if b["sd"].notna().all()
-            else None,
+@dataclass(frozen=True)
+class Replication:
+    """One replication of a condition: its data (responses, truth, Q-matrix), its fit and seed."""
+
+    rm: Any  # io.ResponseMatrix, -1 for hidden cells
+    truth: pd.DataFrame | None
+    q: np.ndarray
+    spec: FitSpec
+    seed: int
+
+
+BLOCK_KEY = f"studies.{STUDY}.designs.{{design}}.block_size"
+
+
+def fit_block(reps: list[Replication], config: StudyConfig = StudyConfig()) -> list[MethodResult]:
+    """The replications of one condition (design, missingness, method) fitted as one block.
+
+    The methods of ``TRAINED`` (bbvi, bbvi_cv, collapsed_vi) fit the block as one vectorized
+    program (``inference.bulk.train_block``: each replication with its own data, key, minibatches
+    and stopping test); EM and NUTS fit one replication after another. Each replication is then
+    evaluated as ``fit`` evaluates a single fit, and its record's ``block`` gives the block's
+    size and the replication's position in it (EM and NUTS: the step it left the block is its
+    own last, and ``memory_bytes`` 0, as they run no block program).
+
+    Parameters
+    ----------
+    reps : list of Replication
+        The block's replications, all of one condition.
+    config : StudyConfig
+        The methods' settings.
+
+    Returns
+    -------
+    list of MethodResult
+        One per replication, in order.
+
+    Raises
+    ------
+    ValueError
+        If the replications are not all of one condition.
+    MemoryError
+        If the block's program would not fit in memory (naming the design's ``block_size``).
+    """
+    spec = reps[0].spec
+    if any((r.spec.design, r.spec.missing, r.spec.method) != (spec.design, spec.missing, spec.method) for r in reps):
+        raise ValueError("dcm_bbvi: the replications of a block must be of one design, missingness and method")
+    method = spec.method
+    problems = [data_problem(method, r.rm, r.truth, r.q, r.seed, config, r.spec.fields) for r in reps]
+    if method in TRAINED:
+        build, evaluate = TRAINED[method]
+        label = f"{spec.design}/{spec.missing}/{method} reps {reps[0].spec.rep}-{reps[-1].spec.rep}"
+        block = [build(method, p, config) for p in problems]
+        results = bulk.train_block(block, label=label, setting=BLOCK_KEY.format(design=spec.design))
+        return [evaluate(method, p, config, res) for p, res in zip(problems, results, strict=True)]
+    outs = []
+    for position, p in enumerate(problems):
+        out = METHODS[method](p, config)
+        out.record["block"] = {
+            "size": len(problems),
+            "position": position,
+            "left_at_step": out.record["steps"],
+            "memory_bytes": 0,
         }
-    record.update(extra or {})
-    return result
-
-
-def accuracy(profile_prob: np.ndarray, true_profile: np.ndarray, n_attributes: int) -> dict:
-    """Pattern accuracy (all attributes right), attribute accuracy (mean over attributes, and per
-    attribute), per-profile accuracy (by true profile), from the modal profile of each person."""
-    pred = np.asarray(profile_prob).argmax(1)
-    prof = lcdm.profiles(n_attributes)
-    attr = (prof[pred] == prof[true_profile]).mean(0)
-    per_profile = {
-        lcdm.profile_label(c, n_attributes): float((pred[true_profile == c] == c).mean())
-        for c in range(2**n_attributes)
-        if (true_profile == c).any()
-    }
-    return {
-        "pattern_accuracy": float((pred == true_profile).mean()),
-        "attribute_accuracy": float(attr.mean()),
-        "attribute_accuracy_by_attribute": attr.tolist(),
-        "profile_accuracy": per_profile,
-    }
-
-
-def estimates_table(design: lcdm.Design, beta_mean, beta_sd, pi_mean, pi_sd, profile_prob, truth) -> pd.DataFrame:
-    """Tidy estimates: beta (item, category = feature position), profile_probability
-    (category = profile index), profile_posterior_max (person; mean = modal profile, sd empty)."""
-    rows = []
-    tb = truth[truth.parameter == "beta"] if truth is not None else None
-    for j in range(design.delta.shape[0]):
-        k = int(design.n_features[j])
-        true = tb[tb.item == j].value.to_numpy() if tb is not None else np.full(k, np.nan)
-        rows.append(
-            pd.DataFrame(
-                {
-                    "parameter": "beta",
-                    "item": j,
-                    "person": -1,
-                    "scale": "all",
-                    "category": np.arange(k),
-                    "mean": beta_mean[j, :k],
-                    "sd": beta_sd[j, :k],
-                    "true": true,
-                }
-            )
-        )
-    n_prof = len(pi_mean)
-    tp = (
-        truth[truth.parameter == "profile_probability"].value.to_numpy()
-        if truth is not None
-        else np.full(n_prof, np.nan)
-    )
-    rows.append(
-        pd.DataFrame(
-            {
-                "parameter": "profile_probability",
-                "item": -1,
-                "person": -1,
-                "scale": "all",
-                "category": np.arange(n_prof),
-                "mean": pi_mean,
-                "sd": pi_sd,
-                "true": tp,
-            }
-        )
-    )
-    pred = np.asarray(profile_prob).argmax(1)
-    tz = truth[truth.parameter == "profile"].value.to_numpy() if truth is not None else np.full(len(pred), np.nan)
-    rows.append(
-        pd.DataFrame(
-            {
-                "parameter": "profile",
-                "item": -1,
-                "person": np.arange(len(pred)),
-                "scale": "all",
-                "category": -1,
-                "mean": pred.astype(float),
-                "sd": np.nan,
-                "true": tz,
-            }
-        )
-    )
-    return pd.concat(rows, ignore_index=True)
+        outs.append(out)
+    return outs
 
 
 def oracle_accuracy(rm, truth, q) -> dict:

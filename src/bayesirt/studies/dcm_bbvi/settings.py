@@ -52,11 +52,16 @@ class Settings:
     collapsed_training: dict  # overrides of methods.COLLAPSED_TRAIN
     nuts: dict  # inference.chains.SamplerSettings fields
     priors: dict  # models.lcdm.Priors
+    # replications of a condition fitted together in one job (the named design's ``block_size``;
+    # None when no design is named): science config, as float32 rounding differs with the block
+    block_size: int | None = None
 
     @classmethod
-    def from_config(cls, config: dict) -> Settings:
+    def from_config(cls, config: dict, design: str | None = None) -> Settings:
+        """The settings of the validated ``config``; with ``design``, that design's block size."""
         study = config["studies"][STUDY]
         return cls(
+            block_size=None if design is None else study["designs"][design]["block_size"],
             n_samples=study["n_samples"],
             variance_repeats=study["variance_repeats"],
             monotone=study["monotone"],

@@ -1,14 +1,25 @@
-"""Tables of study ``dcm_bbvi`` from its fit records (and the estimates and losses beside them):
-one row per fit, accuracy and recovery per design, missingness and method, accuracy per profile,
-gradient variances, the coefficients and ELBO traces of the first replication, timings."""
+"""Tables of study ``dcm_bbvi``: a fit's tidy estimates and the scores its record carries
+(``estimates_table``, ``scored``: the accuracy of its modal profiles against the true ones, the
+coefficients' recovery); and, from the fit records of the study (and the estimates and losses
+beside them), one row per fit, accuracy and recovery per design, missingness and method,
+accuracy per profile, gradient variances, the coefficients and ELBO traces of the first
+replication, timings."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from bayesirt import io, records
+from bayesirt.evaluation.recovery import metrics
+from bayesirt.models import lcdm
+from bayesirt.studies.base import MethodResult
+
+if TYPE_CHECKING:  # for the annotation only: methods imports this module
+    from bayesirt.studies.dcm_bbvi.methods import Problem
 
 
 def fit_records(paths) -> pd.DataFrame:
@@ -108,3 +119,105 @@ def aggregate(paths) -> dict[str, pd.DataFrame]:
     }
     tables["timings"] = fits[keys + ["rep", "steps", *times]]
     return tables
+
+
+# ---------------------------------------------------------------------------------------------
+# one fit: its scores and tidy estimates
+
+
+def scored(p: Problem, result: MethodResult, profile_prob, extra: dict | None = None) -> MethodResult:
+    """The fit's record with the accuracy of its modal profiles and its coefficients' recovery
+    (where the truth is known), then ``extra``."""
+    record = result.record
+    if p.truth is not None:
+        true_profile = p.truth[p.truth.parameter == "profile"].value.to_numpy().astype(int)
+        record["accuracy"] = accuracy(profile_prob, true_profile, p.q.shape[1])
+        b = result.estimates[result.estimates.parameter == "beta"]
+        record["recovery"] = {
+            "beta": metrics(b["mean"], b["true"]),
+            "beta_coverage_95": float(np.mean(np.abs(b["mean"] - b["true"]) <= 1.96 * b["sd"]))
+            if b["sd"].notna().all()
+            else None,
+        }
+    record.update(extra or {})
+    return result
+
+
+def accuracy(profile_prob: np.ndarray, true_profile: np.ndarray, n_attributes: int) -> dict:
+    """Pattern accuracy (all attributes right), attribute accuracy (mean over attributes, and per
+    attribute), per-profile accuracy (by true profile), from the modal profile of each person."""
+    pred = np.asarray(profile_prob).argmax(1)
+    prof = lcdm.profiles(n_attributes)
+    attr = (prof[pred] == prof[true_profile]).mean(0)
+    per_profile = {
+        lcdm.profile_label(c, n_attributes): float((pred[true_profile == c] == c).mean())
+        for c in range(2**n_attributes)
+        if (true_profile == c).any()
+    }
+    return {
+        "pattern_accuracy": float((pred == true_profile).mean()),
+        "attribute_accuracy": float(attr.mean()),
+        "attribute_accuracy_by_attribute": attr.tolist(),
+        "profile_accuracy": per_profile,
+    }
+
+
+def estimates_table(design: lcdm.Design, beta_mean, beta_sd, pi_mean, pi_sd, profile_prob, truth) -> pd.DataFrame:
+    """Tidy estimates: beta (item, category = feature position), profile_probability
+    (category = profile index), profile_posterior_max (person; mean = modal profile, sd empty)."""
+    rows = []
+    tb = truth[truth.parameter == "beta"] if truth is not None else None
+    for j in range(design.delta.shape[0]):
+        k = int(design.n_features[j])
+        true = tb[tb.item == j].value.to_numpy() if tb is not None else np.full(k, np.nan)
+        rows.append(
+            pd.DataFrame(
+                {
+                    "parameter": "beta",
+                    "item": j,
+                    "person": -1,
+                    "scale": "all",
+                    "category": np.arange(k),
+                    "mean": beta_mean[j, :k],
+                    "sd": beta_sd[j, :k],
+                    "true": true,
+                }
+            )
+        )
+    n_prof = len(pi_mean)
+    tp = (
+        truth[truth.parameter == "profile_probability"].value.to_numpy()
+        if truth is not None
+        else np.full(n_prof, np.nan)
+    )
+    rows.append(
+        pd.DataFrame(
+            {
+                "parameter": "profile_probability",
+                "item": -1,
+                "person": -1,
+                "scale": "all",
+                "category": np.arange(n_prof),
+                "mean": pi_mean,
+                "sd": pi_sd,
+                "true": tp,
+            }
+        )
+    )
+    pred = np.asarray(profile_prob).argmax(1)
+    tz = truth[truth.parameter == "profile"].value.to_numpy() if truth is not None else np.full(len(pred), np.nan)
+    rows.append(
+        pd.DataFrame(
+            {
+                "parameter": "profile",
+                "item": -1,
+                "person": np.arange(len(pred)),
+                "scale": "all",
+                "category": -1,
+                "mean": pred.astype(float),
+                "sd": np.nan,
+                "true": tz,
+            }
+        )
+    )
+    return pd.concat(rows, ignore_index=True)

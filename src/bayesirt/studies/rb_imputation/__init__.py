@@ -11,8 +11,12 @@ One replication: complete-data reference fit (``complete``) -> missingness injec
 and scored on the hidden cells -> one fit per objective and M (all with one seed) -> the error
 tables against the reference, across replications, and the figures.
 
-Modules: ``conditions`` (the fits a config asks for; parse time), ``settings`` (config checks,
-the settings of the fits), ``data`` (responses, truth, imputation model), ``methods`` (the
-reference and the objectives' fits, ``run_replication``), ``tables`` (errors, summaries, the
-Jensen claim), ``figures``.
+In the workflow, one job fits one objective and M on a block of replications (``block_size``
+of them; ``methods.fit_block``, one vectorized program of ``inference.bulk``), each
+replication's results as its single fit's up to float32 rounding.
+
+Modules: ``conditions`` (the fits a config asks for, their blocks; parse time), ``settings``
+(config checks, the settings of the fits), ``data`` (responses, truth, imputation model),
+``methods`` (the reference and the objectives' fits, ``fit_block``, ``run_replication``),
+``tables`` (errors, summaries, the Jensen claim), ``figures``.
 """

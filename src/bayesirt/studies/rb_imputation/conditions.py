@@ -62,6 +62,12 @@ class Fit:
             return f"results/{STUDY}/{self.dataset}/{REFERENCE}"
         return f"results/{STUDY}/{self.dataset}/{self.missing}/rep{self.rep}/{self.condition}"
 
+    def block_folder(self, block: int) -> str:
+        """The folder of block ``block`` of the fit's condition (the fits of one job)."""
+        if self.rep is None:
+            raise ValueError("the complete-data reference is fitted alone, not in a block")
+        return f"results/{STUDY}/{self.dataset}/{self.missing}/{self.condition}/blocks/block{block}"
+
 
 def conditions(config: dict) -> list[Fit]:
     """Every fit the validated config asks for: the reference, then each replication's
@@ -75,3 +81,17 @@ def conditions(config: dict) -> list[Fit]:
             objective, copies = parse_condition(name)
             fits.append(Fit(study["dataset"], name, objective, study["missing"], rep, copies))
     return fits
+
+
+def condition_blocks(study: dict) -> list[list[int]]:
+    """The replications of a condition in blocks of the study's ``block_size``, in order (one
+    block when it exceeds them). Every condition of the study has the same replications (the
+    study's masks), so the blocks are the same for all of them."""
+    reps = list(range(study["replications"]))
+    size = study["block_size"]
+    return [reps[i : i + size] for i in range(0, len(reps), size)]
+
+
+def block_of(study: dict, rep: int) -> int:
+    """The number of the block that fits replication ``rep`` (of any condition)."""
+    return next(b for b, reps in enumerate(condition_blocks(study)) if rep in reps)

@@ -3,7 +3,9 @@ mixture GRM) by mean-field ADVI (``studies.grm_advi``, around ``inference.grm_ad
 complete data (``complete``, the reference) or with one imputation objective of
 ``inference.objectives`` on a replication's masked responses.
 
-``METHODS`` maps each method to its function, ``fit`` looks one up; ``run_replication`` chains
+``METHODS`` maps each method to its function, ``fit`` looks one up; ``fit_block`` fits one
+objective on a block of replications together (``inference.bulk``: the workflow's jobs), each
+as the single fit would be up to float32 rounding; ``run_replication`` chains
 one replication in one process (benchmarks, statistical tests) through the same functions the
 workflow's jobs call: reference fit -> missingness injection -> imputation model (checked and
 scored on the hidden cells) -> one fit per objective -> the study's tables.
@@ -13,18 +15,19 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import NamedTuple
 
+import jax
 import numpy as np
 import pandas as pd
 
 from bayesirt import io
 from bayesirt.imputation import stacking
 from bayesirt.imputation.checks import validate_imputation_model
-from bayesirt.inference import objectives
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference import bulk, objectives
+from bayesirt.inference.training import TrainSettings, keep_last_good, train_problem
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import mixture_grm
 from bayesirt.studies import grm_advi
@@ -88,11 +91,11 @@ ELBO_NOTES = {
 }
 
 
-def objective(
+def objective_fit(
     name: str, data: study_data.Data, *, seed: int, config: StudyConfig, fields: dict | None = None
-) -> MethodResult:
-    """ADVI fit on the masked responses with one imputation objective (the imputation PMFs of
-    ``data.imputation`` unless ``zero_fill``)."""
+) -> tuple[grm_advi.Fit, dict | None]:
+    """One objective's fit on a replication's masked responses (``studies.grm_advi.Fit``),
+    and the imputation model's checks (None for ``zero_fill``, which does not use it)."""
     rm_missing, model = data.responses, data.imputation
     st = grm_advi.structure(rm_missing, config.n_dimensions)
     extra, checks = None, None
@@ -109,24 +112,81 @@ def objective(
         "missing_cells": int((rm_missing.responses < 0).sum()),
         **(fields or {}),
     }
-    out = grm_advi.fit(
+    spec = grm_advi.Fit(
         rm_missing,
-        seed=seed,
+        seed,
         settings=config.settings,
         priors=config.priors,
+        posterior_draws=config.posterior_draws,
         truth=data.truth,
         log_likelihood=model_objective(name, st, config.n_copies),
         extra_data=extra,
-        posterior_draws=config.posterior_draws,
-        n_dimensions=config.n_dimensions,
         fields=fields,
+        n_dimensions=config.n_dimensions,
         label=f"{condition} rep{fields.get('replication', 0)}",
     )
+    return spec, checks
+
+
+def noted(name: str, out: MethodResult, checks: dict | None) -> MethodResult:
+    """An objective's result with the imputation model's checks and what its ELBO is."""
     if checks is not None:
         out.record["imputation_checks"] = checks
     # the ELBO of a copies objective is evaluated with its own stochastic likelihood estimate
     out.record["elbo_note"] = ELBO_NOTES.get(name, "stochastic: ELBO with the objective's M-copy likelihood estimate")
     return out
+
+
+def objective(
+    name: str, data: study_data.Data, *, seed: int, config: StudyConfig, fields: dict | None = None
+) -> MethodResult:
+    """ADVI fit on the masked responses with one imputation objective (the imputation PMFs of
+    ``data.imputation`` unless ``zero_fill``)."""
+    spec, checks = objective_fit(name, data, seed=seed, config=config, fields=fields)
+    fitted = grm_advi.problem(spec)
+    return noted(name, grm_advi.result(spec, fitted, keep_last_good(train_problem, fitted)), checks)
+
+
+@dataclass(frozen=True)
+class Replication:
+    """One replication of a condition in a block: its data (masked responses, truth, imputation
+    model), its seed and its record's fields (data set, missingness, replication)."""
+
+    data: study_data.Data
+    seed: int
+    fields: dict
+
+
+BLOCK_KEY = f"studies.{STUDY}.block_size"
+
+
+def fit_block(name: str, reps: list[Replication], *, config: StudyConfig) -> list[MethodResult]:
+    """One objective (with ``config``'s M) on the replications of a block, fitted together as
+    one program (``inference.bulk``; the masks' missing cells padded to one layout,
+    ``objectives.block_data``), then each evaluated and recorded as :func:`objective` does a
+    single fit. Each record's ``block`` gives the block's size and the fit's position in it."""
+    if name not in OBJECTIVES:
+        raise ValueError(f"a block fits an imputation objective ({', '.join(OBJECTIVES)}), not {name!r}")
+    specs = [objective_fit(name, r.data, seed=r.seed, config=config, fields=r.fields) for r in reps]
+    first = jax.tree.flatten(specs[0][0].structure())
+    for spec, _ in specs[1:]:
+        tree = jax.tree.flatten(spec.structure())
+        if tree[1] != first[1] or not all(np.array_equal(a, b) for a, b in zip(tree[0], first[0], strict=True)):
+            raise ValueError(
+                f"fits of one block need one model structure: {spec.label} differs from {specs[0][0].label}"
+            )
+    fitted = [grm_advi.problem(spec) for spec, _ in specs]
+    padded = objectives.block_data([p.data for p in fitted])
+    block = [replace(p, data=d) for p, d in zip(fitted, padded, strict=True)]
+    reps_of = [r.fields.get("replication") for r in reps]
+    label = f"{specs[0][0].fields['condition']} reps {reps_of[0]}-{reps_of[-1]}"
+    results = bulk.train_block(block, label=label, setting=BLOCK_KEY)
+    # evaluated on the block's data (one shape: the evaluation's programs are compiled once)
+    evaluate = grm_advi.evaluator(specs[0][0], block[0].n_persons)
+    return [
+        noted(name, grm_advi.result(spec, p, res, evaluate), checks)
+        for (spec, checks), p, res in zip(specs, block, results, strict=True)
+    ]
 
 
 METHODS = {COMPLETE: reference, **{name: partial(objective, name) for name in OBJECTIVES}}
@@ -167,7 +227,9 @@ def model_objective(objective: str, st, n_copies: int):
 # ----------------------------------------------------------------------------- one process
 
 
-class Replication(NamedTuple):
+class ReplicationRun(NamedTuple):
+    """One replication chained in one process (``run_replication``)."""
+
     reference: MethodResult
     fits: dict  # condition -> MethodResult
     imputation: stacking.StackingModel
@@ -186,7 +248,7 @@ def run_replication(
     fit_seed: int,
     config: StudyConfig = StudyConfig(),
     rep: int = 0,
-) -> Replication:
+) -> ReplicationRun:
     """One replication in one process, through the same functions the workflow's rules call;
     the fits share ``fit_seed`` (common random numbers across objectives)."""
     t0 = time.perf_counter()
@@ -210,7 +272,7 @@ def run_replication(
     tabs = tables.aggregate(
         ref.estimates, [(o.record, o.estimates) for o in outs.values()], [{"replication": rep, "scores": scores}]
     )
-    return Replication(ref, outs, model, checks, scores, tabs, hidden, time.perf_counter() - t0)
+    return ReplicationRun(ref, outs, model, checks, scores, tabs, hidden, time.perf_counter() - t0)
 
 
 def config_record(config: StudyConfig) -> dict:

@@ -26,17 +26,20 @@ Methods: ``vibo_one_prior`` (no expert for a missing response, one prior expert)
 point-estimate anchor, for the unidimensional 2PL and GRM alike) and ``nuts`` (the reference
 posterior; only where a design sets ``nuts: true``).
 
-One fit (rules ``vibo_simulate``, ``fit_vibo``, ``vibo_tables`` / ``vibo_observed_tables``):
+One fit (rules ``vibo_simulate``, ``fit_vibo``, ``vibo_replication``, ``vibo_tables`` /
+``vibo_observed_tables``); a fit job fits a block of a condition's replications (the design's
+``block_size``, ``conditions.condition_blocks``), each evaluated as a single fit:
 
     conditions.conditions(config)                       -> [Condition]  (parse time, plain Python)
     settings.check(config); settings.StudySettings.from_config(config)   (parse time / once per job)
     data.condition_data(design, missing, seed, ...)     -> (train, hidden, holdout, truth)
     methods.fit(train, hidden, holdout, truth, cond, settings=..., seed=...) -> base.MethodResult
+    methods.fit_block([methods.Replication], settings)  -> [base.MethodResult]  (one job)
     tables.aggregate(records, estimates, observed=...)  -> dict of tidy tables; claim_verdicts
     figures.figures(tables, outputs, observed=...)      -> PNG figures
 
 Modules: ``conditions`` (standard library only), ``settings`` (config checks, design shapes,
-``StudySettings``; no JAX), ``data``, ``methods`` (the ``METHODS`` registry), ``tables``,
-``figures``. This file imports nothing: Snakemake imports ``conditions`` and ``settings`` at
-parse time.
+``StudySettings``; no JAX), ``data``, ``methods`` (the ``METHODS`` registry, ``fit_block``),
+``evaluation`` (the evaluation every method shares), ``tables``, ``figures``. This file
+imports nothing: Snakemake imports ``conditions`` and ``settings`` at parse time.
 """

@@ -25,6 +25,11 @@ class Condition(DesignCondition):
         """The fit's result folder, ``results/vibo/<design>/<missing>/<method>/rep<r>``."""
         return self.path
 
+    def block_folder(self, block: int) -> str:
+        """The folder of block ``block`` of the fit's condition (the fits of one job),
+        ``results/vibo/<design>/<missing>/<method>/blocks/block<b>``."""
+        return f"results/{STUDY}/{self.design}/{self.missing}/{self.method}/blocks/block{block}"
+
 
 def study_config(config: dict) -> dict | None:
     """The ``studies.vibo`` block of a whole config (None where the config has none)."""
@@ -58,3 +63,15 @@ def conditions(config: dict) -> list[Condition]:
             for method in design_methods(design, study["methods"]):
                 out += [Condition(name, missing, method, rep) for rep in range(design["replications"])]
     return out
+
+
+def condition_blocks(design: dict) -> list[list[int]]:
+    """The replications of a condition of ``design`` (every condition of a design has the same)
+    in blocks of the design's ``block_size``, in order (one block when it exceeds them)."""
+    reps, size = list(range(design["replications"])), int(design["block_size"])
+    return [reps[i : i + size] for i in range(0, len(reps), size)]
+
+
+def block_of(design: dict, rep: int) -> int:
+    """The number of the block that fits replication ``rep`` of a condition of ``design``."""
+    return int(rep) // int(design["block_size"])

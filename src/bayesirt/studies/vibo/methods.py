@@ -1,8 +1,13 @@
 """The vibo study's methods, one short function each (``METHODS``), and ``fit``: one method on
-one condition, evaluated alike for every method: recovery and calibration against the truth,
-missing-response prediction on the scored cells, held-out log-likelihood of the new persons
-(one Laplace importance-sampling evaluator at each method's item point estimates) and the time
-to score the new persons. On real data (an empty truth) recovery and calibration are left out.
+one replication of a condition, evaluated alike for every method (``evaluation``): recovery and
+calibration against the truth, missing-response prediction on the scored cells, held-out
+log-likelihood of the new persons and the time to score the new persons. On real data (an
+empty truth) recovery and calibration are left out.
+
+``fit_block`` fits the replications of one condition together, as the workflow's fit job does:
+the methods of the training driver (VIBO's two variants and mean-field VI) as one vectorized
+program (``inference.bulk``), MML and NUTS one replication after the other; each replication
+is then evaluated exactly as ``fit`` evaluates it alone.
 
 Every method of a condition shares the data and the fit seed; the seed is split into the same
 five keys for each (fit, encoder, predictive draws, held-out evaluator, new persons)."""
@@ -11,69 +16,44 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from bayesirt import io, records, tables
-from bayesirt.evaluation import person_loglik
-from bayesirt.evaluation.recovery import metrics
-from bayesirt.inference import mfvi, mml, nuts, vibo
+from bayesirt import io, records
+from bayesirt.inference import bulk, mfvi, mml, nuts, vibo
 from bayesirt.inference.sampling import SamplerSettings
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.training import FitResult, Problem, TrainSettings, keep_last_good, train_problem
 from bayesirt.models import irt2pl
 from bayesirt.studies.base import MethodResult
 from bayesirt.studies.vibo.conditions import METHODS as METHOD_NAMES
 from bayesirt.studies.vibo.conditions import STUDY, VIBO_VARIANTS, Condition
+from bayesirt.studies.vibo.evaluation import Fitted, Prepared, evaluated, item_estimates
 from bayesirt.studies.vibo.settings import StudySettings, design_model
-from bayesirt.studies.vibo.tables import AXES, KEYS
 
-Z50, Z90 = 0.6744897501960817, 1.6448536269514722
+BLOCK_KEY = f"studies.{STUDY}.designs.{{design}}.block_size"
 
 
 @dataclass(frozen=True)
-class Problem:
-    """One condition's data, ready for any method: the training and new persons' responses, the
-    model's structure and priors, the scored cells, the truth (None on real data), the five keys
-    of the fit seed and the record's fields so far."""
+class Replication:
+    """One replication of a condition as ``data.condition_data`` gives it (training persons,
+    scored cells, new persons, truth), its condition (design, missingness, method, replication)
+    and its fit seed."""
 
-    cond: Condition
-    settings: StudySettings
-    y: np.ndarray
-    y_hold: np.ndarray
-    st: irt2pl.Structure
-    priors: irt2pl.ItemPriors
-    rows: np.ndarray
-    cols: np.ndarray
-    cell_truth: np.ndarray
+    train: object
+    hidden: pd.DataFrame
+    holdout: object
     truth: pd.DataFrame | None
-    keys: dict
-    fields: dict
+    cond: Condition
+    seed: int
 
 
-@dataclass
-class Fitted:
-    """What a method gives before the common evaluation: item estimates (``item_estimates``
-    layout), abilities (mean, sd), the predictive probabilities of the scored cells, the record
-    built from the fields (``make_record``), the method's settings for the record, losses,
-    draws and timings."""
-
-    items: dict
-    ability: tuple
-    probs: object
-    make_record: Callable[[dict], dict]
-    settings: dict | None = None
-    losses: pd.DataFrame | None = None
-    idata: object | None = None
-    timing: dict = field(default_factory=dict)  # the record's timing: evaluation adds eval_seconds
-
-
-def problem(
-    train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Condition, settings: StudySettings, seed: int
-) -> Problem:
+def prepare(rep: Replication, settings: StudySettings) -> Prepared:
+    """The replication's data, ready for any method (``evaluation.Prepared``)."""
+    train, hidden, holdout, truth, cond, seed = rep.train, rep.hidden, rep.holdout, rep.truth, rep.cond, rep.seed
     design = settings.design(cond.design)
     y, y_hold = np.asarray(train.responses), np.asarray(holdout.responses)
     n, j = y.shape
@@ -100,7 +80,7 @@ def problem(
     }
     if model == "grm":
         fields["n_categories"] = [int(c) for c in st.categories]
-    return Problem(cond, settings, y, y_hold, st, priors, rows, cols, cell_truth, truth, keys, fields)
+    return Prepared(cond, settings, y, y_hold, st, priors, rows, cols, cell_truth, truth, keys, fields)
 
 
 # ----------------------------------------------------------------------------------- methods
@@ -115,13 +95,18 @@ def train_settings(training: dict, method_cfg: dict, n_persons: int) -> TrainSet
     return TrainSettings(**t)
 
 
-def fit_vibo(p: Problem) -> MethodResult:
-    """VIBO (the amortized encoder), the condition's missing-data variant; new persons are
-    scored by the encoder alone, no refit."""
-    cfg, k = p.settings.vibo, p.keys
+def vibo_problem(p: Prepared) -> tuple[Problem, vibo.VIBOSettings]:
+    """VIBO's fit of the replication for the training driver, with its settings: the
+    condition's missing-data variant."""
+    cfg = p.settings.vibo
     settings = train_settings(p.settings.training, cfg, p.y.shape[0])
     vs = vibo.VIBOSettings(p.priors, missing=VIBO_VARIANTS[p.cond.method], hidden=tuple(cfg["hidden"]), train=settings)
-    res = vibo.fit(k["fit"], p.y, p.st, vs, label=p.cond.folder)
+    return vibo.problem(p.keys["fit"], p.y, p.st, vs, label=p.cond.folder), vs
+
+
+def vibo_evaluated(p: Prepared, vs: vibo.VIBOSettings, res: FitResult) -> MethodResult:
+    """A VIBO fit evaluated; new persons are scored by the encoder alone, no refit."""
+    k = p.keys
     ability = vibo.encode(res.params, p.st, vs, k["enc"], p.y)
     probs = vibo.predictive_probs(
         res.params, p.st, vs, k["pred"], p.y, p.rows, p.cols, n_draws=p.settings.posterior_draws
@@ -131,26 +116,19 @@ def fit_vibo(p: Problem) -> MethodResult:
     vibo.encode(res.params, p.st, vs, k["new"], p.y_hold)
     timing = {"score_new_seconds": time.perf_counter() - t0}  # the encoder alone, no refit
     items = item_estimates(p.st, vibo.item_posterior(res.params, p.st))
-    return evaluated(
-        p,
-        Fitted(
-            items,
-            ability,
-            probs,
-            _train_record(res, settings, timing),
-            {"training": asdict(settings), "method": cfg},
-            records.loss_table(res.losses),
-            timing=timing,
-        ),
-    )
+    return evaluated(p, _driver_fitted(res, vs.train, p.settings.vibo, items, ability, probs, timing))
 
 
-def fit_mfvi(p: Problem) -> MethodResult:
-    """Per-person mean-field VI; new persons are scored by a refit of their q(a)."""
-    cfg, k = p.settings.mfvi, p.keys
-    settings = train_settings(p.settings.training, cfg, p.y.shape[0])
+def mfvi_problem(p: Prepared) -> tuple[Problem, mfvi.MFVISettings]:
+    """Mean-field VI's fit of the replication for the training driver, with its settings."""
+    settings = train_settings(p.settings.training, p.settings.mfvi, p.y.shape[0])
     ms = mfvi.MFVISettings(p.priors, train=settings)
-    res = mfvi.fit(k["fit"], p.y, p.st, ms, label=p.cond.folder)
+    return mfvi.problem(p.keys["fit"], p.y, p.st, ms, label=p.cond.folder), ms
+
+
+def mfvi_evaluated(p: Prepared, ms: mfvi.MFVISettings, res: FitResult) -> MethodResult:
+    """A mean-field VI fit evaluated; new persons are scored by a refit of their q(a)."""
+    k, settings = p.keys, ms.train
     ability = mfvi.abilities(res.params)
     draws, theta = mfvi.ability_draws(res.params, k["pred"], p.settings.posterior_draws)
     probs = vibo.predictive_from_draws(draws, theta, p.st, p.rows, p.cols)
@@ -165,25 +143,42 @@ def fit_mfvi(p: Problem) -> MethodResult:
     )
     timing = {"score_new_seconds": time.perf_counter() - t0}  # a refit of the new persons' q(a)
     items = item_estimates(p.st, vibo.item_posterior(res.params, p.st))
-    return evaluated(
-        p,
-        Fitted(
-            items,
-            ability,
-            probs,
-            _train_record(res, settings, timing),
-            {"training": asdict(settings), "method": cfg},
-            records.loss_table(res.losses),
-            timing=timing,
-        ),
-    )
+    return evaluated(p, _driver_fitted(res, settings, p.settings.mfvi, items, ability, probs, timing))
 
 
-def _train_record(res, settings: TrainSettings, timing: dict) -> Callable[[dict], dict]:
-    return lambda f: records.fit_record(res, f, window=settings.window, timing=timing)
+def _driver_fitted(res: FitResult, settings: TrainSettings, cfg: dict, items, ability, probs, timing) -> Fitted:
+    """A training-driver fit for the evaluation: its record (``records.fit_record``, with the
+    block for a fit of a block), the training and method settings, the losses."""
+
+    def make_record(f):
+        return records.fit_record(res, f, window=settings.window, timing=timing)
+
+    settings_record = {"training": asdict(settings), "method": cfg}
+    return Fitted(items, ability, probs, make_record, settings_record, records.loss_table(res.losses), timing=timing)
 
 
-def fit_mml(p: Problem) -> MethodResult:
+# the methods of the training driver: their fit for the driver, and its evaluation
+DRIVER: dict[str, tuple[Callable, Callable]] = {
+    "vibo_one_prior": (vibo_problem, vibo_evaluated),
+    "vibo_prior_per_missing": (vibo_problem, vibo_evaluated),
+    "mfvi": (mfvi_problem, mfvi_evaluated),
+}
+
+
+def fit_vibo(p: Prepared) -> MethodResult:
+    """VIBO (the amortized encoder), the condition's missing-data variant; new persons are
+    scored by the encoder alone, no refit."""
+    problem, vs = vibo_problem(p)
+    return vibo_evaluated(p, vs, keep_last_good(train_problem, problem))
+
+
+def fit_mfvi(p: Prepared) -> MethodResult:
+    """Per-person mean-field VI; new persons are scored by a refit of their q(a)."""
+    problem, ms = mfvi_problem(p)
+    return mfvi_evaluated(p, ms, keep_last_good(train_problem, problem))
+
+
+def fit_mml(p: Prepared) -> MethodResult:
     """Marginal ML by quadrature with EAP abilities (the point-estimate anchor): 41 nodes for
     the fit, 61 for the person posteriors (with many items a posterior is narrow); the
     unidimensional GRM by the same quadrature (a 2PL item is a GRM item with 2 categories)."""
@@ -218,7 +213,7 @@ def fit_mml(p: Problem) -> MethodResult:
     )
 
 
-def fit_nuts(p: Problem) -> MethodResult:
+def fit_nuts(p: Prepared) -> MethodResult:
     """NUTS on the joint posterior of items and abilities (the reference posterior)."""
     ns, st, y = p.settings.nuts, p.st, p.y
     settings = SamplerSettings(
@@ -255,7 +250,7 @@ def fit_nuts(p: Problem) -> MethodResult:
     )
 
 
-METHODS: dict[str, Callable[[Problem], MethodResult]] = {
+METHODS: dict[str, Callable[[Prepared], MethodResult]] = {
     "vibo_one_prior": fit_vibo,
     "vibo_prior_per_missing": fit_vibo,
     "mfvi": fit_mfvi,
@@ -264,130 +259,65 @@ METHODS: dict[str, Callable[[Problem], MethodResult]] = {
 }
 
 
+def _known(method: str) -> None:
+    if method not in METHODS:
+        raise ValueError(f"vibo method '{method}' is not known; expected one of {list(METHOD_NAMES)}")
+
+
 def fit(
     train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Condition, *, settings: StudySettings, seed: int
 ) -> MethodResult:
-    """One method (``cond.method``) on one condition's data (``data.condition_data``),
-    evaluated (``evaluated``). The record's ``dataset`` is the design's data set on real data."""
-    if cond.method not in METHODS:
-        raise ValueError(f"vibo method '{cond.method}' is not known; expected one of {list(METHOD_NAMES)}")
-    return METHODS[cond.method](problem(train, hidden, holdout, truth, cond, settings, seed))
+    """One method (``cond.method``) on one replication's data (``data.condition_data``),
+    evaluated (``evaluation.evaluated``). The record's ``dataset`` is the design's data set on
+    real data."""
+    _known(cond.method)
+    return METHODS[cond.method](prepare(Replication(train, hidden, holdout, truth, cond, seed), settings))
 
 
-# -------------------------------------------------------------------------------- evaluation
+def fit_block(reps: list[Replication], settings: StudySettings) -> list[MethodResult]:
+    """The replications of one condition (design, missingness, method) fitted together, then
+    each evaluated as ``fit`` evaluates a single fit (see the module docstring).
 
+    Parameters
+    ----------
+    reps : list of Replication
+        The block's replications, all of one condition.
+    settings : StudySettings
+        The study's settings.
 
-def evaluated(p: Problem, f: Fitted) -> MethodResult:
-    """A method's fit with the common evaluation in its record: recovery and calibration (where
-    there is a truth), scores of the scored cells and the held-out log-likelihood."""
-    est = estimates_table(f.items, (np.asarray(f.ability[0])[:, 0], np.asarray(f.ability[1])[:, 0]), p.truth, p.st)
-    fields = {**p.fields, **({"settings": f.settings} if f.settings is not None else {})}
-    t0 = time.perf_counter()
-    fields["evaluation"] = {
-        **evaluation(est),
-        **{f"hidden_{k}": v for k, v in scores(np.asarray(f.probs), p.cell_truth).items()},
-        "heldout_loglik": heldout(p.keys["ll"], p.st, f.items, p.y_hold, p.settings.eval_samples),
-    }
-    f.timing["eval_seconds"] = time.perf_counter() - t0
-    return MethodResult(f.make_record(fields), est, f.losses, f.idata)
+    Returns
+    -------
+    list of MethodResult
+        One per replication, in order. The records of VIBO and mean-field VI have the block
+        (``records.fit_record``: its size, the fit's position, the step it left the block);
+        the records of MML and NUTS, fitted one after the other, are those of single fits
+        (no ``block``).
 
-
-def scores(probs, truth) -> dict:
-    """Accuracy and mean log score of predicted category probabilities (cells, C)."""
-    truth = np.asarray(truth, int)
-    if truth.size == 0:
-        return {"accuracy": float("nan"), "log_score": float("nan"), "n_cells": 0}
-    p = np.clip(probs[np.arange(truth.size), truth], 1e-12, 1.0)
-    return {
-        "accuracy": float(np.mean(probs.argmax(1) == truth)),
-        "log_score": float(np.mean(np.log(p))),
-        "n_cells": int(truth.size),
-    }
-
-
-def point_items(st, items: dict) -> dict:
-    """Unconstrained item values (``models.irt2pl``) at a method's point estimates of the
-    constrained ones: ``items`` maps discrimination (J,) and difficulty (J,) or cut (J, C-1)
-    to (mean, sd) pairs. Cuts of an item with fewer categories than the widest are filler:
-    their gaps are kept positive, and the likelihood never reads them."""
-    out = {}
-    if st.model != "1pl":
-        out["log_discrimination"] = jnp.log(jnp.asarray(items["discrimination"][0], jnp.float32)).reshape(st.n_items, 1)
-    if st.model == "grm":
-        cuts = np.asarray(items["cut"][0], np.float64).reshape(st.n_items, -1)
-        out["first_cut"] = jnp.asarray(cuts[:, 0], jnp.float32)
-        gaps = np.diff(cuts, axis=1)
-        out["log_gaps"] = jnp.asarray(np.log(np.where(np.isfinite(gaps) & (gaps > 1e-6), gaps, 1e-6)), jnp.float32)
-    else:
-        out["difficulty"] = jnp.asarray(items["difficulty"][0], jnp.float32)
-    return out
-
-
-def heldout(key, st, items: dict, y_hold, n_samples: int) -> float:
-    """Mean log p(r_i) per new person at the method's item point estimates (``point_items``):
-    one Laplace importance-sampling evaluator for every method and model."""
-    point = point_items(st, items)
-    ll = lambda yb, t: irt2pl.log_lik(yb, t, point, st)
-    return float(person_loglik.laplace_importance_loglik(key, ll, y_hold, 1, n_samples=n_samples).mean())
-
-
-def item_estimates(st, posterior: dict) -> dict:
-    """The study's item blocks from ``vibo.item_posterior`` (or any dict of (mean, sd) pairs of
-    discrimination (J, K), difficulty (J,), cuts (J, C-1)): discrimination (J,) and difficulty
-    or cut, each (mean, sd); a 1PL's discriminations are 1 with sd 0."""
-    j = st.n_items
-    disc = posterior.get("discrimination", (np.ones((j, 1)), np.zeros((j, 1))))
-    out = {"discrimination": (np.asarray(disc[0])[:, 0], np.asarray(disc[1])[:, 0])}
-    if st.model == "grm":
-        out["cut"] = posterior["cuts"]
-    else:
-        out["difficulty"] = posterior["difficulty"]
-    return out
-
-
-def _category_mask(values, st) -> np.ndarray:
-    """``values`` (J, C-1) as a masked array without the cuts an item does not have."""
-    values = np.asarray(values, float)
-    k = np.arange(values.shape[1])[None, :]
-    return np.ma.masked_array(values, mask=k >= (st.categories[:, None] - 1))
-
-
-def estimates_table(items: dict, ability, truth, st=None) -> pd.DataFrame:
-    """Tidy estimates: parameter, item, person, category, mean, sd, true. ``items`` maps
-    discrimination (J,) and difficulty (J,) or cut (J, C-1) to (mean, sd) pairs, ``ability`` is
-    a (mean, sd) pair of (N,) arrays (sd NaN for point estimates). Cuts are numbered from 1,
-    and an item's cuts beyond its own categories (``st``) are left out."""
-    pairs = {**items, "ability": ability}
-    blocks = []
-    for which in (0, 1):
-        arrays = {}
-        for k, v in pairs.items():
-            a = np.asarray(v[which], float)
-            arrays[k] = _category_mask(a, st) if k == "cut" and st is not None else a
-        blocks.append(
-            tables.long_table(
-                arrays, AXES, ["item", "person", "category"], "mean" if which == 0 else "sd", start={"category": 1}
-            )
+    Raises
+    ------
+    ValueError
+        An unknown method, replications of more than one condition, or more of them than the
+        design's ``block_size``.
+    MemoryError
+        A block whose program would not fit in memory, naming the design's ``block_size``.
+    """
+    if not reps:
+        raise ValueError("a block needs at least one replication")
+    cond = reps[0].cond
+    _known(cond.method)
+    for rep in reps:
+        if (rep.cond.design, rep.cond.missing, rep.cond.method) != (cond.design, cond.missing, cond.method):
+            raise ValueError(f"a block holds one condition: {rep.cond.folder} is not of {cond.design}/{cond.missing}")
+    if len(reps) > settings.block_size(cond.design):
+        key = BLOCK_KEY.format(design=cond.design)
+        raise ValueError(
+            f"a block of {len(reps)} replications is larger than {key} ({settings.block_size(cond.design)})"
         )
-    mean, sd = blocks
-    mean["sd"] = sd["sd"].to_numpy()
-    return tables.attach_truth(mean, truth, KEYS) if truth is not None else mean
-
-
-def evaluation(est: pd.DataFrame) -> dict:
-    """Recovery against the truth and calibration of the ability intervals; nothing for a fit
-    of real data (no ``true`` column: there is no truth to recover)."""
-    out = {}
-    if "true" not in est:
-        return out
-    for par in ("discrimination", "difficulty", "cut", "ability"):
-        d = est[est.parameter == par]
-        if d.empty:
-            continue
-        m = metrics(d["mean"], d["true"])
-        out[f"{par}_rmse"], out[f"{par}_corr"] = m["rmse"], m["corr"]
-    ab = est[est.parameter == "ability"]
-    err, sd = np.abs(ab["mean"] - ab["true"]).to_numpy(), ab["sd"].to_numpy()
-    out["coverage_50"] = float(np.mean(err < Z50 * sd))
-    out["coverage_90"] = float(np.mean(err < Z90 * sd))
-    return out
+    prepared = [prepare(rep, settings) for rep in reps]
+    if cond.method not in DRIVER:  # MML and NUTS: one replication after the other
+        return [METHODS[cond.method](p) for p in prepared]
+    build, finish = DRIVER[cond.method]
+    problems, configs = zip(*(build(p) for p in prepared), strict=True)
+    label = f"{cond.design}/{cond.missing}/{cond.method} reps {reps[0].cond.rep}-{reps[-1].cond.rep}"
+    results = bulk.train_block(list(problems), label=label, setting=BLOCK_KEY.format(design=cond.design))
+    return [finish(p, c, res) for p, c, res in zip(prepared, configs, results, strict=True)]

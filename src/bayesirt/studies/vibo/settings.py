@@ -94,6 +94,11 @@ class StudySettings:
     def design(self, name: str) -> dict:
         return self.designs[name]
 
+    def block_size(self, name: str) -> int:
+        """Replications of a condition of design ``name`` fitted together in one job (science
+        config: a VIBO or mean-field VI fit's record keeps its block's size)."""
+        return int(self.designs[name]["block_size"])
+
 
 # ------------------------------------------------------------------------------------ checks
 

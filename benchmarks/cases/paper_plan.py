@@ -1,0 +1,332 @@
+"""What config/paper.yaml costs: its jobs and cluster submissions before and after replications
+were fitted in blocks, and its predicted wall time per study on 2 CPU cores, a 16-core node and
+one GPU.
+
+Counts. Dry runs of config/paper.yaml: "before" with every block_size set to 1 (one job per
+replication, today's path before blocks) and no job groups (every job but the local ones is
+one submission, as the SLURM profile submitted them); "after" as configured, with the SLURM
+profile's job groups. Submissions are counted the way the dry run prints them: one per job that
+is not a local rule, one per group job.
+
+Timings. A probe run: the paper config in a fresh folder with every design cut to 2 replications
+(one block of 2), training to PROBE_STEPS steps and samplers to PROBE_SWEEPS warm-up plus draws,
+and one condition per design and method of every study fitted (the other conditions of the same
+design and method, other missingness levels, numbers of copies or of importance samples, are
+priced like it). Real data sets with no copy here are left out (IPIP-FFM); the RWA data come from
+the shared folder where the archive is absent. From each probed fit: its fitting seconds per step
+(the block's share), its evaluation seconds and the job's fixed seconds (the job's wall time less
+fitting and evaluation: process start, imports, compilation or cache reads, reading, writing).
+
+Prediction per fit at the paper's size: fixed (per job, shared by a block's fits) + evaluation +
+seconds per step x the paper's max_steps (an upper bound: most fits stop earlier) or x the paper's
+sweeps. Before: one job per fit, steps priced at a block of one; after: the block's fixed cost
+shared. Machines: 2 cores runs 2 jobs at a time at the measured speed; a 16-core node 8 such jobs
+at a time (2 cores each, the measured speed). A GPU is not available here, so its figure is a
+prediction under a stated assumption (GPU_STEP_SECONDS per step of a block, launch-latency
+bound, whatever the block size, the H100 figure measured for IWAE at the paper's size; fixed and
+evaluation seconds as on the CPU) and is marked as such.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from bayesirt import runtime
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOW_FILES = ("Snakefile", "config", "workflow", "notebooks", "environment.yml")
+PROBE_STEPS = 300
+PROBE_SWEEPS = 100
+PROBE = True  # the probe run (the smoke run leaves it out: counts only)
+GPU_STEP_SECONDS = 0.00031  # assumption: per step of a block on one H100 (IWAVB's measured step time)
+SHARED_RWA = ROOT.parent / "shared" / "data" / "RWAS" / "data.csv"
+SMOKE = {"PROBE": False}
+
+
+def paper_config() -> dict:
+    return yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
+
+
+def walk(node, fn, path=()):
+    """Call fn(dict, path) on every dict of a config, depth first."""
+    if isinstance(node, dict):
+        fn(node, path)
+        for k, v in node.items():
+            walk(v, fn, (*path, k))
+    elif isinstance(node, list):
+        for v in node:
+            walk(v, fn, path)
+
+
+def with_block_size(cfg: dict, size: int) -> dict:
+    """Every design's block_size set to ``size``, in the studies whose designs have the key
+    (the schema says which)."""
+    from bayesirt.config import ConfigError, check
+
+    cfg = copy.deepcopy(cfg)
+    schema = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+    for study in cfg["studies"].values():
+        designs = study.get("designs") or {}
+        before = copy.deepcopy(designs)
+        for design in designs.values():
+            design["block_size"] = size
+        try:
+            check(cfg, schema)
+        except ConfigError as err:
+            if "block_size" not in str(err):
+                raise
+            study["designs"] = before
+    return cfg
+
+
+def dry_run(folder: Path, profile: str) -> dict:
+    cmd = [sys.executable, "-m", "snakemake", "-n", "--workflow-profile", profile]
+    proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"dry run failed:\n{proc.stderr[-3000:]}")
+    out = proc.stdout + proc.stderr
+    table = out.split("Job stats:", 1)[-1]
+    counts = {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)\s*$", table, flags=re.M)}
+    total = counts.pop("total")
+    local = sum(n for rule, n in counts.items() if rule in local_rules(folder)) + counts.get("all", 0)
+    groups = len(re.findall(r"\] Group job \w+", out))
+    in_groups = len(re.findall(r"^    rule \w+:$", out, flags=re.M))
+    return {
+        "jobs": total,
+        "jobs_by_rule": counts,
+        "local_jobs": local,
+        "group_jobs": groups,
+        "jobs_in_groups": in_groups,
+        "submissions": total - local - in_groups + groups,
+    }
+
+
+def local_rules(folder: Path) -> set[str]:
+    """Rules that run in Snakemake's own process (``localrule: True`` in the rule files)."""
+    names = set()
+    for path in (folder / "workflow" / "rules").glob("*.smk"):
+        names |= set(re.findall(r"^rule (\w+):\n(?:    .*\n|\n)*?    localrule: True", path.read_text(), flags=re.M))
+    return names
+
+
+def counts(folder: Path) -> dict:
+    config = folder / "config" / "config.yaml"
+    config.write_text(yaml.safe_dump(with_block_size(paper_config(), 1)))
+    before = dry_run(folder, "workflow/profiles/local")  # no groups before
+    config.write_text(yaml.safe_dump(paper_config()))
+    after = dry_run(folder, "workflow/profiles/slurm")
+    return {"before": before, "after": after}
+
+
+def probe_config() -> dict:
+    cfg = paper_config()
+
+    def shrink(d, path):
+        if "max_steps" in d:
+            d["max_steps"] = PROBE_STEPS
+            d["min_steps"] = min(d.get("min_steps", PROBE_STEPS), PROBE_STEPS)
+            if "progress_every" in d:
+                d["progress_every"] = 0
+        if "n_warmup" in d and "n_samples" in d:
+            d["n_warmup"], d["n_samples"] = PROBE_SWEEPS // 2, PROBE_SWEEPS // 2
+            if "chunk" in d:
+                d["chunk"] = PROBE_SWEEPS // 2
+        if "replications" in d:
+            d["replications"] = min(d["replications"], 2)
+
+    walk(cfg["studies"], shrink)
+    if not (ROOT / "data" / "raw" / "rwa_real").exists() and SHARED_RWA.is_file():
+        cfg["datasets"]["rwa_real"]["url"] = str(SHARED_RWA)
+    cfg["studies"]["amortized_ifa"]["designs"].pop("ipip", None)  # no IPIP-FFM data here
+    cfg["datasets"].pop("ipip_ffm", None)
+    return cfg
+
+
+def validated(cfg: dict) -> dict:
+    from snakemake.utils import validate
+
+    cfg = copy.deepcopy(cfg)
+    validate(cfg, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"), set_default=True)
+    return cfg
+
+
+def probe_targets(cfg: dict) -> list[tuple[str, str, str, str]]:
+    """(study, design, method, fit folder): the first fit of every design and method."""
+    import importlib
+
+    from bayesirt.studies import STUDIES
+
+    seen, out = set(), []
+    for study in STUDIES:
+        for spec in importlib.import_module(f"bayesirt.studies.{study}.conditions").conditions(cfg):
+            design = getattr(spec, "design", None) or getattr(spec, "dataset", "")
+            key = (study, design, spec.method)
+            if key not in seen and getattr(spec, "rep", 0) in (0, None):
+                seen.add(key)
+                out.append((*key, spec.folder))
+    return out
+
+
+def paper_steps(paper: dict, study: str, design: str, method: str) -> int:
+    """Steps (or sweeps) of a fit at the paper's settings: max_steps, or warm-up plus draws."""
+    s = paper["studies"][study]
+    d = (s.get("designs") or {}).get(design, {})
+    for section in (method, "sampler", "nuts" if "nuts" in method else "gibbs"):
+        for where in (d, s):
+            if isinstance(where.get(section), dict) and "n_samples" in where[section]:
+                return int(where[section]["n_warmup"] + where[section]["n_samples"])
+    for where in (d, s):
+        for key in ("training", "bbvi_training"):
+            if isinstance(where.get(key), dict) and "max_steps" in where[key]:
+                return int(where[key]["max_steps"])
+    return int(paper["training"]["max_steps"])
+
+
+def probe(folder: Path, env: dict) -> dict:
+    cfg = probe_config()
+    (folder / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
+    targets = probe_targets(validated(cfg))
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--keep-going", "--workflow-profile"]
+    cmd += ["workflow/profiles/local", *[f"{t[3]}/fit.json" for t in targets]]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    fits, failed = [], []
+    for study, design, method, fit_folder in targets:
+        path = folder / fit_folder / "fit.json"
+        if not path.is_file():
+            failed.append(f"{study}/{design}/{method}")
+            continue
+        rec = json.loads(path.read_text())
+        timing = rec.get("timing") or {}
+        block = rec.get("block") or {}
+        fits.append(
+            {
+                "study": study,
+                "design": design,
+                "method": method,
+                "steps": int(rec.get("steps") or 1),
+                "fit_seconds": float(timing.get("wall_seconds", 0.0)),
+                "eval_seconds": float(timing.get("eval_seconds", 0.0)),
+                "block_size": int(block.get("size", 1)),
+            }
+        )
+    fit_jobs = []  # wall seconds of the fitting jobs, from Snakemake's benchmark files
+    bench = folder / "logs" / "benchmarks"
+    for path in bench.rglob("*.tsv"):
+        rel = str(path.relative_to(bench))
+        if not rel.startswith(("data", "reports")) and not rel.endswith(("tables.tsv", ".copy.tsv")):
+            with path.open() as f:
+                fit_jobs.append(float(next(csv.DictReader(f, delimiter="\t"))["s"]))
+    jobs, n_jobs = sum(fit_jobs), len(fit_jobs)
+    fixed = max(jobs - sum(f["fit_seconds"] * f["block_size"] + f["eval_seconds"] for f in fits), 0.0)
+    return {
+        "wall_seconds": round(wall, 1),
+        "fits": fits,
+        "failed": failed,
+        "fixed_seconds_per_job": round(fixed / max(n_jobs, 1), 2),
+        "snakemake_tail": proc.stderr[-1500:] if proc.returncode else "",
+    }
+
+
+def predict(probe_figures: dict) -> dict:
+    """Predicted hours per study and machine, before and after (see the module docstring)."""
+    paper = validated(paper_config())
+    fixed = probe_figures["fixed_seconds_per_job"]
+    import importlib
+
+    from bayesirt.studies import STUDIES
+
+    priced = {(f["study"], f["design"], f["method"]): f for f in probe_figures["fits"]}
+    out = {}
+    for study in STUDIES:
+        specs = importlib.import_module(f"bayesirt.studies.{study}.conditions").conditions(paper)
+        cpu_before = cpu_after = gpu_after = 0.0
+        n_fits = unpriced = 0
+        for spec in specs:
+            design = getattr(spec, "design", None) or getattr(spec, "dataset", "")
+            f = priced.get((study, design, spec.method))
+            n_fits += 1
+            if f is None:
+                unpriced += 1
+                continue
+            steps = paper_steps(paper, study, design, spec.method)
+            per_step = f["fit_seconds"] / max(f["steps"], 1)
+            block = int((paper["studies"][study].get("designs") or {}).get(design, {}).get("block_size", 1))
+            cpu_before += fixed + f["eval_seconds"] + per_step * f["block_size"] * steps
+            cpu_after += fixed / block + f["eval_seconds"] + per_step * steps
+            gpu_after += fixed / block + f["eval_seconds"] + GPU_STEP_SECONDS * steps / block
+        out[study] = {
+            "fits": n_fits,
+            "fits_not_priced": unpriced,
+            "hours_2_cores_before": round(cpu_before / 2 / 3600, 1),
+            "hours_2_cores_after": round(cpu_after / 2 / 3600, 1),
+            "hours_16_cores_before": round(cpu_before / 8 / 3600, 1),
+            "hours_16_cores_after": round(cpu_after / 8 / 3600, 1),
+            "hours_gpu_after_predicted": round(gpu_after / 3600, 1),
+        }
+    return out
+
+
+def run() -> dict:
+    folder = Path(tempfile.mkdtemp(prefix="bayesirt_paper_plan_"))
+    print(f"working in {folder}", flush=True)
+    t0 = time.perf_counter()
+    try:
+        for name in WORKFLOW_FILES:
+            src = ROOT / name
+            (shutil.copytree if src.is_dir() else shutil.copy)(src, folder / name)
+        plan = counts(folder)
+        result = {
+            "jobs_before": plan["before"]["jobs"],
+            "jobs_after": plan["after"]["jobs"],
+            "submissions_before": plan["before"]["submissions"],
+            "submissions_after": plan["after"]["submissions"],
+            "counts": plan,
+        }
+        print(json.dumps({k: v for k, v in result.items() if k != "counts"}), flush=True)
+        if PROBE:
+            env = {
+                "XLA_FLAGS": runtime.FAST_COMPILATION_FLAGS,
+                **os.environ,
+                "JAX_COMPILATION_CACHE_DIR": str(folder / ".jax_cache"),
+                "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+                "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+            }
+            figures = probe(folder, env)
+            studies = predict(figures)
+            total = {
+                k: round(sum(s[k] for s in studies.values()), 1) for k in next(iter(studies.values())) if "hours" in k
+            }
+            result.update(
+                {
+                    "predicted_hours_2_cores_before": total["hours_2_cores_before"],
+                    "predicted_hours_2_cores_after": total["hours_2_cores_after"],
+                    "predicted_hours_16_cores_before": total["hours_16_cores_before"],
+                    "predicted_hours_16_cores_after": total["hours_16_cores_after"],
+                    "predicted_hours_gpu_after": total["hours_gpu_after_predicted"],
+                    "gpu": f"not available here: predicted at {GPU_STEP_SECONDS * 1e3:.2f} ms per step of a block",
+                    "studies": studies,
+                    "probe": figures,
+                }
+            )
+        result["wall_seconds"] = round(time.perf_counter() - t0, 1)
+        result["sizes"] = {"probe_steps": PROBE_STEPS, "probe_sweeps": PROBE_SWEEPS, "probe": PROBE}
+        return result
+    finally:
+        if os.environ.get("BENCH_KEEP"):
+            print(f"kept {folder}", flush=True)
+        else:
+            shutil.rmtree(folder, ignore_errors=True)

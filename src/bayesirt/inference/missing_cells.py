@@ -1,0 +1,385 @@
+"""The missing cells of a fit with an imputation objective (``inference.objectives``): their
+layout in a fit's data, the view a batch takes of them, and the random numbers that draw their
+imputations.
+
+Layout (``imputation_data``). The missing cells live in ``MissingCells`` under
+``data["shared"]``, which the training driver passes to every batch whole instead of slicing
+it by persons; the person-indexed arrays ``miss_start`` and ``miss_count`` (first cell and
+number of cells of each person in the flat list) are sliced with the persons. A batch of all
+persons in order (the default full batch) evaluates the cells as one row per item, padded to the
+largest per-item count (``block_*``; when that padding would exceed half the cells, the flat
+list instead): per-item quantities then broadcast along a row instead of being gathered per
+cell and scattered back in the backward pass, the slow part on CPU. A minibatch of B persons
+gathers its persons' cells from the flat list (sorted by person) into a block of fixed size,
+the most cells any B persons have (known when the data are built), and masks the unused tail.
+
+Blocks of fits (``block_data``). The bulk driver (``inference.bulk``) fits several data sets
+as one program, so their arrays need one shape; different masks hide different cells. Each
+fit's cells are then padded to the largest layout of the block (``padded``): padding slots are
+masked out (``valid``, ``block_valid``), and every real cell keeps the random numbers it has in
+its fit alone: the uniforms that draw its imputations are those ``jax.random.uniform`` gives
+at the cell's position in the fit's own layout (``draw_at``, ``draw_size``, ``own_cap``;
+``uniform_at``), so a fit in a block draws the same imputations as alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.extend.random import threefry2x32_p
+
+from bayesirt.inference.training import SHARED
+
+CELLS = "missing_cells"  # key of the flat cell list in data[SHARED]
+KEYS = ("miss_start", "miss_count", SHARED)  # what ``imputation_data`` adds to a fit's data
+BLOCK_WASTE = 1.5  # item blocks are used when their padded size is at most this times the cells
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class MissingCells:
+    """The missing cells (a JAX pytree; ``n_persons``, ``batch_cap``, ``blocks`` and ``padded``
+    are static).
+
+    As a flat list sorted by person (``person``, ``item``, ``pmf``, ``cdf``; minibatches gather
+    from it; ``batch_cap[b]`` is the most cells any b persons have), and, when ``blocks``, as
+    one row per item padded to the largest count of any item (``block_*``, (I, Cmax, ...);
+    ``block_valid`` marks real cells): a full batch evaluates these, so per-item quantities
+    broadcast over a row instead of being gathered per cell and scattered back.
+
+    ``padded`` (a fit of a block, ``block_data``): the flat list has padding at its end
+    (``valid`` marks real cells) and the imputations are drawn at each cell's position in the
+    fit's own, unpadded layout (``draw_at``, ``block_draw_at``, of ``draw_size`` positions for
+    a full batch; ``own_cap[b]`` positions for a minibatch of b persons).
+    """
+
+    person: jnp.ndarray  # (C,) int32, non-decreasing
+    item: jnp.ndarray  # (C,) int32
+    pmf: jnp.ndarray  # (C, Kmax) float32, imputation PMF
+    cdf: jnp.ndarray  # (C, Kmax-1) float32, its CDF at 0..Kmax-2 (exactly 1 from the top category on)
+    block_person: jnp.ndarray  # (I, Cmax) int32 (0 in padding)
+    block_valid: jnp.ndarray  # (I, Cmax) bool
+    block_pmf: jnp.ndarray  # (I, Cmax, Kmax)
+    block_cdf: jnp.ndarray  # (I, Cmax, Kmax-1)
+    valid: jnp.ndarray  # (C,) bool: real cells of the flat list
+    draw_at: jnp.ndarray  # (C,) int32: a flat cell's position in its fit's own full-batch layout
+    block_draw_at: jnp.ndarray  # (I, Cmax) int32: the same for the item blocks
+    draw_size: jnp.ndarray  # () int32: positions of the own full-batch layout
+    own_cap: jnp.ndarray  # (N + 1,) int32: the fit's own batch_cap
+    n_persons: int = 0
+    batch_cap: tuple = (0,)
+    blocks: bool = False
+    padded: bool = False
+
+    @property
+    def n_cells(self) -> int:
+        return self.person.shape[0]
+
+    def __eq__(self, other):
+        """Equal static fields and equal arrays: what comparing two fits' shapes needs
+        (``jax.tree.map(jnp.shape, data)``, as the bulk driver does)."""
+        if type(other) is not type(self):
+            return NotImplemented
+        (mine, tree), (theirs, other_tree) = jax.tree.flatten(self), jax.tree.flatten(other)
+        return tree == other_tree and all(np.array_equal(a, b) for a, b in zip(mine, theirs, strict=True))
+
+    __hash__ = None
+
+
+jax.tree_util.register_dataclass(
+    MissingCells,
+    data_fields=[
+        "person",
+        "item",
+        "pmf",
+        "cdf",
+        "block_person",
+        "block_valid",
+        "block_pmf",
+        "block_cdf",
+        "valid",
+        "draw_at",
+        "block_draw_at",
+        "draw_size",
+        "own_cap",
+    ],
+    meta_fields=["n_persons", "batch_cap", "blocks", "padded"],
+)
+
+
+class Layout(NamedTuple):
+    """The shape of a fit's cells: flat slots, item-block width, whether item blocks are used,
+    the minibatch caps, and whether this is a padded (block) layout."""
+
+    n_cells: int
+    cmax: int
+    blocks: bool
+    batch_cap: tuple
+    padded: bool = False
+
+
+class _Cells(NamedTuple):
+    """A fit's missing cells, sorted by person then item (numpy)."""
+
+    persons: np.ndarray
+    items: np.ndarray
+    pmf: np.ndarray  # (C, Kmax) float64, normalised
+    cdf: np.ndarray  # (C, Kmax-1)
+    count: np.ndarray  # (N,) cells per person
+    n_items: int
+
+    def layout(self) -> Layout:
+        """The fit's own layout (the one ``imputation_data`` gives it)."""
+        per_item = np.bincount(self.items, minlength=self.n_items)
+        cmax = int(per_item.max()) if self.persons.size else 0
+        blocks = 0 < self.n_items * cmax <= BLOCK_WASTE * self.persons.size
+        cap = np.concatenate([[0], np.cumsum(np.sort(self.count)[::-1])])
+        return Layout(self.persons.size, cmax, bool(blocks), tuple(int(c) for c in cap))
+
+
+def imputation_data(
+    responses: np.ndarray, persons: np.ndarray, items: np.ndarray, pmf: np.ndarray, n_categories: np.ndarray
+) -> dict:
+    """The imputation PMFs of the missing cells as a fit's ``extra_data`` (see the module
+    docstring): ``miss_start``, ``miss_count`` (N,) int32 and ``data["shared"]["missing_cells"]``.
+
+    ``persons``, ``items``, ``pmf`` (C, Kmax): one PMF per missing cell of ``responses``
+    (every missing cell exactly once, in any order).
+    """
+    y = np.asarray(responses)
+    persons, items = np.asarray(persons, np.int64), np.asarray(items, np.int64)
+    pmf = np.asarray(pmf, np.float64)
+    n, n_items = y.shape
+    kmax = int(np.max(n_categories))
+    if pmf.shape != (persons.size, kmax):
+        raise ValueError(f"imputation PMFs have shape {pmf.shape}, expected ({persons.size}, {kmax})")
+    missing = y < 0
+    if persons.size != missing.sum() or not np.all(missing[persons, items]):
+        raise ValueError("imputation PMFs must be given for exactly the missing cells of the responses")
+    if np.unique(persons * n_items + items).size != persons.size:
+        raise ValueError("imputation PMFs: a missing cell is listed twice")
+    n_cat = np.asarray(n_categories)[items]
+    beyond = np.arange(kmax)[None] >= n_cat[:, None]
+    if np.any(pmf < 0) or not np.all(np.isfinite(pmf)) or np.any(pmf[beyond] > 0):
+        raise ValueError("imputation PMFs must be finite, non-negative and zero beyond an item's categories")
+    pmf = pmf / pmf.sum(-1, keepdims=True)
+
+    count = missing.sum(1).astype(np.int64)
+    order = np.lexsort((items, persons))
+    persons, items, pmf, n_cat = persons[order], items[order], pmf[order], n_cat[order]
+    cdf = np.cumsum(pmf, -1)[:, : kmax - 1]
+    cdf[np.arange(kmax - 1)[None] >= (n_cat - 1)[:, None]] = 1.0  # exact 1 from the last category on
+    cells = _Cells(persons, items, pmf, cdf, count, n_items)
+    return _data(cells, cells.layout())
+
+
+def _data(cells: _Cells, layout: Layout) -> dict:
+    """The fit's data entries with its cells in ``layout`` (its own, or a block's, larger)."""
+    persons, items, pmf, cdf, count, n_items = cells
+    n, kmax, n_real = count.size, pmf.shape[1], persons.size
+    own = cells.layout()
+    pad = layout.n_cells - n_real
+    per_item = np.bincount(items, minlength=n_items)
+    by_item = np.lexsort((persons, items))
+    slot = np.arange(n_real) - np.repeat(np.cumsum(per_item) - per_item, per_item)
+    # each cell's position in the fit's own full-batch layout (where it draws its imputations)
+    own_at = np.arange(n_real)
+    if own.blocks:
+        own_at = np.empty(n_real, np.int64)
+        own_at[by_item] = items[by_item] * own.cmax + slot
+    rows, width = (n_items, layout.cmax) if layout.blocks else (0, 0)
+    b_person = np.zeros((rows, width), np.int32)
+    b_valid = np.zeros((rows, width), bool)
+    b_pmf = np.full((rows, width, kmax), 1.0 / kmax, np.float32)  # padding: harmless, masked out
+    b_cdf = np.ones((rows, width, kmax - 1), np.float32)
+    b_draw = np.zeros((rows, width), np.int32)
+    if layout.blocks:
+        at = (items[by_item], slot)
+        b_person[at], b_valid[at], b_pmf[at], b_cdf[at] = persons[by_item], True, pmf[by_item], cdf[by_item]
+        b_draw[at] = own_at[by_item]
+    # flat padding: the last person (the list stays sorted), masked out
+    flat_person = np.concatenate([persons, np.full(pad, n - 1)])
+    cells = MissingCells(
+        jnp.asarray(flat_person, jnp.int32),
+        jnp.asarray(np.concatenate([items, np.zeros(pad, np.int64)]), jnp.int32),
+        jnp.asarray(np.concatenate([pmf, np.full((pad, kmax), 1.0 / kmax)]), jnp.float32),
+        jnp.asarray(np.concatenate([cdf, np.ones((pad, kmax - 1))]), jnp.float32),
+        jnp.asarray(b_person),
+        jnp.asarray(b_valid),
+        jnp.asarray(b_pmf),
+        jnp.asarray(b_cdf),
+        jnp.asarray(np.arange(layout.n_cells) < n_real),
+        jnp.asarray(np.concatenate([own_at, np.zeros(pad, np.int64)]), jnp.int32),
+        jnp.asarray(b_draw),
+        jnp.asarray(n_items * own.cmax if own.blocks else n_real, jnp.int32),
+        jnp.asarray(own.batch_cap, jnp.int32),
+        n_persons=int(n),
+        batch_cap=layout.batch_cap,
+        blocks=layout.blocks,
+        padded=layout.padded,
+    )
+    start = np.cumsum(count) - count
+    return {
+        "miss_start": jnp.asarray(start, jnp.int32),
+        "miss_count": jnp.asarray(count, jnp.int32),
+        SHARED: {CELLS: cells},
+    }
+
+
+def from_dense_pmf(responses: np.ndarray, dense_pmf: np.ndarray, n_categories: np.ndarray) -> dict:
+    """``imputation_data`` from an (N, I, Kmax) array whose missing cells hold their PMFs."""
+    persons, items = np.nonzero(np.asarray(responses) < 0)
+    return imputation_data(responses, persons, items, np.asarray(dense_pmf)[persons, items], n_categories)
+
+
+def _unpadded(data: dict) -> _Cells:
+    c = data[SHARED][CELLS]
+    if c.padded:
+        raise ValueError("the missing cells are already laid out for a block")
+    n_items = int(np.asarray(data["y"]).shape[1])
+    return _Cells(
+        np.asarray(c.person, np.int64),
+        np.asarray(c.item, np.int64),
+        np.asarray(c.pmf, np.float64),
+        np.asarray(c.cdf, np.float64),
+        np.asarray(data["miss_count"], np.int64),
+        n_items,
+    )
+
+
+def block_data(datas: list[dict]) -> list[dict]:
+    """The data of the fits of one block (``inference.bulk``) with their missing cells in one
+    layout, the largest of theirs: flat lists, item blocks and minibatch caps padded to the
+    block's largest (item blocks only where every fit uses them). Each fit still draws the
+    imputations it draws alone (see the module docstring). Data without missing cells, or whose
+    cells already share one layout, are returned as they are.
+
+    Parameters
+    ----------
+    datas : list of dict
+        Each fit's data: ``"y"`` (N, I) and the entries of ``imputation_data``.
+
+    Returns
+    -------
+    list of dict
+        The same data, their ``MissingCells`` of one shape.
+    """
+    if not datas or any(CELLS not in d.get(SHARED, {}) for d in datas):
+        return datas
+    shapes = [jax.tree.structure(d) for d in datas], [jax.tree.map(jnp.shape, d) for d in datas]
+    if all(s == shapes[0][0] for s in shapes[0]) and all(s == shapes[1][0] for s in shapes[1]):
+        return datas  # one layout already: nothing to pad
+    cells = [_unpadded(d) for d in datas]
+    own = [c.layout() for c in cells]
+    caps = np.max([o.batch_cap for o in own], axis=0)
+    layout = Layout(
+        n_cells=max(o.n_cells for o in own),
+        cmax=max(o.cmax for o in own),
+        blocks=all(o.blocks for o in own),
+        batch_cap=tuple(int(c) for c in caps),
+        padded=True,
+    )
+    return [{**d, **_data(c, layout)} for d, c in zip(datas, cells, strict=True)]
+
+
+# ----------------------------------------------------------------------------- a batch's cells
+
+
+def missing_cells(batch) -> MissingCells | None:
+    cells = batch.get(SHARED, {}).get(CELLS)
+    return cells if cells is not None and cells.n_cells > 0 else None  # static under jit
+
+
+class CellView(NamedTuple):
+    """The missing cells of one batch: ``persons`` (positions in the batch) and ``items``
+    broadcast together to the cells' shape (C,) or (I, Cmax); ``pmf``, ``cdf`` have that
+    shape plus the category axis; ``valid`` masks padding (None: no padding); ``draw``
+    (padded cells only, else None): each slot's position in the fit's own layout and the
+    number of positions there, where its imputations are drawn (``uniform_at``)."""
+
+    persons: jnp.ndarray
+    items: jnp.ndarray
+    pmf: jnp.ndarray
+    cdf: jnp.ndarray
+    valid: jnp.ndarray | None
+    sorted: bool  # persons non-decreasing in the flattened cell order
+    draw: tuple | None = None
+
+
+def batch_cells(batch, cells: MissingCells) -> CellView:
+    """The cells of the batch's persons. A batch of every person, in order (the driver's full
+    batch), uses the cells as stored: item blocks if present, else the flat list. A minibatch of
+    B persons gathers its persons' cells from the flat list into ``batch_cap[B]`` slots."""
+    n_batch = batch["miss_count"].shape[0]
+    padded = cells.padded
+    if n_batch == cells.n_persons:
+        if cells.blocks:
+            items = jnp.arange(cells.block_person.shape[0])[:, None]
+            draw = (cells.block_draw_at, cells.draw_size) if padded else None
+            return CellView(cells.block_person, items, cells.block_pmf, cells.block_cdf, cells.block_valid, False, draw)
+        valid, draw = (cells.valid, (cells.draw_at, cells.draw_size)) if padded else (None, None)
+        return CellView(cells.person, cells.item, cells.pmf, cells.cdf, valid, True, draw)
+    cap = max(cells.batch_cap[n_batch], 1)
+    count, start = batch["miss_count"], batch["miss_start"]
+    ends = jnp.cumsum(count)
+    j = jnp.arange(cap)
+    b = jnp.minimum(jnp.searchsorted(ends, j, side="right"), n_batch - 1).astype(jnp.int32)
+    valid = j < ends[-1]
+    rows = jnp.where(valid, start[b] + j - (ends[b] - count[b]), 0)
+    draw = (j, jnp.maximum(cells.own_cap[n_batch], 1)) if padded else None
+    return CellView(b, cells.item[rows], cells.pmf[rows], cells.cdf[rows], valid, True, draw)
+
+
+# ----------------------------------------------------------------------------- random numbers
+
+
+def uniform_at(key, positions) -> jnp.ndarray:
+    """The uniforms on [0, 1) that ``jax.random.uniform(key, shape)`` (float32) has at the flat
+    ``positions`` of ``shape``: with the partitionable threefry generator (JAX's default) each
+    element's bits depend on its key and flat position only, so a fit can draw the numbers of
+    its own layout inside a larger, padded one (a unit test holds the two equal).
+
+    Parameters
+    ----------
+    key : jax.Array
+        A threefry key (typed or raw uint32[2]).
+    positions : array of int
+        Flat positions, below 2**32.
+
+    Returns
+    -------
+    jax.Array
+        float32, the shape of ``positions``.
+    """
+    if not jax.config.jax_threefry_partitionable:
+        raise NotImplementedError("uniform_at reproduces the partitionable threefry generator only")
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        if "threefry" not in str(jax.random.key_impl(key)):
+            raise NotImplementedError(f"uniform_at needs a threefry key, not {jax.random.key_impl(key)}")
+        key = jax.random.key_data(key)
+    lo = jnp.asarray(positions).astype(jnp.uint32)
+    # the primitive's lowering needs its four arguments of one shape, under vmap too (where a
+    # constant such as zeros_like(lo) would stay unbatched): all four are computed from ``lo``
+    hi = lo ^ lo
+    bits1, bits2 = threefry2x32_p.bind(hi + key[0], hi + key[1], hi, lo)
+    mantissa = jax.lax.shift_right_logical(bits1 ^ bits2, jnp.uint32(32 - 23))
+    one = jnp.uint32(np.array(1.0, np.float32).view(np.uint32))
+    return jax.lax.bitcast_convert_type(mantissa | one, jnp.float32) - jnp.float32(1.0)
+
+
+def draw_uniforms(key, n_copies: int, view: CellView) -> jnp.ndarray:
+    """(M, *cell shape) uniforms that draw the imputations of ``view``'s cells: those of
+    ``jax.random.uniform(key, (M, *own shape))`` at each cell's position in its fit's own layout
+    (padded cells), or that draw itself on the cells' shape."""
+    shape = (n_copies,) + view.cdf.shape[:-1]
+    if view.draw is None:
+        return jax.random.uniform(key, shape, view.cdf.dtype)
+    at, size = view.draw
+    bound = n_copies * max(int(np.prod(view.cdf.shape[:-1])) * 2, 1)  # own layouts are at most 1.5x the cells
+    if bound >= 2**32:
+        raise ValueError(f"{n_copies} copies of {view.cdf.shape[:-1]} cells: too many draws for 32-bit positions")
+    m = jnp.arange(n_copies, dtype=jnp.uint32).reshape((n_copies,) + (1,) * at.ndim)
+    return uniform_at(key, m * jnp.asarray(size).astype(jnp.uint32) + jnp.asarray(at).astype(jnp.uint32)[None])

@@ -164,13 +164,18 @@ def test_outputs_follow_the_schemas(local_run):
             jsonschema.validate(row, row_schema)
     # the Gibbs sampler's fits (both treatments of missing cells) follow the same schemas, with
     # the sampler's diagnostics in the record and truth beside every estimate
-    # (the fits' own folders; each block's folder holds the same files under blocks/)
-    gibbs = sorted(p for p in (run / "results/gibbs_2pno/tiny").rglob("fit.json") if "blocks" not in p.parts)
-    assert [r.parent.parent.name for r in gibbs] == ["gibbs", "gibbs", "gibbs_omit", "gibbs_omit"]
+    # (two replications of each method, fitted in one block whose job wrote the same files)
+    gibbs = sorted((run / "results/gibbs_2pno/tiny").rglob("fit.json"))
+    blocks = [r for r in gibbs if "blocks" in r.parts]
+    gibbs = [r for r in gibbs if "blocks" not in r.parts]
+    assert [r.parent.parent.name for r in gibbs] == ["gibbs", "gibbs", "gibbs_omit", "gibbs_omit"] and len(blocks) == 4
     for record in gibbs:
+        copies = list((record.parent.parent / "blocks").glob(f"block*/{record.parent.name}/fit.json"))
+        assert len(copies) == 1 and copies[0].read_bytes() == record.read_bytes(), record
         rec = json.loads(record.read_text())
         jsonschema.validate(rec, load_schema("fit_record.schema.yaml"))
         assert rec["n_chains"] == 2 and rec["timing"]["item_min_ess_per_second"] > 0
+        assert rec["block"]["size"] == 2 and rec["block"]["position"] == rec["replication"]
         est = pd.read_csv(record.parent / "estimates.csv")
         for row in est.to_dict("records"):
             jsonschema.validate(row, row_schema)

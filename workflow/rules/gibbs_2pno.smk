@@ -76,8 +76,10 @@ rule gibbs_replication:
         design=gibbs_design_pattern(),
         method="gibbs|gibbs_omit|nuts",
         rep=r"\d+",
+    log:
+        "logs/gibbs_2pno/{design}/{missing}/{method}/rep{rep}.copy.log",
     run:
-        link_replication(input.block, wildcards.rep, output)
+        link_replication(input.block, wildcards.rep, output, log[0])
 
 
 rule gibbs_tables:

@@ -225,7 +225,8 @@ def convergence_flags(folder) -> tuple[str, pd.DataFrame]:
     """
     folder = Path(folder)
     rows = []
-    for path in sorted(folder.rglob("fit.json")):
+    # each fit once: not the files its block's job wrote (``blocks/``), of which it is a copy
+    for path in sorted(p for p in folder.rglob("fit.json") if "blocks" not in p.relative_to(folder).parts):
         rec = io.read_json(path)
         if is_converged(rec):
             continue

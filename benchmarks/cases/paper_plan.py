@@ -227,7 +227,7 @@ def probe(folder: Path, env: dict) -> dict:
     bench = folder / "logs" / "benchmarks"
     for path in bench.rglob("*.tsv"):
         rel = str(path.relative_to(bench))
-        if not rel.startswith(("data", "reports")) and not rel.endswith(("tables.tsv", ".copy.tsv")):
+        if not rel.startswith(("data", "reports")) and not rel.endswith("tables.tsv"):
             with path.open() as f:
                 fit_jobs.append(float(next(csv.DictReader(f, delimiter="\t"))["s"]))
     jobs, n_jobs = sum(fit_jobs), len(fit_jobs)

@@ -50,13 +50,14 @@ WORKFLOW_FILES = ("Snakefile", "config", "workflow", "notebooks", "environment.y
 PROBE_STEPS = 300
 PROBE_SWEEPS = 100
 PROBE = True  # the probe run (the smoke run leaves it out: counts only)
+CONFIG = "config/paper.yaml"  # the smoke run counts the test config's jobs instead
 GPU_STEP_SECONDS = 0.00031  # assumption: per step of a block on one H100 (IWAVB's measured step time)
 SHARED_RWA = ROOT.parent / "shared" / "data" / "RWAS" / "data.csv"
-SMOKE = {"PROBE": False}
+SMOKE = {"PROBE": False, "CONFIG": "config/test.yaml"}
 
 
 def paper_config() -> dict:
-    return yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
+    return yaml.safe_load((ROOT / CONFIG).read_text())
 
 
 def walk(node, fn, path=()):
@@ -323,7 +324,7 @@ def run() -> dict:
                 }
             )
         result["wall_seconds"] = round(time.perf_counter() - t0, 1)
-        result["sizes"] = {"probe_steps": PROBE_STEPS, "probe_sweeps": PROBE_SWEEPS, "probe": PROBE}
+        result["sizes"] = {"config": CONFIG, "probe_steps": PROBE_STEPS, "probe_sweeps": PROBE_SWEEPS, "probe": PROBE}
         return result
     finally:
         if os.environ.get("BENCH_KEEP"):

@@ -23,6 +23,15 @@ _spec.loader.exec_module(bench)
 COMMON = {"case", "smoke", "sizes", "wall_seconds", "case_seconds", "smoke_sizes"}
 TARGETS = ("targets", "targets_met")
 FIGURES = {
+    "bulk_replications": [
+        "iwae_speedup",
+        "iwavb_speedup",
+        "fixed_seconds_per_replication_before",
+        "fixed_seconds_per_replication_after",
+        "eval_seconds_per_replication_after",
+        "block_memory_mb",
+    ],
+    "paper_plan": ["jobs_before", "jobs_after", "submissions_before", "submissions_after"],
     "convergence_grid": [
         *TARGETS,
         "iwae_grm_8k",

@@ -105,6 +105,13 @@ def scheduler_jobs(env) -> dict[str, dict]:
     return jobs
 
 
+def minutes(limit: str) -> int:
+    """A SLURM time limit (``[days-]hours:minutes:seconds``) in minutes."""
+    days, _, clock = limit.rpartition("-")
+    hours, mins, _ = clock.split(":")
+    return int(days or 0) * 1440 + int(hours) * 60 + int(mins)
+
+
 def started_jobs(output: str) -> dict[str, tuple[str, bool]]:
     """Snakemake job id -> (rule, run locally) of every job a run started on its own: ``localrule``
     jobs and the target ``all`` run in Snakemake's own process. The members of group jobs, printed
@@ -204,7 +211,7 @@ def test_every_job_went_through_sbatch_with_the_profiles_resources(slurm_runs):
         assert f"mem={res['mem_mb']}M" in job["TRES"], (rule, job["TRES"])
         # fitting jobs were given one (count-only) GPU by the scheduler, the others none
         assert (job["JOB_GRES"] == "gpu:1") == rule.startswith("fit_"), (rule, job["JOB_GRES"])
-        assert int(job["TimeLimit"].split(":")[0]) * 60 + int(job["TimeLimit"].split(":")[1]) == res["runtime"], (
+        assert minutes(job["TimeLimit"]) == res["runtime"], (
             rule,
             job["TimeLimit"],
         )

@@ -72,23 +72,28 @@ def walk(node, fn, path=()):
 
 
 def with_block_size(cfg: dict, size: int) -> dict:
-    """Every design's block_size set to ``size``, in the studies whose designs have the key
-    (the schema says which)."""
+    """Every block_size set to ``size``: a design's, or a study's where its designs have none
+    (rb_imputation), wherever the schema has the key."""
     from bayesirt.config import ConfigError, check
 
     cfg = copy.deepcopy(cfg)
     schema = ROOT / "workflow" / "schemas" / "config.schema.yaml"
     for study in cfg["studies"].values():
-        designs = study.get("designs") or {}
-        before = copy.deepcopy(designs)
-        for design in designs.values():
-            design["block_size"] = size
-        try:
-            check(cfg, schema)
-        except ConfigError as err:
-            if "block_size" not in str(err):
-                raise
-            study["designs"] = before
+        for holders in ([*(study.get("designs") or {}).values()], [study]):
+            if not holders:
+                continue
+            before = [copy.deepcopy(h) for h in holders]
+            for h in holders:
+                h["block_size"] = size
+            try:
+                check(cfg, schema)
+                break
+            except ConfigError as err:
+                if "block_size" not in str(err):
+                    raise
+                for h, b in zip(holders, before, strict=True):
+                    h.clear()
+                    h.update(b)
     return cfg
 
 

@@ -355,10 +355,13 @@ def uniform_at(key, positions) -> jnp.ndarray:
         float32, the shape of ``positions``.
     """
     if not jax.config.jax_threefry_partitionable:
-        raise NotImplementedError("uniform_at reproduces the partitionable threefry generator only")
+        raise ValueError(
+            "uniform_at reproduces JAX's partitionable threefry generator only (its default): "
+            "unset jax_threefry_partitionable=False to fit replications in blocks"
+        )
     if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         if "threefry" not in str(jax.random.key_impl(key)):
-            raise NotImplementedError(f"uniform_at needs a threefry key, not {jax.random.key_impl(key)}")
+            raise ValueError(f"uniform_at needs a threefry key (JAX's default), not {jax.random.key_impl(key)}")
         key = jax.random.key_data(key)
     lo = jnp.asarray(positions).astype(jnp.uint32)
     # the primitive's lowering needs its four arguments of one shape, under vmap too (where a

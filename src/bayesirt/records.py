@@ -17,6 +17,10 @@ import pandas as pd
 from bayesirt import io
 from bayesirt.inference.sampling import convergence
 
+# a block's fields that depend on the machine (its timings, the processes that ran it): they go
+# to a record's "timing", so that the rest of the record is reproducible bit for bit
+MACHINE_BLOCK_FIELDS = ("wall_seconds", "compile_seconds", "processes", "startup_seconds")
+
 
 def how_converged(result) -> dict:
     """The record's account of how converged a fit is.
@@ -94,18 +98,23 @@ def fit_record(result, fields: dict, *, window: int, timing: dict | None = None)
         "diverged_at_step": result.extra.get("diverged_at_step"),
         "final_loss": float(np.mean(result.losses[-window:])) if window else float("nan"),
         # a fit of a block (inference.bulk): the block's size, the fit's position in it, the
-        # step it left the block and the block's working memory; None for a fit on its own
-        "block": {k: v for k, v in block.items() if k not in ("wall_seconds", "compile_seconds")} if block else None,
+        # program's width and the fit's group, the step it left the block and the program's
+        # working memory; None for a fit on its own
+        "block": {k: v for k, v in block.items() if k not in MACHINE_BLOCK_FIELDS} if block else None,
         "versions": io.library_versions(),
         "device": io.device_info(),
         # timings vary run to run; everything outside this field is reproducible bit for bit.
-        # A fit of a block has the block's wall and compile seconds divided by its size, and the
-        # block's own
+        # A fit of a block has its group's wall seconds and the block's compile seconds divided
+        # by their sizes, and the block's own (with the worker processes that ran it, if any)
         "timing": {
             "wall_seconds": float(result.wall_seconds),
             "compile_seconds": float(result.compile_seconds),
             **(
-                {"block_wall_seconds": block["wall_seconds"], "block_compile_seconds": block["compile_seconds"]}
+                {
+                    "block_wall_seconds": block["wall_seconds"],
+                    "block_compile_seconds": block["compile_seconds"],
+                    **{f"block_{k}": block[k] for k in ("processes", "startup_seconds") if k in block},
+                }
                 if block
                 else {}
             ),

@@ -39,7 +39,10 @@ FAST_COMPILATION_FLAGS = f"{OPTIMIZATION_LEVEL_FLAG}=1"
 YNN_FUSION_FLAG = "--xla_cpu_experimental_ynn_fusion_type"
 YNN_REDUCE_OFF = f"{YNN_FUSION_FLAG}=-reduce"
 YNN_REDUCE_ON = f"{YNN_FUSION_FLAG}=+reduce"  # XLA's default, named so that later imports keep it
-YNN_CHECKED = ("0.10.",)  # jaxlib version prefixes where the flag exists and was measured
+YNN_CHECKED = ("0.10.",)
+# Fits of a block stepped together by one program on a CPU (inference.bulk, where the figures
+# are); here, in the standard library, so that the workflow can plan a block's cores from it.
+CPU_PROGRAM_WIDTH = 8  # jaxlib version prefixes where the flag exists and was measured
 
 
 def _backend_started() -> bool:

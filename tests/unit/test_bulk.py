@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bayesirt.data import simulate_mgrm as sm
-from bayesirt.inference import bulk, iwae, iwavb
+from bayesirt.inference import bulk, bulk_processes, iwae, iwavb
 from bayesirt.inference.training import Problem, TrainSettings, train_problem
 from bayesirt.models import mgrm
 
@@ -57,6 +57,40 @@ def test_each_fit_of_a_block_stops_where_it_would_alone(stopping, batch_size):
     assert len(set(steps)) > 1, f"the fits should stop at different steps to test the masking: {steps}"
     assert [b.extra["block"]["position"] for b in block] == list(range(5))
     assert all(b.extra["block"]["left_at_step"] == b.steps for b in block)
+
+
+def test_a_block_in_groups_gives_each_group_what_it_gets_as_a_block_of_its_own():
+    settings = replace(SETTINGS, progress_every=0)
+    problems = [regression_problem(s, noise, settings, f"rep{s}") for s, noise in enumerate([0.1, 1.0, 3.0, 0.5, 2.0])]
+    grouped = bulk.train_block(problems, width=2)
+    assert [b.extra["block"]["group"] for b in grouped] == [0, 0, 1, 1, 2]
+    assert {b.extra["block"]["width"] for b in grouped} == {2} and grouped[4].extra["block"]["size"] == 5
+    for members in ([0, 1], [2, 3], [4]):  # the same program widths and members: the same bits
+        alone = bulk.train_block([problems[i] for i in members])
+        for i, a in zip(members, alone, strict=True):
+            assert grouped[i].steps == a.steps and np.array_equal(grouped[i].losses, a.losses)
+            assert np.array_equal(np.asarray(grouped[i].params["m"]), np.asarray(a.params["m"]))
+    for g, p in zip(grouped, problems, strict=True):
+        assert_same_fit(g, train_problem(p))
+
+
+@pytest.mark.parametrize(
+    "n_fits, width, processes, parts",
+    [
+        (100, 8, 2, [(0, 48), (48, 100)]),  # 13 groups: 6 and 7 of them
+        (100, 8, 16, [(8 * g, min(8 * g + 8, 100)) for g in range(13)]),  # a process per group at most
+        (5, None, 4, [(0, 5)]),  # one program: this process
+        (5, 2, 1, [(0, 5)]),
+    ],
+)
+def test_worker_processes_get_whole_groups(n_fits, width, processes, parts):
+    assert [(r.start, r.stop) for r in bulk_processes.plan(n_fits, width, processes)] == parts
+
+
+@pytest.mark.parametrize("width", [0, -3])
+def test_a_program_width_below_one_is_refused(width):
+    with pytest.raises(ValueError, match="fits per program must be at least 1"):
+        bulk.groups_of(4, width)
 
 
 def test_a_diverging_fit_stops_alone_with_its_last_good_state():

@@ -341,3 +341,26 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits():
         for key in ("own_proposal", "independent"):  # float32 rounding of the vectorized fit only
             assert b.record["heldout_loglik"][key] == pytest.approx(single.record["heldout_loglik"][key], abs=1e-3)
         np.testing.assert_allclose(b.estimates["mean"], single.estimates["mean"], atol=1e-3)
+
+
+# slow (about 20 s: two worker processes start and compile): CI runs the one-process path above
+@pytest.mark.slow
+def test_a_block_in_worker_processes_gives_the_records_of_one_process():
+    d = dataclasses.replace(
+        design(analysis="confirmatory", preset="mixture_p1", n_persons=60, training=TINY, iwae={"hidden": [8]}),
+        fits_per_program=2,
+    )
+    evaluation = settings.Evaluation(heldout_fraction=0.25, eval_samples=20, posterior_draws=5)
+    reps = []
+    for r in range(3):
+        train, hold, truth = data.simulate_design(d, r, 0.25)
+        reps.append(methods.Replication(train, hold, truth, conditions.FitSpec("tiny", "iwae", 1, 3, r), 10 + r))
+    here = methods.fit_block(reps, d, evaluation, processes=1)
+    workers = methods.fit_block(reps, d, evaluation, processes=2)
+    for h, w in zip(here, workers, strict=True):  # the same groups: the same bits
+        assert w.record["timing"]["block_processes"] == 2 and h.record["timing"]["block_processes"] == 1
+        assert w.record["block"] == h.record["block"] and w.record["block"]["width"] == 2
+        assert {k: v for k, v in w.record.items() if k != "timing"} == {
+            k: v for k, v in h.record.items() if k != "timing"
+        }
+        pd.testing.assert_frame_equal(w.estimates, h.estimates)

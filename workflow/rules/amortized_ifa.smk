@@ -36,8 +36,10 @@ rule ifa_simulate:
 rule fit_amortized_ifa:
     # One method (iwae | iwavb) with P factors and R importance samples on a block of a design's
     # replications (the design's block_size of them), fitted together as one vectorized program
-    # (inference.bulk); each replication's held-out log-likelihood and recovery are evaluated in
-    # the job, and its files written to rep{rep}/ in the block's folder.
+    # (inference.bulk), in groups of fits_per_program spread over the job's cores (one worker
+    # process per group, as many as the threads Snakemake gives); each replication's held-out
+    # log-likelihood and recovery are evaluated in the job, and its files written to rep{rep}/
+    # in the block's folder.
     input:
         responses=ifa_block_inputs(ifa_responses),
         holdout=ifa_block_inputs(ifa_holdout),
@@ -58,6 +60,7 @@ rule fit_amortized_ifa:
         factors=r"\d+",
         samples=r"\d+",
         block=r"\d+",
+    threads: ifa_fit_threads
     log:
         "logs/amortized_ifa/{design}/{method}_P{factors}_R{samples}/block{block}.log",
     conda:

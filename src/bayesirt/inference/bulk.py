@@ -21,6 +21,15 @@ A fit's result depends on its block only through float32 rounding: vectorized ar
 sum in another order than the single fit's (the tests state the tolerance). Over thousands of
 steps such differences can grow, and a stopping test can then fire a check earlier or later, so
 the studies treat the block size as part of a fit's settings and record it.
+
+Groups. A block may also be stepped in consecutive groups of ``width`` fits, one group after
+another to the end, by the same compiled program (``groups_of``). On a CPU the fits of a block
+share no arithmetic, and a program as wide as the block holds every fit's step in memory at
+once: at the paper's ``normal_p5`` IWAE settings a fit-step costs about 0.29 ms alone, 0.28 ms
+in a program of 4 or 8 fits and 0.42 ms in one of 100, the wide program having left the core's
+cache (one core; the Performance page has the figures). A group's results depend on its
+members as a block's do, so the width is part of a fit's settings too. Groups of one block can
+run in worker processes, one per core (``inference.bulk_processes``).
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesirt import runtime
 from bayesirt.inference.stopping import Stopper
 from bayesirt.inference.training import (
     EpochPermutations,
@@ -100,9 +110,31 @@ def working_bytes(compiled) -> int:
     return int(m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes - m.alias_size_in_bytes)
 
 
-def train_block(problems: list[Problem], label: str = "block", setting: str = "the block size") -> list[FitResult]:
+def program_width(value: int | str, n_fits: int) -> int | None:
+    """Fits per program from a setting: an integer as it is, ``"auto"`` ``CPU_PROGRAM_WIDTH`` on a
+    CPU and the whole block (None) on an accelerator, where a wide program costs the step's
+    latency once for every fit."""
+    if value == "auto":  # runtime.CPU_PROGRAM_WIDTH: 4 and 8 were the fastest (module docstring)
+        width = runtime.CPU_PROGRAM_WIDTH
+        return width if jax.default_backend() == "cpu" and n_fits > width else None
+    return int(value)
+
+
+def groups_of(n_fits: int, width: int | None) -> list[range]:
+    """The consecutive groups of ``width`` fits (the last may be smaller) that one program steps
+    together; one group of all ``n_fits`` when ``width`` is None or at least ``n_fits``."""
+    width = n_fits if width is None else width
+    if width < 1:
+        raise ValueError(f"fits per program must be at least 1, got {width}")
+    return [range(a, min(a + width, n_fits)) for a in range(0, n_fits, width)]
+
+
+def train_block(
+    problems: list[Problem], label: str = "block", setting: str = "the block size", width: int | None = None
+) -> list[FitResult]:
     """Fit ``problems`` (``training.Problem``, differing only in parameters, key and data) as one
-    vectorized program; see the module docstring.
+    vectorized program, or as consecutive groups of ``width`` fits, one group after another, with
+    one compiled program; see the module docstring.
 
     Parameters
     ----------
@@ -112,25 +144,31 @@ def train_block(problems: list[Problem], label: str = "block", setting: str = "t
         Name of the block in the progress log.
     setting : str
         The setting that sets the block's size (a config key), named when the block is refused.
+    width : int, optional
+        Fits stepped together by the program (``groups_of``); the whole block by default. On a
+        CPU a narrow program keeps each step's arrays in the core's cache (see the module
+        docstring); a fit's result depends on its group as it does on its block.
 
     Returns
     -------
     list of training.FitResult
-        One per problem, in order. ``wall_seconds`` is the block's wall time divided by its
-        size (the block's share per fit) and ``extra["block"]`` gives the block's size, the
-        fit's position, the block's wall and compile seconds and the step at which the fit left
-        the block, and the block's working memory (``memory_bytes``). A fit whose loss became
-        non-finite has the result ``training.keep_last_good`` gives a single fit.
+        One per problem, in order. ``wall_seconds`` is its group's wall time divided by the
+        group's size (the group's share per fit) and ``extra["block"]`` gives the block's size,
+        the program's width, the fit's group and position, the block's wall and compile seconds
+        and the step at which the fit left its group, and the program's working memory
+        (``memory_bytes``). A fit whose loss became non-finite has the result
+        ``training.keep_last_good`` gives a single fit.
 
     Raises
     ------
     MemoryError
-        Before any step, when the block's working memory exceeds the free memory, naming
+        Before any step, when the program's working memory exceeds the free memory, naming
         ``setting``.
     """
     check_block(problems)
     first = problems[0]
     settings, n_persons, n_fits = first.settings, first.n_persons, len(problems)
+    groups = groups_of(n_fits, width)
     batch_size = min(settings.batch_size or n_persons, n_persons)
     optimizer = first.optimizer if first.optimizer is not None else settings.optimizer()
     track = settings.stopping == "noise"
@@ -141,94 +179,137 @@ def train_block(problems: list[Problem], label: str = "block", setting: str = "t
         finite = jax.vmap(lambda p: jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(p)])))(out[0])
         return (*out, finite)
 
-    keys = jnp.stack([jax.random.split(p.key) for p in problems])  # (fits, 2): step key, permutation key
-    step_keys = keys[:, 0]
-    permutations = EpochPermutations(keys[:, 1], n_persons, batch_size, settings.check_every, n_fits)
-    params = stack([p.params for p in problems])
-    data = stack([p.data for p in problems])
-    opt_state = jax.jit(jax.vmap(optimizer.init))(params)
     jitted = jax.jit(block_chunk)
+    init_state = jax.jit(jax.vmap(optimizer.init))
     t0 = time.perf_counter()
-    program = jitted.lower(params, opt_state, step_keys, permutations.for_chunk(0), data, 0).compile()
+    group = _Group([problems[i] for i in groups[0]], settings, batch_size, init_state)
+    program = jitted.lower(*group.arguments(0)).compile()
     compile_seconds = time.perf_counter() - t0
     memory, free = working_bytes(program), available_bytes()
     if free is not None and memory > 0.9 * free:
         raise MemoryError(
-            f"a block of {n_fits} fits needs {memory / 1e9:.2f} GB of working memory and {free / 1e9:.2f} GB are "
-            f"free: lower {setting}"
+            f"a block of {len(groups[0])} fits in one program needs {memory / 1e9:.2f} GB of working memory and "
+            f"{free / 1e9:.2f} GB are free: lower {setting}"
         )
-    log.info("%s: %d fits in one program, %.1f MB of working memory", label, n_fits, memory / 1e6)
+    log.info(
+        "%s: %d fits, %d in one program (%d group%s), %.1f MB of working memory",
+        label,
+        n_fits,
+        len(groups[0]),
+        len(groups),
+        "" if len(groups) == 1 else "s",
+        memory / 1e6,
+    )
+    results: list[FitResult] = []
+    t_block = time.perf_counter()
+    for g, members in enumerate(groups):
+        if g > 0:
+            group = _Group([problems[i] for i in members], settings, batch_size, init_state)
+            program = jitted  # compiled at its first call if this group is narrower
+        group_label = label if len(groups) == 1 else f"{label} [group {g + 1} of {len(groups)}]"
+        results += group.run(program, jitted, group_label)
+    block_wall = time.perf_counter() - t_block
+    for g, members in enumerate(groups):
+        for i in members:
+            results[i].compile_seconds = compile_seconds / n_fits
+            results[i].extra["block"] = {
+                "size": n_fits,
+                "width": width or n_fits,
+                "group": g,
+                "position": i,
+                "wall_seconds": block_wall,
+                "compile_seconds": compile_seconds,
+                "left_at_step": results[i].extra.pop("left_at_step"),
+                "memory_bytes": memory,
+            }
+    log.info("%s: %d fits in %.2f s (+%.2f s compile)", label, n_fits, block_wall, compile_seconds)
+    return results
 
-    stoppers = [Stopper(settings, n_persons) for _ in problems]
-    results: list[FitResult | None] = [None] * n_fits
-    left_at = [0] * n_fits
-    running = np.arange(n_fits)  # the fits the program steps, in its order
-    run_keys, run_data = step_keys, data
-    steps = 0
-    t0 = time.perf_counter()
-    while steps < settings.max_steps and any(r is None for r in results):
-        active = np.asarray([i for i in running if results[i] is None])
-        if len(active) <= len(running) // 2:  # narrow the program to the fits still running
-            keep = jnp.asarray(np.searchsorted(running, active))
-            params, opt_state = member(params, keep), member(opt_state, keep)
-            running = active
-            run_keys, run_data = step_keys[jnp.asarray(running)], member(data, jnp.asarray(running))
-            program = jitted  # compiled for the narrower block at its first call
-        perms = permutations.for_chunk(steps)
-        if len(running) < n_fits:  # full batch: one row of zeros per fit, narrowed alike
-            perms = perms[jnp.asarray(running)]
-        new_params, new_state, losses, sums, finite = program(params, opt_state, run_keys, perms, run_data, steps)
-        losses, finite = np.asarray(losses), np.asarray(finite)
-        sums = jax.device_get(sums) if track else None
+
+class _Group:
+    """The fits one program steps together: their stacked state, stopping tests and results."""
+
+    def __init__(self, problems: list[Problem], settings, batch_size: int, init_state):
+        self.problems, self.settings = problems, settings
+        n_fits, n_persons = len(problems), problems[0].n_persons
+        keys = jnp.stack([jax.random.split(p.key) for p in problems])  # (fits, 2): step key, permutation key
+        self.step_keys = keys[:, 0]
+        self.permutations = EpochPermutations(keys[:, 1], n_persons, batch_size, settings.check_every, n_fits)
+        self.params = stack([p.params for p in problems])
+        self.data = stack([p.data for p in problems])
+        self.opt_state = init_state(self.params)
+        self.stoppers = [Stopper(settings, n_persons) for _ in problems]
+
+    def arguments(self, steps: int) -> tuple:
+        return self.params, self.opt_state, self.step_keys, self.permutations.for_chunk(steps), self.data, steps
+
+    def run(self, program, jitted, label: str) -> list[FitResult]:
+        """Step the group until every fit has stopped or reached ``max_steps``; ``program`` is the
+        compiled program for the full group (``jitted`` compiles the narrower ones)."""
+        settings, problems, stoppers = self.settings, self.problems, self.stoppers
+        n_fits, track = len(problems), settings.stopping == "noise"
+        results: list = [None] * n_fits
+        left_at = [0] * n_fits
+        running = np.arange(n_fits)  # the fits the program steps, in its order
+        params, opt_state, run_keys, run_data = self.params, self.opt_state, self.step_keys, self.data
+        steps = 0
+        t0 = time.perf_counter()
+        while steps < settings.max_steps and any(r is None for r in results):
+            active = np.asarray([i for i in running if results[i] is None])
+            if len(active) <= len(running) // 2:  # narrow the program to the fits still running
+                keep = jnp.asarray(np.searchsorted(running, active))
+                params, opt_state = member(params, keep), member(opt_state, keep)
+                running = active
+                run_keys, run_data = self.step_keys[jnp.asarray(running)], member(self.data, jnp.asarray(running))
+                program = jitted  # compiled for the narrower block at its first call
+            perms = self.permutations.for_chunk(steps)
+            if len(running) < n_fits:  # full batch: one row of zeros per fit, narrowed alike
+                perms = perms[jnp.asarray(running)]
+            new_params, new_state, losses, sums, finite = program(params, opt_state, run_keys, perms, run_data, steps)
+            losses, finite = np.asarray(losses), np.asarray(finite)
+            sums = jax.device_get(sums) if track else None
+            for pos, i in enumerate(running):
+                if results[i] is not None:
+                    continue
+                bad = ~np.isfinite(losses[pos])
+                if bad.any() or not finite[pos]:
+                    at = steps + (int(np.argmax(bad)) if bad.any() else settings.check_every - 1)
+                    log.error(
+                        "%s: non-finite loss at step %d; stopped and kept the last good state", problems[i].label, at
+                    )
+                    before = np.concatenate(stoppers[i].losses + [losses[pos, : at - steps]])
+                    reason = f"loss became non-finite at step {at}; stopped and kept the last good state"
+                    results[i] = diverged_result(at, member(params, pos), before, 0.0, reason)
+                    left_at[i] = at
+                elif stoppers[i].update(losses[pos], member(sums, pos) if track else None):
+                    results[i] = stoppers[i].final_params(member(new_params, pos))
+                    left_at[i] = stoppers[i].steps
+            params, opt_state = new_params, new_state
+            steps += settings.check_every
+            if settings.progress_every and (steps // settings.check_every) % settings.progress_every == 0:
+                live = [pos for pos, i in enumerate(running) if results[i] is None]
+                mean = float(losses[live].mean()) if live else float("nan")
+                log.info(
+                    "%s: step %d  %d of %d fits running  mean loss %.5g  (%.1f s)",
+                    label,
+                    steps,
+                    len(live),
+                    n_fits,
+                    mean,
+                    time.perf_counter() - t0,
+                )
         for pos, i in enumerate(running):
-            if results[i] is not None:
-                continue
-            bad = ~np.isfinite(losses[pos])
-            if bad.any() or not finite[pos]:
-                at = steps + (int(np.argmax(bad)) if bad.any() else settings.check_every - 1)
-                log.error("%s: non-finite loss at step %d; stopped and kept the last good state", problems[i].label, at)
-                before = np.concatenate(stoppers[i].losses + [losses[pos, : at - steps]])
-                reason = f"loss became non-finite at step {at}; stopped and kept the last good state"
-                results[i] = diverged_result(at, member(params, pos), before, 0.0, reason)
-                left_at[i] = at
-            elif stoppers[i].update(losses[pos], member(sums, pos) if track else None):
-                results[i] = stoppers[i].final_params(member(new_params, pos))
-                left_at[i] = stoppers[i].steps
-        params, opt_state = new_params, new_state
-        steps += settings.check_every
-        if settings.progress_every and (steps // settings.check_every) % settings.progress_every == 0:
-            live = [pos for pos, i in enumerate(running) if results[i] is None]
-            mean = float(losses[live].mean()) if live else float("nan")
-            log.info(
-                "%s: step %d  %d of %d fits running  mean loss %.5g  (%.1f s)",
-                label,
-                steps,
-                len(live),
-                n_fits,
-                mean,
-                time.perf_counter() - t0,
-            )
-    for pos, i in enumerate(running):
-        if results[i] is None:  # reached max_steps
-            results[i] = member(params, pos)
-            left_at[i] = steps
-    jax.block_until_ready([r if not isinstance(r, FitResult) else r.params for r in results])
-    wall = time.perf_counter() - t0
-    share = wall / n_fits
-    out = []
-    for i, r in enumerate(results):
-        if not isinstance(r, FitResult):
-            r = finished(stoppers[i], r, share, compile_seconds / n_fits, problems[i].label)
-        else:
-            r.wall_seconds = share
-        r.extra["block"] = {
-            "size": n_fits,
-            "position": i,
-            "wall_seconds": wall,
-            "compile_seconds": compile_seconds,
-            "left_at_step": left_at[i],
-            "memory_bytes": memory,
-        }
-        out.append(r)
-    log.info("%s: %d fits in %.2f s (+%.2f s compile)", label, n_fits, wall, compile_seconds)
-    return out
+            if results[i] is None:  # reached max_steps
+                results[i] = member(params, pos)
+                left_at[i] = steps
+        jax.block_until_ready([r if not isinstance(r, FitResult) else r.params for r in results])
+        share = (time.perf_counter() - t0) / n_fits
+        out = []
+        for i, r in enumerate(results):
+            if not isinstance(r, FitResult):
+                r = finished(stoppers[i], r, share, 0.0, problems[i].label)
+            else:
+                r.wall_seconds = share
+            r.extra["left_at_step"] = left_at[i]
+            out.append(r)
+        return out

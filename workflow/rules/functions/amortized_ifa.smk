@@ -96,6 +96,11 @@ def ifa_block_reps(wildcards):
     return [s.rep for s in ifa_block_specs(wildcards)]
 
 
+def ifa_fit_threads(wildcards):
+    """A block's cores: one worker process per group of fits (studies.amortized_ifa.conditions)."""
+    return ifa_conditions.block_processes(ifa_design_config(wildcards), len(ifa_block_specs(wildcards)))
+
+
 def ifa_block_inputs(per_replication):
     """An input (or params) function: ``per_replication`` of each replication of the block, in
     order (the empty truth of real data stays empty)."""

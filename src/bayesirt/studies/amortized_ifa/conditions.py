@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bayesirt import runtime
 from bayesirt.data.mgrm_presets import PRESETS
 
 STUDY = "amortized_ifa"
@@ -86,6 +87,14 @@ def condition_blocks(design: dict, spec: FitSpec) -> list[list[int]]:
     )
     size = design["block_size"]
     return [reps[i : i + size] for i in range(0, len(reps), size)]
+
+
+def block_processes(design: dict, n_reps: int) -> int:
+    """Cores a block of ``n_reps`` replications can use: one per group of the design's
+    ``fits_per_program`` (``"auto"``: a CPU's width, ``runtime.CPU_PROGRAM_WIDTH``)."""
+    width = design["fits_per_program"]
+    width = runtime.CPU_PROGRAM_WIDTH if width == "auto" else width
+    return -(-n_reps // width)
 
 
 def block_of(design: dict, spec: FitSpec) -> int:

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from types import ModuleType
 
 import jax
@@ -23,7 +24,7 @@ from bayesirt import io, records, tables
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.evaluation import loglik, rotation
 from bayesirt.evaluation.recovery import metrics
-from bayesirt.inference import bulk, iwae, iwavb
+from bayesirt.inference import bulk, bulk_processes, iwae, iwavb
 from bayesirt.inference.training import TrainSettings, keep_last_good, train_problem
 from bayesirt.models import mgrm
 from bayesirt.studies.amortized_ifa.conditions import STUDY, FitSpec
@@ -79,6 +80,8 @@ def iwavb_settings(spec: FitSpec, design: Design) -> iwavb.IWAVBSettings:
 
 
 METHODS: dict[str, Callable[..., MethodResult]] = {"iwae": fit_iwae, "iwavb": fit_iwavb}
+# each method's module (``problem``, ``sampler``) and the function giving its settings
+METHOD_MODULES = {"iwae": (iwae, iwae_settings), "iwavb": (iwavb, iwavb_settings)}
 
 
 def fit(
@@ -272,20 +275,37 @@ def fit_problem(method: ModuleType, cfg, rep: Replication, design: Design):
     return method.problem(k_fit, np.asarray(rep.train.responses), st, cfg, label=label), st, cfg
 
 
-def fit_block(reps: list[Replication], design: Design, evaluation: Evaluation, *, dataset=None) -> list[MethodResult]:
+def fit_block(
+    reps: list[Replication], design: Design, evaluation: Evaluation, *, dataset=None, processes: int = 1
+) -> list[MethodResult]:
     """The replications of one condition (method, P, R) fitted as one block (``inference.bulk``),
-    then each evaluated as ``fit`` evaluates a single fit. Each record's ``block`` gives the
-    block's size and the fit's position in it."""
+    in groups of the design's ``fits_per_program`` spread over up to ``processes`` worker
+    processes (``inference.bulk_processes``), then each evaluated as ``fit`` evaluates a single
+    fit. Each record's ``block`` gives the block's size, the program's width and the fit's group
+    and position."""
     spec = reps[0].spec
-    method, cfg = {"iwae": (iwae, iwae_settings), "iwavb": (iwavb, iwavb_settings)}[spec.method]
+    method, cfg = METHOD_MODULES[spec.method]
     cfg = cfg(spec, design)
     prepared = [fit_problem(method, cfg, rep, design) for rep in reps]
     label = f"{spec.design} {spec.condition} reps {reps[0].spec.rep}-{reps[-1].spec.rep}"
-    results = bulk.train_block([p for p, _, _ in prepared], label=label, setting=BLOCK_KEY.format(design=spec.design))
+    results = bulk_processes.train_block(
+        partial(block_problem, spec.method, cfg, design),
+        reps,
+        width=bulk.program_width(design.fits_per_program, len(reps)),
+        processes=processes,
+        label=label,
+        setting=BLOCK_KEY.format(design=spec.design),
+    )
     return [
         evaluated(method, c, st, res, rep, design, evaluation, dataset)
         for (_, st, c), res, rep in zip(prepared, results, reps, strict=True)
     ]
+
+
+def block_problem(method: str, cfg, design: Design, rep: Replication):
+    """A replication's ``training.Problem`` (``fit_problem``), from picklable arguments: what a
+    worker process of ``fit_block`` builds its fits from."""
+    return fit_problem(METHOD_MODULES[method][0], cfg, rep, design)[0]
 
 
 BLOCK_KEY = f"studies.{STUDY}.designs.{{design}}.block_size"

@@ -105,7 +105,8 @@ class Design:
     ``simulate`` overrides as pairs) or a prepared ``dataset``; confirmatory (``n_factors`` of a
     data set) or exploratory (``factors`` of the scree, ``repeat_factors``); and the methods'
     and training settings; ``block_size`` replications of a condition are fitted together
-    (``inference.bulk``)."""
+    (``inference.bulk``), ``fits_per_program`` of them stepped by one program (``"auto"``:
+    ``program_width``)."""
 
     name: str
     analysis: str
@@ -114,6 +115,7 @@ class Design:
     factors: tuple[int, ...]
     repeat_factors: int
     block_size: int
+    fits_per_program: int | str
     training: Training
     iwae: IWAE
     iwavb: IWAVB
@@ -134,6 +136,7 @@ class Design:
             factors=tuple(design["factors"]),
             repeat_factors=design["repeat_factors"],
             block_size=design["block_size"],
+            fits_per_program=design["fits_per_program"],
             training=Training(**_values(design["training"])),
             iwae=IWAE(**_values(design["iwae"])),
             iwavb=IWAVB(**_values(design["iwavb"])),

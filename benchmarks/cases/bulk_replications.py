@@ -118,10 +118,12 @@ def records(folder: Path, method: str, reps) -> list[dict]:
 
 def path_figures(wall: float, jobs: list[float], recs: list[dict], scale: float) -> dict:
     """Wall time (scaled to the replications of the study), and per replication: fitting,
-    evaluation and fixed seconds."""
+    evaluation and fixed seconds of the jobs' wall time. Fitting is the wall time of each block's
+    fit (a block's worker processes fit side by side), evaluation runs after it in the job's
+    process, and the fixed cost is the rest of the jobs' wall time."""
     if not jobs:
         raise RuntimeError("no benchmark files of the fit jobs were found")
-    fitting = sum(r["timing"]["wall_seconds"] for r in recs)
+    fitting = sum(r["timing"]["block_wall_seconds"] / r["block"]["size"] for r in recs)
     evaluation = sum(r["timing"]["eval_seconds"] for r in recs)
     n = len(recs)
     return {
@@ -134,7 +136,9 @@ def path_figures(wall: float, jobs: list[float], recs: list[dict], scale: float)
         "steps_mean": float(np.mean([r["steps"] for r in recs])),
         "steps_max": int(max(r["steps"] for r in recs)),
         "converged": int(sum(r["converged"] for r in recs)),
-        "block_memory_mb": round(max((r.get("block") or {}).get("memory_bytes", 0) for r in recs) / 1e6, 2),
+        "block_memory_mb": round(max(r["block"]["memory_bytes"] for r in recs) / 1e6, 2),
+        "fits_per_program": max(r["block"].get("width", 1) for r in recs),
+        "processes": max(r["timing"].get("block_processes", 1) for r in recs),
     }
 
 

@@ -20,8 +20,10 @@ fitting and evaluation: process start, imports, compilation or cache reads, read
 Prediction per fit at the paper's size: fixed (per job, shared by a block's fits) + evaluation +
 seconds per step x the paper's max_steps (an upper bound: most fits stop earlier) or x the paper's
 sweeps. Before: one job per fit, steps priced at a block of one; after: the block's fixed cost
-shared. Machines: 2 cores runs 2 jobs at a time at the measured speed; a 16-core node 8 such jobs
-at a time (2 cores each, the measured speed). A GPU is not available here, so its figure is a
+shared; on a CPU a fit-step costs about the same alone as in a narrow program (the
+``program_width`` case), so the steps are priced alike. Machines: 2 cores runs 2 jobs (or a
+block's 2 worker processes) at a time at the measured speed; a 16-core node 8 such pairs at a
+time (2 cores each, the measured speed). A GPU is not available here, so its figure is a
 prediction under a stated assumption (GPU_STEP_SECONDS per step of a block, launch-latency
 bound, whatever the block size, the H100 figure measured for IWAE at the paper's size; fixed and
 evaluation seconds as on the CPU) and is marked as such.
@@ -271,7 +273,9 @@ def predict(probe_figures: dict) -> dict:
             steps = paper_steps(paper, study, design, spec.method)
             per_step = f["fit_seconds"] / max(f["steps"], 1)
             block = int((paper["studies"][study].get("designs") or {}).get(design, {}).get("block_size", 1))
-            cpu_before += fixed + f["eval_seconds"] + per_step * f["block_size"] * steps
+            # a probed fit's share of its block's step is what it costs alone on a CPU (an IWAE
+            # fit-step costs the same alone and in a program of 2 to 8: benchmark program_width)
+            cpu_before += fixed + f["eval_seconds"] + per_step * steps
             cpu_after += fixed / block + f["eval_seconds"] + per_step * steps
             gpu_after += fixed / block + f["eval_seconds"] + GPU_STEP_SECONDS * steps / block
         out[study] = {

@@ -111,12 +111,12 @@ def working_bytes(compiled) -> int:
 
 
 def program_width(value: int | str, n_fits: int) -> int | None:
-    """Fits per program from a setting: an integer as it is, ``"auto"`` ``CPU_PROGRAM_WIDTH`` on a
-    CPU and the whole block (None) on an accelerator, where a wide program costs the step's
-    latency once for every fit."""
-    if value == "auto":  # runtime.CPU_PROGRAM_WIDTH: 4 and 8 were the fastest (module docstring)
-        width = runtime.CPU_PROGRAM_WIDTH
-        return width if jax.default_backend() == "cpu" and n_fits > width else None
+    """Fits per program from a setting: an integer as it is; ``"auto"`` on an accelerator the
+    whole block (None: a wide program pays the step's latency once for all its fits), on a CPU
+    ``runtime.cpu_program_width`` (at most 8, groups of equal size)."""
+    if value == "auto":
+        width = runtime.cpu_program_width(n_fits)
+        return width if jax.default_backend() == "cpu" and width < n_fits else None
     return int(value)
 
 

@@ -99,9 +99,13 @@ def run() -> dict:
             (shutil.copytree if src.is_dir() else shutil.copy)(src, folder / name)
         # the same machine settings as `make run`, with a cache of its own that starts empty
         # (and the Makefile's XLA optimization level unless XLA_FLAGS is set)
+        # importing bayesirt has put its own XLA_FLAGS into os.environ: the level goes beside them
+        flags = os.environ.get("XLA_FLAGS", "")
+        if runtime.OPTIMIZATION_LEVEL_FLAG not in flags:
+            flags = f"{flags} {runtime.FAST_COMPILATION_FLAGS}".strip()
         env = {
-            "XLA_FLAGS": runtime.FAST_COMPILATION_FLAGS,
             **os.environ,
+            "XLA_FLAGS": flags,
             "JAX_COMPILATION_CACHE_DIR": str(folder / ".jax_cache"),
             "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
             "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",

@@ -19,7 +19,8 @@ fitting and evaluation: process start, imports, compilation or cache reads, read
 
 Prediction per fit at the paper's size: fixed (per job, shared by a block's fits) + evaluation +
 seconds per step x the paper's max_steps (an upper bound: most fits stop earlier) or x the paper's
-sweeps. Before: one job per fit, steps priced at a block of one; after: the block's fixed cost
+sweeps; a probed fit that converged before the probe's cap (EM and MML, which stop within tens
+of iterations) at its own steps. Before: one job per fit, steps priced at a block of one; after: the block's fixed cost
 shared; on a CPU a fit-step costs about the same alone as in a narrow program (the
 ``program_width`` case), so the steps are priced alike. Machines: 2 cores runs 2 jobs (or a
 block's 2 worker processes) at a time at the measured speed; a 16-core node 8 such pairs at a
@@ -224,6 +225,7 @@ def probe(folder: Path, env: dict) -> dict:
                 "design": design,
                 "method": method,
                 "steps": int(rec.get("steps") or 1),
+                "converged": bool(rec.get("converged")),
                 "fit_seconds": float(timing.get("wall_seconds", 0.0)),
                 "eval_seconds": float(timing.get("eval_seconds", 0.0)),
                 "block_size": int(block.get("size", 1)),
@@ -268,7 +270,10 @@ def predict(probe_figures: dict) -> dict:
             if f is None:
                 unpriced += 1
                 continue
-            steps = paper_steps(paper, study, design, spec.method)
+            # a probed fit that converged inside the probe's cap (EM, MML, the rb fits on their
+            # real data) is priced at its own steps; one stopped by the cap at the paper's
+            # max_steps or sweeps, an upper bound
+            steps = f["steps"] if f.get("converged") else paper_steps(paper, study, design, spec.method)
             per_step = f["fit_seconds"] / max(f["steps"], 1)
             block = int((paper["studies"][study].get("designs") or {}).get(design, {}).get("block_size", 1))
             # a probed fit's share of its block's step is what it costs alone on a CPU (an IWAE

@@ -323,6 +323,9 @@ def encode(
     return np.concatenate([np.asarray(p[0]) for p in parts]), np.concatenate([np.asarray(p[1]) for p in parts])
 
 
+DRAW_BATCH_CELLS = 100_000_000  # person-item cells per batch of draws (``_draws_program``)
+
+
 @functools.lru_cache(maxsize=32)
 def _draws_program(st: irt2pl.Structure, settings: VIBOSettings, n_draws: int):
     """``draws(params, key, y)``, jitted once per structure, settings and number of draws: the
@@ -335,7 +338,11 @@ def _draws_program(st: irt2pl.Structure, settings: VIBOSettings, n_draws: int):
             mean, sd = product_of_experts(params["encoder"], items, y, st, settings)
             return items, mean + sd * jax.random.normal(k_ab, mean.shape)
 
-        return jax.vmap(one)(jax.random.split(key, n_draws))
+        # draws in batches whose per-cell arrays (batch x N x J floats) stay near DRAW_BATCH_CELLS:
+        # all S at once held S x N x J floats (80 GB at the paper's 1M persons, 100 items and
+        # 200 draws, which the kernel killed); the batches draw the same numbers
+        batch = max(1, min(n_draws, DRAW_BATCH_CELLS // max(y.size, 1)))
+        return jax.lax.map(one, jax.random.split(key, n_draws), batch_size=batch)
 
     return jax.jit(draws)
 

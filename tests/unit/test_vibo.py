@@ -226,3 +226,17 @@ def test_draws_in_batches_are_the_draws_all_at_once(monkeypatch):
     np.testing.assert_allclose(np.asarray(theta_b), np.asarray(theta), rtol=1e-6, atol=1e-6)
     for a, b in zip(jax.tree.leaves(items), jax.tree.leaves(items_b), strict=True):
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-6, atol=1e-6)
+
+
+def test_the_predictive_in_chunks_of_cells_is_the_predictive_at_once(monkeypatch):
+    # 15 million scored cells x 200 draws held 24 GB at once at the paper's 1M persons
+    y = small_data(n=50, j=6, seed=5)
+    st, vs = spec_for("2pl", 1, j=6)
+    params = vibo.init(jax.random.key(0), st, vs, y)
+    items, theta = vibo.ability_draws(params, st, vs, jax.random.key(3), y, 9)
+    rows, cols = np.repeat(np.arange(50), 2)[:97], np.tile(np.arange(6), 20)[:97]
+    whole = vibo.predictive_from_draws(items, theta, st, rows, cols)
+    monkeypatch.setattr(vibo, "PREDICTIVE_CELLS", 10)  # 9 full chunks and one padded
+    chunked = vibo.predictive_from_draws(items, theta, st, rows, cols)
+    assert chunked.shape == whole.shape == (97, 2)
+    np.testing.assert_allclose(chunked, whole, rtol=1e-6, atol=1e-7)

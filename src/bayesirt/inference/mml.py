@@ -366,6 +366,9 @@ def mean_nll(params: Params, y, n_categories=None, factor=None, n_nodes: int = 2
     return _mean_nll(params, _data(y, n_categories, factor, n_nodes, _dtype()))
 
 
+PREDICTIVE_CELLS = 250_000  # cells per chunk of ``predictive_probs``
+
+
 def predictive_probs(
     y, discrimination, cuts, rows, cols, n_categories=None, factor=None, n_nodes: int = 21
 ) -> np.ndarray:
@@ -385,4 +388,10 @@ def predictive_probs(
     probs = np.exp(
         np.asarray(grm.category_log_probs(data.nodes[:, None] * a[None, :], c, data.n_categories), np.float64)
     )  # (Q, I, Kmax)
-    return np.einsum("nq,qnk->nk", post[which, factor[cols]], probs[:, cols])
+    # in chunks of cells: all at once held (cells, Q) and (Q, cells, Kmax) float64 arrays,
+    # 22 GB for the 15 million scored cells of the paper's 1M-person design
+    out = np.empty((len(rows), probs.shape[-1]))
+    for a0 in range(0, len(rows), PREDICTIVE_CELLS):
+        w, j = which[a0 : a0 + PREDICTIVE_CELLS], cols[a0 : a0 + PREDICTIVE_CELLS]
+        out[a0 : a0 + len(j)] = np.einsum("nq,qnk->nk", post[w, factor[j]], probs[:, j])
+    return out

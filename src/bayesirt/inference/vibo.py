@@ -369,8 +369,26 @@ def _predictive_program(st: irt2pl.Structure):
     return jax.jit(probs)
 
 
+PREDICTIVE_CELLS = 250_000  # cells per call of the predictive program (``predictive_from_draws``)
+
+
 def predictive_from_draws(items: dict, theta, st: irt2pl.Structure, rows, cols):
     """Mean over draws of P(y_ij = c): ``items`` dict of (S, ...) unconstrained item draws,
     ``theta`` (S, N, K). Shared by every method that has draws (one compiled program per
-    structure and shapes). Returns (n_cells, C)."""
-    return np.asarray(_predictive_program(st)(items, theta, jnp.asarray(rows), jnp.asarray(cols)))
+    structure and shapes). Returns (n_cells, C).
+
+    The cells go through in chunks of ``PREDICTIVE_CELLS`` (the last padded with cell 0): the
+    program holds S probabilities per cell before averaging them, 24 GB for the 15 million
+    scored cells of the paper's 1M-person design at 200 draws. Each cell's mean is the same
+    arithmetic whatever its chunk."""
+    rows, cols = np.asarray(rows), np.asarray(cols)
+    program, size = _predictive_program(st), min(PREDICTIVE_CELLS, max(len(rows), 1))
+    parts = []
+    for a in range(0, len(rows), size):
+        r, c = rows[a : a + size], cols[a : a + size]
+        pad = size - len(r)
+        r, c = np.pad(r, (0, pad)), np.pad(c, (0, pad))
+        parts.append(np.asarray(program(items, theta, jnp.asarray(r), jnp.asarray(c)))[: size - pad])
+    if not parts:
+        return np.asarray(program(items, theta, jnp.asarray(rows), jnp.asarray(cols)))
+    return np.concatenate(parts)

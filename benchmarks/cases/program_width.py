@@ -6,7 +6,7 @@ hidden 100). For each width (fits stepped together by one compiled program, as
 steps vectorized over that many fits, runs it once untimed, then times ``CHUNKS`` chunks:
 milliseconds per step of the program and per fit-step. Then the same with two processes side
 by side, one per core, as a block's worker processes run (``inference.bulk_processes``). The
-widths' figures set ``runtime.CPU_PROGRAM_WIDTH``: the narrowest program whose cost per
+widths' figures set ``block_plan.CPU_PROGRAM_WIDTH``: the narrowest program whose cost per
 fit-step is within a few percent of the best.
 """
 

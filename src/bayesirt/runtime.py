@@ -39,20 +39,7 @@ FAST_COMPILATION_FLAGS = f"{OPTIMIZATION_LEVEL_FLAG}=1"
 YNN_FUSION_FLAG = "--xla_cpu_experimental_ynn_fusion_type"
 YNN_REDUCE_OFF = f"{YNN_FUSION_FLAG}=-reduce"
 YNN_REDUCE_ON = f"{YNN_FUSION_FLAG}=+reduce"  # XLA's default, named so that later imports keep it
-YNN_CHECKED = ("0.10.",)
-# Most fits of a block stepped together by one program on a CPU (inference.bulk, where the
-# figures are: 4 and 8 were the fastest); here, in the standard library, so that the workflow
-# can plan a block's cores from it.
-CPU_PROGRAM_WIDTH = 8
-
-
-def cpu_program_width(n_fits: int) -> int:
-    """Fits per program for a block of ``n_fits`` on a CPU: as few groups of at most
-    ``CPU_PROGRAM_WIDTH`` as hold them, of equal size (10 fits: two groups of 5, which two
-    worker processes share evenly, not 8 and 2). It depends on the block alone, never on the
-    cores, so that results do not either."""
-    groups = -(-n_fits // CPU_PROGRAM_WIDTH)
-    return -(-n_fits // groups)  # jaxlib version prefixes where the flag exists and was measured
+YNN_CHECKED = ("0.10.",)  # jaxlib version prefixes where the flag exists and was measured
 
 
 def _backend_started() -> bool:

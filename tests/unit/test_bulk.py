@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bayesirt import runtime
+from bayesirt import block_plan
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.inference import bulk, bulk_processes, iwae, iwavb
 from bayesirt.inference.training import Problem, TrainSettings, train_problem
@@ -90,7 +90,7 @@ def test_worker_processes_get_whole_groups(n_fits, width, processes, parts):
 
 @pytest.mark.parametrize("n_fits, width", [(1, 1), (8, 8), (9, 5), (10, 5), (17, 6), (100, 8)])
 def test_a_cpu_block_is_cut_into_equal_groups_of_at_most_eight(n_fits, width):
-    assert runtime.cpu_program_width(n_fits) == width
+    assert block_plan.cpu_program_width(n_fits) == width
     groups = bulk.groups_of(n_fits, width)
     assert len(groups) == -(-n_fits // 8) and max(map(len, groups)) - min(map(len, groups)) <= width - 1
 

@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesirt import runtime
+from bayesirt import block_plan
 from bayesirt.inference.stopping import Stopper
 from bayesirt.inference.training import (
     EpochPermutations,
@@ -113,9 +113,9 @@ def working_bytes(compiled) -> int:
 def program_width(value: int | str, n_fits: int) -> int | None:
     """Fits per program from a setting: an integer as it is; ``"auto"`` on an accelerator the
     whole block (None: a wide program pays the step's latency once for all its fits), on a CPU
-    ``runtime.cpu_program_width`` (at most 8, groups of equal size)."""
+    ``block_plan.cpu_program_width`` (at most 8, groups of equal size)."""
     if value == "auto":
-        width = runtime.cpu_program_width(n_fits)
+        width = block_plan.cpu_program_width(n_fits)
         return width if jax.default_backend() == "cpu" and width < n_fits else None
     return int(value)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bayesirt import runtime
+from bayesirt import block_plan
 from bayesirt.data.mgrm_presets import PRESETS
 
 STUDY = "amortized_ifa"
@@ -91,9 +91,9 @@ def condition_blocks(design: dict, spec: FitSpec) -> list[list[int]]:
 
 def block_processes(design: dict, n_reps: int) -> int:
     """Cores a block of ``n_reps`` replications can use: one per group of the design's
-    ``fits_per_program`` (``"auto"``: a CPU's width, ``runtime.cpu_program_width``)."""
+    ``fits_per_program`` (``"auto"``: a CPU's width, ``block_plan.cpu_program_width``)."""
     width = design["fits_per_program"]
-    width = runtime.cpu_program_width(n_reps) if width == "auto" else width
+    width = block_plan.cpu_program_width(n_reps) if width == "auto" else width
     return -(-n_reps // width)
 
 

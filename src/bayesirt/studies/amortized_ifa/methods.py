@@ -265,11 +265,17 @@ class Replication:
     seed: int
 
 
+def fit_setup(cfg, rep: Replication, design: Design):
+    """The replication's model structure and the method's settings with the design's training
+    settings (what evaluation needs; ``fit_problem`` adds the fit)."""
+    cfg = replace(cfg, train=train_settings(design.training, cfg.learning_rate))
+    return model_structure(rep.train, rep.spec.n_factors, design.analysis), cfg
+
+
 def fit_problem(method: ModuleType, cfg, rep: Replication, design: Design):
     """The replication's fit for the training driver, its model structure and the method's
     settings with the design's training settings."""
-    cfg = replace(cfg, train=train_settings(design.training, cfg.learning_rate))
-    st = model_structure(rep.train, rep.spec.n_factors, design.analysis)
+    st, cfg = fit_setup(cfg, rep, design)
     k_fit = jax.random.split(jax.random.key(rep.seed), 3)[0]
     label = f"{rep.spec.design} {rep.spec.condition} rep{rep.spec.rep}"
     return method.problem(k_fit, np.asarray(rep.train.responses), st, cfg, label=label), st, cfg
@@ -286,7 +292,7 @@ def fit_block(
     spec = reps[0].spec
     method, cfg = METHOD_MODULES[spec.method]
     cfg = cfg(spec, design)
-    prepared = [fit_problem(method, cfg, rep, design) for rep in reps]
+    prepared = [fit_setup(cfg, rep, design) for rep in reps]  # the fits are built where they run
     label = f"{spec.design} {spec.condition} reps {reps[0].spec.rep}-{reps[-1].spec.rep}"
     results = bulk_processes.train_block(
         partial(block_problem, spec.method, cfg, design),
@@ -298,7 +304,7 @@ def fit_block(
     )
     return [
         evaluated(method, c, st, res, rep, design, evaluation, dataset)
-        for (_, st, c), res, rep in zip(prepared, results, reps, strict=True)
+        for (st, c), res, rep in zip(prepared, results, reps, strict=True)
     ]
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
+from bayesirt import io
 from bayesirt.config import ConfigError, check
 from bayesirt.models import lcdm
 from bayesirt.studies import base
@@ -106,6 +107,23 @@ def test_larger_design_q_matrix_measures_one_or_two_attributes():
 def test_oracle_accuracy_is_high_on_the_seed_design():
     rm, truth, q = data.simulate(conditions.DESIGNS["seed"], 0.0, 5, n_persons=400)
     assert methods.oracle_accuracy(rm, truth, q)["pattern_accuracy"] > 0.9
+
+
+def test_the_oracle_table_has_a_row_per_data_set_read_from_its_files(tmp_path):
+    datasets, responses, truths, expected = [], [], [], []
+    for rep, missing in enumerate((0.0, 0.2)):
+        rm, truth, q = data.simulate(conditions.DESIGNS["seed"], missing, 10 + rep, n_persons=200)
+        folder = tmp_path / f"rep{rep}"
+        folder.mkdir()
+        io.write_responses(rm, folder / "responses.parquet")
+        truth.to_csv(folder / "truth.csv", index=False)
+        datasets.append(("seed", conditions.missing_label(missing), rep))
+        responses.append(folder / "responses.parquet")
+        truths.append(folder / "truth.csv")
+        expected.append(methods.oracle_accuracy(rm, truth, q)["pattern_accuracy"])
+    table = methods.oracle_table(datasets, responses, truths)
+    assert list(table.missing) == ["mcar0", "mcar20"] and list(table.rep) == [0, 1]
+    np.testing.assert_allclose(table.pattern_accuracy, expected)
 
 
 def test_unknown_method_and_bad_q():

@@ -120,9 +120,12 @@ rule dcm_nuts_replication:
 
 
 rule dcm_bbvi_tables:
-    # Every fit of the study: accuracy, recovery, ELBO traces, gradient variance, timings.
+    # Every fit of the study: accuracy, recovery, ELBO traces, gradient variance, timings; and
+    # the oracle's accuracy on every data set (modal profiles at the true parameters).
     input:
         fits=dcm_fit_records,
+        responses=dcm_data_files("responses.parquet"),
+        truths=dcm_data_files("truth.csv"),
     output:
         summary="results/dcm_bbvi/summary.csv",
         fits="results/dcm_bbvi/fits.csv",
@@ -131,6 +134,7 @@ rule dcm_bbvi_tables:
         estimates="results/dcm_bbvi/estimates.csv",
         elbo="results/dcm_bbvi/elbo.csv",
         timings="results/dcm_bbvi/timings.csv",
+        oracle="results/dcm_bbvi/oracle.csv",
         figure_beta=report("results/dcm_bbvi/figures/beta.png", caption="../report/dcm_beta.rst",
                            category="dcm_bbvi"),
         figure_elbo=report("results/dcm_bbvi/figures/elbo.png", caption="../report/dcm_elbo.rst",
@@ -139,6 +143,8 @@ rule dcm_bbvi_tables:
                                caption="../report/dcm_variance.rst", category="dcm_bbvi"),
         figure_accuracy=report("results/dcm_bbvi/figures/accuracy.png", caption="../report/dcm_accuracy.rst",
                                category="dcm_bbvi"),
+    params:
+        datasets=dcm_data_sets(),
     log:
         "logs/dcm_bbvi/tables.log",
     conda:

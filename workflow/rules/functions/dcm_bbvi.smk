@@ -70,11 +70,23 @@ def dcm_fit_records(wildcards):
     return [f"{f.folder}/fit.json" for f in dcm_fits()]
 
 
+def dcm_data_sets():
+    """Every simulated data set of the study, as (design, missing, rep), in order."""
+    return list(dict.fromkeys((f.design, f.missing, f.rep) for f in dcm_fits()))
+
+
+def dcm_data_files(name):
+    """An input function: file ``name`` of every data set (``dcm_data_sets``), in order."""
+    def files(wildcards):
+        return [f"data/processed/dcm_bbvi/{d}/{m}/rep{r}/{name}" for d, m, r in dcm_data_sets()]
+    return files
+
+
 def dcm_targets():
     if not dcm_fits():
         return []
     return [f"results/dcm_bbvi/{name}.csv" for name in ("summary", "fits", "profile_accuracy", "gradient_variance",
-                                                          "estimates", "elbo", "timings")]
+                                                          "estimates", "elbo", "timings", "oracle")]
 
 
 def dcm_report_parameters():

@@ -38,6 +38,7 @@ from bayesirt.inference.sampling import SamplerSettings
 from bayesirt.inference.training import FitResult, TrainSettings, keep_last_good, train_problem
 from bayesirt.models import lcdm
 from bayesirt.studies.base import MethodResult
+from bayesirt.studies.dcm_bbvi import data
 from bayesirt.studies.dcm_bbvi.conditions import MONOTONE_METHODS, STUDY, FitSpec
 from bayesirt.studies.dcm_bbvi.settings import Settings
 from bayesirt.studies.dcm_bbvi.tables import accuracy, estimates_table, scored
@@ -380,3 +381,24 @@ def oracle_accuracy(rm, truth, q) -> dict:
     )
     true_profile = truth[truth.parameter == "profile"].value.to_numpy().astype(int)
     return accuracy(np.asarray(post), true_profile, q.shape[1])
+
+
+def oracle_table(datasets, responses, truths) -> pd.DataFrame:
+    """The oracle's accuracy on every simulated data set of the study: one row per data set,
+    ``datasets`` naming each as ``(design, missing, rep)``, its files in ``responses`` and
+    ``truths`` in the same order. The seed reports one accuracy on one data set; this is what
+    each data set allowed."""
+    rows = []
+    for (design, missing, rep), resp, truth_path in zip(datasets, responses, truths, strict=True):
+        rm, truth, q = data.read(resp, truth_path)
+        acc = oracle_accuracy(rm, truth, q)
+        rows.append(
+            {
+                "design": design,
+                "missing": missing,
+                "rep": int(rep),
+                "pattern_accuracy": acc["pattern_accuracy"],
+                "attribute_accuracy": acc["attribute_accuracy"],
+            }
+        )
+    return pd.DataFrame(rows, columns=["design", "missing", "rep", "pattern_accuracy", "attribute_accuracy"])

@@ -1,0 +1,278 @@
+"""Reproduction pages: what a study gave at its seed's scale, beside what the seed reported.
+
+A page is built in two steps, so that a finished run is never lost (``results/`` is not kept
+in git, and a later sitting may be on a fresh machine):
+
+``collect``  the small tables a study's page reads (its module's ``TABLES``), taken from the
+             run's ``results/<study>/``, and the facts of the run (command, config, commit,
+             machine, sittings and wall time) -> ``docs/reproduction/data/<study>/``, committed;
+``render``   those tables -> ``docs/reproduction/<study>.md`` and its figures (PNG) beside it.
+
+Each study says what its seed claimed in ``bayesirt.studies.<study>.reproduction``:
+``TITLE``, ``INTRO``, ``TABLES`` (file name or pattern under ``results/<study>`` -> the columns
+kept, or None for all of them), ``claims(tables) -> list[Claim]``, ``design_table(tables)`` (what
+ran) and ``figures(tables, folder) -> list[(file, caption)]``.
+The page is never typed by hand: ``tools/reproduction.py`` runs both steps.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from bayesirt.evaluation.verdicts import Verdict
+
+VERDICTS = ("supported", "not supported", "not comparable")
+STUDIES = ("rb_imputation", "amortized_ifa", "vibo", "gibbs_2pno", "dcm_bbvi")
+RUN_FILE = "run.json"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One row of a page: a claim or figure of the seed, and what the run says of it.
+
+    Attributes
+    ----------
+    claim : str
+        What the seed states or shows.
+    seed : str
+        The seed's number or figure.
+    ours : str
+        The run's number, with its interval over replications.
+    verdict : str
+        One of ``VERDICTS``.
+    why : str
+        The numbers behind the verdict, or why the two cannot be compared.
+    """
+
+    claim: str
+    seed: str
+    ours: str
+    verdict: str
+    why: str
+
+    def __post_init__(self):
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict {self.verdict!r} is not one of {VERDICTS}")
+
+
+def study_module(study: str):
+    """The module that states a study's claims (``bayesirt.studies.<study>.reproduction``)."""
+    if study not in STUDIES:
+        raise ValueError(f"no study {study!r}; expected one of {', '.join(STUDIES)}")
+    return importlib.import_module(f"bayesirt.studies.{study}.reproduction")
+
+
+# ---- numbers over replications ------------------------------------------------------------------
+
+
+def mean_interval(values, level: float = 0.95) -> tuple[float, float, float, int]:
+    """Mean of per-replication values and Student's t interval for it: (mean, low, high, n);
+    the interval is nan with fewer than two finite values, and the mean itself when all agree."""
+    x = np.asarray(values, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    n = int(x.size)
+    if n == 0:
+        return np.nan, np.nan, np.nan, 0
+    mean = float(x.mean())
+    if n < 2:
+        return mean, np.nan, np.nan, n
+    if np.all(x == x[0]):
+        return mean, mean, mean, n
+    ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence_level=level)
+    return mean, float(ci.low), float(ci.high), n
+
+
+def describe(values, digits: int = 3, unit: str = "replications") -> str:
+    """``"0.962 [0.958, 0.966] (40 replications)"``: the mean and its 95% interval."""
+    mean, low, high, n = mean_interval(values)
+    if n == 0:
+        return "not run"
+    text = f"{mean:.{digits}f}"
+    if np.isfinite(low):
+        text += f" [{low:.{digits}f}, {high:.{digits}f}]"
+    return f"{text} ({n} {unit.removesuffix('s') if n == 1 else unit})"
+
+
+def spread(values, digits: int = 3) -> str:
+    """``"5-95%: 0.942 to 0.984"``: where the middle 90% of per-replication values lie."""
+    x = np.asarray(values, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return "no values"
+    lo, hi = np.quantile(x, [0.05, 0.95])
+    return f"5-95%: {lo:.{digits}f} to {hi:.{digits}f}"
+
+
+def from_verdict(verdict: Verdict) -> str:
+    """A page's verdict from a replicated comparison's (``evaluation.verdicts``): an
+    inconclusive interval does not support the claim."""
+    return "supported" if verdict.outcome == "supported" else "not supported"
+
+
+def clean(text: str) -> str:
+    """A verdict sentence without its Markdown emphasis (the page's table sets its own)."""
+    return text.replace("**", "")
+
+
+# ---- collect ------------------------------------------------------------------------------------
+
+
+def table_files(study: str, folder: Path) -> dict[str, list[Path]]:
+    """The files of each of a study's ``TABLES`` under ``folder``; a name with ``*`` (e.g.
+    ``*/fits.csv``, one per design folder) matches several."""
+    module, folder = study_module(study), Path(folder)
+    return {name: sorted(folder.glob(name)) for name in module.TABLES}
+
+
+def collect(study: str, results: Path, out: Path, run: dict) -> Path:
+    """Copy the tables a study's page reads from ``results`` (the run's ``results/<study>``) to
+    ``out`` (``docs/reproduction/data/<study>``), keeping the columns its module names, and
+    write the run's facts (``run``) beside them as ``run.json``. Returns ``out``."""
+    module, results, out = study_module(study), Path(results), Path(out)
+    files = table_files(study, results)
+    absent = [name for name, paths in files.items() if not paths]
+    if absent:
+        raise FileNotFoundError(f"{study}: the run has no {results / absent[0]}; has it finished?")
+    if out.exists():
+        shutil.rmtree(out)
+    for name, paths in files.items():
+        columns = module.TABLES[name]
+        for path in paths:
+            table = pd.read_csv(path)
+            if columns is not None:
+                table = table[[c for c in columns if c in table.columns]]
+            target = out / path.relative_to(results)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            table.to_csv(target, index=False)
+    (out / RUN_FILE).write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
+    return out
+
+
+def read_tables(study: str, data: Path) -> tuple[dict[str, pd.DataFrame], dict]:
+    """The collected tables of a study, keyed by file name without ``.csv``, and its run facts.
+    The files of a name with ``*`` are stacked, each with a ``design`` column (its folder's name)
+    where it has none."""
+    tables = {}
+    for name, paths in table_files(study, data).items():
+        key = Path(name).stem
+        if "*" not in name:
+            tables[key] = pd.read_csv(paths[0])
+            continue
+        parts = []
+        for path in paths:
+            table = pd.read_csv(path)
+            if "design" not in table.columns:
+                table.insert(0, "design", path.relative_to(data).parts[0])
+            parts.append(table)
+        tables[key] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return tables, json.loads((Path(data) / RUN_FILE).read_text())
+
+
+# ---- render -------------------------------------------------------------------------------------
+
+
+def cell(text) -> str:
+    """One Markdown table cell: no line breaks, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def hours(seconds) -> str:
+    if seconds is None or not np.isfinite(seconds):
+        return "unknown"
+    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+
+
+def run_section(run: dict) -> str:
+    sittings = run.get("sittings", [])
+    lines = [
+        "## The run",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| command | `{cell(run.get('command', 'unknown'))}` |",
+        f"| config | `{cell(run.get('config', 'unknown'))}` |",
+        f"| commit | `{cell(run.get('commit', 'unknown'))}` |",
+        f"| machine | {cell(run.get('machine', 'unknown'))} |",
+        f"| sittings | {len(sittings)}, from {cell(run.get('started', '?'))} to {cell(run.get('finished', '?'))} |",
+        f"| wall time | {hours(run.get('elapsed_seconds'))} over the sittings (shared with: "
+        f"{cell(', '.join(run.get('shared_with', [])) or 'no other study')}) |",
+        f"| job time | {hours(run.get('job_seconds'))}: the wall time of the study's jobs, summed |",
+        "",
+    ]
+    if run.get("note"):
+        lines += [run["note"], ""]
+    return "\n".join(lines)
+
+
+def design_section(design_table: pd.DataFrame) -> str:
+    """What ran: one row per design and condition, with its replications."""
+    head = "| " + " | ".join(design_table.columns) + " |"
+    rule = "|" + "---|" * len(design_table.columns)
+    rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in design_table.itertuples(index=False)]
+    return "\n".join(["## What ran", "", head, rule, *rows, ""])
+
+
+def claims_section(claims: list[Claim]) -> str:
+    lines = [
+        "## Claims",
+        "",
+        "| claim | seed | ours | verdict | why |",
+        "|---|---|---|---|---|",
+        *(
+            f"| {cell(c.claim)} | {cell(c.seed)} | {cell(c.ours)} | **{c.verdict}** | {cell(c.why)} |"
+            for c in claims
+        ),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def render(study: str, data: Path, pages: Path) -> Path:
+    """Write ``pages/<study>.md`` and its figures (``pages/<study>/*.png``) from the collected
+    tables in ``data``. Returns the page's path."""
+    module = study_module(study)
+    tables, run = read_tables(study, data)
+    folder = Path(pages) / study
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    claims = module.claims(tables)
+    figures = module.figures(tables, folder)
+    counts = pd.Series([c.verdict for c in claims]).value_counts()
+    tally = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in VERDICTS)
+    parts = [
+        f"# {module.TITLE}",
+        "",
+        "<!-- Written by tools/reproduction.py from docs/reproduction/data/"
+        f"{study}/; edit the generator, not this page. -->",
+        "",
+        module.INTRO,
+        "",
+        f"**{len(claims)} claims: {tally}.**",
+        "",
+        claims_section(claims),
+        design_section(module.design_table(tables)),
+        run_section(run),
+    ]
+    if figures:
+        parts += ["## Figures", ""]
+        for name, caption in figures:
+            parts += [f"![{cell(caption)}]({study}/{name})", "", caption, ""]
+    if run.get("left_out"):
+        parts += ["## Left out", "", *[f"- {item}" for item in run["left_out"]], ""]
+    page = Path(pages) / f"{study}.md"
+    page.write_text("\n".join(parts).rstrip() + "\n")
+    return page
+
+
+def claims_table(claims: list[Claim]) -> pd.DataFrame:
+    """The claims as a table (for tests and notebooks)."""
+    return pd.DataFrame([asdict(c) for c in claims])

@@ -1,0 +1,222 @@
+"""Reproduction pages (bayesirt.studies.reproduction, tools/reproduction.py): intervals over
+replications, the verdicts of seed 002's and seed 001's claims on tables whose answer is known,
+and a collect-then-render round trip. The pages of finished runs are built by the same code from
+the committed tables (docs/reproduction/data/), which the last test renders."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from bayesirt.studies import reproduction
+from bayesirt.studies.dcm_bbvi import reproduction as dcm_page
+from bayesirt.studies.gibbs_2pno import reproduction as gibbs_page
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = {
+    "command": "python tools/reproduction.py run dcm_bbvi --config config/paper.yaml",
+    "config": "config/paper.yaml",
+    "commit": "0" * 40,
+    "machine": "a test",
+    "sittings": [{"start": "2026-01-01T00:00:00Z", "end": "2026-01-01T01:00:00Z"}],
+    "started": "2026-01-01T00:00:00Z",
+    "finished": "2026-01-01T01:00:00Z",
+    "elapsed_seconds": 3600.0,
+    "job_seconds": 5000.0,
+    "shared_with": [],
+    "left_out": ["the larger design's NUTS, as in the config"],
+    "note": "",
+}
+
+
+def test_a_claim_takes_only_the_three_verdicts():
+    with pytest.raises(ValueError, match="verdict"):
+        reproduction.Claim("c", "s", "o", "inconclusive", "w")
+
+
+def test_the_mean_interval_is_students_t():
+    x = np.array([0.1, 0.4, 0.35, 0.2, 0.3])
+    mean, low, high, n = reproduction.mean_interval(x)
+    half = stats.t.ppf(0.975, 4) * x.std(ddof=1) / np.sqrt(5)
+    assert n == 5 and mean == pytest.approx(0.27)
+    assert (low, high) == pytest.approx((0.27 - half, 0.27 + half))
+    assert np.isnan(reproduction.mean_interval([0.5])[1])
+    assert reproduction.describe([0.5]) == "0.500 (1 replication)"
+    assert reproduction.describe([]) == "not run"
+
+
+def dcm_tables(reps: int, bbvi_shift: float, rng) -> dict:
+    """Tables of a dcm_bbvi run whose oracle accuracies centre on the seed's 0.967, and a BBVI
+    that is ``bbvi_shift`` below the oracle on every data set."""
+    oracle = pd.DataFrame(
+        {
+            "design": "seed",
+            "missing": "mcar0",
+            "rep": range(reps),
+            "pattern_accuracy": 0.967 + 0.012 * rng.standard_normal(reps),
+            "attribute_accuracy": 0.98,
+        }
+    )
+    fits = []
+    for method, shift, rmse in (("em", 0.002, 0.20), ("bbvi", bbvi_shift, 0.21), ("bbvi_cv", 0.003, 0.20)):
+        fits.append(
+            pd.DataFrame(
+                {
+                    "design": "seed",
+                    "missing": "mcar0",
+                    "method": method,
+                    "rep": range(reps),
+                    "converged": True,
+                    "status": "converged",
+                    "steps": 100,
+                    "pattern_accuracy": oracle.pattern_accuracy - shift - 0.001 * rng.random(reps),
+                    "attribute_accuracy": 0.98,
+                    "beta_rmse": rmse + 0.01 * rng.random(reps),
+                    "beta_coverage_95": 0.95,
+                }
+            )
+        )
+    return {"fits": pd.concat(fits, ignore_index=True), "oracle": oracle}
+
+
+def verdict_of(claims, start: str) -> str:
+    return next(c.verdict for c in claims if c.claim.startswith(start))
+
+
+def test_dcm_a_bbvi_near_the_oracle_supports_the_seed_and_one_far_below_does_not():
+    rng = np.random.default_rng(0)
+    good = dcm_page.claims(dcm_tables(20, 0.002, rng))
+    assert verdict_of(good, "BBVI classifies") == "supported"
+    assert verdict_of(good, "0.967 is what") == "supported"
+    assert verdict_of(good, "bbvi classifies as well") == "supported"
+    assert verdict_of(good, "bbvi's coefficient") == "supported"
+    poor = dcm_page.claims(dcm_tables(20, 0.06, rng))
+    assert verdict_of(poor, "BBVI classifies") == "not supported"
+    assert verdict_of(poor, "bbvi classifies as well") == "not supported"
+    assert verdict_of(poor, "bbvi_cv classifies as well") == "supported"
+
+
+def test_dcm_a_run_without_the_seed_condition_is_not_comparable():
+    tables = dcm_tables(3, 0.0, np.random.default_rng(1))
+    tables = {k: v.assign(missing="mcar20") for k, v in tables.items()}
+    claims = dcm_page.claims(tables)
+    assert verdict_of(claims, "BBVI classifies") == "not comparable"
+    assert all("mcar20" in c.claim for c in claims[1:])
+
+
+def pairs(z, sd_ratio) -> pd.DataFrame:
+    n = len(z)
+    return pd.DataFrame(
+        {"missing": "mcar0", "rep": np.arange(n) % 10, "parameter": "difficulty", "item": 0, "z": z, "sd_ratio": sd_ratio}
+    )
+
+
+def test_gibbs_agreement_holds_for_standard_normal_z_and_fails_for_a_shift():
+    rng = np.random.default_rng(2)
+    same = gibbs_page.agreement_claim(pairs(rng.standard_normal(2000), 1 + 0.02 * rng.standard_normal(2000)), "c", "s")
+    assert same.verdict == "supported"
+    shifted = gibbs_page.agreement_claim(pairs(rng.standard_normal(2000) + 1.5, np.ones(2000)), "c", "s")
+    assert shifted.verdict == "not supported"
+    wider = gibbs_page.agreement_claim(pairs(rng.standard_normal(2000), np.full(2000, 1.2)), "c", "s")
+    assert wider.verdict == "not supported"
+    assert gibbs_page.agreement_claim(pairs([], []), "c", "s").verdict == "not comparable"
+
+
+def test_gibbs_the_mixture_is_supported_only_when_every_truth_is_inside_its_interval():
+    post = pd.DataFrame(
+        {
+            "parameter": ["mu", "mu", "pi"],
+            "category": [0, 1, -1],
+            "mean": [163.9, 176.7, 0.54],
+            "sd": [0.8, 0.7, 0.05],
+            "q5": [162.5, 175.6, 0.45],
+            "q95": [165.2, 178.0, 0.63],
+            "r_hat": 1.0,
+            "true": [163.0, 177.0, 0.571],
+        }
+    )
+    assert gibbs_page.mixture_claim(post).verdict == "supported"
+    assert gibbs_page.mixture_claim(post.assign(true=[160.0, 177.0, 0.571])).verdict == "not supported"
+
+
+def write_dcm_results(folder: Path) -> None:
+    tables = dcm_tables(5, 0.002, np.random.default_rng(3))
+    folder.mkdir(parents=True)
+    tables["fits"].to_csv(folder / "fits.csv", index=False)
+    tables["oracle"].to_csv(folder / "oracle.csv", index=False)
+    tables["fits"].assign(wall_seconds=1.0)[["design", "missing", "method", "rep", "wall_seconds"]].to_csv(
+        folder / "timings.csv", index=False
+    )
+    est = pd.DataFrame(
+        {
+            "parameter": "beta",
+            "item": [0, 0, 1, 1],
+            "person": -1,
+            "scale": "all",
+            "category": [0, 1, 0, 1],
+            "mean": [-1.1, 3.0, -1.0, 2.9],
+            "sd": 0.1,
+            "true": [-1.1, 3.0, -1.1, 3.0],
+            "design": "seed",
+            "missing": "mcar0",
+            "method": "em",
+            "rep": 0,
+        }
+    )
+    est.to_csv(folder / "estimates.csv", index=False)
+
+
+def test_collect_keeps_the_named_columns_and_render_writes_the_page_and_its_figures(tmp_path):
+    results = tmp_path / "results" / "dcm_bbvi"
+    write_dcm_results(results)
+    data = reproduction.collect("dcm_bbvi", results, tmp_path / "data" / "dcm_bbvi", RUN)
+    kept = pd.read_csv(data / "estimates.csv")
+    assert "person" not in kept.columns and list(kept.columns) == dcm_page.ESTIMATE_COLUMNS
+    assert json.loads((data / "run.json").read_text())["commit"] == RUN["commit"]
+    page = reproduction.render("dcm_bbvi", data, tmp_path / "pages")
+    text = page.read_text()
+    assert text.startswith("# dcm_bbvi (seed 002)")
+    assert "| seed | mcar0 | em, bbvi, bbvi_cv | 5 | 15 | 15 of 15 |" in text
+    assert f"`{RUN['commit']}`" in text and "| wall time | 1.00 h" in text and "| job time | 1.39 h" in text
+    assert "- the larger design's NUTS, as in the config" in text
+    for name in ("accuracy.png", "beta.png"):
+        assert f"](dcm_bbvi/{name})" in text
+        assert (tmp_path / "pages" / "dcm_bbvi" / name).read_bytes()[:4] == b"\x89PNG"
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "**" in line]
+    assert len(rows) == len(dcm_page.claims(reproduction.read_tables("dcm_bbvi", data)[0]))
+
+
+def test_collect_names_a_table_the_run_has_not_written(tmp_path):
+    results = tmp_path / "dcm_bbvi"
+    write_dcm_results(results)
+    (results / "oracle.csv").unlink()
+    with pytest.raises(FileNotFoundError, match="oracle.csv; has it finished"):
+        reproduction.collect("dcm_bbvi", results, tmp_path / "out", RUN)
+
+
+def test_an_unknown_study_is_named():
+    with pytest.raises(ValueError, match="no study 'dcm'"):
+        reproduction.study_module("dcm")
+
+
+def test_the_committed_pages_rebuild_from_their_committed_tables(tmp_path):
+    data = ROOT / "docs" / "reproduction" / "data"
+    studies = sorted(p.name for p in data.iterdir() if (p / "run.json").is_file()) if data.is_dir() else []
+    if not studies:
+        pytest.skip("no reproduction run collected yet")
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "reproduction.py"), "page", "--pages", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for study in studies:
+        assert f"{study}.md" in out.stdout
+        assert (tmp_path / f"{study}.md").read_text() == (ROOT / "docs" / "reproduction" / f"{study}.md").read_text()

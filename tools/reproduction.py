@@ -1,0 +1,160 @@
+"""Run a study at its seed's scale, keep what came out, and write its reproduction page.
+
+    python tools/reproduction.py run dcm_bbvi gibbs_2pno --config config/paper.yaml
+    python tools/reproduction.py collect dcm_bbvi --config config/paper.yaml
+    python tools/reproduction.py page                      # every study with collected tables
+
+``run`` is ``make run`` on the studies' reports with the given config, at XLA's default
+optimization level (a long run is compute, not compilation); run it again after an
+interruption and it resumes. Each sitting (start, end, exit status, commit) is appended to
+``results/reproduction/sittings.jsonl``; ``nohup python tools/reproduction.py run ... &`` keeps
+it going in the background.
+
+``collect`` copies the small tables a study's page reads from ``results/<study>/`` to
+``docs/reproduction/data/<study>/`` with the run's facts (``run.json``: command, config, commit,
+machine, sittings, wall time, the study's summed job time, and what was left out and why, from
+``--left-out``); commit that folder. ``page`` writes ``docs/reproduction/<study>.md`` and its
+figures from the committed tables (``bayesirt.studies.reproduction``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SITTINGS = Path("results/reproduction/sittings.jsonl")
+DATA = Path("docs/reproduction/data")
+PAGES = Path("docs/reproduction")
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def commit() -> str:
+    out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    return out.stdout.strip() or "unknown"
+
+
+def machine() -> str:
+    """Processor, cores and memory of this machine, in words."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), model)
+        with open("/proc/meminfo") as f:
+            kb = int(next(ln.split()[1] for ln in f if ln.startswith("MemTotal")))
+        memory = f", {kb / 2**20:.0f} GiB memory"
+    except (OSError, StopIteration, ValueError):
+        memory = ""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{model}, {cores} cores{memory}, {platform.system()} {platform.release()}, no GPU"
+
+
+def run_command(studies, config) -> list[str]:
+    targets = " ".join(f"results/reports/{s}.html" for s in studies)
+    return ["make", "run", f"ARGS={targets} --configfile {config}"]
+
+
+def run(args) -> int:
+    command = run_command(args.studies, args.config)
+    sitting = {"studies": args.studies, "config": args.config, "command": shlex.join(command), "commit": commit()}
+    sitting["start"] = now()
+    print(f"reproduction: {sitting['command']} (XLA_FLAGS= , XLA's default level)", flush=True)
+    status = subprocess.run(command, cwd=ROOT, env={**os.environ, "XLA_FLAGS": ""}).returncode
+    sitting.update(end=now(), returncode=status)
+    path = ROOT / SITTINGS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(json.dumps(sitting) + "\n")
+    return status
+
+
+def seconds(start: str, end: str) -> float:
+    parse = datetime.datetime.fromisoformat
+    return (parse(end.replace("Z", "+00:00")) - parse(start.replace("Z", "+00:00"))).total_seconds()
+
+
+def job_seconds(study: str) -> float:
+    """The wall time of the study's jobs, summed (Snakemake's benchmark files under logs/)."""
+    total = 0.0
+    base = ROOT / "logs" / "benchmarks"
+    for folder in (base / study, base / "data" / study):
+        for tsv in folder.rglob("*.tsv") if folder.is_dir() else []:
+            lines = tsv.read_text().splitlines()
+            if len(lines) > 1:
+                total += float(lines[1].split("\t")[0])
+    return total
+
+
+def collect(args) -> int:
+    from bayesirt.studies import reproduction
+
+    path = ROOT / SITTINGS
+    sittings = [json.loads(ln) for ln in path.read_text().splitlines()] if path.is_file() else []
+    mine = [s for s in sittings if args.study in s["studies"] and s["config"] == args.config]
+    if not mine:
+        sys.exit(f"collect: no sitting of {args.study} with {args.config} in {SITTINGS}; run it first")
+    run_facts = {
+        "command": f"python tools/reproduction.py run {' '.join(mine[-1]['studies'])} --config {args.config}",
+        "make": mine[-1]["command"],
+        "config": args.config,
+        "commit": mine[-1]["commit"],
+        "machine": machine(),
+        "sittings": mine,
+        "started": mine[0]["start"],
+        "finished": mine[-1]["end"],
+        "elapsed_seconds": sum(seconds(s["start"], s["end"]) for s in mine),
+        "job_seconds": job_seconds(args.study),
+        "shared_with": sorted({o for s in mine for o in s["studies"]} - {args.study}),
+        "left_out": args.left_out,
+        "note": args.note,
+    }
+    out = reproduction.collect(args.study, ROOT / "results" / args.study, ROOT / DATA / args.study, run_facts)
+    print(f"collect: {args.study} -> {out.relative_to(ROOT)}")
+    return 0
+
+
+def page(args) -> int:
+    from bayesirt.studies import reproduction
+
+    data = Path(args.data)
+    studies = args.studies or [s for s in reproduction.STUDIES if (data / s / reproduction.RUN_FILE).is_file()]
+    for study in studies:
+        written = reproduction.render(study, data / study, Path(args.pages))
+        print(f"page: {written}")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="step", required=True)
+    p = sub.add_parser("run", help="run the studies' reports with a config (resumes)")
+    p.add_argument("studies", nargs="+")
+    p.add_argument("--config", default="config/paper.yaml")
+    p.set_defaults(step_function=run)
+    p = sub.add_parser("collect", help="keep a finished study's tables and run facts under docs/")
+    p.add_argument("study")
+    p.add_argument("--config", default="config/paper.yaml")
+    p.add_argument("--left-out", action="append", default=[], help="what the run left out, and why (repeatable)")
+    p.add_argument("--note", default="", help="a sentence about the run for its page")
+    p.set_defaults(step_function=collect)
+    p = sub.add_parser("page", help="write the reproduction pages from the collected tables")
+    p.add_argument("studies", nargs="*")
+    p.add_argument("--data", default=str(ROOT / DATA))
+    p.add_argument("--pages", default=str(ROOT / PAGES))
+    p.set_defaults(step_function=page)
+    args = parser.parse_args(argv)
+    return args.step_function(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -137,12 +137,13 @@ display(Markdown("\n\n".join(lines) or "No simulated data set in this run."))
 # replication. All fits of a replication share one seed.
 
 # %%
-comparisons = [d for d in names if (results / d / missing / "summary.csv").exists()]
+# `missing` may name several missingness designs (comma-separated): each is compared on its own
+comparisons = [(d, m) for d in names for m in missing.split(",") if (results / d / m / "summary.csv").exists()]
 if not comparisons:
     display(Markdown("No replications were run (`replications: 0`): reference fits only."))
-for d in comparisons:
-    folder = results / d / missing
-    display(Markdown(f"### `{d}`, `{missing}`"))
+for d, m in comparisons:
+    folder = results / d / m
+    display(Markdown(f"### `{d}`, `{m}`"))
     imputation = pd.read_csv(folder / "imputation.csv")
     display(
         Markdown(
@@ -167,16 +168,17 @@ for d in comparisons:
 # abilities against the reference fit, and RMSE per replication:
 
 # %%
-for d in comparisons:
+for d, m in comparisons:
+    display(Markdown(f"### `{d}`, `{m}`"))
     for fig in ("loss", "discrimination", "abilities", "errors"):
-        display(Image(filename=str(results / d / missing / "figures" / f"{fig}.png")))
+        display(Image(filename=str(results / d / m / "figures" / f"{fig}.png")))
 
 # %% [markdown]
 # ## What the numbers say
 
 # %%
-for d in comparisons:
-    agg = pd.read_csv(results / d / missing / "aggregate.csv")
+for d, m in comparisons:
+    agg = pd.read_csv(results / d / m / "aggregate.csv")
     disc = (
         agg[
             (agg.parameter == "discrimination")
@@ -194,9 +196,9 @@ for d in comparisons:
         & (agg.condition != "reference")
     ].set_index("condition")["rmse_mean"]
     best, worst = disc.index[0], disc.index[-1]
-    n_reps = pd.read_csv(results / d / missing / "summary.csv")["rep"].nunique()
+    n_reps = pd.read_csv(results / d / m / "summary.csv")["rep"].nunique()
     text = [
-        f"On `{d}` with `{missing}`, the objective closest to the complete-data fit in "
+        f"On `{d}` with `{m}`, the objective closest to the complete-data fit in "
         f"discrimination is **{best}** (RMSE {disc.iloc[0]:.3f}, mean over {n_reps} replication"
         f"{'s' if n_reps != 1 else ''}), "
         f"the farthest **{worst}** (RMSE {disc.iloc[-1]:.3f}, {disc.iloc[-1] / disc.iloc[0]:.1f}× larger)."
@@ -209,16 +211,30 @@ for d in comparisons:
     rb = [c for c in disc.index if c.startswith("rao_blackwell") and not c.startswith("rao_blackwell_batch")]
     nv = [c for c in disc.index if c.startswith("naive_average")]
     if rb and nv:
-        v = tables.jensen_verdict(pd.read_csv(results / d / missing / "summary.csv"), rb[0], nv[0])
+        v = tables.jensen_verdict(pd.read_csv(results / d / m / "summary.csv"), rb[0], nv[0])
         text.append(
             "Claim: averaging likelihoods instead of log-likelihoods over the imputed copies reduces "
             "the error (seed 000's Jensen argument). " + v.text[0].upper() + v.text[1:]
         )
-    if "zero_fill" in disc and best == "zero_fill":
+    summary_m = pd.read_csv(results / d / m / "summary.csv")
+    if "zero_fill" in disc:
+        helps = [c for c in disc.index if c != "zero_fill"]
         text.append(
-            "Ignoring the missing cells has the lowest mean error here. A likely reason: under MCAR the "
-            "missingness is ignorable, so "
-            "the observed-cell likelihood is already the right one, and any imputation model less "
-            "accurate than the GRM itself adds error rather than information."
+            "Against ignoring the missing cells (`zero_fill`), paired by mask: "
+            + " ".join(tables.paired_rmse_verdict(summary_m, c, "zero_fill").text for c in helps)
+        )
+    if "zero_fill" in disc and m.startswith(("mcar", "mar")) and not m.startswith("mnar"):
+        text.append(
+            f"Under `{m}` the missingness is ignorable: it depends at most on responses that were "
+            "observed (`mar`: on the person's other items), so the likelihood of the observed cells, "
+            "which `zero_fill` fits, is already the right one when the GRM is, and an imputation model "
+            "less accurate than the GRM itself can add error rather than information."
+        )
+    elif "zero_fill" in disc:
+        text.append(
+            f"Under `{m}` the chance that a response is hidden depends on the response itself, so the "
+            "missingness is not ignorable: the observed cells alone give a biased fit, and so does an "
+            "imputation model fitted to them (it, too, sees only what was observed). The paired "
+            "comparisons above say which bias is smaller here."
         )
     display(Markdown(" ".join(text)))

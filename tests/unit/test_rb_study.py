@@ -68,6 +68,19 @@ def test_the_study_loads_and_its_conditions_are_result_folders():
     assert study.conditions(cfg) == []
 
 
+def test_each_missingness_design_of_a_list_has_its_own_masks_and_folders():
+    cfg = validated()
+    cfg["studies"]["rb_imputation"]["missing"] = ["mcar15", "mar15", "mnar15"]
+    settings.check(cfg)
+    fits = conditions.conditions(cfg)
+    per_design = {m: [f for f in fits if f.missing == m] for m in ("mcar15", "mar15", "mnar15")}
+    assert len(fits) == 1 + 3 * 2 * 4 and all(len(f) == 8 for f in per_design.values())
+    assert per_design["mnar15"][0].folder == "results/rb_imputation/rwa_sim/mnar15/rep0/zero_fill"
+    cfg["studies"]["rb_imputation"]["missing"] = ["mcar15", "mnar0"]
+    with pytest.raises(ConfigError, match=r"^config key 'studies.rb_imputation.missing': 'mnar0' — a rate of 0%"):
+        settings.check(cfg)
+
+
 def test_settings_from_the_validated_config():
     cfg = validated()
     s = settings.Settings.from_config(cfg)
@@ -90,6 +103,8 @@ def test_settings_from_the_validated_config():
         ({"n_copies": [0]}, "config key 'studies.rb_imputation.n_copies.0'"),
         ({"n_dimensions": 0}, "config key 'studies.rb_imputation.n_dimensions'"),
         ({"missing": "mcar"}, "config key 'studies.rb_imputation.missing'"),
+        ({"missing": ["mcar15", "mcar15"]}, "config key 'studies.rb_imputation.missing'"),
+        ({"missing": []}, "config key 'studies.rb_imputation.missing'"),
     ],
 )
 def test_config_errors_name_the_key(bad, message):

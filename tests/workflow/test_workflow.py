@@ -294,3 +294,20 @@ def test_every_report_embeds_its_figures(local_run):
         assert images >= 4, (notebook.name, images)  # each report of the test config draws four or more
         html = notebook.with_suffix(".html").read_text()
         assert "&lt;Figure size" not in html and html.count("data:image/png") >= images, notebook.name
+
+
+@pytest.mark.parametrize("study", ["dcm_bbvi", "gibbs_2pno"])
+def test_a_reproduction_page_builds_from_the_run_s_own_tables(local_run, tmp_path, study):
+    # The page generator on real (tiny) study outputs: every table it keeps is there, every claim
+    # gets a verdict, and its figures are written.
+    from bayesirt.studies import reproduction
+
+    run = {"command": "a test", "config": "config/test.yaml", "commit": "test", "machine": "test", "sittings": []}
+    data = reproduction.collect(study, local_run / "results" / study, tmp_path / "data" / study, run)
+    page = reproduction.render(study, data, tmp_path / "pages")
+    claims = reproduction.study_module(study).claims(reproduction.read_tables(study, data)[0])
+    assert claims and all(c.verdict in reproduction.VERDICTS for c in claims)
+    text = page.read_text()
+    assert sum(line.startswith("| ") and "| **" in line for line in text.splitlines()) == len(claims)
+    figures = sorted((tmp_path / "pages" / study).glob("*.png"))
+    assert figures and all(f"]({study}/{f.name})" in text for f in figures)

@@ -158,19 +158,22 @@ def collect(study: str, results: Path, out: Path, run: dict) -> Path:
 
 def read_tables(study: str, data: Path) -> tuple[dict[str, pd.DataFrame], dict]:
     """The collected tables of a study, keyed by file name without ``.csv``, and its run facts.
-    The files of a name with ``*`` are stacked, each with a ``design`` column (its folder's name)
-    where it has none."""
-    tables = {}
+    The files of a name with ``*`` are stacked, each with columns named by the module's
+    ``WILDCARDS[name]`` (default ``("design",)``) holding the folder names the pattern's leading
+    parts matched, where the table has no such column."""
+    module, tables = study_module(study), {}
     for name, paths in table_files(study, data).items():
         key = Path(name).stem
         if "*" not in name:
             tables[key] = pd.read_csv(paths[0])
             continue
         parts = []
+        names = getattr(module, "WILDCARDS", {}).get(name, ("design",))
         for path in paths:
             table = pd.read_csv(path)
-            if "design" not in table.columns:
-                table.insert(0, "design", path.relative_to(data).parts[0])
+            for position, column in reversed(list(enumerate(names))):
+                if column not in table.columns:
+                    table.insert(0, column, path.relative_to(data).parts[position])
             parts.append(table)
         tables[key] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     return tables, json.loads((Path(data) / RUN_FILE).read_text())

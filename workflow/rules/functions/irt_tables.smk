@@ -25,6 +25,6 @@ def irt_table_targets(wildcards):
     for ds in rb_datasets() if rb_config().get("n_dimensions") == 1 else []:
         folders.append(f"results/rb_imputation/{ds}/reference")
         if rb_config()["replications"] > 0:
-            rb_wildcards = SimpleNamespace(dataset=ds, missing=rb_config()["missing"])
-            folders += [fit_folder(f) for f in rb_fits(rb_wildcards)]
+            for missing in rb_study.missing_designs(rb_config()):
+                folders += [fit_folder(f) for f in rb_fits(SimpleNamespace(dataset=ds, missing=missing))]
     return [f"{f}/{table}.csv" for f in folders for table in ("items", "persons")]

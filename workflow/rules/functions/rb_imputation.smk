@@ -110,12 +110,12 @@ def rb_targets():
     for ds in rb_datasets():
         targets += [f"results/rb_imputation/{ds}/reference/fit.json", f"results/rb_imputation/{ds}/recovery.csv"]
         if study["replications"] > 0:
-            targets.append(f"results/rb_imputation/{ds}/{study['missing']}/summary.csv")
+            targets += [f"results/rb_imputation/{ds}/{m}/summary.csv" for m in rb_study.missing_designs(study)]
     return targets
 
 
 def rb_report_parameters():
-    return {"datasets": ",".join(rb_datasets()), "missing": rb_config()["missing"],
+    return {"datasets": ",".join(rb_datasets()), "missing": ",".join(rb_study.missing_designs(rb_config())),
             "results_dir": "results/rb_imputation"}
 
 

@@ -69,6 +69,12 @@ class Fit:
         return f"results/{STUDY}/{self.dataset}/{self.missing}/{self.condition}/blocks/block{block}"
 
 
+def missing_designs(study: dict) -> list[str]:
+    """The study's missingness designs (its ``missing``: one name or a list of them), in order."""
+    missing = study["missing"]
+    return [missing] if isinstance(missing, str) else list(missing)
+
+
 def conditions(config: dict) -> list[Fit]:
     """Every fit the validated config asks for: the reference, then each replication's
     conditions in the order of ``condition_names`` (none when the study is off)."""
@@ -76,10 +82,11 @@ def conditions(config: dict) -> list[Fit]:
     if not study or not study["enabled"]:
         return []
     fits = [Fit(study["dataset"], REFERENCE, COMPLETE)]
-    for rep in range(study["replications"]):
-        for name in condition_names(study):
-            objective, copies = parse_condition(name)
-            fits.append(Fit(study["dataset"], name, objective, study["missing"], rep, copies))
+    for missing in missing_designs(study):
+        for rep in range(study["replications"]):
+            for name in condition_names(study):
+                objective, copies = parse_condition(name)
+                fits.append(Fit(study["dataset"], name, objective, missing, rep, copies))
     return fits
 
 

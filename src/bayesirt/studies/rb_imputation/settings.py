@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from bayesirt.config import ConfigError
 from bayesirt.studies.design_checks import checked_missing
-from bayesirt.studies.rb_imputation.conditions import STUDY
+from bayesirt.studies.rb_imputation.conditions import STUDY, missing_designs
 
 
 def check(config: dict) -> None:
@@ -23,11 +23,16 @@ def check(config: dict) -> None:
     if study is None:
         return
     key = f"studies.{STUDY}.missing"
-    _, rate = checked_missing(key, study["missing"])
+    for missing in missing_designs(study):
+        check_missing(key, missing, study, config)
+
+
+def check_missing(key: str, missing: str, study: dict, config: dict) -> None:
+    _, rate = checked_missing(key, missing)
     source = config["datasets"][study["dataset"]]["source"]
     if rate == 0 and source == "simulate" and study["enabled"] and study["replications"] > 0:
         raise ConfigError(
-            f"config key '{key}': '{study['missing']}' — the data set '{study['dataset']}' is simulated without "
+            f"config key '{key}': '{missing}' — the data set '{study['dataset']}' is simulated without "
             "missing responses, so a rate of 0% leaves nothing to impute; give a rate above 0, or "
             "replications: 0 for the complete-data reference fit only"
         )

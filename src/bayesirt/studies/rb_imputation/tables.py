@@ -115,16 +115,26 @@ def recovery(estimates: pd.DataFrame, fit: str) -> pd.DataFrame:
     return table
 
 
+def paired_rmse_verdict(
+    summary: pd.DataFrame, condition: str, baseline: str, column: str = "discrimination_rmse_vs_complete_data"
+):
+    """The claim that ``condition`` brings the fit closer to the complete-data one than
+    ``baseline`` does, judged on ``column`` (an RMSE against the complete-data fit), paired by
+    replication (both fitted to the same mask; ``evaluation.verdicts``)."""
+    per_rep = summary.pivot_table(index="rep", columns="condition", values=column)
+    if condition not in per_rep or baseline not in per_rep:
+        raise ValueError(f"summary has no conditions {condition!r} and {baseline!r} to compare")
+    what = column.split("_rmse")[0].replace("_", " ")
+    return verdicts.paired_verdict(
+        per_rep[condition] - per_rep[baseline],
+        direction="lower",
+        subject=f"the {what} RMSE of {condition} (against {baseline})",
+    )
+
+
 def jensen_verdict(summary: pd.DataFrame, rao_blackwell: str, naive: str):
     """Seed 000's claim that averaging likelihoods over the imputed copies (``rao_blackwell``
     condition) brings the fit closer to the complete-data one than averaging log-likelihoods
     (``naive``), judged on the discrimination RMSE against the complete-data fit, paired by
     replication (both fitted to the same mask and imputations; ``evaluation.verdicts``)."""
-    per_rep = summary.pivot_table(index="rep", columns="condition", values="discrimination_rmse_vs_complete_data")
-    if rao_blackwell not in per_rep or naive not in per_rep:
-        raise ValueError(f"summary has no conditions {rao_blackwell!r} and {naive!r} to compare")
-    return verdicts.paired_verdict(
-        per_rep[rao_blackwell] - per_rep[naive],
-        direction="lower",
-        subject=f"the discrimination RMSE of {rao_blackwell} (against {naive})",
-    )
+    return paired_rmse_verdict(summary, rao_blackwell, naive)

@@ -221,12 +221,19 @@ for d, m in comparisons:
         helps = [c for c in disc.index if c != "zero_fill"]
         text.append(
             "Against ignoring the missing cells (`zero_fill`), paired by mask: "
-            + " ".join(tables.paired_rmse_verdict(summary_m, c, "zero_fill").text for c in helps)
+            + " ".join(
+                (t := tables.paired_rmse_verdict(summary_m, c, "zero_fill").text)[0].upper() + t[1:] for c in helps
+            )
         )
     if "zero_fill" in disc and m.startswith(("mcar", "mar")) and not m.startswith("mnar"):
         text.append(
-            f"Under `{m}` the missingness is ignorable: it depends at most on responses that were "
-            "observed (`mar`: on the person's other items), so the likelihood of the observed cells, "
+            f"Under `{m}` the missingness is ignorable: "
+            + (
+                "it does not depend on the responses at all"
+                if m.startswith("mcar")
+                else "it depends only on responses that were observed (the person's other items)"
+            )
+            + ", so the likelihood of the observed cells, "
             "which `zero_fill` fits, is already the right one when the GRM is, and an imputation model "
             "less accurate than the GRM itself can add error rather than information."
         )

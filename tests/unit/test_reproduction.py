@@ -114,7 +114,14 @@ def test_dcm_a_run_without_the_seed_condition_is_not_comparable():
 def pairs(z, sd_ratio) -> pd.DataFrame:
     n = len(z)
     return pd.DataFrame(
-        {"missing": "mcar0", "rep": np.arange(n) % 10, "parameter": "difficulty", "item": 0, "z": z, "sd_ratio": sd_ratio}
+        {
+            "missing": "mcar0",
+            "rep": np.arange(n) % 10,
+            "parameter": "difficulty",
+            "item": 0,
+            "z": z,
+            "sd_ratio": sd_ratio,
+        }
     )
 
 

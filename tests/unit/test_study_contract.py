@@ -17,7 +17,7 @@ from bayesirt.studies import STUDIES, base, check_config
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = {"conditions", "settings", "data", "methods", "tables", "figures"}
-OPTIONAL = {"evaluation"}
+OPTIONAL = {"evaluation", "reproduction"}  # reproduction: the claims of its seed (studies.reproduction)
 
 
 def validated(name: str) -> dict:

@@ -229,10 +229,7 @@ def claims_section(claims: list[Claim]) -> str:
         "",
         "| claim | seed | ours | verdict | why |",
         "|---|---|---|---|---|",
-        *(
-            f"| {cell(c.claim)} | {cell(c.seed)} | {cell(c.ours)} | **{c.verdict}** | {cell(c.why)} |"
-            for c in claims
-        ),
+        *(f"| {cell(c.claim)} | {cell(c.seed)} | {cell(c.ours)} | **{c.verdict}** | {cell(c.why)} |" for c in claims),
         "",
     ]
     return "\n".join(lines)

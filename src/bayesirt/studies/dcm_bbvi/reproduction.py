@@ -92,8 +92,7 @@ def seed_claims(fits: pd.DataFrame, oracle: pd.DataFrame) -> list[Claim]:
     lo, hi = np.quantile(o, [0.05, 0.95])
     rows.append(
         Claim(
-            "0.967 is what a data set of the seed's design allows (the oracle: modal profiles at the true "
-            "parameters)",
+            "0.967 is what a data set of the seed's design allows (the oracle: modal profiles at the true parameters)",
             f"{SEED_ACCURACY}",
             f"oracle {describe(o)}; {spread(o)}",
             "supported" if lo <= SEED_ACCURACY <= hi else "not supported",

@@ -206,11 +206,17 @@ def coverage_figure(fits: pd.DataFrame):
     gibbs = fits[fits.method == "gibbs"]
     groups = list(gibbs.groupby(["design", "missing"], sort=False))
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(groups)), 3.6))
-    for k, ((design, missing), g) in enumerate(groups):
+    for k, (_, g) in enumerate(groups):
         for offset, column in ((-0.15, "discrimination_coverage_90"), (0.15, "difficulty_coverage_90")):
             values = g[column].to_numpy()
-            ax.plot(np.full(len(values), k + offset) + np.linspace(-0.05, 0.05, len(values)), values, ".", ms=3,
-                    color="C0" if offset < 0 else "C1", alpha=0.5)
+            ax.plot(
+                np.full(len(values), k + offset) + np.linspace(-0.05, 0.05, len(values)),
+                values,
+                ".",
+                ms=3,
+                color="C0" if offset < 0 else "C1",
+                alpha=0.5,
+            )
             ax.plot([k + offset - 0.1, k + offset + 0.1], [values.mean()] * 2, color="black", lw=2)
     ax.axhline(COVERAGE, color="C3", ls="--", lw=1)
     ax.set_xticks(range(len(groups)), [f"{d}\n{m}" for (d, m), _ in groups], fontsize=8)

@@ -127,7 +127,9 @@ def copies_claims(summary: pd.DataFrame) -> list[Claim]:
     """More copies: the Rao-Blackwellized objective with the most copies against one copy."""
     rows = []
     for dataset, missing in designs(summary):
-        s = summary[(summary.dataset == dataset) & (summary.missing == missing) & (summary.objective == "rao_blackwell")]
+        s = summary[
+            (summary.dataset == dataset) & (summary.missing == missing) & (summary.objective == "rao_blackwell")
+        ]
         copies = sorted(s.n_copies.dropna().unique())
         if len(copies) < 2:
             continue

@@ -231,3 +231,15 @@ def test_prepare_rejects_bad_input():
         bbvi.prepare(y, np.array([[1], [1], [1]]))
     with pytest.raises(ValueError, match="holds 3"):
         bbvi.prepare(np.array([[0, 3], [1, 0]]), np.array([[1], [1]]))
+
+
+def test_the_substitutions_solve_lower_triangular_systems():
+    rng = np.random.default_rng(0)
+    c = np.tril(rng.normal(size=(3, 4, 4))) + 3 * np.eye(4)
+    r = rng.normal(size=(5, 3, 4))
+    want = np.linalg.solve(c, r[..., None])[..., 0]
+    np.testing.assert_allclose(bbvi_family.solve_lower(jnp.asarray(c), jnp.asarray(r)), want, rtol=1e-4, atol=1e-5)
+    want_t = np.linalg.solve(np.swapaxes(c, -1, -2), r[..., None])[..., 0]
+    np.testing.assert_allclose(
+        bbvi_family.solve_lower_transposed(jnp.asarray(c), jnp.asarray(r)), want_t, rtol=1e-4, atol=1e-5
+    )

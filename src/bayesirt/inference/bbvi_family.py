@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.linalg import solve_triangular
 
 from bayesirt.models import lcdm
 
@@ -54,6 +53,35 @@ def chol_factor(chol_off, log_diag, feature_mask):
     return strict + diag[..., None] * jnp.eye(k)
 
 
+# Forward and back substitution written out over the (static, small) number of features K,
+# not jax.scipy.linalg.solve_triangular: on CPU, a solve_triangular vmapped over samples, items
+# and a block's fits becomes one batched LAPACK call that jaxlib (0.10.2) spreads over XLA's
+# intra-op threads, and a block of 20 BBVI fits hung there for good (every thread waiting, no
+# CPU used). An LCDM item has a handful of features, so the unrolled loop costs nothing and
+# stays inside the compiled program.
+def solve_lower(c, r):
+    """x with C x = r, for lower-triangular C (..., K, K) and r (..., K)."""
+    xs = []
+    for k in range(c.shape[-1]):
+        acc = r[..., k]
+        for i in range(k):
+            acc = acc - c[..., k, i] * xs[i]
+        xs.append(acc / c[..., k, k])
+    return jnp.stack(xs, axis=-1)
+
+
+def solve_lower_transposed(c, r):
+    """x with C^T x = r, for lower-triangular C (..., K, K) and r (..., K)."""
+    n = c.shape[-1]
+    xs = [None] * n
+    for k in reversed(range(n)):
+        acc = r[..., k]
+        for i in range(k + 1, n):
+            acc = acc - c[..., i, k] * xs[i]
+        xs[k] = acc / c[..., k, k]
+    return jnp.stack(xs, axis=-1)
+
+
 def log_q_beta(mu, chol_off, log_diag, beta, feature_mask):
     """log N(beta; mu, C C^T) over the real features of one item (all arguments for one item).
 
@@ -76,7 +104,7 @@ def log_q_beta(mu, chol_off, log_diag, beta, feature_mask):
         The log density, a scalar.
     """
     c = chol_factor(chol_off, log_diag, feature_mask)
-    eps = solve_triangular(c, beta - mu, lower=True)
+    eps = solve_lower(c, beta - mu)
     k = feature_mask.sum()
     return -0.5 * jnp.sum(feature_mask * eps**2) - jnp.sum(feature_mask * log_diag) - 0.5 * k * jnp.log(2 * jnp.pi)
 
@@ -105,8 +133,8 @@ def score_beta(params, beta, feature_mask):
     """
     c = chol_factor(params["chol_off"], params["log_diag"], feature_mask)  # (J, K, K)
     r = beta - params["mu"]
-    eps = jax.vmap(lambda rm: solve_triangular(c, rm[..., None], lower=True)[..., 0])(r)
-    u = jax.vmap(lambda em: solve_triangular(c, em[..., None], lower=True, trans="T")[..., 0])(eps)
+    eps = solve_lower(c, r)  # c (J, K, K) broadcasts over the samples of r (M, J, K)
+    u = solve_lower_transposed(c, eps)
     both = feature_mask[:, :, None] * feature_mask[:, None, :]
     h_mu = u * feature_mask
     h_off = jnp.tril(u[..., :, None] * eps[..., None, :], -1) * both

@@ -59,14 +59,22 @@ def machine() -> str:
     return f"{model}, {cores} cores{memory}, {platform.system()} {platform.release()}, no GPU"
 
 
-def run_command(studies, config) -> list[str]:
+def run_command(studies, config, first=()) -> list[str]:
+    """``make run`` on the studies' reports; the jobs of the ``first`` studies go before the others."""
     targets = " ".join(f"results/reports/{s}.html" for s in studies)
-    return ["make", "run", f"ARGS={targets} --configfile {config}"]
+    prioritize = f" --prioritize {' '.join(f'results/reports/{s}.html' for s in first)}" if first else ""
+    return ["make", "run", f"ARGS={targets} --configfile {config}{prioritize}"]
 
 
 def run(args) -> int:
-    command = run_command(args.studies, args.config)
-    sitting = {"studies": args.studies, "config": args.config, "command": shlex.join(command), "commit": commit()}
+    command = run_command(args.studies, args.config, args.first)
+    sitting = {
+        "studies": args.studies,
+        "config": args.config,
+        "argv": shlex.join(["python", "tools/reproduction.py", *sys.argv[1:]]),
+        "command": shlex.join(command),
+        "commit": commit(),
+    }
     sitting["start"] = now()
     print(f"reproduction: {sitting['command']} (XLA_FLAGS= , XLA's default level)", flush=True)
     status = subprocess.run(command, cwd=ROOT, env={**os.environ, "XLA_FLAGS": ""}).returncode
@@ -104,7 +112,8 @@ def collect(args) -> int:
     if not mine:
         sys.exit(f"collect: no sitting of {args.study} with {args.config} in {SITTINGS}; run it first")
     run_facts = {
-        "command": f"python tools/reproduction.py run {' '.join(mine[-1]['studies'])} --config {args.config}",
+        "command": mine[-1].get("argv")
+        or f"python tools/reproduction.py run {' '.join(mine[-1]['studies'])} --config {args.config}",
         "make": mine[-1]["command"],
         "config": args.config,
         "commit": mine[-1]["commit"],
@@ -140,6 +149,7 @@ def main(argv=None) -> int:
     p = sub.add_parser("run", help="run the studies' reports with a config (resumes)")
     p.add_argument("studies", nargs="+")
     p.add_argument("--config", default="config/paper.yaml")
+    p.add_argument("--first", nargs="+", default=[], help="studies whose jobs go first")
     p.set_defaults(step_function=run)
     p = sub.add_parser("collect", help="keep a finished study's tables and run facts under docs/")
     p.add_argument("study")

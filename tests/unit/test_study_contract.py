@@ -16,8 +16,8 @@ from bayesirt import records
 from bayesirt.studies import STUDIES, base, check_config
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = {"conditions", "settings", "data", "methods", "tables", "figures"}
-OPTIONAL = {"evaluation", "reproduction"}  # reproduction: the claims of its seed (studies.reproduction)
+MODULES = {"conditions", "settings", "data", "methods", "tables", "figures", "reproduction"}
+OPTIONAL = {"evaluation"}
 
 
 def validated(name: str) -> dict:

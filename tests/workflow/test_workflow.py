@@ -296,7 +296,7 @@ def test_every_report_embeds_its_figures(local_run):
         assert "&lt;Figure size" not in html and html.count("data:image/png") >= images, notebook.name
 
 
-@pytest.mark.parametrize("study", ["dcm_bbvi", "gibbs_2pno"])
+@pytest.mark.parametrize("study", ["rb_imputation", "amortized_ifa", "vibo", "gibbs_2pno", "dcm_bbvi"])
 def test_a_reproduction_page_builds_from_the_run_s_own_tables(local_run, tmp_path, study):
     # The page generator on real (tiny) study outputs: every table it keeps is there, every claim
     # gets a verdict, and its figures are written.

@@ -10,8 +10,9 @@ in git, and a later sitting may be on a fresh machine):
 
 Each study says what its seed claimed in ``bayesirt.studies.<study>.reproduction``:
 ``TITLE``, ``INTRO``, ``TABLES`` (file name or pattern under ``results/<study>`` -> the columns
-kept, or None for all of them), ``claims(tables) -> list[Claim]``, ``design_table(tables)`` (what
-ran) and ``figures(tables, folder) -> list[(file, caption)]``.
+kept, or None for all of them; those in ``OPTIONAL`` may be absent from a run),
+``claims(tables) -> list[Claim]``, ``design_table(tables)`` (what ran) and
+``figures(tables, folder) -> list[(file, caption)]``.
 The page is never typed by hand: ``tools/reproduction.py`` runs both steps.
 """
 
@@ -138,7 +139,8 @@ def collect(study: str, results: Path, out: Path, run: dict) -> Path:
     write the run's facts (``run``) beside them as ``run.json``. Returns ``out``."""
     module, results, out = study_module(study), Path(results), Path(out)
     files = table_files(study, results)
-    absent = [name for name, paths in files.items() if not paths]
+    optional = getattr(module, "OPTIONAL", set())
+    absent = [name for name, paths in files.items() if not paths and name not in optional]
     if absent:
         raise FileNotFoundError(f"{study}: the run has no {results / absent[0]}; has it finished?")
     if out.exists():
@@ -164,6 +166,9 @@ def read_tables(study: str, data: Path) -> tuple[dict[str, pd.DataFrame], dict]:
     module, tables = study_module(study), {}
     for name, paths in table_files(study, data).items():
         key = Path(name).stem
+        if not paths:  # an optional table the run did not write (``OPTIONAL``)
+            tables[key] = pd.DataFrame(columns=module.TABLES[name] or [])
+            continue
         if "*" not in name:
             tables[key] = pd.read_csv(paths[0])
             continue

@@ -1,6 +1,7 @@
 """Run a study at its seed's scale, keep what came out, and write its reproduction page.
 
     python tools/reproduction.py run dcm_bbvi gibbs_2pno --config config/paper.yaml
+    python tools/reproduction.py run vibo --config config/paper.yaml config/reproduction/vibo.yaml
     python tools/reproduction.py collect dcm_bbvi --config config/paper.yaml
     python tools/reproduction.py page                      # every study with collected tables
 
@@ -59,18 +60,19 @@ def machine() -> str:
     return f"{model}, {cores} cores{memory}, {platform.system()} {platform.release()}, no GPU"
 
 
-def run_command(studies, config, first=()) -> list[str]:
-    """``make run`` on the studies' reports; the jobs of the ``first`` studies go before the others."""
+def run_command(studies, configs, first=()) -> list[str]:
+    """``make run`` on the studies' reports with the config files (later ones override earlier
+    ones key by key, Snakemake's merge); the jobs of the ``first`` studies go before the others."""
     targets = " ".join(f"results/reports/{s}.html" for s in studies)
     prioritize = f" --prioritize {' '.join(f'results/reports/{s}.html' for s in first)}" if first else ""
-    return ["make", "run", f"ARGS={targets} --configfile {config}{prioritize}"]
+    return ["make", "run", f"ARGS={targets} --configfile {' '.join(configs)}{prioritize}"]
 
 
 def run(args) -> int:
     command = run_command(args.studies, args.config, args.first)
     sitting = {
         "studies": args.studies,
-        "config": args.config,
+        "config": " ".join(args.config),
         "argv": shlex.join(["python", "tools/reproduction.py", *sys.argv[1:]]),
         "command": shlex.join(command),
         "commit": commit(),
@@ -108,14 +110,15 @@ def collect(args) -> int:
 
     path = ROOT / SITTINGS
     sittings = [json.loads(ln) for ln in path.read_text().splitlines()] if path.is_file() else []
-    mine = [s for s in sittings if args.study in s["studies"] and s["config"] == args.config]
+    config = " ".join(args.config)
+    mine = [s for s in sittings if args.study in s["studies"] and s["config"] == config]
     if not mine:
-        sys.exit(f"collect: no sitting of {args.study} with {args.config} in {SITTINGS}; run it first")
+        sys.exit(f"collect: no sitting of {args.study} with {config} in {SITTINGS}; run it first")
     run_facts = {
         "command": mine[-1].get("argv")
-        or f"python tools/reproduction.py run {' '.join(mine[-1]['studies'])} --config {args.config}",
+        or f"python tools/reproduction.py run {' '.join(mine[-1]['studies'])} --config {config}",
         "make": mine[-1]["command"],
-        "config": args.config,
+        "config": config,
         "commit": mine[-1]["commit"],
         "machine": machine(),
         "sittings": mine,
@@ -148,12 +151,12 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="step", required=True)
     p = sub.add_parser("run", help="run the studies' reports with a config (resumes)")
     p.add_argument("studies", nargs="+")
-    p.add_argument("--config", default="config/paper.yaml")
+    p.add_argument("--config", nargs="+", default=["config/paper.yaml"], help="config files, later ones override")
     p.add_argument("--first", nargs="+", default=[], help="studies whose jobs go first")
     p.set_defaults(step_function=run)
     p = sub.add_parser("collect", help="keep a finished study's tables and run facts under docs/")
     p.add_argument("study")
-    p.add_argument("--config", default="config/paper.yaml")
+    p.add_argument("--config", nargs="+", default=["config/paper.yaml"], help="as given to run")
     p.add_argument("--left-out", action="append", default=[], help="what the run left out, and why (repeatable)")
     p.add_argument("--note", default="", help="a sentence about the run for its page")
     p.set_defaults(step_function=collect)

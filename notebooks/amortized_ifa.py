@@ -267,3 +267,16 @@ display(
         "replications per design."
     )
 )
+
+
+# %% [markdown]
+# ## Against the seed
+#
+# The seed's claims, each judged on this run's tables by the rule it states
+# (`bayesirt.studies.amortized_ifa.reproduction`); the reproduction page of a paper-scale run shows the
+# same rows.
+
+# %%
+from bayesirt.studies.reproduction import claims_of
+
+claims_of("amortized_ifa", results_dir)

@@ -180,3 +180,16 @@ display(
         + "\n\nWith few replications and short chains these are point comparisons, not tests."
     )
 )
+
+
+# %% [markdown]
+# ## Against the seed
+#
+# The seed's claims, each judged on this run's tables by the rule it states
+# (`bayesirt.studies.gibbs_2pno.reproduction`); the reproduction page of a paper-scale run shows the
+# same rows.
+
+# %%
+from bayesirt.studies.reproduction import claims_of
+
+claims_of("gibbs_2pno", results_dir)

@@ -245,3 +245,16 @@ for d, m in comparisons:
             "comparisons above say which bias is smaller here."
         )
     display(Markdown(" ".join(text)))
+
+
+# %% [markdown]
+# ## Against the seed
+#
+# The seed's claims, each judged on this run's tables by the rule it states
+# (`bayesirt.studies.rb_imputation.reproduction`); the reproduction page of a paper-scale run shows the
+# same rows.
+
+# %%
+from bayesirt.studies.reproduction import claims_of
+
+claims_of("rb_imputation", results_dir)

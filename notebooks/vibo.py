@@ -314,3 +314,16 @@ for d in real_names:
     pairs = agreement.groupby(["missing", "parameter", "method", "other"], sort=True)[["corr", "rmsd"]].mean()
     display(Markdown(f"**{d}**"))
     display(pairs.round(4).reset_index())
+
+
+# %% [markdown]
+# ## Against the seed
+#
+# The seed's claims, each judged on this run's tables by the rule it states
+# (`bayesirt.studies.vibo.reproduction`); the reproduction page of a paper-scale run shows the
+# same rows.
+
+# %%
+from bayesirt.studies.reproduction import claims_of
+
+claims_of("vibo", results_dir)

@@ -159,8 +159,13 @@ def collect(study: str, results: Path, out: Path, run: dict) -> Path:
 
 
 def read_tables(study: str, data: Path) -> tuple[dict[str, pd.DataFrame], dict]:
-    """The collected tables of a study, keyed by file name without ``.csv``, and its run facts.
-    The files of a name with ``*`` are stacked, each with columns named by the module's
+    """The collected tables of a study (``load_tables``) and its run facts (``run.json``)."""
+    return load_tables(study, data), json.loads((Path(data) / RUN_FILE).read_text())
+
+
+def load_tables(study: str, data: Path) -> dict[str, pd.DataFrame]:
+    """The tables a study's page reads, keyed by file name without ``.csv``, from ``data``: the
+    collected copy, or the run's own ``results/<study>`` (the same layout). The files of a name with ``*`` are stacked, each with columns named by the module's
     ``WILDCARDS[name]`` (default ``("design",)``) holding the folder names the pattern's leading
     parts matched, where the table has no such column."""
     module, tables = study_module(study), {}
@@ -181,7 +186,13 @@ def read_tables(study: str, data: Path) -> tuple[dict[str, pd.DataFrame], dict]:
                     table.insert(0, column, path.relative_to(data).parts[position])
             parts.append(table)
         tables[key] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    return tables, json.loads((Path(data) / RUN_FILE).read_text())
+    return tables
+
+
+def claims_of(study: str, results: Path) -> pd.DataFrame:
+    """The seed's claims judged on a run's own tables (``results/<study>``), as a table: what a
+    study's report shows, the same rows as its reproduction page."""
+    return claims_table(study_module(study).claims(load_tables(study, results)))
 
 
 # ---- render -------------------------------------------------------------------------------------

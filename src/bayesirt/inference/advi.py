@@ -239,6 +239,23 @@ def fit(
     """Fit the mean-field surrogate of ``structure`` to the data ``y`` by the training driver:
     ``training.train_problem(problem(...))``; the parameters are those of :func:`problem`.
 
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key, handed to the driver as it is (batches and the ELBO's draws).
+    y : dict
+        The driver's data: arrays with persons on the leading axis, plus optionally
+        ``training.SHARED`` entries every batch sees whole.
+    structure : Model
+        The model: parameter shapes, bijectors, local parameters and log-densities.
+    settings : ADVISettings
+        Draws per step, the starting sd and the training driver's settings (``train``).
+    init : dict, optional
+        The starting surrogate (``advi.init(model, initial_values)``); by default every
+        parameter at 0 on the unconstrained scale with sd ``settings.init_scale``.
+    label : str
+        Name of the fit in the progress log.
+
     Returns
     -------
     training.FitResult

@@ -210,7 +210,28 @@ def fit(
 ) -> training.FitResult:
     """Run BBVI through the training driver: ``training.train_problem`` of ``problem``'s fit (the
     arguments are ``problem``'s); a diverged fit keeps its last good state, unconverged
-    (``training.keep_last_good``)."""
+    (``training.keep_last_good``).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key; split in two, the second half is the training driver's.
+    problem : Problem
+        The data and the model's structure together, as ``prepare(y, q)`` builds them.
+    settings : BBVISettings
+        Samples per step, control variates, block schedule and learning rates, start, priors,
+        monotonicity, and the training driver's settings (``train``).
+    init : dict, optional
+        Starting variational parameters (``bbvi_family.init_params`` by default).
+    label : str
+        Name of the fit in the progress log.
+
+    Returns
+    -------
+    training.FitResult
+        ``params`` are the variational parameters (``summarize`` turns them into estimates);
+        losses, steps, convergence and timings as the driver reports them.
+    """
     return training.keep_last_good(training.train_problem, _problem(key, problem, settings, init=init, label=label))
 
 

@@ -60,7 +60,20 @@ def chol_factor(chol_off, log_diag, feature_mask):
 # CPU used). An LCDM item has a handful of features, so the unrolled loop costs nothing and
 # stays inside the compiled program.
 def solve_lower(c, r):
-    """x with C x = r, for lower-triangular C (..., K, K) and r (..., K)."""
+    """x with C x = r, for lower-triangular C (..., K, K) and r (..., K).
+
+    Parameters
+    ----------
+    c : array (..., K, K)
+        Lower-triangular matrices with nonzero diagonal.
+    r : array (..., K)
+        Right-hand sides.
+
+    Returns
+    -------
+    jax.Array
+        x, shape (..., K).
+    """
     xs = []
     for k in range(c.shape[-1]):
         acc = r[..., k]
@@ -71,7 +84,20 @@ def solve_lower(c, r):
 
 
 def solve_lower_transposed(c, r):
-    """x with C^T x = r, for lower-triangular C (..., K, K) and r (..., K)."""
+    """x with C^T x = r, for lower-triangular C (..., K, K) and r (..., K).
+
+    Parameters
+    ----------
+    c : array (..., K, K)
+        Lower-triangular matrices with nonzero diagonal.
+    r : array (..., K)
+        Right-hand sides.
+
+    Returns
+    -------
+    jax.Array
+        x, shape (..., K).
+    """
     n = c.shape[-1]
     xs = [None] * n
     for k in reversed(range(n)):

@@ -56,12 +56,36 @@ log = logging.getLogger("bayesirt")
 
 
 def stack(trees: list):
-    """Pytrees of the same structure and shapes stacked along a new leading axis."""
+    """Pytrees of the same structure and shapes stacked along a new leading axis.
+
+    Parameters
+    ----------
+    trees : list of pytree
+        The pytrees, n of them.
+
+    Returns
+    -------
+    pytree
+        Their structure, each leaf of shape (n, *shape).
+    """
     return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
 
 
 def member(tree, i):
-    """Entry ``i`` of a stacked pytree."""
+    """Entry ``i`` of a stacked pytree.
+
+    Parameters
+    ----------
+    tree : pytree
+        Leaves with a leading axis (as ``stack`` makes them).
+    i : int or array
+        Index into the leading axis (an integer array selects several entries).
+
+    Returns
+    -------
+    pytree
+        The structure of ``tree``, each leaf indexed by ``i``.
+    """
     return jax.tree.map(lambda a: a[i], tree)
 
 
@@ -71,7 +95,19 @@ def _layout(tree) -> tuple:
 
 
 def check_block(problems: list[Problem]) -> None:
-    """Fits of one block must share their loss, size and settings; a one-line error otherwise."""
+    """Fits of one block must share their loss, size and settings; a one-line error otherwise.
+
+    Parameters
+    ----------
+    problems : list of training.Problem
+        The fits of the block.
+
+    Raises
+    ------
+    ValueError
+        If there are no fits, or they differ in N, training settings, or the structure and
+        shapes of their parameters and data.
+    """
     if not problems:
         raise ValueError("a block needs at least one fit")
     first = problems[0]
@@ -89,7 +125,13 @@ def check_block(problems: list[Problem]) -> None:
 
 def available_bytes() -> int | None:
     """Memory free for a program: the accelerator's (limit less use) or the machine's available
-    memory (``MemAvailable``); None where neither is known."""
+    memory (``MemAvailable``); None where neither is known.
+
+    Returns
+    -------
+    int or None
+        Free bytes.
+    """
     stats = jax.devices()[0].memory_stats()
     if stats and "bytes_limit" in stats:
         return int(stats["bytes_limit"] - stats.get("bytes_in_use", 0))
@@ -103,7 +145,18 @@ def available_bytes() -> int | None:
 
 def working_bytes(compiled) -> int:
     """A compiled program's working memory as XLA plans it: arguments, outputs and temporaries
-    (less what outputs reuse of the arguments)."""
+    (less what outputs reuse of the arguments).
+
+    Parameters
+    ----------
+    compiled : jax.stages.Compiled
+        The compiled program.
+
+    Returns
+    -------
+    int
+        Bytes; 0 where XLA gives no memory analysis.
+    """
     m = compiled.memory_analysis()
     if m is None:
         return 0
@@ -113,7 +166,21 @@ def working_bytes(compiled) -> int:
 def program_width(value: int | str, n_fits: int) -> int | None:
     """Fits per program from a setting: an integer as it is; ``"auto"`` on an accelerator the
     whole block (None: a wide program pays the step's latency once for all its fits), on a CPU
-    ``block_plan.cpu_program_width`` (at most 8, groups of equal size)."""
+    ``block_plan.cpu_program_width`` (at most 8, groups of equal size).
+
+    Parameters
+    ----------
+    value : int or str
+        The setting: fits per program, or ``"auto"``.
+    n_fits : int
+        Fits in the block.
+
+    Returns
+    -------
+    int or None
+        Fits per program; None for the whole block (also on a CPU when the width would be
+        the block's size).
+    """
     if value == "auto":
         width = block_plan.cpu_program_width(n_fits)
         return width if jax.default_backend() == "cpu" and width < n_fits else None
@@ -122,7 +189,25 @@ def program_width(value: int | str, n_fits: int) -> int | None:
 
 def groups_of(n_fits: int, width: int | None) -> list[range]:
     """The consecutive groups of ``width`` fits (the last may be smaller) that one program steps
-    together; one group of all ``n_fits`` when ``width`` is None or at least ``n_fits``."""
+    together; one group of all ``n_fits`` when ``width`` is None or at least ``n_fits``.
+
+    Parameters
+    ----------
+    n_fits : int
+        Fits in the block.
+    width : int or None
+        Fits per group; None for one group.
+
+    Returns
+    -------
+    list of range
+        The fits' positions in each group, in order.
+
+    Raises
+    ------
+    ValueError
+        If ``width`` is below 1.
+    """
     width = n_fits if width is None else width
     if width < 1:
         raise ValueError(f"fits per program must be at least 1, got {width}")

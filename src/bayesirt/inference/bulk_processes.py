@@ -31,7 +31,22 @@ log = logging.getLogger("bayesirt")
 
 def plan(n_fits: int, width: int | None, processes: int) -> list[range]:
     """The fits of each worker: whole groups (``bulk.groups_of``), contiguous, as evenly as the
-    groups allow; one range means "in this process"."""
+    groups allow; one range means "in this process".
+
+    Parameters
+    ----------
+    n_fits : int
+        Fits in the block.
+    width : int or None
+        Fits per group (``bulk.groups_of``); None for one group.
+    processes : int
+        Most worker processes.
+
+    Returns
+    -------
+    list of range
+        The positions of each worker's fits, at most ``processes`` ranges (at least one).
+    """
     groups = bulk.groups_of(n_fits, width)
     n_workers = max(1, min(processes, len(groups)))
     cuts = [round(w * len(groups) / n_workers) for w in range(n_workers + 1)]

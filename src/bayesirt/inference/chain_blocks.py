@@ -165,12 +165,36 @@ def compile_block(fns: ChainFunctions, settings: SamplerSettings, init_keys, cha
 
 
 def program_bytes(compiled: CompiledGroup) -> int:
-    """Working memory of a block's largest program (they run one after another)."""
+    """Working memory of a block's largest program (they run one after another).
+
+    Parameters
+    ----------
+    compiled : chains.CompiledGroup
+        From :func:`compile_block`.
+
+    Returns
+    -------
+    int
+        Bytes (``bulk.working_bytes`` of the initial-state and chunk programs, the largest).
+    """
     return max(working_bytes(p) for p in [compiled.init_program, *compiled.programs.values()])
 
 
 def draws_bytes(compiled: CompiledGroup, settings: SamplerSettings) -> int:
-    """Memory of every draw a block keeps (all its replications and chains)."""
+    """Memory of every draw a block keeps (all its replications and chains).
+
+    Parameters
+    ----------
+    compiled : chains.CompiledGroup
+        From :func:`compile_block`.
+    settings : SamplerSettings
+        Draws kept per chain (``n_draws``).
+
+    Returns
+    -------
+    int
+        Bytes: replications x chains x draws x the bytes the recorder keeps per draw.
+    """
     per_draw = jax.eval_shape(jax.vmap(jax.vmap(compiled.recorder)), compiled.state_shape)
     return sum(math.prod(s.shape) * s.dtype.itemsize for s in jax.tree.leaves(per_draw)) * settings.n_draws
 

@@ -102,6 +102,18 @@ def plan_groups(settings: SamplerSettings) -> list[tuple[int, int]]:
 
 
 def check_picklable(fns: ChainFunctions) -> None:
+    """Check that a method's per-chain functions can be sent to worker processes.
+
+    Parameters
+    ----------
+    fns : ChainFunctions
+        The functions ``init_fn``, ``step_fn``, ``record_fn`` and ``stats_fn``.
+
+    Raises
+    ------
+    ValueError
+        Naming the first function that does not pickle, and what to use instead.
+    """
     for name in ("init_fn", "step_fn", "record_fn", "stats_fn"):
         fn = getattr(fns, name)
         try:

@@ -251,7 +251,28 @@ def fit(
 ) -> training.FitResult:
     """Fit collapsed VI through the training driver: ``training.train_problem`` of ``problem``'s
     fit (the arguments are ``problem``'s); a diverged fit keeps its last good state, unconverged
-    (``training.keep_last_good``)."""
+    (``training.keep_last_good``).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key, handed to the training driver as it is (the start is deterministic).
+    problem : Problem
+        The data and the model's structure together, as ``prepare(y, q)`` builds them.
+    settings : CollapsedSettings
+        Draws per step, starting sd, priors, monotonicity, and the training driver's settings
+        (``train``).
+    init : dict, optional
+        Starting variational parameters (``init_params`` by default).
+    label : str
+        Name of the fit in the progress log.
+
+    Returns
+    -------
+    training.FitResult
+        ``params`` are the variational parameters (``summarize`` turns them into estimates);
+        losses, steps, convergence and timings as the driver reports them.
+    """
     return training.keep_last_good(training.train_problem, _problem(key, problem, settings, init=init, label=label))
 
 

@@ -82,7 +82,28 @@ def _cells(y):
 
 def draw_z(key, y, theta, a, d, missing: str = "augment"):
     """Z_ij | theta, a, d for every cell: N(eta, 1) truncated to the side of y_ij; missing
-    cells untruncated (``augment``) or 0 (``omit``). Z = eta + s X with X ~ N(0,1) | X > -s eta."""
+    cells untruncated (``augment``) or 0 (``omit``). Z = eta + s X with X ~ N(0,1) | X > -s eta.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    y : array (N, J)
+        Binary responses 0/1, -1 for missing.
+    theta : array (N,)
+        Abilities.
+    a : array (J,)
+        Discriminations.
+    d : array (J,)
+        Difficulties.
+    missing : str
+        Treatment of missing responses, one of ``MISSING_MODES``.
+
+    Returns
+    -------
+    jax.Array
+        Z, shape (N, J).
+    """
     eta = theta[:, None] * a[None, :] - d[None, :]
     s, obs = _cells(y)
     s = s.astype(eta.dtype)
@@ -96,7 +117,28 @@ def draw_z(key, y, theta, a, d, missing: str = "augment"):
 
 
 def theta_conditional(z, y, a, d, priors: Priors, missing: str = "augment"):
-    """Mean and variance of theta_i | Z, a, d (vectors over persons)."""
+    """Mean and variance of theta_i | Z, a, d (vectors over persons).
+
+    Parameters
+    ----------
+    z : array (N, J)
+        Latent normals.
+    y : array (N, J)
+        Binary responses 0/1, -1 for missing.
+    a : array (J,)
+        Discriminations.
+    d : array (J,)
+        Difficulties.
+    priors : twopno.Priors
+        The model's priors.
+    missing : str
+        Treatment of missing responses, one of ``MISSING_MODES``.
+
+    Returns
+    -------
+    tuple of jax.Array
+        Mean (N,) and variance (N,).
+    """
     p0 = 1.0 / priors.ability_var
     if missing == "omit":
         m = (y >= 0).astype(z.dtype)
@@ -109,6 +151,30 @@ def theta_conditional(z, y, a, d, priors: Priors, missing: str = "augment"):
 
 
 def draw_theta(key, z, y, a, d, priors: Priors, missing: str = "augment"):
+    """theta_i | Z, a, d for every person, from :func:`theta_conditional`.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    z : array (N, J)
+        Latent normals.
+    y : array (N, J)
+        Binary responses 0/1, -1 for missing.
+    a : array (J,)
+        Discriminations.
+    d : array (J,)
+        Difficulties.
+    priors : twopno.Priors
+        The model's priors.
+    missing : str
+        Treatment of missing responses, one of ``MISSING_MODES``.
+
+    Returns
+    -------
+    jax.Array
+        theta, shape (N,).
+    """
     mean, var = theta_conditional(z, y, a, d, priors, missing)
     return mean + jnp.sqrt(var) * jax.random.normal(key, mean.shape, mean.dtype)
 
@@ -116,7 +182,26 @@ def draw_theta(key, z, y, a, d, priors: Priors, missing: str = "augment"):
 def item_conditional(z, y, theta, priors: Priors, missing: str = "augment"):
     """Precision entries (P11, P12, P22) and linear terms (b1, b2) of xi_j = (a_j, d_j) given
     Z and theta, before the restriction a_j > 0 (vectors over items).
-    Unrestricted mean = P^-1 b, covariance = P^-1."""
+    Unrestricted mean = P^-1 b, covariance = P^-1.
+
+    Parameters
+    ----------
+    z : array (N, J)
+        Latent normals.
+    y : array (N, J)
+        Binary responses 0/1, -1 for missing.
+    theta : array (N,)
+        Abilities.
+    priors : twopno.Priors
+        The model's priors.
+    missing : str
+        Treatment of missing responses, one of ``MISSING_MODES``.
+
+    Returns
+    -------
+    tuple of jax.Array
+        P11, P12, P22, b1, b2, each (J,).
+    """
     pa, pd = 1.0 / priors.discrimination_var, 1.0 / priors.difficulty_var
     if missing == "omit":
         m = (y >= 0).astype(z.dtype)
@@ -137,7 +222,28 @@ def item_conditional(z, y, theta, priors: Priors, missing: str = "augment"):
 
 
 def draw_items(key, z, y, theta, priors: Priors, missing: str = "augment"):
-    """(a, d) | Z, theta exactly: a_j from its truncated marginal, then d_j | a_j."""
+    """(a, d) | Z, theta exactly: a_j from its truncated marginal, then d_j | a_j.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    z : array (N, J)
+        Latent normals.
+    y : array (N, J)
+        Binary responses 0/1, -1 for missing.
+    theta : array (N,)
+        Abilities.
+    priors : twopno.Priors
+        The model's priors.
+    missing : str
+        Treatment of missing responses, one of ``MISSING_MODES``.
+
+    Returns
+    -------
+    tuple of jax.Array
+        a (J,), positive, and d (J,).
+    """
     p11, p12, p22, b1, b2 = item_conditional(z, y, theta, priors, missing)
     det = p11 * p22 - p12 * p12
     mean_a = (p22 * b1 - p12 * b2) / det
@@ -169,7 +275,19 @@ class Data(NamedTuple):
 
 
 def make_data(y) -> Data:
-    """:class:`Data` from a (validated) numpy response matrix."""
+    """:class:`Data` from a (validated) numpy response matrix.
+
+    Parameters
+    ----------
+    y : array (N, J)
+        Binary responses 0/1, -1 for missing.
+
+    Returns
+    -------
+    Data
+        The responses as int8 and the data-driven start of
+        :func:`bayesirt.models.twopno.initial_values`.
+    """
     y = np.asarray(y)
     start = initial_values(y)
     return Data(
@@ -184,7 +302,22 @@ def init_from(key, data: Data, jitter: float = 0.5) -> State:
     """A dispersed starting state for one chain: the data-driven start of
     :func:`bayesirt.models.twopno.initial_values` with noise (sd ``jitter`` on abilities and
     difficulties, discriminations times exp(N(0, jitter/2))), so that chains start apart and
-    R-hat can see a chain that has not mixed. Z starts at 0; the first sweep draws it."""
+    R-hat can see a chain that has not mixed. Z starts at 0; the first sweep draws it.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    data : Data
+        The responses and the data-driven start.
+    jitter : float
+        Sd of the noise.
+
+    Returns
+    -------
+    State
+        Z (N, J) zeros, theta (N,), a (J,), d (J,).
+    """
     k_t, k_a, k_d = jax.random.split(key, 3)
     theta = data.theta0 + jitter * jax.random.normal(k_t, data.theta0.shape)
     a = data.a0 * jnp.exp(0.5 * jitter * jax.random.normal(k_a, data.a0.shape))
@@ -193,7 +326,31 @@ def init_from(key, data: Data, jitter: float = 0.5) -> State:
 
 
 def init(key, y, priors: Priors | None = None, missing: str = "augment", jitter: float = 0.5) -> State:
-    """:func:`init_from` on a numpy response matrix (convenience for one chain)."""
+    """:func:`init_from` on a numpy response matrix (convenience for one chain).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    y : array (N, J)
+        Binary responses 0/1, -1 for missing.
+    priors : twopno.Priors, optional
+        Not used by the start.
+    missing : str
+        Treatment of missing responses, one of ``MISSING_MODES``.
+    jitter : float
+        Sd of the noise.
+
+    Returns
+    -------
+    State
+        A starting state.
+
+    Raises
+    ------
+    ValueError
+        If ``missing`` is not one of ``MISSING_MODES``.
+    """
     _check_missing(missing)
     return init_from(key, make_data(y), jitter)
 
@@ -201,7 +358,28 @@ def init(key, y, priors: Priors | None = None, missing: str = "augment", jitter:
 def step(key, state: State, y, priors: Priors | None = None, missing: str = "augment", expand: bool = True) -> State:
     """One sweep: Z, then theta, then (a, d), each block for all persons / items at once; then,
     if ``expand`` and the item prior means are 0, the item-scale move of :func:`expand_items`
-    (``expand=False`` gives Albert's plain sampler)."""
+    (``expand=False`` gives Albert's plain sampler).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key, used as given.
+    state : State
+        The chain's state.
+    y : array (N, J)
+        Binary responses 0/1, -1 for missing.
+    priors : twopno.Priors, optional
+        The model's priors (``Priors()`` by default).
+    missing : str
+        Treatment of missing responses, one of ``MISSING_MODES``.
+    expand : bool
+        Whether to make the moves along the model's symmetries.
+
+    Returns
+    -------
+    State
+        The next state; its Z is the sweep's draw, before the item-scale move.
+    """
     priors = priors or Priors()
     k_z, k_t, k_i, k_g = jax.random.split(key, 4)
     z = draw_z(k_z, y, state.theta, state.a, state.d, missing)
@@ -221,7 +399,20 @@ def step(key, state: State, y, priors: Priors | None = None, missing: str = "aug
 
 
 def record(state: State, abilities: bool = False) -> dict:
-    """What is kept per draw: item parameters, and abilities when asked."""
+    """What is kept per draw: item parameters, and abilities when asked.
+
+    Parameters
+    ----------
+    state : State
+        The chain's state.
+    abilities : bool
+        Whether to keep the abilities.
+
+    Returns
+    -------
+    dict
+        ``discrimination`` (J,), ``difficulty`` (J,) and, with ``abilities``, ``ability`` (N,).
+    """
     out = {"discrimination": state.a, "difficulty": state.d}
     if abilities:
         out["ability"] = state.theta
@@ -259,6 +450,35 @@ def kernel(
     who are kept and get prior draws) and build the driver's functions.
 
     ``abilities=None`` records ability draws only up to ``ABILITY_DRAWS_MAX_PERSONS`` persons.
+
+    Parameters
+    ----------
+    y : array (N, J)
+        Binary responses 0/1, -1 for missing.
+    priors : twopno.Priors, optional
+        The model's priors (``Priors()`` by default).
+    missing : str
+        Treatment of missing responses, one of ``MISSING_MODES``.
+    abilities : bool, optional
+        Whether ability draws are kept.
+    item_names : list of str, optional
+        Item coordinates of the draws (default ``item0``, ``item1`` ...).
+    jitter : float
+        Sd of the chains' starting noise (:func:`init_from`).
+    where : str
+        Name of the data in error and warning messages.
+    expand : bool
+        Whether each sweep makes the moves along the model's symmetries.
+
+    Returns
+    -------
+    Kernel
+        The chain functions, the draws' coordinates and dimensions, and the chains' data.
+
+    Raises
+    ------
+    ValueError
+        If ``missing`` is not known or the responses are not binary.
     """
     _check_missing(missing)
     priors = priors or Priors()

@@ -145,6 +145,27 @@ def problem(
     Parameters are those of :func:`fit`; ``key`` is the fit's whole key (the problem trains
     with its first third, :func:`evaluate` draws with the others).
 
+    Parameters
+    ----------
+    key : jax.Array
+        The fit's whole PRNG key; split in three: the fit, the posterior draws, the final ELBO.
+    y : array (N, I)
+        Integer responses 0..K_i-1, -1 for missing.
+    structure : factorized_grm.Structure or mixture_grm.Structure
+        Scales, categories per item (and mixture dimensions): ``structure_of`` of the model module.
+    settings : GRMADVISettings
+        Priors, draws per step, starting sd, training settings.
+    init : dict, optional
+        Starting values of the parameters on their constrained scale (``initial_values`` of
+        the model module by default, from ``y``).
+    log_likelihood : callable, optional
+        ``(params, batch, key) -> (B,)`` replacing the complete-case likelihood.
+    extra_data : dict, optional
+        Arrays the replacement likelihood reads from its batch (persons on the leading axis,
+        or under ``training.SHARED``).
+    label : str
+        Name of the fit in the progress log.
+
     Returns
     -------
     training.Problem
@@ -175,6 +196,21 @@ def evaluate(
     """The fitted surrogate of ``fitted`` (a :func:`problem` of ``key``, ``structure``,
     ``settings`` and ``log_likelihood``): its draws and final ELBO on the problem's data
     (``evaluator``'s programs, built for this one fit).
+
+    Parameters
+    ----------
+    key : jax.Array
+        The fit's whole PRNG key (:func:`problem`'s).
+    fitted : training.Problem
+        The fit, as :func:`problem` built it.
+    result : training.FitResult
+        Its training result.
+    structure : factorized_grm.Structure or mixture_grm.Structure
+        The model's structure.
+    settings : GRMADVISettings
+        Priors, posterior and ELBO draws.
+    log_likelihood : callable, optional
+        The replaced likelihood of the fit.
 
     Returns
     -------

@@ -81,7 +81,20 @@ def warmup_beta(warmup_steps: int, batch: dict):
     driver supplies inside its jitted loop): an annealed IW-ELBO for the first ``warmup_steps``
     steps, the exact IW-ELBO afterwards. Returns None (the exact objective, computed exactly as
     without warm-up) when ``warmup_steps`` is 0 or the batch carries no step (e.g. a loss
-    evaluated outside training)."""
+    evaluated outside training).
+
+    Parameters
+    ----------
+    warmup_steps : int
+        Steps over which beta rises from 0 to 1 (0: no warm-up).
+    batch : dict
+        The training batch; ``batch["step"]`` the training step, if present.
+
+    Returns
+    -------
+    jax.Array or None
+        beta, a float32 scalar in [0, 1]; None for the exact objective.
+    """
     if warmup_steps <= 0 or batch.get("step") is None:
         return None
     return jnp.minimum(jnp.asarray(batch["step"], jnp.float32) / warmup_steps, 1.0)
@@ -90,7 +103,21 @@ def warmup_beta(warmup_steps: int, batch: dict):
 def fit_settings(settings: TrainSettings, warmup_steps: int) -> TrainSettings:
     """``settings`` with ``min_steps`` raised so that the convergence rule never compares a
     window of the annealed objective with one of the exact objective (the annealed loss rises
-    as beta grows, which the rule would read as a stall)."""
+    as beta grows, which the rule would read as a stall).
+
+    Parameters
+    ----------
+    settings : TrainSettings
+        The training driver's settings.
+    warmup_steps : int
+        Steps of the warm-up (0: none).
+
+    Returns
+    -------
+    TrainSettings
+        ``settings`` unchanged without warm-up, else with ``min_steps`` at least
+        ``warmup_steps + 2 * settings.window``.
+    """
     if warmup_steps <= 0:
         return settings
     return dataclasses.replace(settings, min_steps=max(settings.min_steps, warmup_steps + 2 * settings.window))
@@ -105,7 +132,24 @@ def adamw(
 
     Weight decay applies to network weights (the parts other than "model"); the GRM's own
     parameters are not shrunk (the paper decays everything; decaying loadings would bias them
-    towards zero, so we do not)."""
+    towards zero, so we do not).
+
+    Parameters
+    ----------
+    settings : TrainSettings
+        The training driver's settings: clipping norm, decay rate and steps, learning-rate floor.
+    learning_rates : dict
+        Base learning rate of each top-level part of ``params``, by name.
+    weight_decay : float
+        AdamW's decoupled weight decay for the parts other than ``"model"``.
+    params : dict
+        The parameters, whose top-level names label the parts.
+
+    Returns
+    -------
+    optax.GradientTransformation
+        Global-norm clipping followed by the per-part AdamW.
+    """
     floor_ratio = settings.min_learning_rate / settings.learning_rate
 
     def part(lr, decay):
@@ -138,6 +182,24 @@ def dreg_log_weights(f, theta, z, aux, beta=None):
     score term -beta sum_r w~_r d log q(z_r) / d phi into -beta sum_r w~_r (1 - w~_r)
     d log w_r / d z_r d z_r / d phi, so the path gradient of the annealed objective is
     sum_r w~_r (1 - beta + beta w~_r) d log w_r / d z_r d z_r / d phi (w~_r^2 at beta = 1).
+
+    Parameters
+    ----------
+    f : callable
+        ``f(theta, z, aux) -> (R, B)``, the log weights.
+    theta : pytree
+        Decoder parameters (plain gradient).
+    z : array (R, B, ...) or pytree of them
+        The draws (gradient scaled by the weights).
+    aux : pytree
+        Further inputs of ``f``; they receive a zero cotangent.
+    beta : jax.Array, optional
+        Warm-up weight (``warmup_beta``); None for the exact objective.
+
+    Returns
+    -------
+    jax.Array
+        The log weights ``f(theta, z, aux)``, shape (R, B).
     """
 
     @jax.custom_vjp
@@ -169,13 +231,35 @@ def _zero_cotangent(x):
 
 def dreg_objective(log_w):
     """(value, surrogate) per person from DReG-wrapped log weights (R, B): the IW-ELBO and
-    sum_r sg(w~_r) log w_r, whose gradient is the estimator described in the module doc."""
+    sum_r sg(w~_r) log w_r, whose gradient is the estimator described in the module doc.
+
+    Parameters
+    ----------
+    log_w : array (R, B)
+        Log weights from ``dreg_log_weights``.
+
+    Returns
+    -------
+    tuple of jax.Array
+        The IW-ELBO (B,) (no gradient) and the surrogate (B,).
+    """
     w = sg(jax.nn.softmax(log_w, axis=0))
     return iw_elbo(sg(log_w)), jnp.sum(w * log_w, axis=0)
 
 
 def iw_elbo(log_w):
-    """log (1/R) sum_r exp(log_w_r): (R, B) -> (B,)."""
+    """log (1/R) sum_r exp(log_w_r): (R, B) -> (B,).
+
+    Parameters
+    ----------
+    log_w : array (R, B)
+        Log importance weights.
+
+    Returns
+    -------
+    jax.Array
+        The IW-ELBO per person, shape (B,).
+    """
     return jax.scipy.special.logsumexp(log_w, axis=0) - jnp.log(log_w.shape[0])
 
 
@@ -183,6 +267,25 @@ def iw_elbo(log_w):
 
 
 def init(key, st: mgrm.Structure, config: IWAESettings, responses=None) -> dict:
+    """Initial parameters: the GRM's (``mgrm.init_params``) and the encoder MLP.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    st : mgrm.Structure
+        The multidimensional GRM.
+    config : IWAESettings
+        Encoder hidden layers and covariance form.
+    responses : array (N, I), optional
+        Responses passed to ``mgrm.init_params`` for data-based starting values.
+
+    Returns
+    -------
+    dict
+        ``{"model", "encoder"}``; the encoder's input is ``networks.response_features`` and
+        its output 2 P (plus P (P - 1) / 2 with ``full_covariance``).
+    """
     k_model, k_enc = jax.random.split(key)
     n_in = networks.n_features(st.n_items, st.max_categories)
     return {
@@ -197,7 +300,25 @@ def _n_out(p, config):
 
 def encode(encoder, y, st: mgrm.Structure, config: IWAESettings):
     """Gaussian q(z | x) = N(mu, L L'): returns mu (B, P), log of diag(L) (B, P) and the
-    strictly lower part of L (B, P, P; zeros for the diagonal encoder)."""
+    strictly lower part of L (B, P, P; zeros for the diagonal encoder).
+
+    Parameters
+    ----------
+    encoder : list of dict
+        The encoder MLP.
+    y : array (B, I)
+        Integer response codes, -1 for missing.
+    st : mgrm.Structure
+        The multidimensional GRM.
+    config : IWAESettings
+        Covariance form, GELU form and the bounds on log sigma.
+
+    Returns
+    -------
+    tuple of jax.Array
+        mu (B, P), log sigma (B, P) clipped to ``config.log_sigma_bounds``, and the strictly
+        lower part of L (B, P, P).
+    """
     p = st.n_factors
     out = networks.apply_mlp(encoder, networks.response_features(y, st.max_categories), config.approximate_gelu)
     mu, log_sigma = out[..., :p], jnp.clip(out[..., p : 2 * p], *config.log_sigma_bounds)
@@ -209,12 +330,46 @@ def encode(encoder, y, st: mgrm.Structure, config: IWAESettings):
 
 
 def gaussian_draw(mu, log_sigma, lower, eps):
-    """z = mu + L eps with L = diag(exp(log_sigma)) + lower; eps (R, B, P)."""
+    """z = mu + L eps with L = diag(exp(log_sigma)) + lower; eps (R, B, P).
+
+    Parameters
+    ----------
+    mu : array (B, P)
+        Means.
+    log_sigma : array (B, P)
+        Log of L's diagonal.
+    lower : array (B, P, P)
+        Strictly lower part of L.
+    eps : array (R, B, P)
+        Standard normal draws.
+
+    Returns
+    -------
+    jax.Array
+        z, shape (R, B, P).
+    """
     return mu + jnp.exp(log_sigma) * eps + jnp.einsum("bij,rbj->rbi", lower, eps)
 
 
 def gaussian_log_q(z, mu, log_sigma, lower=None):
-    """log N(z; mu, L L'), solving L eps = z - mu by forward substitution (P is small)."""
+    """log N(z; mu, L L'), solving L eps = z - mu by forward substitution (P is small).
+
+    Parameters
+    ----------
+    z : array (..., B, P)
+        Points.
+    mu : array (B, P)
+        Means.
+    log_sigma : array (B, P)
+        Log of L's diagonal.
+    lower : array (B, P, P), optional
+        Strictly lower part of L (None: diagonal L).
+
+    Returns
+    -------
+    jax.Array
+        The log density, shape (..., B).
+    """
     d = z - mu
     if lower is None:
         u = d * jnp.exp(-log_sigma)
@@ -231,7 +386,21 @@ def gaussian_log_q(z, mu, log_sigma, lower=None):
 
 
 def loss_fn(st: mgrm.Structure, config: IWAESettings):
-    """``loss(params, key, batch)`` for the training driver: minus the mean IW-ELBO."""
+    """``loss(params, key, batch)`` for the training driver: minus the mean IW-ELBO.
+
+    Parameters
+    ----------
+    st : mgrm.Structure
+        The multidimensional GRM.
+    config : IWAESettings
+        Importance samples, DReG, encoder and warm-up settings.
+
+    Returns
+    -------
+    callable
+        ``loss(params, key, batch)``: a scalar, minus the mean over ``batch["y"]`` (B, I) of
+        the IW-ELBO (annealed during a warm-up), with the DReG gradient when ``config.dreg``.
+    """
     R = config.n_importance
 
     def loss(params, key, batch):
@@ -261,7 +430,28 @@ def loss_fn(st: mgrm.Structure, config: IWAESettings):
 
 def log_weights(model, y, z, log_q, st: mgrm.Structure, beta=None):
     """log w = log p(x, z) - log q(z | x), or with a warm-up weight beta (``warmup_beta``)
-    log p(x | z) + beta (log p(z) - log q(z | x))."""
+    log p(x | z) + beta (log p(z) - log q(z | x)).
+
+    Parameters
+    ----------
+    model : dict
+        The GRM's parameters.
+    y : array (B, I)
+        Integer response codes, -1 for missing.
+    z : array (R, B, P)
+        Draws.
+    log_q : array (R, B)
+        log q(z | x) of the draws.
+    st : mgrm.Structure
+        The multidimensional GRM.
+    beta : jax.Array, optional
+        Warm-up weight; None for the exact weights.
+
+    Returns
+    -------
+    jax.Array
+        Log weights, shape (R, B).
+    """
     if beta is None:
         return mgrm.log_joint(model, y, z, st) - log_q
     return mgrm.log_likelihood(model, y, z, st) + beta * (mgrm.log_prior(model, z, st) - log_q)
@@ -332,14 +522,49 @@ def fit(
     label: str = "iwae",
 ) -> FitResult:
     """Fit the IWAE by the training driver: ``training.train_problem`` of ``problem``'s fit
-    (the parameters, the returned result and a non-finite loss are as ``problem`` says)."""
+    (the parameters, the returned result and a non-finite loss are as ``problem`` says).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    y : array (N, I)
+        Integer response codes, -1 for missing.
+    structure : mgrm.Structure
+        The multidimensional GRM.
+    settings : IWAESettings
+        As for ``problem``.
+    init : dict, optional
+        Starting parameters (``{"model", "encoder"}``).
+    label : str
+        Name of the fit in the progress log.
+
+    Returns
+    -------
+    training.FitResult
+        The fit; ``params["model"]`` are the GRM's parameters, beside the encoder.
+    """
     return train_problem(problem(key, y, structure, settings, init=init, label=label))
 
 
 def sampler(st: mgrm.Structure, config: IWAESettings):
     """The fitted q as an importance-sampling proposal with its parameters as an argument:
     ``draw(params, key, y, R) -> (z (R, B, P), log_q (R, B))``; one function for every fit of
-    the same structure and settings, so that their compiled programs are shared."""
+    the same structure and settings, so that their compiled programs are shared.
+
+    Parameters
+    ----------
+    st : mgrm.Structure
+        The multidimensional GRM.
+    config : IWAESettings
+        The fit's settings (encoder and covariance form).
+
+    Returns
+    -------
+    callable
+        ``draw(params, key, y, R)``: draws z (R, B, P) from q(z | x) for ``y`` (B, I) and
+        their log q (R, B).
+    """
 
     def draw(params, key, y, n):
         mu, log_sigma, lower = encode(params["encoder"], y, st, config)
@@ -351,12 +576,46 @@ def sampler(st: mgrm.Structure, config: IWAESettings):
 
 def proposal(params, st: mgrm.Structure, config: IWAESettings):
     """The fitted q as an importance-sampling proposal for ``evaluation.loglik``:
-    ``draw(key, y, R) -> (z (R, B, P), log_q (R, B))``."""
+    ``draw(key, y, R) -> (z (R, B, P), log_q (R, B))``.
+
+    Parameters
+    ----------
+    params : dict
+        The fit's parameters (``{"model", "encoder"}``).
+    st : mgrm.Structure
+        The multidimensional GRM.
+    config : IWAESettings
+        The fit's settings.
+
+    Returns
+    -------
+    functools.partial
+        ``sampler(st, config)`` with ``params`` bound.
+    """
     return partial(sampler(st, config), params)
 
 
 def posterior_means(params, st: mgrm.Structure, config: IWAESettings, responses, batch: int = 4096):
-    """Encoder means of the factor scores, (N, P)."""
+    """Encoder means of the factor scores, (N, P).
+
+    Parameters
+    ----------
+    params : dict
+        The fit's parameters (``{"model", "encoder"}``).
+    st : mgrm.Structure
+        The multidimensional GRM.
+    config : IWAESettings
+        The fit's settings.
+    responses : array (N, I)
+        Integer response codes, -1 for missing.
+    batch : int
+        Persons per encoder call.
+
+    Returns
+    -------
+    numpy.ndarray
+        Means of q(z | x), shape (N, P).
+    """
     f = jax.jit(lambda y: encode(params["encoder"], y, st, config)[0])
     y = np.asarray(responses)
     return np.concatenate([np.asarray(f(jnp.asarray(y[i : i + batch], jnp.int8))) for i in range(0, y.shape[0], batch)])

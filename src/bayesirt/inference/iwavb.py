@@ -127,6 +127,25 @@ def _noise_dim(st, config):
 
 
 def init(key, st: mgrm.Structure, config: IWAVBSettings, responses=None) -> dict:
+    """Initial parameters: the GRM's (``mgrm.init_params``), the encoder and the discriminator.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    st : mgrm.Structure
+        The multidimensional GRM.
+    config : IWAVBSettings
+        Widths of the encoder's trunk, noise branch and discriminator; noise dimension.
+    responses : array (N, I), optional
+        Responses passed to ``mgrm.init_params`` for data-based starting values.
+
+    Returns
+    -------
+    dict
+        ``{"model", "encoder", "discriminator"}``: the encoder's ``trunk``, ``head`` and
+        ``noise`` MLPs; the discriminator's ``net`` MLP and ``log_precision`` (P,), zeros.
+    """
     k_model, k_trunk, k_head, k_noise, k_disc = jax.random.split(key, 5)
     n_in = networks.n_features(st.n_items, st.max_categories)
     p, h = st.n_factors, config.encoder_hidden
@@ -143,7 +162,24 @@ def init(key, st: mgrm.Structure, config: IWAVBSettings, responses=None) -> dict
 
 
 def encode(encoder, feats, eps, config: IWAVBSettings):
-    """Draws from the implicit q: feats (B, F), eps (R, B, D) -> z~ (R, B, P), mu, log_sigma (B, P)."""
+    """Draws from the implicit q: feats (B, F), eps (R, B, D) -> z~ (R, B, P), mu, log_sigma (B, P).
+
+    Parameters
+    ----------
+    encoder : dict
+        The encoder's ``trunk``, ``head`` and ``noise`` MLPs.
+    feats : array (B, F)
+        ``networks.response_features`` of the responses.
+    eps : array (R, B, D)
+        Standard normal noise, D the noise dimension (``noise_dim``; default P).
+    config : IWAVBSettings
+        ``implicit`` (False: u = eps[..., :P]), GELU form and the bounds on log sigma.
+
+    Returns
+    -------
+    tuple of jax.Array
+        u = z~ (R, B, P), mu (B, P) and log sigma (B, P), clipped to ``config.log_sigma_bounds``.
+    """
     h = networks.gelu(feats @ encoder["trunk"][0]["w"] + encoder["trunk"][0]["b"], config.approximate_gelu)
     mu, log_sigma = jnp.split(networks.apply_mlp(encoder["head"], h), 2, axis=-1)
     log_sigma = jnp.clip(log_sigma, *config.log_sigma_bounds)
@@ -167,6 +203,22 @@ def discriminator(disc, feats, z_tilde, config: IWAVBSettings):
     still represents any log ratio an MLP plus a diagonal quadratic can, and at
     initialisation (T_net ~ 0, s = 0) q~ is N(0, I), i.e. the method starts as IWAE. The
     first layer is split so that the x part is computed once per person, not once per draw.
+
+    Parameters
+    ----------
+    disc : dict
+        The discriminator: ``net`` (MLP) and ``log_precision`` s (P,).
+    feats : array (B, F)
+        ``networks.response_features`` of the responses.
+    z_tilde : array (R, B, P)
+        Standardised draws.
+    config : IWAVBSettings
+        GELU form.
+
+    Returns
+    -------
+    jax.Array
+        T(x, z~), shape (R, B).
     """
     layers = disc["net"]
     first = layers[0]
@@ -180,12 +232,43 @@ def discriminator(disc, feats, z_tilde, config: IWAVBSettings):
 
 
 def log_q_from_t(t_value, z_tilde, log_sigma):
-    """log q(z | x) = T - 1/2 |z~|^2 - (P/2) log 2 pi - sum log sigma (module docstring)."""
+    """log q(z | x) = T - 1/2 |z~|^2 - (P/2) log 2 pi - sum log sigma (module docstring).
+
+    Parameters
+    ----------
+    t_value : array (R, B)
+        The discriminator's T(x, z~).
+    z_tilde : array (R, B, P)
+        Standardised draws.
+    log_sigma : array (B, P)
+        Log scale of the encoder.
+
+    Returns
+    -------
+    jax.Array
+        log q(z | x), shape (R, B).
+    """
     p = z_tilde.shape[-1]
     return t_value - 0.5 * jnp.sum(z_tilde * z_tilde, -1) - 0.5 * p * LOG_2PI - jnp.sum(log_sigma, -1)
 
 
 def loss_fn(st: mgrm.Structure, config: IWAVBSettings):
+    """``loss(params, key, batch)`` for the training driver: minus the mean IW-ELBO, with the
+    discriminator's objective and the gauge penalty entering as gradients only.
+
+    Parameters
+    ----------
+    st : mgrm.Structure
+        The multidimensional GRM.
+    config : IWAVBSettings
+        Importance samples, encoder, discriminator, gauge penalty and warm-up settings.
+
+    Returns
+    -------
+    callable
+        ``loss(params, key, batch)``: a scalar whose value is minus the mean over ``batch["y"]``
+        (B, I) of the IW-ELBO (annealed during a warm-up).
+    """
     R = config.n_importance
 
     def loss(params, key, batch):
@@ -303,7 +386,29 @@ def fit(
     label: str = "iwavb",
 ) -> FitResult:
     """Fit the IWAVB by the training driver: ``training.train_problem`` of ``problem``'s fit
-    (the parameters, the returned result and a non-finite loss are as ``problem`` says)."""
+    (the parameters, the returned result and a non-finite loss are as ``problem`` says).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    y : array (N, I)
+        Integer response codes, -1 for missing.
+    structure : mgrm.Structure
+        The multidimensional GRM.
+    settings : IWAVBSettings
+        As for ``problem``.
+    init : dict, optional
+        Starting parameters (``{"model", "encoder", "discriminator"}``).
+    label : str
+        Name of the fit in the progress log.
+
+    Returns
+    -------
+    training.FitResult
+        The fit; ``params["model"]`` are the GRM's parameters, beside the encoder and the
+        discriminator.
+    """
     return train_problem(problem(key, y, structure, settings, init=init, label=label))
 
 
@@ -311,7 +416,21 @@ def sampler(st: mgrm.Structure, config: IWAVBSettings):
     """The fitted implicit q as an importance-sampling proposal with its parameters as an
     argument, ``draw(params, key, y, n)``, with log q from the discriminator (so the estimate
     inherits T's approximation error; use the method-independent estimators of
-    ``evaluation.loglik`` to compare methods)."""
+    ``evaluation.loglik`` to compare methods).
+
+    Parameters
+    ----------
+    st : mgrm.Structure
+        The multidimensional GRM.
+    config : IWAVBSettings
+        The fit's settings (encoder, noise dimension, discriminator).
+
+    Returns
+    -------
+    callable
+        ``draw(params, key, y, n)``: draws z (n, B, P) from q(z | x) for ``y`` (B, I) and
+        their log q (n, B).
+    """
 
     def draw(params, key, y, n):
         feats = networks.response_features(y, st.max_categories)
@@ -325,14 +444,52 @@ def sampler(st: mgrm.Structure, config: IWAVBSettings):
 
 
 def proposal(params, st: mgrm.Structure, config: IWAVBSettings):
-    """``sampler``'s draw with the fit's parameters, ``draw(key, y, n)``, for ``evaluation.loglik``."""
+    """``sampler``'s draw with the fit's parameters, ``draw(key, y, n)``, for ``evaluation.loglik``.
+
+    Parameters
+    ----------
+    params : dict
+        The fit's parameters (``{"model", "encoder", "discriminator"}``).
+    st : mgrm.Structure
+        The multidimensional GRM.
+    config : IWAVBSettings
+        The fit's settings.
+
+    Returns
+    -------
+    functools.partial
+        ``sampler(st, config)`` with ``params`` bound.
+    """
     return partial(sampler(st, config), params)
 
 
 def posterior_means(
     params, st: mgrm.Structure, config: IWAVBSettings, responses, key=None, n_draws: int = 100, batch: int = 2048
 ):
-    """Monte Carlo means of the implicit q per person, (N, P)."""
+    """Monte Carlo means of the implicit q per person, (N, P).
+
+    Parameters
+    ----------
+    params : dict
+        The fit's parameters.
+    st : mgrm.Structure
+        The multidimensional GRM.
+    config : IWAVBSettings
+        The fit's settings.
+    responses : array (N, I)
+        Integer response codes, -1 for missing.
+    key : jax.Array, optional
+        PRNG key (default ``jax.random.key(0)``), folded with each batch's start row.
+    n_draws : int
+        Draws per person.
+    batch : int
+        Persons per call.
+
+    Returns
+    -------
+    numpy.ndarray
+        Means of the draws of q(z | x), shape (N, P).
+    """
     key = jax.random.key(0) if key is None else key
 
     @jax.jit

@@ -177,6 +177,22 @@ def fit(
     """Fit the per-person mean-field VI to responses ``y`` with the project's training driver:
     ``training.train_problem`` of ``problem``'s fit (the arguments are ``problem``'s).
 
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key, handed to the training driver as it is (the start is deterministic).
+    y : array (N, J)
+        Integer responses (0/1 for the 2PL, 0..C_j-1 for the GRM), -1 for missing.
+    structure : irt2pl.Structure
+        The model (2PL or GRM), items, factors and categories.
+    settings : MFVISettings
+        Item priors, draws per step, starting sds of q(d) and q(a), and the training driver's
+        settings (``train``).
+    init : dict, optional
+        Starting variational parameters (``{"items", "abilities"}``; ``mfvi.init`` by default).
+    label : str
+        Name of the fit in the progress log.
+
     Returns
     -------
     training.FitResult

@@ -148,6 +148,30 @@ def imputation_data(
 
     ``persons``, ``items``, ``pmf`` (C, Kmax): one PMF per missing cell of ``responses``
     (every missing cell exactly once, in any order).
+
+    Parameters
+    ----------
+    responses : array (N, I)
+        Integer responses, negative for missing.
+    persons : array (C,)
+        Person of each missing cell.
+    items : array (C,)
+        Item of each missing cell.
+    pmf : array (C, Kmax)
+        Imputation PMF of each missing cell (normalised here); zero beyond the item's categories.
+    n_categories : array (I,)
+        Categories per item.
+
+    Returns
+    -------
+    dict
+        ``miss_start`` and ``miss_count`` (N,) int32, and ``{SHARED: {CELLS: MissingCells}}``.
+
+    Raises
+    ------
+    ValueError
+        If the PMFs have the wrong shape, do not cover exactly the missing cells (once each), or
+        are negative, non-finite or nonzero beyond an item's categories.
     """
     y = np.asarray(responses)
     persons, items = np.asarray(persons, np.int64), np.asarray(items, np.int64)
@@ -230,7 +254,22 @@ def _data(cells: _Cells, layout: Layout) -> dict:
 
 
 def from_dense_pmf(responses: np.ndarray, dense_pmf: np.ndarray, n_categories: np.ndarray) -> dict:
-    """``imputation_data`` from an (N, I, Kmax) array whose missing cells hold their PMFs."""
+    """``imputation_data`` from an (N, I, Kmax) array whose missing cells hold their PMFs.
+
+    Parameters
+    ----------
+    responses : array (N, I)
+        Integer responses, negative for missing.
+    dense_pmf : array (N, I, Kmax)
+        Imputation PMFs; only the missing cells' are read.
+    n_categories : array (I,)
+        Categories per item.
+
+    Returns
+    -------
+    dict
+        As ``imputation_data`` returns it.
+    """
     persons, items = np.nonzero(np.asarray(responses) < 0)
     return imputation_data(responses, persons, items, np.asarray(dense_pmf)[persons, items], n_categories)
 
@@ -289,6 +328,19 @@ def block_data(datas: list[dict]) -> list[dict]:
 
 
 def missing_cells(batch) -> MissingCells | None:
+    """The missing cells a batch carries (``batch[SHARED][CELLS]``).
+
+    Parameters
+    ----------
+    batch : dict
+        A batch of the training driver.
+
+    Returns
+    -------
+    MissingCells or None
+        The cells; None when the batch has no missing cells (decided from shapes, so static
+        under jit).
+    """
     cells = batch.get(SHARED, {}).get(CELLS)
     return cells if cells is not None and cells.n_cells > 0 else None  # static under jit
 
@@ -312,7 +364,21 @@ class CellView(NamedTuple):
 def batch_cells(batch, cells: MissingCells) -> CellView:
     """The cells of the batch's persons. A batch of every person, in order (the driver's full
     batch), uses the cells as stored: item blocks if present, else the flat list. A minibatch of
-    B persons gathers its persons' cells from the flat list into ``batch_cap[B]`` slots."""
+    B persons gathers its persons' cells from the flat list into ``batch_cap[B]`` slots.
+
+    Parameters
+    ----------
+    batch : dict
+        A batch of the training driver, with ``miss_start`` and ``miss_count`` (B,).
+    cells : MissingCells
+        The fit's missing cells.
+
+    Returns
+    -------
+    CellView
+        The batch's cells, of shape (I, Cmax) (item blocks), (C,) (flat list) or
+        (``batch_cap[B]``,) (a minibatch, at least one slot).
+    """
     n_batch = batch["miss_count"].shape[0]
     padded = cells.padded
     if n_batch == cells.n_persons:
@@ -376,7 +442,27 @@ def uniform_at(key, positions) -> jnp.ndarray:
 def draw_uniforms(key, n_copies: int, view: CellView) -> jnp.ndarray:
     """(M, *cell shape) uniforms that draw the imputations of ``view``'s cells: those of
     ``jax.random.uniform(key, (M, *own shape))`` at each cell's position in its fit's own layout
-    (padded cells), or that draw itself on the cells' shape."""
+    (padded cells), or that draw itself on the cells' shape.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    n_copies : int
+        M, imputations per cell.
+    view : CellView
+        The batch's cells.
+
+    Returns
+    -------
+    jax.Array
+        Uniforms on [0, 1), shape (M, *cell shape), of the CDFs' dtype.
+
+    Raises
+    ------
+    ValueError
+        If the draw's positions would not fit in 32 bits (padded cells).
+    """
     shape = (n_copies,) + view.cdf.shape[:-1]
     if view.draw is None:
         return jax.random.uniform(key, shape, view.cdf.dtype)

@@ -78,18 +78,53 @@ class Params(NamedTuple):
 
 
 def gauss_hermite(n_nodes: int = 21):
-    """Nodes and log-weights of the Gauss-Hermite rule for an N(0, 1) ability (numpy float64)."""
+    """Nodes and log-weights of the Gauss-Hermite rule for an N(0, 1) ability (numpy float64).
+
+    Parameters
+    ----------
+    n_nodes : int
+        Q, the number of nodes.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Nodes x_q (Q,) and log weights log w_q (Q,), the weights summing to 1.
+    """
     x, w = np.polynomial.hermite_e.hermegauss(n_nodes)
     return x, np.log(w / w.sum())
 
 
 def item_parameters(params: Params):
-    """Discriminations (I,) and increasing cuts (I, Kmax-1) from unconstrained parameters."""
+    """Discriminations (I,) and increasing cuts (I, Kmax-1) from unconstrained parameters.
+
+    Parameters
+    ----------
+    params : Params
+        Unconstrained item parameters.
+
+    Returns
+    -------
+    tuple of jax.Array
+        Discriminations a = exp(log_a) (I,) and cuts (I, Kmax-1).
+    """
     return jnp.exp(params.log_a), grm.ordered_cuts(params.base, jax.nn.softplus(params.inc_raw))
 
 
 def unconstrain(discrimination, cuts) -> Params:
-    """Inverse of ``item_parameters`` (cuts must be strictly increasing along the last axis)."""
+    """Inverse of ``item_parameters`` (cuts must be strictly increasing along the last axis).
+
+    Parameters
+    ----------
+    discrimination : array (I,)
+        Discriminations a_j > 0.
+    cuts : array (I, Kmax-1)
+        Strictly increasing cuts.
+
+    Returns
+    -------
+    Params
+        The unconstrained parameters.
+    """
     a = jnp.asarray(discrimination)
     c = jnp.asarray(cuts)
     inc = jnp.diff(c, axis=-1)
@@ -224,7 +259,26 @@ def _dtype():
 
 def initial_values(y, n_categories=None) -> Params:
     """Starting values: a = 1; cuts from the logits of the observed proportions P(Y >= k),
-    stretched by 1.4 (the logistic scale of a standard normal ability with a = 1), made increasing."""
+    stretched by 1.4 (the logistic scale of a standard normal ability with a = 1), made increasing.
+
+    Parameters
+    ----------
+    y : array (N, I)
+        Integer categories 0..K_j-1, missing -1.
+    n_categories : array (I,) or int, optional
+        Categories per item, >= 2 (None: max(y) + 1 for every item).
+
+    Returns
+    -------
+    Params
+        Unconstrained starting values (a = 1, increments at least 0.05), in the default float dtype.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not persons x items, an item has fewer than 2 categories or a response is
+        outside its item's categories.
+    """
     y, n_categories, _ = _check(y, n_categories, None)
     kmax = int(n_categories.max())
     obs = y != MISSING
@@ -339,18 +393,84 @@ def fit(
 def fit_arrays(y, n_categories=None, factor=None, max_iter: int = 200) -> MMLFit:
     """:func:`fit` with its structure and iteration limit as plain arguments: the GRM fitter
     that ``data.careless`` (which cannot import the inference layer) calls back as
-    ``fit_grm(y, n_categories, factor, max_iter=...)``."""
+    ``fit_grm(y, n_categories, factor, max_iter=...)``.
+
+    Parameters
+    ----------
+    y : array (N, I)
+        Integer categories 0..K_j-1, missing -1.
+    n_categories : array (I,) or int, optional
+        Categories per item, >= 2 (None: max(y) + 1 for every item).
+    factor : array (I,), optional
+        Factor of each item, 0..F-1 (None: one factor).
+    max_iter : int
+        At most this many L-BFGS iterations.
+
+    Returns
+    -------
+    MMLFit
+        As :func:`fit` returns it.
+    """
     return fit(None, y, Structure(n_categories, factor), MMLSettings(max_iter=max_iter))
 
 
 def marginal_loglik(y, discrimination, cuts, n_categories=None, factor=None, n_nodes: int = 21) -> np.ndarray:
-    """Per-person marginal log-likelihood log p(y_i | a, cuts), summed over factors, (N,)."""
+    """Per-person marginal log-likelihood log p(y_i | a, cuts), summed over factors, (N,).
+
+    Parameters
+    ----------
+    y : array (N, I)
+        Integer categories 0..K_j-1, missing -1.
+    discrimination : array (I,)
+        Discriminations a_j > 0.
+    cuts : array (I, Kmax-1)
+        Cuts, increasing up to each item's K_j - 1.
+    n_categories : array (I,) or int, optional
+        Categories per item, >= 2 (None: max(y) + 1 for every item).
+    factor : array (I,), optional
+        Factor of each item, 0..F-1 (None: one factor).
+    n_nodes : int
+        Gauss-Hermite nodes per factor.
+
+    Returns
+    -------
+    numpy.ndarray
+        Log-likelihoods, shape (N,), float64.
+    """
     return posterior(y, discrimination, cuts, n_categories, factor, n_nodes)[0]
 
 
 def posterior(y, discrimination, cuts, n_categories=None, factor=None, n_nodes: int = 21):
     """Per-person marginal log-likelihood (N,), EAP abilities (N, F) and posterior sds (N, F)
-    at given item parameters (``cuts`` increasing up to each item's K_j - 1; later columns unused)."""
+    at given item parameters (``cuts`` increasing up to each item's K_j - 1; later columns unused).
+
+    Parameters
+    ----------
+    y : array (N, I)
+        Integer categories 0..K_j-1, missing -1.
+    discrimination : array (I,)
+        Discriminations a_j > 0.
+    cuts : array (I, Kmax-1)
+        Cuts, increasing up to each item's K_j - 1.
+    n_categories : array (I,) or int, optional
+        Categories per item, >= 2 (None: max(y) + 1 for every item).
+    factor : array (I,), optional
+        Factor of each item, 0..F-1 (None: one factor).
+    n_nodes : int
+        Gauss-Hermite nodes per factor.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Marginal log-likelihood (N,), EAP abilities (N, F) and posterior sds (N, F), float64.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not persons x items, an item has fewer than 2 categories, a response is
+        outside its item's categories, or ``factor`` is not one of 0..F-1 per item with every
+        factor used.
+    """
     y, n_categories, factor = _check(y, n_categories, factor)
     dtype = _dtype()
     data = _data(y, n_categories, factor, n_nodes, dtype)
@@ -361,7 +481,26 @@ def posterior(y, discrimination, cuts, n_categories=None, factor=None, n_nodes: 
 
 def mean_nll(params: Params, y, n_categories=None, factor=None, n_nodes: int = 21):
     """The objective of ``fit`` at unconstrained ``params`` (a JAX scalar; differentiable with
-    ``jax.grad`` through a closure over this function's data arguments)."""
+    ``jax.grad`` through a closure over this function's data arguments).
+
+    Parameters
+    ----------
+    params : Params
+        Unconstrained item parameters.
+    y : array (N, I)
+        Integer categories 0..K_j-1, missing -1.
+    n_categories : array (I,) or int, optional
+        Categories per item, >= 2 (None: max(y) + 1 for every item).
+    factor : array (I,), optional
+        Factor of each item, 0..F-1 (None: one factor).
+    n_nodes : int
+        Gauss-Hermite nodes per factor.
+
+    Returns
+    -------
+    jax.Array
+        Mean negative marginal log-likelihood per person, a scalar.
+    """
     y, n_categories, factor = _check(y, n_categories, factor)
     return _mean_nll(params, _data(y, n_categories, factor, n_nodes, _dtype()))
 
@@ -375,7 +514,30 @@ def predictive_probs(
     """Posterior predictive P(y_ij = k | person i's observed responses) at the cells (rows, cols),
     (n_cells, Kmax): the GRM category probabilities at the nodes averaged over the person's
     posterior on the nodes of the item's factor, item parameters plugged in. The cells are
-    meant to be missing in ``y`` (a hidden response must not inform its own prediction)."""
+    meant to be missing in ``y`` (a hidden response must not inform its own prediction).
+
+    Parameters
+    ----------
+    y : array (N, I)
+        Integer categories 0..K_j-1, missing -1.
+    discrimination : array (I,)
+        Discriminations a_j > 0.
+    cuts : array (I, Kmax-1)
+        Cuts, increasing up to each item's K_j - 1.
+    rows, cols : array (n_cells,)
+        Persons and items of the cells.
+    n_categories : array (I,) or int, optional
+        Categories per item, >= 2 (None: max(y) + 1 for every item).
+    factor : array (I,), optional
+        Factor of each item, 0..F-1 (None: one factor).
+    n_nodes : int
+        Gauss-Hermite nodes per factor.
+
+    Returns
+    -------
+    numpy.ndarray
+        P(y_ij = k), shape (n_cells, Kmax), float64 (0 beyond an item's categories).
+    """
     y, n_categories, factor = _check(y, n_categories, factor)
     rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
     persons, which = np.unique(rows, return_inverse=True)

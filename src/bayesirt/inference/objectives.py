@@ -84,7 +84,19 @@ TINY = 1e-37  # floor of a probability before its log
 
 
 def factorized_observed(st: fgrm.Structure):
-    """Observed-cells log-likelihood of the factorized GRM (missing cells contribute 0)."""
+    """Observed-cells log-likelihood of the factorized GRM (missing cells contribute 0).
+
+    Parameters
+    ----------
+    st : fgrm.Structure
+        Scales and categories per item.
+
+    Returns
+    -------
+    callable
+        ``observed_log_lik(params, batch) -> (B,)``: ``fgrm.log_likelihood`` of ``batch["y"]``
+        (B, I).
+    """
 
     def observed_log_lik(params, batch):
         return fgrm.log_likelihood(params, batch["y"], st)
@@ -95,7 +107,20 @@ def factorized_observed(st: fgrm.Structure):
 def factorized_cell_probs(st: fgrm.Structure):
     """``cell_probs`` of the factorized GRM: (C, Kmax) category probabilities of the cells
     (``grm.category_probs``: products of positive factors, accurate in every tail, with the
-    per-item tables of ``grm.exp_cut_tables`` looked up once per cell)."""
+    per-item tables of ``grm.exp_cut_tables`` looked up once per cell).
+
+    Parameters
+    ----------
+    st : fgrm.Structure
+        Scales and categories per item.
+
+    Returns
+    -------
+    callable
+        ``cell_probs(params, persons, items)``: the category probabilities of the cells, shape
+        the broadcast shape of ``persons`` and ``items`` plus Kmax; zero beyond an item's
+        categories.
+    """
 
     def cell_probs(params, persons, items):
         alpha = params["discrimination"]
@@ -114,7 +139,22 @@ def factorized_cell_probs(st: fgrm.Structure):
 
 
 def per_person(values, view: CellView, n_batch: int):
-    """Sum cell values (..., *cell shape) into the batch's persons: (..., B)."""
+    """Sum cell values (..., *cell shape) into the batch's persons: (..., B).
+
+    Parameters
+    ----------
+    values : array (..., *cell shape)
+        One value per cell, with any leading axes (e.g. copies).
+    view : CellView
+        The batch's missing cells; padding (``view.valid`` false) contributes 0.
+    n_batch : int
+        B, persons in the batch.
+
+    Returns
+    -------
+    jax.Array
+        Per-person sums, shape (..., B); 0 for persons without cells.
+    """
     if view.valid is not None:
         values = jnp.where(view.valid, values, 0.0)
     n_cell_axes = view.persons.ndim
@@ -129,7 +169,24 @@ def draw_imputations(key, cdf, n_copies: int, view: CellView | None = None):
     """(M, ...) categories drawn from the cells' PMFs by inverse CDF, one uniform per copy and
     cell, all copies in one call; ``cdf`` (..., Kmax-1). With ``view`` (the cells of a batch,
     ``cdf`` its), padded cells draw the uniforms of their fit's own layout
-    (``missing_cells.draw_uniforms``)."""
+    (``missing_cells.draw_uniforms``).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    cdf : array (..., Kmax-1)
+        The cells' imputation CDFs at categories 0..Kmax-2.
+    n_copies : int
+        M, imputed copies.
+    view : CellView, optional
+        The batch's cells whose ``cdf`` this is (None: uniforms drawn on ``cdf``'s cell shape).
+
+    Returns
+    -------
+    jax.Array
+        Integer categories, shape (M, ...).
+    """
     if view is None:
         u = jax.random.uniform(key, (n_copies,) + cdf.shape[:-1], cdf.dtype)
     else:
@@ -138,7 +195,20 @@ def draw_imputations(key, cdf, n_copies: int, view: CellView | None = None):
 
 
 def select_log_prob(probs, y):
-    """log probs[..., y] for categories y (M, ...) and probabilities (..., K) -> (M, ...)."""
+    """log probs[..., y] for categories y (M, ...) and probabilities (..., K) -> (M, ...).
+
+    Parameters
+    ----------
+    probs : array (..., K)
+        Category probabilities of the cells.
+    y : array (M, ...)
+        Categories, one per copy and cell.
+
+    Returns
+    -------
+    jax.Array
+        Log-probabilities, shape (M, ...); probabilities floored at ``TINY`` before the log.
+    """
     # the copies axis goes next to the categories: the gradient then sums the copies over a
     # minor axis, which XLA's CPU backend (jaxlib 0.10) does 1.4x faster per objective step
     # than a sum over the leading axis; the values are the same bit for bit
@@ -149,7 +219,26 @@ def select_log_prob(probs, y):
 
 
 def copies_missing_log_lik(key, params, batch, cell_probs, n_copies: int):
-    """(M, B): each copy's log-likelihood of its imputed cells (0 for persons without any)."""
+    """(M, B): each copy's log-likelihood of its imputed cells (0 for persons without any).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key of the imputations.
+    params : dict
+        Model parameters, as ``cell_probs`` takes them.
+    batch : dict
+        The minibatch, with its missing cells (``missing_cells``) and ``miss_count`` (B,).
+    cell_probs : callable
+        ``cell_probs(params, persons, items)``, see the module docstring.
+    n_copies : int
+        M, imputed copies.
+
+    Returns
+    -------
+    jax.Array
+        Log-likelihoods, shape (M, B).
+    """
     view = batch_cells(batch, missing_cells(batch))
     probs = cell_probs(params, view.persons, view.items)
     y_imp = draw_imputations(key, view.cdf, n_copies, view)
@@ -157,7 +246,22 @@ def copies_missing_log_lik(key, params, batch, cell_probs, n_copies: int):
 
 
 def exact_missing_log_lik(params, batch, cell_probs):
-    """(B,): sum over each person's missing cells of log sum_k q_c(k) P(Y_c = k)."""
+    """(B,): sum over each person's missing cells of log sum_k q_c(k) P(Y_c = k).
+
+    Parameters
+    ----------
+    params : dict
+        Model parameters, as ``cell_probs`` takes them.
+    batch : dict
+        The minibatch, with its missing cells (``missing_cells``) and ``miss_count`` (B,).
+    cell_probs : callable
+        ``cell_probs(params, persons, items)``, see the module docstring.
+
+    Returns
+    -------
+    jax.Array
+        Log-likelihoods, shape (B,).
+    """
     view = batch_cells(batch, missing_cells(batch))
     probs = cell_probs(params, view.persons, view.items)
     mix = jnp.sum(view.pmf * probs, axis=-1)
@@ -172,6 +276,20 @@ def _defaults(st, observed_log_lik, cell_probs):
 
 
 def zero_fill(st: fgrm.Structure, observed_log_lik: Callable | None = None):
+    """The ``zero_fill`` objective: the observed cells' log-likelihood, missing cells contribute 0.
+
+    Parameters
+    ----------
+    st : fgrm.Structure
+        Scales and categories per item (used only for the default ``observed_log_lik``).
+    observed_log_lik : callable, optional
+        ``observed_log_lik(params, batch) -> (B,)`` (default: ``factorized_observed(st)``).
+
+    Returns
+    -------
+    callable
+        ``log_likelihood(params, batch, key) -> (B,)``; ``key`` is unused.
+    """
     observed = observed_log_lik or factorized_observed(st)
 
     def log_likelihood(params, batch, key):
@@ -198,10 +316,61 @@ def _copies_objective(st, n_copies: int, combine, observed_log_lik=None, cell_pr
 
 
 def naive_average(st: fgrm.Structure, n_copies: int, observed_log_lik=None, cell_probs=None):
+    """The ``naive_average`` objective: observed part plus the mean over M copies of the
+    imputed cells' log-likelihood (seed 5.1).
+
+    Parameters
+    ----------
+    st : fgrm.Structure
+        Scales and categories per item (used only for the defaults of the model's part).
+    n_copies : int
+        M, imputed copies per step.
+    observed_log_lik : callable, optional
+        ``observed_log_lik(params, batch) -> (B,)`` (default: ``factorized_observed(st)``).
+    cell_probs : callable, optional
+        ``cell_probs(params, persons, items)`` (default: ``factorized_cell_probs(st)``).
+
+    Returns
+    -------
+    callable
+        ``log_likelihood(params, batch, key) -> (B,)``.
+
+    Raises
+    ------
+    ValueError
+        If ``n_copies`` is not a positive integer.
+    """
     return _copies_objective(st, n_copies, lambda miss: miss.mean(0), observed_log_lik, cell_probs)
 
 
 def rao_blackwell(st: fgrm.Structure, n_copies: int, per: str = "person", observed_log_lik=None, cell_probs=None):
+    """The ``rao_blackwell`` objective: observed part plus the log-mean-exp over M copies of the
+    imputed cells' log-likelihood (seed 5.2-5.3), per person or per batch (module docstring).
+
+    Parameters
+    ----------
+    st : fgrm.Structure
+        Scales and categories per item (used only for the defaults of the model's part).
+    n_copies : int
+        M, imputed copies per step.
+    per : str
+        ``"person"`` (one log-mean-exp per person) or ``"batch"`` (one per minibatch, spread
+        evenly over its persons).
+    observed_log_lik : callable, optional
+        ``observed_log_lik(params, batch) -> (B,)`` (default: ``factorized_observed(st)``).
+    cell_probs : callable, optional
+        ``cell_probs(params, persons, items)`` (default: ``factorized_cell_probs(st)``).
+
+    Returns
+    -------
+    callable
+        ``log_likelihood(params, batch, key) -> (B,)``.
+
+    Raises
+    ------
+    ValueError
+        If ``per`` is unknown or ``n_copies`` is not a positive integer.
+    """
     log_m = math.log(n_copies) if n_copies >= 1 else 0.0
     if per == "person":
 
@@ -218,6 +387,23 @@ def rao_blackwell(st: fgrm.Structure, n_copies: int, per: str = "person", observ
 
 
 def exact_marginal(st: fgrm.Structure, observed_log_lik=None, cell_probs=None):
+    """The ``exact_marginal`` objective: observed part plus sum_c log sum_k q_c(k) P(Y_c = k)
+    over the missing cells (the M -> inf limit; no draws, ``key`` is unused).
+
+    Parameters
+    ----------
+    st : fgrm.Structure
+        Scales and categories per item (used only for the defaults of the model's part).
+    observed_log_lik : callable, optional
+        ``observed_log_lik(params, batch) -> (B,)`` (default: ``factorized_observed(st)``).
+    cell_probs : callable, optional
+        ``cell_probs(params, persons, items)`` (default: ``factorized_cell_probs(st)``).
+
+    Returns
+    -------
+    callable
+        ``log_likelihood(params, batch, key) -> (B,)``.
+    """
     observed, cell_probs = _defaults(st, observed_log_lik, cell_probs)
 
     def log_likelihood(params, batch, key):
@@ -241,6 +427,29 @@ def make(
     ``cell_probs(params, persons, items) -> (C, Kmax)`` and ``observed_log_lik(params, batch)
     -> (B,)`` replace the factorized GRM's (see the module docstring); ``st`` is only used
     for those defaults.
+
+    Parameters
+    ----------
+    name : str
+        One of ``NAMES``.
+    st : fgrm.Structure
+        Scales and categories per item.
+    n_copies : int
+        M, imputed copies per step (the copies objectives only).
+    cell_probs : callable, optional
+        ``cell_probs(params, persons, items)`` (default: ``factorized_cell_probs(st)``).
+    observed_log_lik : callable, optional
+        ``observed_log_lik(params, batch) -> (B,)`` (default: ``factorized_observed(st)``).
+
+    Returns
+    -------
+    callable
+        ``log_likelihood(params, batch, key) -> (B,)``, the hook of ``grm_advi.fit``.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is unknown, or as the objective's factory raises.
     """
     if name == "zero_fill":
         return zero_fill(st, observed_log_lik)

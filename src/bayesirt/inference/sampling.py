@@ -129,6 +129,36 @@ def sample(
 
     ``settings.chain_processes`` > 1 runs the chains in that many worker processes on the CPU
     (see :mod:`bayesirt.inference.chain_processes`); the functions must then be picklable.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key; split into the chains' initial-state and sweep keys.
+    init_fn : callable
+        ``init_fn(key)`` (or ``init_fn(key, data)``): a chain's starting state.
+    step_fn : callable
+        ``step_fn(key, state)`` (or ``step_fn(key, state, data)``): one sweep.
+    record_fn : callable
+        ``record_fn(state) -> dict``: what is kept per draw.
+    settings : SamplerSettings
+        Chains, burn-in, draws, thinning, chunks, progress and worker processes.
+    coords : dict, optional
+        Coordinates for ``az.from_dict``.
+    dims : dict, optional
+        Axis names after chain and draw of each recorded name, for ``az.from_dict``.
+    label : str
+        Name of the run in the progress log.
+    stats_fn : callable, optional
+        ``stats_fn(state) -> dict``, recorded into the ``sample_stats`` group.
+    data : pytree of arrays, optional
+        The data, passed to the compiled programs as an argument.
+
+    Returns
+    -------
+    SampleResult
+        Draws (InferenceData, chain x draw), summary table, sweeps run per chain, timings,
+        whether a non-finite value stopped the run and why, and ``extra["final_state"]``, the
+        last good state, chains first.
     """
     init_key, sweeps_key = jax.random.split(key)
     init_keys = jax.random.split(init_key, settings.n_chains)
@@ -169,7 +199,24 @@ def sample(
 
 
 def to_inference_data(posterior: dict, sample_stats: dict | None = None, *, coords=None, dims=None) -> az.InferenceData:
-    """``az.from_dict`` of chain x draw arrays, without the ``created_at`` stamp."""
+    """``az.from_dict`` of chain x draw arrays, without the ``created_at`` stamp.
+
+    Parameters
+    ----------
+    posterior : dict
+        Name -> array (chains, draws, ...).
+    sample_stats : dict, optional
+        Name -> array (chains, draws, ...) for the ``sample_stats`` group.
+    coords : dict, optional
+        Coordinates for ``az.from_dict``.
+    dims : dict, optional
+        Axis names after chain and draw of each name, for ``az.from_dict``.
+
+    Returns
+    -------
+    arviz.InferenceData
+        The posterior group (and ``sample_stats`` when given and not empty).
+    """
     import arviz as az  # here, not at the top: importing ArviZ costs seconds in every workflow job
 
     with warnings.catch_warnings():
@@ -195,6 +242,18 @@ def summary_table(idata: az.InferenceData, var_names: list[str] | None = None) -
     ``q5``, ``q95`` (equal-tailed 90% interval), ``mcse_mean``, ``ess_bulk``, ``ess_tail``,
     ``r_hat``. The row labels are ArviZ-style names (``a[3]``). R-hat, ESS and MCSE come from
     ``az.rhat``, ``az.ess`` and ``az.mcse`` (rank-normalized split R-hat; bulk and tail ESS).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        Draws with a posterior group (chain x draw x ...).
+    var_names : list of str, optional
+        The variables to summarise (all by default).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per scalar parameter; every statistic missing when there are no draws.
     """
     import xarray as xr  # here, not at the top: only summaries need it, and it is slow to import
 
@@ -351,6 +410,17 @@ def convergence(summary: pd.DataFrame) -> dict:
 
     NaN entries (e.g. R-hat of a parameter that never moves) are ignored in the extremes but
     counted in ``n_nan_r_hat`` so a record never hides them.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        A table of :func:`summary_table`.
+
+    Returns
+    -------
+    dict
+        ``max_r_hat``, ``min_ess_bulk``, ``min_ess_tail`` (nan where none is finite),
+        ``n_parameters`` and ``n_nan_r_hat``.
     """
     if summary.empty:
         return {

@@ -135,6 +135,29 @@ def chunk_fn(loss_fn, optimizer, n_persons: int, batch_size: int, n_steps: int, 
     ignored for full-batch fits. They are computed outside the chunk, once per epoch: drawing
     them inside cost a sort of all N persons per chunk, which dominated the step time at
     N = 1M on CPU (time per epoch grew like N^1.4).
+
+    Parameters
+    ----------
+    loss_fn : callable
+        ``loss_fn(params, key, batch) -> scalar`` to minimise.
+    optimizer : optax.GradientTransformation
+        The optimiser.
+    n_persons : int
+        N.
+    batch_size : int
+        Persons per step; ``batch_size >= n_persons`` is a full-batch fit.
+    n_steps : int
+        Steps per chunk.
+    track : bool
+        Whether to sum the gradients, squared gradients and iterates over the chunk (the noise
+        rule's gradient drift and tail averaging).
+
+    Returns
+    -------
+    callable
+        ``chunk(params, opt_state, step_key, perms, data, first_step)`` returning the parameters,
+        the optimiser state, the chunk's losses (n_steps,) and the sums (three pytrees shaped as
+        ``params``, or ``()`` without ``track``).
     """
     full_batch = batch_size >= n_persons
     batches_per_epoch = max(n_persons // batch_size, 1)
@@ -233,6 +256,37 @@ def train(
     ``optimizer`` replaces ``settings.optimizer()`` when a method needs its own (e.g. AdamW
     with separate learning rates for the parts of ``params`` via ``optax.multi_transform``,
     as the adversarial methods do); the rest of ``settings`` (batches, convergence) applies.
+
+    Parameters
+    ----------
+    loss_fn : callable
+        ``loss_fn(params, key, batch) -> scalar`` to minimise.
+    params : dict
+        Starting parameters (any pytree of arrays).
+    key : jax.Array
+        PRNG key; split into the steps' key and the minibatch permutations' key.
+    data : dict
+        Arrays with persons on the leading axis, plus optionally a ``SHARED`` entry every batch
+        sees whole.
+    n_persons : int
+        N.
+    settings : TrainSettings
+        Optimiser, batches and stopping rule.
+    label : str
+        Name of the fit in the progress log.
+    optimizer : optax.GradientTransformation, optional
+        Replaces ``settings.optimizer()``.
+
+    Returns
+    -------
+    FitResult
+        The final parameters (tail-averaged where the noise rule says so), the loss history,
+        steps, convergence, reason and timings.
+
+    Raises
+    ------
+    FitDivergedError
+        If the loss or the parameters become non-finite; it holds the last good state.
     """
     batch_size = min(settings.batch_size or n_persons, n_persons)
     optimizer = optimizer if optimizer is not None else settings.optimizer()
@@ -274,13 +328,44 @@ def train(
 
 
 def train_problem(problem: Problem) -> FitResult:
-    """``train`` on one ``Problem``."""
+    """``train`` on one ``Problem``.
+
+    Parameters
+    ----------
+    problem : Problem
+        The fit: loss, starting parameters, key, data, N, settings, optimizer and label.
+
+    Returns
+    -------
+    FitResult
+        As ``train`` returns it (and ``FitDivergedError`` raised as ``train`` raises it).
+    """
     p = problem
     return train(p.loss_fn, p.params, p.key, p.data, p.n_persons, p.settings, p.label, p.optimizer)
 
 
 def finished(stopper: Stopper, params, wall: float, compile_seconds: float, label: str) -> FitResult:
-    """The result of a fit that ``stopper`` stopped (converged or at ``max_steps``)."""
+    """The result of a fit that ``stopper`` stopped (converged or at ``max_steps``).
+
+    Parameters
+    ----------
+    stopper : Stopper
+        The fit's stopping state.
+    params : dict
+        The final parameters.
+    wall : float
+        Seconds the steps took.
+    compile_seconds : float
+        Seconds the compilation took.
+    label : str
+        Name of the fit in the progress log.
+
+    Returns
+    -------
+    FitResult
+        The parameters, the loss history, steps, convergence, reason and timings, with the
+        ``convergence`` entry of ``stopper.summary()``.
+    """
     history, converged, reason, convergence = stopper.summary()
     log.info(
         "%s: %s after %d steps, %.2f s (+%.2f s compile)",
@@ -296,7 +381,20 @@ def finished(stopper: Stopper, params, wall: float, compile_seconds: float, labe
 def keep_last_good(fit, *args, **kwargs) -> FitResult:
     """``fit(*args, **kwargs)``, except that a fit whose loss becomes non-finite returns its last
     good state as an unconverged ``FitResult`` (reason and ``extra["diverged_at_step"]`` say
-    where) instead of raising, so every study writes a record for it the same way."""
+    where) instead of raising, so every study writes a record for it the same way.
+
+    Parameters
+    ----------
+    fit : callable
+        A fit that returns a ``FitResult`` and may raise ``FitDivergedError``.
+    *args, **kwargs
+        Its arguments.
+
+    Returns
+    -------
+    FitResult
+        ``fit``'s result, or :func:`diverged_result` of the error it raised.
+    """
     t0 = time.perf_counter()
     try:
         return fit(*args, **kwargs)
@@ -307,7 +405,27 @@ def keep_last_good(fit, *args, **kwargs) -> FitResult:
 
 def diverged_result(step: int, last_good, losses, wall: float, reason: str) -> FitResult:
     """The unconverged result of a fit whose loss became non-finite at ``step``: its last good
-    state and the losses before, the step in ``extra["diverged_at_step"]``."""
+    state and the losses before, the step in ``extra["diverged_at_step"]``.
+
+    Parameters
+    ----------
+    step : int
+        The step at which the loss became non-finite.
+    last_good : dict
+        The parameters before it.
+    losses : array (n,)
+        The losses before it.
+    wall : float
+        Seconds the fit ran.
+    reason : str
+        Why it stopped (in words).
+
+    Returns
+    -------
+    FitResult
+        Unconverged, ``steps`` at least 1, no compile time, ``convergence["stop_reason"]``
+        ``"diverged"``.
+    """
     return FitResult(
         last_good,
         np.asarray(losses),

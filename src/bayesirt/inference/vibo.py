@@ -80,12 +80,42 @@ def _item_features(items: dict, st: irt2pl.Structure):
 
 
 def n_item_features(st: irt2pl.Structure) -> int:
+    """F, the number of unconstrained values per item (the experts' item input).
+
+    Parameters
+    ----------
+    st : irt2pl.Structure
+        The model, items, factors and categories.
+
+    Returns
+    -------
+    int
+        The sum over the item blocks (``st.item_shapes()``) of each block's values per item.
+    """
     return sum(int(np.prod(s[1:])) if len(s) > 1 else 1 for s in st.item_shapes().values())
 
 
 def init(key, st: irt2pl.Structure, settings: VIBOSettings, y) -> dict:
     """Initial variational parameters: q(d) at data-based starting values with sd
-    ``init_item_scale``, and the expert MLP."""
+    ``init_item_scale``, and the expert MLP.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key of the expert MLP.
+    st : irt2pl.Structure
+        The model, items, factors and categories.
+    settings : VIBOSettings
+        Hidden widths and ``init_item_scale``.
+    y : array (N, J)
+        Responses, -1 for missing (for ``irt2pl.initial_items``).
+
+    Returns
+    -------
+    dict
+        ``{"items": {"loc", "log_scale"}, "encoder"}``: q(d)'s means and log sds by item block,
+        and the expert MLP with widths (F + C, *hidden, 2 K), F = ``n_item_features(st)``.
+    """
     loc = irt2pl.initial_items(y, st)
     log_scale = jax.tree.map(lambda v: jnp.full_like(v, math.log(settings.init_item_scale)), loc)
     sizes = [n_item_features(st) + st.n_categories_max, *map(int, settings.hidden), 2 * st.n_factors]
@@ -93,7 +123,20 @@ def init(key, st: irt2pl.Structure, settings: VIBOSettings, y) -> dict:
 
 
 def sample_items(key, q_items: dict):
-    """One reparameterized draw of the unconstrained item values from q(d)."""
+    """One reparameterized draw of the unconstrained item values from q(d).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    q_items : dict
+        ``{"loc", "log_scale"}``, each a dict of arrays by item block.
+
+    Returns
+    -------
+    dict
+        One array per item block, shaped as its ``loc``.
+    """
     names = sorted(q_items["loc"])
     keys = dict(zip(names, jax.random.split(key, len(names))))
     return {
@@ -103,7 +146,20 @@ def sample_items(key, q_items: dict):
 
 
 def item_kl(q_items: dict, priors: irt2pl.ItemPriors):
-    """KL(q(d) || p(d)), both diagonal Gaussians, summed."""
+    """KL(q(d) || p(d)), both diagonal Gaussians, summed.
+
+    Parameters
+    ----------
+    q_items : dict
+        ``{"loc", "log_scale"}``, each a dict of arrays by item block.
+    priors : irt2pl.ItemPriors
+        Prior mean and sd of each item block.
+
+    Returns
+    -------
+    jax.Array
+        The KL, a scalar.
+    """
     total = 0.0
     for name, loc in q_items["loc"].items():
         mean, sd = priors.of(name)
@@ -113,7 +169,22 @@ def item_kl(q_items: dict, priors: irt2pl.ItemPriors):
 
 
 def expert_table(encoder, items: dict, st: irt2pl.Structure):
-    """Experts of every (item, category): precision and precision x mean, each (J, C, K)."""
+    """Experts of every (item, category): precision and precision x mean, each (J, C, K).
+
+    Parameters
+    ----------
+    encoder : list of dict
+        The expert MLP.
+    items : dict
+        Unconstrained item values by item block (e.g. a draw of q(d)).
+    st : irt2pl.Structure
+        The model, items, factors and categories.
+
+    Returns
+    -------
+    tuple of jax.Array
+        Precision (J, C, K) and precision x mean (J, C, K), C = ``st.n_categories_max``.
+    """
     feats = _item_features(items, st)  # (J, F)
     cmax = st.n_categories_max
     onehot = jnp.eye(cmax, dtype=feats.dtype)
@@ -131,14 +202,48 @@ def expert_table(encoder, items: dict, st: irt2pl.Structure):
 
 
 def response_onehot(y, n_categories_max: int, dtype=jnp.float32):
-    """(B, J*C) one-hot of each observed response (a missing cell is all zeros)."""
+    """(B, J*C) one-hot of each observed response (a missing cell is all zeros).
+
+    Parameters
+    ----------
+    y : array (B, J)
+        Responses, -1 for missing.
+    n_categories_max : int
+        C.
+    dtype : dtype
+        Of the result.
+
+    Returns
+    -------
+    jax.Array
+        The one-hot codes, shape (B, J * C).
+    """
     observed = y >= 0
     oh = jax.nn.one_hot(jnp.where(observed, y, 0), n_categories_max, dtype=dtype) * observed[..., None]
     return oh.reshape(y.shape[0], -1)
 
 
 def product_of_experts(encoder, items: dict, y, st: irt2pl.Structure, settings: VIBOSettings):
-    """q(a | d, r) for a batch: mean (B, K) and standard deviation (B, K)."""
+    """q(a | d, r) for a batch: mean (B, K) and standard deviation (B, K).
+
+    Parameters
+    ----------
+    encoder : list of dict
+        The expert MLP.
+    items : dict
+        Unconstrained item values d by item block.
+    y : array (B, J)
+        Responses, -1 for missing.
+    st : irt2pl.Structure
+        The model, items, factors and categories.
+    settings : VIBOSettings
+        ``missing``, the missing-data variant (prior experts).
+
+    Returns
+    -------
+    tuple of jax.Array
+        Mean (B, K) and standard deviation (B, K) of the product of experts.
+    """
     prec_t, pm_t = expert_table(encoder, items, st)
     oh = response_onehot(y, st.n_categories_max, prec_t.dtype)
     k = st.n_factors
@@ -158,7 +263,28 @@ def _ability_kl(mean, sd):
 
 def person_terms(params, key, y, index, st: irt2pl.Structure, settings: VIBOSettings):
     """Per-person VIBO_i (without the item KL) for ``y`` (B, J) at rows ``index``, averaged
-    over ``settings.n_samples`` draws, and the item KL (which the draws do not touch)."""
+    over ``settings.n_samples`` draws, and the item KL (which the draws do not touch).
+
+    Parameters
+    ----------
+    params : dict
+        ``{"items", "encoder"}``, as ``init`` builds them.
+    key : jax.Array
+        PRNG key of the draws.
+    y : array (B, J)
+        Responses of the batch, -1 for missing.
+    index : array (B,)
+        The batch persons' row numbers (the ability draws' keys are folded with them).
+    st : irt2pl.Structure
+        The model, items, factors and categories.
+    settings : VIBOSettings
+        Draws per step, missing-data variant, item priors.
+
+    Returns
+    -------
+    tuple of jax.Array
+        VIBO_i without the item KL (B,), and KL(q(d) || p(d)), a scalar.
+    """
 
     def one(s):
         k_item, k_ab = jax.random.split(jax.random.fold_in(key, s))
@@ -173,7 +299,22 @@ def person_terms(params, key, y, index, st: irt2pl.Structure, settings: VIBOSett
 
 
 def loss_fn(st: irt2pl.Structure, settings: VIBOSettings, n_persons: int):
-    """The driver's loss: -mean_batch VIBO_i + KL(q(d) || p(d)) / N (see the module docstring)."""
+    """The driver's loss: -mean_batch VIBO_i + KL(q(d) || p(d)) / N (see the module docstring).
+
+    Parameters
+    ----------
+    st : irt2pl.Structure
+        The model, items, factors and categories.
+    settings : VIBOSettings
+        Draws per step, missing-data variant, item priors.
+    n_persons : int
+        N, persons in the data.
+
+    Returns
+    -------
+    callable
+        ``loss(params, key, batch)``, a scalar, for ``batch["y"]`` (B, J) and ``batch["index"]`` (B,).
+    """
 
     def loss(params, key, batch):
         values, kl_items = person_terms(params, key, batch["y"], batch["index"], st, settings)
@@ -182,7 +323,21 @@ def loss_fn(st: irt2pl.Structure, settings: VIBOSettings, n_persons: int):
     return loss
 
 
-def check_batch(batch_size, n_persons: int):
+def check_batch(batch_size, n_persons: int) -> None:
+    """Check that a minibatch is no larger than the data.
+
+    Parameters
+    ----------
+    batch_size : int or None
+        Persons per batch (None: full batch).
+    n_persons : int
+        N, persons in the data.
+
+    Raises
+    ------
+    ValueError
+        If ``batch_size`` is larger than ``n_persons``.
+    """
     if batch_size is not None and batch_size > n_persons:
         raise ValueError(f"batch_size {batch_size} is larger than the {n_persons} persons")
 
@@ -245,6 +400,21 @@ def fit(
     """Fit VIBO to responses ``y`` with the project's training driver: ``training.train_problem``
     of ``problem``'s fit (the arguments are ``problem``'s).
 
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    y : array (N, J)
+        Integer responses, -1 for missing.
+    structure : irt2pl.Structure
+        The model (2PL or GRM), items, factors and categories.
+    settings : VIBOSettings
+        As for ``problem``.
+    init : dict, optional
+        Starting variational parameters (``{"items", "encoder"}``).
+    label : str
+        Name of the fit in the progress log.
+
     Returns
     -------
     training.FitResult
@@ -262,7 +432,25 @@ def item_posterior(params: dict, st: irt2pl.Structure, key=None, n_draws: int = 
     """Posterior means and sds of the constrained item parameters under q(d): closed forms for
     the discrimination (log-normal) and the difficulty; the GRM's cuts (a first cut plus
     cumulated log-normal gaps) by Monte Carlo over ``n_draws`` draws of q(d) (``key``: a fixed
-    key by default, so the same fit gives the same table)."""
+    key by default, so the same fit gives the same table).
+
+    Parameters
+    ----------
+    params : dict
+        The fit's parameters; ``params["items"]`` is q(d).
+    st : irt2pl.Structure
+        The model, items, factors and categories.
+    key : jax.Array, optional
+        PRNG key of the GRM cuts' draws (default ``jax.random.key(0)``).
+    n_draws : int
+        Draws of q(d) for the cuts.
+
+    Returns
+    -------
+    dict
+        ``(mean, sd)`` numpy arrays by parameter, as the model has them: ``discrimination``
+        (J, K), ``difficulty`` (J,), ``cuts`` (J, C-1) (GRM; C = ``st.n_categories_max``).
+    """
     loc, log_scale = params["items"]["loc"], params["items"]["log_scale"]
     out = {}
     if "log_discrimination" in loc:
@@ -290,7 +478,23 @@ def item_posterior(params: dict, st: irt2pl.Structure, key=None, n_draws: int = 
 def make_encoder(st: irt2pl.Structure, settings: VIBOSettings, n_item_draws: int = 16):
     """Jitted amortized scoring ``score(params, key, y) -> (mean, sd)`` of the marginal
     q(a | r) = E_q(d) q(a | d, r), by moment matching over ``n_item_draws`` draws of d (with
-    ``n_item_draws = 0``, q(a | d = E_q[d], r)). New persons need no refit: only the encoder."""
+    ``n_item_draws = 0``, q(a | d = E_q[d], r)). New persons need no refit: only the encoder.
+
+    Parameters
+    ----------
+    st : irt2pl.Structure
+        The model, items, factors and categories.
+    settings : VIBOSettings
+        The fit's settings (missing-data variant).
+    n_item_draws : int
+        Draws of d for the moment matching (0: q(d)'s mean).
+
+    Returns
+    -------
+    callable
+        ``score(params, key, y)``: mean (B, K) and sd (B, K) for responses ``y`` (B, J); cached
+        per arguments.
+    """
 
     @jax.jit
     def score(params, key, y):
@@ -310,7 +514,35 @@ def make_encoder(st: irt2pl.Structure, settings: VIBOSettings, n_item_draws: int
 def encode(
     params: dict, st: irt2pl.Structure, settings: VIBOSettings, key, y, n_item_draws: int = 16, chunk: int = 100_000
 ):
-    """Abilities' posterior mean and sd (N, K) for responses ``y`` (checked), in chunks."""
+    """Abilities' posterior mean and sd (N, K) for responses ``y`` (checked), in chunks.
+
+    Parameters
+    ----------
+    params : dict
+        The fit's parameters.
+    st : irt2pl.Structure
+        The model, items, factors and categories.
+    settings : VIBOSettings
+        The fit's settings.
+    key : jax.Array
+        PRNG key of the draws of d (the same for every chunk).
+    y : array (N, J)
+        Responses, -1 for missing.
+    n_item_draws : int
+        Draws of d (``make_encoder``).
+    chunk : int
+        Persons per call.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Mean (N, K) and sd (N, K).
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not persons x items or has a response outside the model's categories.
+    """
     y = np.asarray(y)
     if y.ndim != 2 or y.shape[1] != st.n_items:
         raise ValueError(f"responses must be persons x {st.n_items} items, got shape {y.shape}")
@@ -348,7 +580,29 @@ def _draws_program(st: irt2pl.Structure, settings: VIBOSettings, n_draws: int):
 
 
 def ability_draws(params: dict, st: irt2pl.Structure, settings: VIBOSettings, key, y, n_draws: int):
-    """Joint draws (item values, abilities) from q(d) q(a | d, r): dict of (S, ...) arrays."""
+    """Joint draws (item values, abilities) from q(d) q(a | d, r): dict of (S, ...) arrays.
+
+    Parameters
+    ----------
+    params : dict
+        The fit's parameters.
+    st : irt2pl.Structure
+        The model, items, factors and categories.
+    settings : VIBOSettings
+        The fit's settings.
+    key : jax.Array
+        PRNG key.
+    y : array (N, J)
+        Responses, -1 for missing.
+    n_draws : int
+        S, joint draws.
+
+    Returns
+    -------
+    tuple
+        Unconstrained item values, a dict of (S, ...) arrays by item block, and abilities
+        (S, N, K).
+    """
     return _draws_program(st, settings, int(n_draws))(params, key, jnp.asarray(y))
 
 
@@ -356,7 +610,30 @@ def predictive_probs(
     params: dict, st: irt2pl.Structure, settings: VIBOSettings, key, y, rows, cols, n_draws: int = 200
 ):
     """Posterior predictive P(y_ij = c) at cells (rows, cols) that are hidden in ``y``:
-    averaged over joint draws of q(d) q(a | d, r). Returns (n_cells, C)."""
+    averaged over joint draws of q(d) q(a | d, r). Returns (n_cells, C).
+
+    Parameters
+    ----------
+    params : dict
+        The fit's parameters.
+    st : irt2pl.Structure
+        The model, items, factors and categories.
+    settings : VIBOSettings
+        The fit's settings.
+    key : jax.Array
+        PRNG key of the draws.
+    y : array (N, J)
+        Responses, -1 for missing (the scored cells hidden).
+    rows, cols : array (n_cells,)
+        Persons and items of the cells.
+    n_draws : int
+        Joint draws.
+
+    Returns
+    -------
+    numpy.ndarray
+        P(y_ij = c), shape (n_cells, C), C = ``st.n_categories_max``.
+    """
     items, theta = ability_draws(params, st, settings, key, jnp.asarray(y), n_draws)
     return predictive_from_draws(items, theta, st, rows, cols)
 
@@ -380,7 +657,24 @@ def predictive_from_draws(items: dict, theta, st: irt2pl.Structure, rows, cols):
     The cells go through in chunks of ``PREDICTIVE_CELLS`` (the last padded with cell 0): the
     program holds S probabilities per cell before averaging them, 24 GB for the 15 million
     scored cells of the paper's 1M-person design at 200 draws. Each cell's mean is the same
-    arithmetic whatever its chunk."""
+    arithmetic whatever its chunk.
+
+    Parameters
+    ----------
+    items : dict
+        Unconstrained item draws by item block, each (S, ...).
+    theta : array (S, N, K)
+        Ability draws.
+    st : irt2pl.Structure
+        The model, items, factors and categories.
+    rows, cols : array (n_cells,)
+        Persons and items of the cells.
+
+    Returns
+    -------
+    numpy.ndarray
+        P(y_ij = c), shape (n_cells, C), C = ``st.n_categories_max``.
+    """
     rows, cols = np.asarray(rows), np.asarray(cols)
     program, size = _predictive_program(st), min(PREDICTIVE_CELLS, max(len(rows), 1))
     parts = []

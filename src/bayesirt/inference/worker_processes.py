@@ -53,14 +53,36 @@ def usable_cpus() -> list[int]:
 
 
 def key_payload(keys):
-    """Typed or raw JAX keys as (numpy data, implementation name or None), for pickling."""
+    """Typed or raw JAX keys as (numpy data, implementation name or None), for pickling.
+
+    Parameters
+    ----------
+    keys : jax.Array
+        Typed keys, or raw key data.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, str or None)
+        The key data, and the implementation's name for typed keys (None for raw ones).
+    """
     if jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key):
         return np.asarray(jax.random.key_data(keys)), str(jax.random.key_impl(keys))
     return np.asarray(keys), None
 
 
 def keys_from(payload):
-    """The keys of :func:`key_payload` back."""
+    """The keys of :func:`key_payload` back.
+
+    Parameters
+    ----------
+    payload : tuple of (numpy.ndarray, str or None)
+        As :func:`key_payload` gives it.
+
+    Returns
+    -------
+    jax.Array
+        Typed keys of that implementation, or the raw key data.
+    """
     data, impl = payload
     return jax.random.wrap_key_data(data, impl=impl) if impl is not None else jax.numpy.asarray(data)
 
@@ -99,7 +121,23 @@ def worker_main() -> None:
 
 def worker_job(what: str, index: int, label: str) -> dict:
     """The fields every worker job has: its part (``what``, e.g. ``chains 0-1``, for messages),
-    its core, log level and float width; the caller adds ``prepare``, ``execute`` and their data."""
+    its core, log level and float width; the caller adds ``prepare``, ``execute`` and their data.
+
+    Parameters
+    ----------
+    what : str
+        The worker's part, for messages.
+    index : int
+        The worker's number; its core is the ``index``-th usable core (cycling).
+    label : str
+        Name of the run in the log.
+
+    Returns
+    -------
+    dict
+        ``what``, ``label`` (``label [what]``), ``cpu``, ``log_level`` (INFO, or None where the
+        ``bayesirt`` log does not show INFO) and ``x64``.
+    """
     cpus = usable_cpus()
     bayesirt_log = logging.getLogger("bayesirt")
     return {

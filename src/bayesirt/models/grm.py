@@ -24,7 +24,18 @@ MISSING = -1
 
 
 def log1mexp(x):
-    """log(1 - exp(-x)) for x > 0, accurate near 0 and for large x (Maechler 2012)."""
+    """log(1 - exp(-x)) for x > 0, accurate near 0 and for large x (Maechler 2012).
+
+    Parameters
+    ----------
+    x : array
+        Positive values.
+
+    Returns
+    -------
+    jax.Array
+        log(1 - exp(-x)), the shape of ``x``.
+    """
     return jnp.where(x < jnp.log(2.0), jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
 
 
@@ -32,6 +43,18 @@ def ordered_cuts(base, increments):
     """Increasing thresholds from a free first threshold and positive increments.
 
     base: (I,), increments: (I, K-2) > 0  ->  (I, K-1) with cuts[:, 0] = base.
+
+    Parameters
+    ----------
+    base : array (I,)
+        The first threshold of each item.
+    increments : array (I, K-2)
+        Positive gaps between neighbouring thresholds.
+
+    Returns
+    -------
+    jax.Array
+        Cuts, shape (I, K-1), increasing along the last axis.
     """
     zero = jnp.zeros(increments.shape[:-1] + (1,), increments.dtype)
     return base[..., None] + jnp.concatenate([zero, jnp.cumsum(increments, axis=-1)], axis=-1)
@@ -46,6 +69,23 @@ def log_prob(y, score, cuts, n_categories):
     with the number of categories. ``score`` may carry extra leading axes (e.g. importance
     draws) that ``y`` broadcasts against; the cuts are gathered at ``y``'s shape, before the
     broadcast, so their gradient is reduced over those axes before the scatter.
+
+    Parameters
+    ----------
+    y : array (..., I)
+        Integer category codes 0..K_i-1, or -1 (missing).
+    score : array (..., I)
+        Per-cell score; may carry extra leading axes that ``y`` broadcasts against.
+    cuts : array (I, Kmax-1)
+        Per-item cuts, increasing along the last axis.
+    n_categories : array (I,)
+        Number of categories of each item (<= Kmax).
+
+    Returns
+    -------
+    jax.Array
+        Log-probability of each cell, the broadcast shape of ``y`` and ``score``; 0 where ``y`` is
+        missing.
     """
     observed = y != MISSING
     top = n_categories - 1
@@ -99,6 +139,20 @@ def category_log_probs(score, cuts, n_categories):
 
     Categories an item does not have (k >= K_i) get -inf. Used to simulate data, for the
     exact marginal over imputation distributions, and for checks.
+
+    Parameters
+    ----------
+    score : array (..., I)
+        Per-cell score.
+    cuts : array (I, Kmax-1)
+        Per-item cuts, increasing along the last axis.
+    n_categories : array (I,)
+        Number of categories of each item (<= Kmax).
+
+    Returns
+    -------
+    jax.Array
+        log P(Y = k), shape (..., I, Kmax); -inf for k >= K_i.
     """
     kmax = cuts.shape[-1] + 1
     logits = score[..., None] - cuts  # (..., I, Kmax-1): log-odds of Y >= k, k = 1..Kmax-1
@@ -120,7 +174,24 @@ def category_log_probs(score, cuts, n_categories):
 
 
 def sample(key, score, cuts, n_categories):
-    """Draw responses from the GRM: (..., I) scores -> (..., I) integer categories."""
+    """Draw responses from the GRM: (..., I) scores -> (..., I) integer categories.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    score : array (..., I)
+        Per-cell score.
+    cuts : array (I, Kmax-1)
+        Per-item cuts, increasing along the last axis.
+    n_categories : array (I,)
+        Number of categories of each item (<= Kmax).
+
+    Returns
+    -------
+    jax.Array
+        Categories 0..K_i-1, shape (..., I).
+    """
     logits = category_log_probs(score, cuts, n_categories)
     return jax.random.categorical(key, logits, axis=-1)
 
@@ -137,6 +208,22 @@ def cumulative_probs(score, cuts, item=None, clip: float = 40.0):
     Used by the imputation objectives: inside every training step the per-category log-space
     form (``category_log_probs``) costs ~20x more in its backward pass on CPU (XLA does not
     fuse its selects and concatenations), while these products and quotients fuse.
+
+    Parameters
+    ----------
+    score : array (...)
+        Per-cell score.
+    cuts : array (..., K-1) or (I, K-1)
+        Cuts per cell, or per item when ``item`` is given; cuts an item does not have >= ``clip``.
+    item : array (...) of int, optional
+        Item of each cell (a row of ``cuts``); None: ``cuts`` are per cell.
+    clip : float
+        Scores and cuts are clipped to +-``clip`` before the exponential.
+
+    Returns
+    -------
+    tuple of jax.Array
+        S_k = P(Y >= k) and T_k = P(Y < k), each of shape (..., K-1).
     """
     exp_cuts = jnp.exp(jnp.clip(cuts, -clip, clip))
     if item is not None:
@@ -154,6 +241,18 @@ def log_prob_from_cumulative(y, s, t):
     S_y <= 1/2, i.e. the category lies above the person, T otherwise), so the difference never
     cancels two numbers near 1; its relative error is ~1e-7 / (1 - e^-gap) for the gap between
     the two cuts. Floored at 1e-37 before the log.
+
+    Parameters
+    ----------
+    y : array (...)
+        Integer categories 0..K-1 (clipped into that range).
+    s, t : array (..., K-1)
+        S_k and T_k from ``cumulative_probs``.
+
+    Returns
+    -------
+    jax.Array
+        log P(Y = y), shape (...).
     """
     n_cuts = s.shape[-1]
     y = jnp.clip(y, 0, n_cuts)
@@ -178,6 +277,18 @@ def log_mixture_prob(q, score, cuts, item=None, clip: float = 40.0):
     the result is accurate to ~1e-7 / value relative; the value is at least the PMF's mass on
     the categories the model finds likely, so this degrades only where the imputation PMF puts
     almost no mass where the model puts it. Floored at 1e-37 before the log.
+
+    Parameters
+    ----------
+    q : array (..., K)
+        PMF over the categories of each cell, zero beyond the item's categories.
+    score, cuts, item, clip
+        As in ``cumulative_probs``.
+
+    Returns
+    -------
+    jax.Array
+        log sum_k q_k P(Y = k), one value per cell.
     """
     s, _ = cumulative_probs(score, cuts, item, clip)
     dq = jnp.diff(q, axis=-1)  # (..., K-1): q_k - q_{k-1}, k = 1..K-1
@@ -194,6 +305,20 @@ def exp_cut_tables(cuts, n_categories, clip: float = 40.0):
     top, computed without cancellation as e^{cut above} (1 - e^{-(cut above - cut below)}),
     and 0 from the top category on. Cuts are clipped to +-``clip`` (as ``cumulative_probs``);
     cuts an item does not have may hold any finite value.
+
+    Parameters
+    ----------
+    cuts : array (I, Kmax-1)
+        Per-item cuts, increasing along the last axis.
+    n_categories : array (I,)
+        Number of categories of each item (<= Kmax).
+    clip : float
+        Cuts are clipped to +-``clip``.
+
+    Returns
+    -------
+    tuple of jax.Array
+        ``e`` (I, Kmax+1) and ``gap`` (I, Kmax), as described above.
     """
     kmax = cuts.shape[-1] + 1
     k = jnp.arange(kmax)
@@ -211,7 +336,22 @@ def exp_cut_tables(cuts, n_categories, clip: float = 40.0):
 
 
 def top_category_mask(n_categories, kmax: int, dtype=jnp.float32):
-    """(..., Kmax): 1 at each item's highest category, else 0 (the ``top`` of ``category_probs``)."""
+    """(..., Kmax): 1 at each item's highest category, else 0 (the ``top`` of ``category_probs``).
+
+    Parameters
+    ----------
+    n_categories : array (...)
+        Number of categories of each item (or of each cell's item).
+    kmax : int
+        Kmax, the length of the last axis.
+    dtype : dtype
+        Type of the result.
+
+    Returns
+    -------
+    jax.Array
+        Shape (..., Kmax): 1 at category K_i - 1, else 0.
+    """
     return (jnp.arange(kmax) == (n_categories - 1)[..., None]).astype(dtype)
 
 
@@ -231,6 +371,24 @@ def category_probs(score, e, gap, top, clip: float = 40.0):
 
     and 0 beyond it. Returns (..., Kmax) probabilities (not logs). The backward pass is
     written out (custom VJP): XLA's own is ~1.3x slower on CPU.
+
+    Parameters
+    ----------
+    score : array (...)
+        Per-cell score.
+    e : array (..., Kmax+1)
+        ``e`` table of ``exp_cut_tables`` at the cells' items.
+    gap : array (..., Kmax)
+        ``gap`` table of ``exp_cut_tables`` at the cells' items.
+    top : array (..., Kmax)
+        ``top_category_mask`` of the cells' items.
+    clip : float
+        Scores are clipped to +-``clip`` (static: not differentiated).
+
+    Returns
+    -------
+    jax.Array
+        P(Y = k), shape (..., Kmax); 0 beyond each item's top category.
     """
     return _category_probs_fwd(score, e, gap, top, clip)[0]
 

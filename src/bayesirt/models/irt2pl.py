@@ -104,7 +104,26 @@ class Structure:
 
 
 def check_responses(y, st: Structure) -> np.ndarray:
-    """The response matrix as int8/int16, or a one-line error naming the first bad person/item."""
+    """The response matrix as int8/int16, or a one-line error naming the first bad person/item.
+
+    Parameters
+    ----------
+    y : array-like (N, J)
+        Integer responses, -1 for missing.
+    st : Structure
+        The model's structure.
+
+    Returns
+    -------
+    np.ndarray
+        The responses, shape (N, J), as int8 (int16 when an item has more than 127 categories).
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not persons x J items, holds non-integers or a code outside -1..C_j-1, or a
+        person or an item has no observed response.
+    """
     y = np.asarray(y)
     if y.ndim != 2 or y.shape[1] != st.n_items:
         raise ValueError(f"responses must be persons x {st.n_items} items, got shape {y.shape}")
@@ -130,7 +149,21 @@ def check_responses(y, st: Structure) -> np.ndarray:
 
 def constrain(items: dict, st: Structure) -> dict:
     """Unconstrained item values -> ``discrimination`` (J, K) and ``difficulty`` (J,) or
-    ``cuts`` (J, C-1)."""
+    ``cuts`` (J, C-1).
+
+    Parameters
+    ----------
+    items : dict
+        Unconstrained item blocks (``Structure.item_shapes``).
+    st : Structure
+        The model's structure.
+
+    Returns
+    -------
+    dict
+        ``discrimination`` (J, K) (all ones for the 1PL), and ``difficulty`` (J,) for the binary
+        models or ``cuts`` (J, C-1) for the GRM (C the most categories of an item).
+    """
     J, K = st.n_items, st.n_factors
     out = {}
     if st.model == "1pl":
@@ -145,7 +178,24 @@ def constrain(items: dict, st: Structure) -> dict:
 
 
 def cell_log_prob(y, theta, items: dict, st: Structure):
-    """log p(y_ij | theta_i, item j) per cell, 0 where missing. theta: (..., B, K); y: (B, J)."""
+    """log p(y_ij | theta_i, item j) per cell, 0 where missing. theta: (..., B, K); y: (B, J).
+
+    Parameters
+    ----------
+    y : array (B, J)
+        Integer responses, -1 for missing.
+    theta : array (..., B, K)
+        Abilities.
+    items : dict
+        Unconstrained item blocks (``Structure.item_shapes``).
+    st : Structure
+        The model's structure.
+
+    Returns
+    -------
+    jax.Array
+        log p(y_ij | theta_i, item j), shape (..., B, J); 0 where missing.
+    """
     c = constrain(items, st)
     score = theta @ c["discrimination"].T  # (..., B, J)
     if st.model == "grm":
@@ -154,12 +204,45 @@ def cell_log_prob(y, theta, items: dict, st: Structure):
 
 
 def log_lik(y, theta, items: dict, st: Structure):
-    """Per-person log-likelihood, (..., B)."""
+    """Per-person log-likelihood, (..., B).
+
+    Parameters
+    ----------
+    y : array (B, J)
+        Integer responses, -1 for missing.
+    theta : array (..., B, K)
+        Abilities.
+    items : dict
+        Unconstrained item blocks (``Structure.item_shapes``).
+    st : Structure
+        The model's structure.
+
+    Returns
+    -------
+    jax.Array
+        Sum over the observed items of each person, shape (..., B).
+    """
     return cell_log_prob(y, theta, items, st).sum(-1)
 
 
 def category_probs(theta, items: dict, st: Structure):
-    """P(y_ij = c) for every category: theta (..., B, K) -> (..., B, J, C)."""
+    """P(y_ij = c) for every category: theta (..., B, K) -> (..., B, J, C).
+
+    Parameters
+    ----------
+    theta : array (..., B, K)
+        Abilities.
+    items : dict
+        Unconstrained item blocks (``Structure.item_shapes``).
+    st : Structure
+        The model's structure.
+
+    Returns
+    -------
+    jax.Array
+        Shape (..., B, J, C), C = ``st.n_categories_max`` (2 for the binary models); 0 for
+        categories an item does not have.
+    """
     c = constrain(items, st)
     score = theta @ c["discrimination"].T
     if st.model == "grm":
@@ -170,7 +253,24 @@ def category_probs(theta, items: dict, st: Structure):
 
 def cell_category_probs(theta_cells, items: dict, st: Structure, cols):
     """P(y = c) at single cells: theta_cells (n, K) of the cells' persons, ``cols`` (n,) their
-    items. Returns (n, C); no persons x items intermediate."""
+    items. Returns (n, C); no persons x items intermediate.
+
+    Parameters
+    ----------
+    theta_cells : array (n, K)
+        Abilities of the cells' persons.
+    items : dict
+        Unconstrained item blocks (``Structure.item_shapes``).
+    st : Structure
+        The model's structure.
+    cols : array (n,) of int
+        Item of each cell.
+
+    Returns
+    -------
+    jax.Array
+        Shape (n, C), C = ``st.n_categories_max`` (2 for the binary models).
+    """
     c = constrain(items, st)
     score = jnp.sum(theta_cells * c["discrimination"][cols], axis=-1)
     if st.model == "grm":
@@ -180,6 +280,20 @@ def cell_category_probs(theta_cells, items: dict, st: Structure, cols):
 
 
 def item_log_prior(items: dict, priors: ItemPriors):
+    """Log prior density of the unconstrained item values: independent normals, summed.
+
+    Parameters
+    ----------
+    items : dict
+        Unconstrained item blocks (``Structure.item_shapes``).
+    priors : ItemPriors
+        Means and standard deviations of the priors.
+
+    Returns
+    -------
+    jax.Array
+        A scalar.
+    """
     total = 0.0
     for name, value in items.items():
         mean, sd = priors.of(name)
@@ -188,12 +302,40 @@ def item_log_prior(items: dict, priors: ItemPriors):
 
 
 def ability_log_prior(theta):
+    """log N(theta_i; 0, I) of each ability vector.
+
+    Parameters
+    ----------
+    theta : array (..., K)
+        Abilities.
+
+    Returns
+    -------
+    jax.Array
+        Shape (...).
+    """
     return jnp.sum(-0.5 * theta**2 - 0.5 * math.log(2 * math.pi), axis=-1)
 
 
 def initial_items(y, st: Structure, dtype=jnp.float32) -> dict:
     """Starting values from the data: difficulties / cuts from the observed proportions
-    (logits of the marginal proportions), discriminations 1 (log 0)."""
+    (logits of the marginal proportions), discriminations 1 (log 0).
+
+    Parameters
+    ----------
+    y : array-like (N, J)
+        Integer responses, -1 for missing.
+    st : Structure
+        The model's structure.
+    dtype : dtype
+        Type of the returned arrays.
+
+    Returns
+    -------
+    dict
+        Unconstrained item blocks: ``log_discrimination`` (J, K) zeros (not for the 1PL), and
+        ``first_cut`` (J,) and ``log_gaps`` (J, C-2) for the GRM or ``difficulty`` (J,).
+    """
     y = np.asarray(y)
     observed = y != MISSING
     n_obs = np.maximum(observed.sum(0), 1)
@@ -219,7 +361,24 @@ def initial_items(y, st: Structure, dtype=jnp.float32) -> dict:
 def log_joint(params: dict, y, st: Structure, priors: ItemPriors):
     """log p(y, theta, d) on the unconstrained scale (the NUTS target): ``params`` holds
     ``ability`` (N, K) and the unconstrained item blocks. The priors are defined on the
-    unconstrained values, so there is no Jacobian term."""
+    unconstrained values, so there is no Jacobian term.
+
+    Parameters
+    ----------
+    params : dict
+        ``ability`` (N, K) and the unconstrained item blocks.
+    y : array (N, J)
+        Integer responses, -1 for missing.
+    st : Structure
+        The model's structure.
+    priors : ItemPriors
+        Priors of the item values.
+
+    Returns
+    -------
+    jax.Array
+        A scalar.
+    """
     items = {k: v for k, v in params.items() if k != "ability"}
     theta = params["ability"]
     return log_lik(y, theta, items, st).sum() + ability_log_prior(theta).sum() + item_log_prior(items, priors)

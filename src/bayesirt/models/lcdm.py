@@ -42,23 +42,70 @@ MAX_PROFILE_CELLS = 2**30
 
 
 def profiles(n_attributes: int) -> np.ndarray:
-    """(2^A, A) 0/1 matrix; row c is the profile with index c (attribute a = bit a of c)."""
+    """(2^A, A) 0/1 matrix; row c is the profile with index c (attribute a = bit a of c).
+
+    Parameters
+    ----------
+    n_attributes : int
+        A, the number of attributes.
+
+    Returns
+    -------
+    np.ndarray
+        Shape (2^A, A), int8.
+    """
     c = np.arange(2**n_attributes)
     return ((c[:, None] >> np.arange(n_attributes)[None, :]) & 1).astype(np.int8)
 
 
 def profile_index(mastery) -> np.ndarray:
-    """Profile index of 0/1 mastery rows (..., A): ``sum_a z_a 2^a``."""
+    """Profile index of 0/1 mastery rows (..., A): ``sum_a z_a 2^a``.
+
+    Parameters
+    ----------
+    mastery : array-like (..., A)
+        0/1 mastery of each attribute.
+
+    Returns
+    -------
+    np.ndarray
+        Profile indices, shape (...), int64.
+    """
     mastery = np.asarray(mastery, dtype=np.int64)
     return (mastery << np.arange(mastery.shape[-1])).sum(-1)
 
 
 def profile_label(index: int, n_attributes: int) -> str:
+    """Label of profile ``index``: its mastery bits in attribute order (e.g. "10" for index 1).
+
+    Parameters
+    ----------
+    index : int
+        Profile index, 0..2^A-1.
+    n_attributes : int
+        A, the number of attributes.
+
+    Returns
+    -------
+    str
+        A characters, each "0" or "1".
+    """
     return "".join(str(b) for b in profiles(n_attributes)[index])
 
 
 def item_features(q_row) -> list[tuple[int, ...]]:
-    """() for the intercept, then subsets of the measured attributes by size, then attribute."""
+    """() for the intercept, then subsets of the measured attributes by size, then attribute.
+
+    Parameters
+    ----------
+    q_row : array-like (A,)
+        The item's 0/1 row of the Q-matrix.
+
+    Returns
+    -------
+    list of tuple of int
+        The (0-based) attributes of each feature; () is the intercept.
+    """
     measured = [a for a in range(len(q_row)) if q_row[a]]
     feats: list[tuple[int, ...]] = [()]
     for order in range(1, len(measured) + 1):
@@ -67,6 +114,18 @@ def item_features(q_row) -> list[tuple[int, ...]]:
 
 
 def feature_name(feature: tuple[int, ...]) -> str:
+    """Name of a feature: "intercept", or its attributes (1-based) joined by ":", e.g. "a1:a2".
+
+    Parameters
+    ----------
+    feature : tuple of int
+        The feature's (0-based) attributes, as ``item_features`` gives them.
+
+    Returns
+    -------
+    str
+        The name.
+    """
     return "intercept" if not feature else ":".join(f"a{a + 1}" for a in feature)
 
 
@@ -84,7 +143,31 @@ def check_q_matrix(q, n_items: int | None = None, where: str = "Q-matrix", allow
     """A 0/1 (J, A) Q-matrix with no zero row or column, or a one-line ValueError naming the
     item or attribute. A zero row (an item measuring nothing: intercept only, carrying no
     information on profiles) is usually a coding error; the seed-002 design draws such rows on
-    purpose, so ``allow_zero_rows=True`` accepts them."""
+    purpose, so ``allow_zero_rows=True`` accepts them.
+
+    Parameters
+    ----------
+    q : array-like (J, A)
+        The Q-matrix.
+    n_items : int, optional
+        Number of items of the responses, which the rows must match (None: not checked).
+    where : str
+        Prefix of the error message.
+    allow_zero_rows : bool
+        Accept items that measure no attribute.
+
+    Returns
+    -------
+    np.ndarray
+        The Q-matrix, shape (J, A), as int8.
+
+    Raises
+    ------
+    ValueError
+        If ``q`` is not 2-d, has another number of rows than ``n_items``, holds entries other than
+        0 and 1, has more than ``MAX_ATTRIBUTES`` columns, a zero row (unless allowed) or a zero
+        column.
+    """
     q = np.asarray(q)
     if q.ndim != 2:
         raise ValueError(f"{where}: expected a 2-d items x attributes array, got shape {q.shape}")
@@ -113,7 +196,25 @@ def check_q_matrix(q, n_items: int | None = None, where: str = "Q-matrix", allow
 
 def check_responses(y, where: str = "responses") -> np.ndarray:
     """Integer (N, J) responses coded 0/1 with -1 for missing, or a one-line ValueError naming
-    the first item holding anything else."""
+    the first item holding anything else.
+
+    Parameters
+    ----------
+    y : array-like (N, J)
+        Responses.
+    where : str
+        Prefix of the error message.
+
+    Returns
+    -------
+    np.ndarray
+        The responses, shape (N, J), as int32.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not 2-d or holds a code other than 0, 1 and -1.
+    """
     y = np.asarray(y)
     if y.ndim != 2:
         raise ValueError(f"{where}: expected a persons x items array, got shape {y.shape}")
@@ -128,6 +229,22 @@ def check_responses(y, where: str = "responses") -> np.ndarray:
 
 
 def check_size(n_persons: int, n_attributes: int, where: str = "LCDM") -> None:
+    """Refuse a problem whose N x 2^A per-profile log-likelihoods exceed ``MAX_PROFILE_CELLS`` cells.
+
+    Parameters
+    ----------
+    n_persons : int
+        N.
+    n_attributes : int
+        A.
+    where : str
+        Prefix of the error message.
+
+    Raises
+    ------
+    ValueError
+        If N x 2^A > ``MAX_PROFILE_CELLS``.
+    """
     cells = n_persons * 2**n_attributes
     if cells > MAX_PROFILE_CELLS:
         raise ValueError(
@@ -137,7 +254,19 @@ def check_size(n_persons: int, n_attributes: int, where: str = "LCDM") -> None:
 
 
 def design(q) -> Design:
-    """Padded design tensor of a (checked) Q-matrix."""
+    """Padded design tensor of a (checked) Q-matrix.
+
+    Parameters
+    ----------
+    q : array-like (J, A)
+        A Q-matrix that passed ``check_q_matrix``.
+
+    Returns
+    -------
+    Design
+        ``delta`` (J, 2^A, K), ``feature_mask`` (J, K), ``n_features`` (J,), ``order`` (J, K) and
+        the feature ``names`` of each item.
+    """
     q = np.asarray(q)
     n_items, n_attr = q.shape
     prof = profiles(n_attr)
@@ -157,7 +286,20 @@ def design(q) -> Design:
 
 
 def pack_beta(betas, k: int) -> np.ndarray:
-    """List of per-item coefficient vectors -> padded (J, K) array."""
+    """List of per-item coefficient vectors -> padded (J, K) array.
+
+    Parameters
+    ----------
+    betas : sequence of array
+        Each item's K_j coefficients, in feature order.
+    k : int
+        K, the padded width (at least every K_j).
+
+    Returns
+    -------
+    np.ndarray
+        Shape (J, K), float64, zero beyond each item's K_j.
+    """
     out = np.zeros((len(betas), k))
     for j, b in enumerate(betas):
         out[j, : len(b)] = b
@@ -169,18 +311,57 @@ def pack_beta(betas, k: int) -> np.ndarray:
 
 
 def observed_counts(y):
-    """(y_obs, n_obs): float (N, J) indicators of an observed 1 and an observed 0."""
+    """(y_obs, n_obs): float (N, J) indicators of an observed 1 and an observed 0.
+
+    Parameters
+    ----------
+    y : array (N, J)
+        Responses 0/1; any other value is missing.
+
+    Returns
+    -------
+    tuple of jax.Array
+        ``y_obs`` and ``n_obs``, each (N, J) float32.
+    """
     y = jnp.asarray(y)
     return (y == 1).astype(jnp.float32), (y == 0).astype(jnp.float32)
 
 
 def item_logits(beta, delta):
-    """(..., J, L) logits ``beta_j . delta_j(l)``; ``beta`` (..., J, K)."""
+    """(..., J, L) logits ``beta_j . delta_j(l)``; ``beta`` (..., J, K).
+
+    Parameters
+    ----------
+    beta : array (..., J, K)
+        Padded coefficients.
+    delta : array (J, L, K)
+        Design tensor (``Design.delta``).
+
+    Returns
+    -------
+    jax.Array
+        Logits, shape (..., J, L).
+    """
     return jnp.einsum("jlk,...jk->...jl", delta, beta)
 
 
 def profile_loglik(beta, delta, y_obs, n_obs):
-    """(..., N, L): log p(y_i | profile l, beta), missing cells contributing nothing."""
+    """(..., N, L): log p(y_i | profile l, beta), missing cells contributing nothing.
+
+    Parameters
+    ----------
+    beta : array (..., J, K)
+        Padded coefficients.
+    delta : array (J, L, K)
+        Design tensor (``Design.delta``).
+    y_obs, n_obs : array (N, J)
+        Indicators of an observed 1 and an observed 0 (``observed_counts``).
+
+    Returns
+    -------
+    jax.Array
+        Shape (..., N, L).
+    """
     eta = item_logits(beta, delta)
     return jnp.einsum("nj,...jl->...nl", y_obs, jax.nn.log_sigmoid(eta)) + jnp.einsum(
         "nj,...jl->...nl", n_obs, jax.nn.log_sigmoid(-eta)
@@ -188,12 +369,47 @@ def profile_loglik(beta, delta, y_obs, n_obs):
 
 
 def marginal_loglik(beta, log_pi, delta, y_obs, n_obs):
-    """(N,): log sum_l pi_l p(y_i | l, beta), per person (Z summed out in log space)."""
+    """(N,): log sum_l pi_l p(y_i | l, beta), per person (Z summed out in log space).
+
+    Parameters
+    ----------
+    beta : array (J, K)
+        Padded coefficients (leading axes carry through to the result).
+    log_pi : array (L,)
+        Log profile probabilities.
+    delta : array (J, L, K)
+        Design tensor (``Design.delta``).
+    y_obs, n_obs : array (N, J)
+        Indicators of an observed 1 and an observed 0 (``observed_counts``).
+
+    Returns
+    -------
+    jax.Array
+        Shape (N,).
+    """
     return logsumexp(profile_loglik(beta, delta, y_obs, n_obs) + log_pi, axis=-1)
 
 
 def posterior_profiles(beta, log_pi, delta, y_obs, n_obs):
-    """(N, L): log p(z_i = l | y_i, beta, pi)."""
+    """(N, L): log p(z_i = l | y_i, beta, pi).
+
+    Parameters
+    ----------
+    beta : array (J, K)
+        Padded coefficients (leading axes carry through to the result).
+    log_pi : array (L,)
+        Log profile probabilities.
+    delta : array (J, L, K)
+        Design tensor (``Design.delta``).
+    y_obs, n_obs : array (N, J)
+        Indicators of an observed 1 and an observed 0 (``observed_counts``).
+
+    Returns
+    -------
+    jax.Array
+        Log posterior profile probabilities, shape (N, L); each row sums to 1 on the
+        probability scale.
+    """
     joint = profile_loglik(beta, delta, y_obs, n_obs) + log_pi
     return joint - logsumexp(joint, axis=-1, keepdims=True)
 
@@ -209,24 +425,89 @@ class Priors(NamedTuple):
 
 
 def log_normal_beta(beta, sigma2, feature_mask):
-    """(..., J): log N(beta_j; 0, sigma^2 I) over each item's real features. ``sigma2`` (...)."""
+    """(..., J): log N(beta_j; 0, sigma^2 I) over each item's real features. ``sigma2`` (...).
+
+    Parameters
+    ----------
+    beta : array (..., J, K)
+        Padded coefficients.
+    sigma2 : array (...) or float
+        Prior variance.
+    feature_mask : array (J, K)
+        1 for each item's real features.
+
+    Returns
+    -------
+    jax.Array
+        Shape (..., J).
+    """
     s2 = jnp.asarray(sigma2)[..., None]
     k = feature_mask.sum(-1)
     return -0.5 * jnp.sum(feature_mask * beta**2, -1) / s2 - 0.5 * k * (jnp.log(2 * jnp.pi) + jnp.log(s2))
 
 
 def log_inv_gamma(sigma2, a, b):
+    """log IG(sigma^2; a, b): the inverse-gamma log-density with shape ``a`` and scale ``b``.
+
+    Parameters
+    ----------
+    sigma2 : array
+        Positive values.
+    a, b : float
+        Shape and scale.
+
+    Returns
+    -------
+    jax.Array
+        The shape of ``sigma2``.
+    """
     return a * jnp.log(b) - gammaln(a) - (a + 1) * jnp.log(sigma2) - b / sigma2
 
 
 def log_dirichlet(log_pi, d):
-    """log Dir(pi; d) from log pi (..., L) and concentrations d (L,) or scalar."""
+    """log Dir(pi; d) from log pi (..., L) and concentrations d (L,) or scalar.
+
+    Parameters
+    ----------
+    log_pi : array (..., L)
+        Log profile probabilities.
+    d : array (L,) or float
+        Concentrations.
+
+    Returns
+    -------
+    jax.Array
+        Shape (...).
+    """
     d = jnp.broadcast_to(jnp.asarray(d, log_pi.dtype), log_pi.shape[-1:])
     return gammaln(d.sum()) - gammaln(d).sum() + jnp.sum((d - 1) * log_pi, -1)
 
 
 def log_joint_collapsed(beta, log_pi, sigma2, delta, feature_mask, y_obs, n_obs, priors: Priors):
-    """log p(y, beta, pi, sigma^2) with Z summed out (constrained parameters, no Jacobians)."""
+    """log p(y, beta, pi, sigma^2) with Z summed out (constrained parameters, no Jacobians).
+
+    Parameters
+    ----------
+    beta : array (J, K)
+        Padded coefficients.
+    log_pi : array (L,)
+        Log profile probabilities.
+    sigma2 : float
+        Prior variance of the coefficients.
+    delta : array (J, L, K)
+        Design tensor (``Design.delta``).
+    feature_mask : array (J, K)
+        1 for each item's real features.
+    y_obs, n_obs : array (N, J)
+        Indicators of an observed 1 and an observed 0 (``observed_counts``).
+    priors : Priors
+        Hyperparameters ``a0``, ``b0`` (of sigma^2) and ``d0`` (of pi).
+
+    Returns
+    -------
+    jax.Array
+        A scalar.
+    """
     return (
         marginal_loglik(beta, log_pi, delta, y_obs, n_obs).sum()
         + log_normal_beta(beta, sigma2, feature_mask).sum()
@@ -240,7 +521,20 @@ def log_joint_collapsed(beta, log_pi, sigma2, delta, feature_mask, y_obs, n_obs,
 
 
 def check_monotone_design(design: Design, where: str = "Q-matrix") -> None:
-    """Monotone coefficients are parameterised for items measuring one or two attributes."""
+    """Monotone coefficients are parameterised for items measuring one or two attributes.
+
+    Parameters
+    ----------
+    design : Design
+        The design of the Q-matrix.
+    where : str
+        Prefix of the error message.
+
+    Raises
+    ------
+    ValueError
+        If an item measures more than two attributes.
+    """
     wide = np.flatnonzero(design.order.max(1) > 2)
     if wide.size:
         raise ValueError(
@@ -259,7 +553,20 @@ def monotone_beta(u, order):
     the sum of log sigmoid(u) over the constrained coefficients.
 
     The prior N(0, sigma^2 I) restricted to this cone has a normalising constant that does not
-    depend on sigma^2 (the cone's Gaussian mass is scale-free), so densities may omit it."""
+    depend on sigma^2 (the cone's Gaussian mass is scale-free), so densities may omit it.
+
+    Parameters
+    ----------
+    u : array (..., J, K)
+        Unconstrained values.
+    order : array (J, K)
+        ``Design.order``.
+
+    Returns
+    -------
+    tuple of jax.Array
+        ``beta`` (..., J, K) and the log-Jacobian, summed over items, (...).
+    """
     sp = jax.nn.softplus(u)
     beta = jnp.where(order == 0, u, jnp.where(order == 1, sp, 0.0))
     if u.shape[-1] > 3:
@@ -271,14 +578,42 @@ def monotone_beta(u, order):
 
 def monotone_item_log_jac(u, order):
     """(..., J): each item's log|d beta_j / d u_j| under ``monotone_beta`` (the map is
-    item by item, so these add up to its log-Jacobian)."""
+    item by item, so these add up to its log-Jacobian).
+
+    Parameters
+    ----------
+    u : array (..., J, K)
+        Unconstrained values.
+    order : array (J, K)
+        ``Design.order``.
+
+    Returns
+    -------
+    jax.Array
+        Shape (..., J).
+    """
     return jnp.sum(jnp.where(order >= 1, jax.nn.log_sigmoid(u), 0.0), -1)
 
 
 def monotone_u(beta, order, floor: float = 1e-6):
     """The inverse of ``monotone_beta``: unconstrained ``u`` (..., J, K) of monotone coefficients
     ``beta``. Coefficients on (or, by rounding, past) the boundary are first moved ``floor``
-    inside it, where softplus is invertible (numpy, for starting values)."""
+    inside it, where softplus is invertible (numpy, for starting values).
+
+    Parameters
+    ----------
+    beta : array-like (..., J, K)
+        Monotone coefficients.
+    order : array (J, K)
+        ``Design.order``.
+    floor : float
+        Smallest main effect (and interaction plus the smaller main effect) before inversion.
+
+    Returns
+    -------
+    np.ndarray
+        ``u``, shape (..., J, K), float64.
+    """
     beta = np.asarray(beta, np.float64)
     order = np.asarray(order)
 

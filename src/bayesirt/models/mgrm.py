@@ -61,7 +61,32 @@ def structure(
 ) -> Structure:
     """Build a ``Structure``. ``q_matrix`` (I, P) of 0/1 gives a confirmatory model; ``None``
     an exploratory one. ``correlated`` defaults to True for confirmatory and False for
-    exploratory models."""
+    exploratory models.
+
+    Parameters
+    ----------
+    n_categories : array (I,)
+        Categories per item (integers >= 2).
+    n_factors : int
+        P, the number of factors.
+    q_matrix : array (I, P), optional
+        0/1 loading mask (None: every loading free).
+    positive_loadings : bool
+        Loadings are ``softplus(raw)`` > 0 inside the mask.
+    correlated : bool, optional
+        Learn a factor correlation matrix (None: with a ``q_matrix``); never with one factor.
+
+    Returns
+    -------
+    Structure
+        The structure.
+
+    Raises
+    ------
+    ValueError
+        If ``n_categories`` is not 1-d integers >= 2, ``n_factors`` < 1, or ``q_matrix`` has
+        another shape than (I, P), entries other than 0 and 1, or an item loading on no factor.
+    """
     n_categories = np.asarray(n_categories, dtype=np.int32)
     if n_categories.ndim != 1 or (n_categories < 2).any():
         raise ValueError(f"n_categories must be a 1-d array of integers >= 2, got {n_categories}")
@@ -91,7 +116,20 @@ def structure(
 
 
 def simple_structure_q(factor_of_item, n_factors: int) -> np.ndarray:
-    """Q-matrix of a simple structure: item j loads only on factor ``factor_of_item[j]``."""
+    """Q-matrix of a simple structure: item j loads only on factor ``factor_of_item[j]``.
+
+    Parameters
+    ----------
+    factor_of_item : array (I,) of int
+        Factor of each item, 0..P-1.
+    n_factors : int
+        P, the number of factors.
+
+    Returns
+    -------
+    np.ndarray
+        Shape (I, P), float32.
+    """
     f = np.asarray(factor_of_item)
     q = np.zeros((f.size, n_factors), np.float32)
     q[np.arange(f.size), f] = 1.0
@@ -102,17 +140,58 @@ def simple_structure_q(factor_of_item, n_factors: int) -> np.ndarray:
 
 
 def loadings(params, st: Structure):
+    """Loadings: ``mask * raw``, or ``mask * softplus(raw)`` when positive.
+
+    Parameters
+    ----------
+    params : dict
+        Unconstrained parameters (module docstring).
+    st : Structure
+        The model's structure.
+
+    Returns
+    -------
+    jax.Array
+        Shape (I, P).
+    """
     raw = params["loadings_raw"]
     lam = jax.nn.softplus(raw) if st.positive_loadings else raw
     return lam * st.loading_mask
 
 
 def cuts(params, st: Structure):
-    """(I, Kmax-1) increasing cuts; ``intercepts = -cuts`` in the paper's eq. (1)."""
+    """(I, Kmax-1) increasing cuts; ``intercepts = -cuts`` in the paper's eq. (1).
+
+    Parameters
+    ----------
+    params : dict
+        Unconstrained parameters (module docstring).
+    st : Structure
+        The model's structure (not used).
+
+    Returns
+    -------
+    jax.Array
+        Shape (I, Kmax-1).
+    """
     return grm.ordered_cuts(params["cut_base"], jax.nn.softplus(params["cut_increments"]))
 
 
 def intercepts(params, st: Structure):
+    """The paper's intercepts ``alpha = -cuts`` (decreasing along each item's row).
+
+    Parameters
+    ----------
+    params : dict
+        Unconstrained parameters (module docstring).
+    st : Structure
+        The model's structure.
+
+    Returns
+    -------
+    jax.Array
+        Shape (I, Kmax-1).
+    """
     return -cuts(params, st)
 
 
@@ -122,13 +201,40 @@ _correlation_cholesky = jax.jit(lambda raw: tfb.CorrelationCholesky().forward(ra
 
 
 def factor_cholesky(params, st: Structure):
-    """Cholesky factor L of the factor correlation matrix (identity when not correlated)."""
+    """Cholesky factor L of the factor correlation matrix (identity when not correlated).
+
+    Parameters
+    ----------
+    params : dict
+        Unconstrained parameters (module docstring).
+    st : Structure
+        The model's structure.
+
+    Returns
+    -------
+    jax.Array
+        Lower-triangular L, shape (P, P).
+    """
     if not st.correlated:
         return jnp.eye(st.n_factors)
     return _correlation_cholesky(params["corr_raw"])
 
 
 def factor_corr(params, st: Structure):
+    """Factor correlation matrix ``Sigma = L L'`` (the identity when not correlated).
+
+    Parameters
+    ----------
+    params : dict
+        Unconstrained parameters (module docstring).
+    st : Structure
+        The model's structure.
+
+    Returns
+    -------
+    jax.Array
+        Shape (P, P).
+    """
     chol = factor_cholesky(params, st)
     return chol @ chol.T
 
@@ -142,6 +248,23 @@ def init_params(key, st: Structure, responses=None, init_loading: float | None =
     are given (the paper's Xavier draw for intercepts would not be ordered; ordered cuts at the
     marginal proportions are the model's exact solution at zero loadings), else evenly spaced
     on [-1, 1]. The correlation starts at the identity.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key of the loadings' draw.
+    st : Structure
+        The model's structure.
+    responses : array (N, I), optional
+        Integer responses, negative for missing (None: evenly spaced cuts).
+    init_loading : float, optional
+        Start every loading at this value instead of the Xavier draw.
+
+    Returns
+    -------
+    dict
+        float32 ``loadings_raw`` (I, P), ``cut_base`` (I,), ``cut_increments`` (I, Kmax-2) and,
+        when correlated, ``corr_raw`` (P(P-1)/2,) zeros.
     """
     n_items, n_factors = st.n_items, st.n_factors
     kmax = st.max_categories
@@ -182,7 +305,29 @@ def init_params(key, st: Structure, responses=None, init_loading: float | None =
 def params_from_natural(st: Structure, loadings_value, cuts_value, corr=None) -> dict:
     """Unconstrained parameters reproducing given loadings (I, P), increasing cuts (I, Kmax-1)
     and factor correlation (P, P); the inverse of ``loadings``/``cuts``/``factor_corr``.
-    Loadings outside the mask are ignored; positive loadings must be > 0 inside it."""
+    Loadings outside the mask are ignored; positive loadings must be > 0 inside it.
+
+    Parameters
+    ----------
+    st : Structure
+        The model's structure.
+    loadings_value : array (I, P)
+        Loadings.
+    cuts_value : array (I, Kmax-1)
+        Cuts, strictly increasing along each row.
+    corr : array (P, P), optional
+        Factor correlation (None: the identity); used only when correlated.
+
+    Returns
+    -------
+    dict
+        Unconstrained parameters (float32).
+
+    Raises
+    ------
+    ValueError
+        If a free loading is <= 0 under positive loadings, or the cuts are not strictly increasing.
+    """
     lam = np.asarray(loadings_value, np.float64)
     c = np.asarray(cuts_value, np.float64)
     mask = np.asarray(st.loading_mask) > 0
@@ -209,7 +354,21 @@ def params_from_natural(st: Structure, loadings_value, cuts_value, corr=None) ->
 
 
 def truth_params(st: Structure, truth) -> dict:
-    """``params_from_natural`` from a truth table of ``bayesirt.data.simulate_mgrm``."""
+    """``params_from_natural`` from a truth table of ``bayesirt.data.simulate_mgrm``.
+
+    Parameters
+    ----------
+    st : Structure
+        The model's structure.
+    truth : pandas.DataFrame
+        Truth table: ``parameter`` "loading" (``item``, ``factor``), "intercept" (``item``,
+        ``category`` 1..C_i-1) and "factor_corr" (``factor``, ``factor2``) rows with their ``value``.
+
+    Returns
+    -------
+    dict
+        Unconstrained parameters (float32).
+    """
     lam = truth[truth.parameter == "loading"]
     lam_m = np.zeros((st.n_items, st.n_factors))
     lam_m[lam.item.to_numpy(), lam.factor.to_numpy()] = lam.value.to_numpy()
@@ -235,6 +394,22 @@ def log_likelihood(params, y, z, st: Structure):
     """log p(x_i | z) summed over observed items; missing cells (-1) contribute 0.
 
     y: (B, I) integer codes; z: (..., B, P) latent draws  ->  (..., B).
+
+    Parameters
+    ----------
+    params : dict
+        Unconstrained parameters (module docstring).
+    y : array (B, I)
+        Integer responses, -1 for missing.
+    z : array (..., B, P)
+        Factor scores.
+    st : Structure
+        The model's structure.
+
+    Returns
+    -------
+    jax.Array
+        Shape (..., B).
     """
     lam = loadings(params, st)
     score = z @ lam.T  # (..., B, I)
@@ -242,7 +417,22 @@ def log_likelihood(params, y, z, st: Structure):
 
 
 def log_prior(params, z, st: Structure):
-    """log N(z; 0, Sigma) for z (..., P), with Sigma = L L' (the identity if not correlated)."""
+    """log N(z; 0, Sigma) for z (..., P), with Sigma = L L' (the identity if not correlated).
+
+    Parameters
+    ----------
+    params : dict
+        Unconstrained parameters (module docstring).
+    z : array (..., P)
+        Factor scores.
+    st : Structure
+        The model's structure.
+
+    Returns
+    -------
+    jax.Array
+        Shape (...).
+    """
     p = st.n_factors
     if not st.correlated:
         return -0.5 * jnp.sum(z * z, -1) - 0.5 * p * LOG_2PI
@@ -253,11 +443,46 @@ def log_prior(params, z, st: Structure):
 
 
 def log_joint(params, y, z, st: Structure):
-    """log p(x_i, z) = log p(x_i | z) + log p(z): (B, I), (..., B, P) -> (..., B)."""
+    """log p(x_i, z) = log p(x_i | z) + log p(z): (B, I), (..., B, P) -> (..., B).
+
+    Parameters
+    ----------
+    params : dict
+        Unconstrained parameters (module docstring).
+    y : array (B, I)
+        Integer responses, -1 for missing.
+    z : array (..., B, P)
+        Factor scores.
+    st : Structure
+        The model's structure.
+
+    Returns
+    -------
+    jax.Array
+        Shape (..., B).
+    """
     return log_likelihood(params, y, z, st) + log_prior(params, z, st)
 
 
 def sample_prior(key, params, st: Structure, shape=()):
+    """Factor scores drawn from their prior N(0, Sigma).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    params : dict
+        Unconstrained parameters (module docstring).
+    st : Structure
+        The model's structure.
+    shape : tuple of int
+        Leading shape of the draws.
+
+    Returns
+    -------
+    jax.Array
+        Shape ``shape + (P,)``.
+    """
     eps = jax.random.normal(key, shape + (st.n_factors,))
     return eps @ factor_cholesky(params, st).T
 
@@ -268,7 +493,21 @@ def sample_prior(key, params, st: Structure, shape=()):
 def natural_params(params, st: Structure) -> dict:
     """numpy loadings (I, P), intercepts (a list: each item's C_i - 1 of them) and factor
     correlations (P, P): the layout of ``bayesirt.tables.mgrm_table`` and of the truth of
-    ``bayesirt.data.simulate_mgrm`` (the inverse of ``params_from_natural``)."""
+    ``bayesirt.data.simulate_mgrm`` (the inverse of ``params_from_natural``).
+
+    Parameters
+    ----------
+    params : dict
+        Unconstrained parameters (module docstring).
+    st : Structure
+        The model's structure.
+
+    Returns
+    -------
+    dict
+        ``loading`` (I, P), ``intercept`` (list of I arrays, C_i - 1 each) and ``factor_corr``
+        (P, P), as numpy arrays.
+    """
     ints = np.asarray(intercepts(params, st))
     ncat = np.asarray(st.n_categories)
     return {

@@ -65,7 +65,22 @@ class Priors:
 
 
 def linear_predictor(theta, a, d):
-    """eta_ij = a_j * theta_i - d_j, shape (..., N, J)."""
+    """eta_ij = a_j * theta_i - d_j, shape (..., N, J).
+
+    Parameters
+    ----------
+    theta : array (..., N)
+        Abilities.
+    a : array (..., J)
+        Discriminations.
+    d : array (..., J)
+        Difficulties.
+
+    Returns
+    -------
+    jax.Array
+        eta, shape (..., N, J).
+    """
     return theta[..., :, None] * a[..., None, :] - d[..., None, :]
 
 
@@ -75,7 +90,27 @@ def _check_link(link: str):
 
 
 def cell_log_prob(y, eta, link: str = "probit"):
-    """log P(y_ij | eta_ij) per cell, 0 where y_ij = -1 (missing). Stable for any |eta|."""
+    """log P(y_ij | eta_ij) per cell, 0 where y_ij = -1 (missing). Stable for any |eta|.
+
+    Parameters
+    ----------
+    y : array
+        Integer responses 0/1, -1 for missing; broadcasts against ``eta``.
+    eta : array
+        Linear predictor of each cell.
+    link : {"probit", "logit"}
+        Link function F.
+
+    Returns
+    -------
+    jax.Array
+        log P(y_ij | eta_ij), the broadcast shape of ``y`` and ``eta``; 0 where missing.
+
+    Raises
+    ------
+    ValueError
+        If ``link`` is not known.
+    """
     _check_link(link)
     sign = jnp.where(y == 1, 1.0, -1.0).astype(eta.dtype)
     x = sign * eta
@@ -84,7 +119,22 @@ def cell_log_prob(y, eta, link: str = "probit"):
 
 
 def log_likelihood(params: dict, y, link: str = "probit"):
-    """Per-person log-likelihood, shape (N,)."""
+    """Per-person log-likelihood, shape (N,).
+
+    Parameters
+    ----------
+    params : dict
+        ``ability`` (N,), ``discrimination`` (J,), ``difficulty`` (J,).
+    y : array (N, J)
+        Integer responses 0/1, -1 for missing.
+    link : {"probit", "logit"}
+        Link function F.
+
+    Returns
+    -------
+    jax.Array
+        Sum over each person's observed items, shape (N,).
+    """
     eta = linear_predictor(params["ability"], params["discrimination"], params["difficulty"])
     return cell_log_prob(y, eta, link).sum(-1)
 
@@ -94,7 +144,20 @@ def _normal_logpdf(x, mean, var):
 
 
 def log_prior_terms(params: dict, priors: Priors) -> dict:
-    """Summed log prior of each parameter block (normalized; a <= 0 gives -inf)."""
+    """Summed log prior of each parameter block (normalized; a <= 0 gives -inf).
+
+    Parameters
+    ----------
+    params : dict
+        ``ability`` (N,), ``discrimination`` (J,), ``difficulty`` (J,).
+    priors : Priors
+        Means and variances of the priors.
+
+    Returns
+    -------
+    dict
+        ``ability``, ``difficulty``, ``discrimination``: each a scalar jax.Array.
+    """
     p = priors
     a = params["discrimination"]
     sd_a = math.sqrt(p.discrimination_var)
@@ -109,17 +172,59 @@ def log_prior_terms(params: dict, priors: Priors) -> dict:
 
 
 def log_prior(params: dict, priors: Priors):
+    """Log prior density of ``params`` (constrained scale): the sum of ``log_prior_terms``.
+
+    Parameters
+    ----------
+    params : dict
+        ``ability`` (N,), ``discrimination`` (J,), ``difficulty`` (J,).
+    priors : Priors
+        Means and variances of the priors.
+
+    Returns
+    -------
+    jax.Array
+        A scalar; -inf if a discrimination is <= 0.
+    """
     terms = log_prior_terms(params, priors)
     return terms["ability"] + terms["difficulty"] + terms["discrimination"]
 
 
 def log_joint(params: dict, y, priors: Priors, link: str = "probit"):
-    """log p(y, theta, a, d) on the constrained scale (scalar)."""
+    """log p(y, theta, a, d) on the constrained scale (scalar).
+
+    Parameters
+    ----------
+    params : dict
+        ``ability`` (N,), ``discrimination`` (J,), ``difficulty`` (J,).
+    y : array (N, J)
+        Integer responses 0/1, -1 for missing.
+    priors : Priors
+        Means and variances of the priors.
+    link : {"probit", "logit"}
+        Link function F.
+
+    Returns
+    -------
+    jax.Array
+        A scalar.
+    """
     return log_likelihood(params, y, link).sum() + log_prior(params, priors)
 
 
 def constrain(unconstrained: dict) -> dict:
-    """``{ability, log_discrimination, difficulty}`` -> ``{ability, discrimination, difficulty}``."""
+    """``{ability, log_discrimination, difficulty}`` -> ``{ability, discrimination, difficulty}``.
+
+    Parameters
+    ----------
+    unconstrained : dict
+        ``ability`` (N,), ``log_discrimination`` (J,), ``difficulty`` (J,).
+
+    Returns
+    -------
+    dict
+        ``ability`` (N,), ``discrimination`` = exp(``log_discrimination``) (J,), ``difficulty`` (J,).
+    """
     return {
         "ability": unconstrained["ability"],
         "discrimination": jnp.exp(unconstrained["log_discrimination"]),
@@ -128,6 +233,19 @@ def constrain(unconstrained: dict) -> dict:
 
 
 def unconstrain(params: dict) -> dict:
+    """The inverse of ``constrain``: ``{ability, discrimination, difficulty}`` ->
+    ``{ability, log_discrimination, difficulty}``.
+
+    Parameters
+    ----------
+    params : dict
+        ``ability`` (N,), ``discrimination`` (J,) > 0, ``difficulty`` (J,).
+
+    Returns
+    -------
+    dict
+        ``ability`` (N,), ``log_discrimination`` (J,), ``difficulty`` (J,), as jax arrays.
+    """
     return {
         "ability": jnp.asarray(params["ability"]),
         "log_discrimination": jnp.log(jnp.asarray(params["discrimination"])),
@@ -137,13 +255,50 @@ def unconstrain(params: dict) -> dict:
 
 def log_joint_unconstrained(unconstrained: dict, y, priors: Priors, link: str = "probit"):
     """The posterior's log-density (up to a constant) on the real line, for NUTS: log a_j in
-    place of a_j, plus the log-Jacobian sum_j log a_j. Marginal over the latent normals."""
+    place of a_j, plus the log-Jacobian sum_j log a_j. Marginal over the latent normals.
+
+    Parameters
+    ----------
+    unconstrained : dict
+        ``ability`` (N,), ``log_discrimination`` (J,), ``difficulty`` (J,).
+    y : array (N, J)
+        Integer responses 0/1, -1 for missing.
+    priors : Priors
+        Means and variances of the priors.
+    link : {"probit", "logit"}
+        Link function F.
+
+    Returns
+    -------
+    jax.Array
+        A scalar.
+    """
     params = constrain(unconstrained)
     return log_joint(params, y, priors, link) + unconstrained["log_discrimination"].sum()
 
 
 def make_log_density(y, priors: Priors | None = None, link: str = "probit"):
-    """Closure ``log_density(unconstrained) -> scalar`` over fixed responses (for a NUTS runner)."""
+    """Closure ``log_density(unconstrained) -> scalar`` over fixed responses (for a NUTS runner).
+
+    Parameters
+    ----------
+    y : array-like (N, J)
+        Responses 0/1, -1 for missing (held as int8).
+    priors : Priors, optional
+        Means and variances of the priors (None: ``Priors()``).
+    link : {"probit", "logit"}
+        Link function F.
+
+    Returns
+    -------
+    callable
+        ``log_density(unconstrained)``: ``log_joint_unconstrained`` at ``y``, a scalar.
+
+    Raises
+    ------
+    ValueError
+        If ``link`` is not known.
+    """
     _check_link(link)
     priors = priors or Priors()
     y = jnp.asarray(y, dtype=jnp.int8)
@@ -160,6 +315,18 @@ def initial_values(y, link: str = "probit") -> dict:
 
     With a = 1 and theta ~ N(0, 1) the marginal P(y = 1) of the probit model is
     Phi(-d / sqrt(2)), so d = -sqrt(2) Phi^{-1}(p_j) (logit: d = -logit(p_j) sqrt(1 + pi/8)).
+
+    Parameters
+    ----------
+    y : array-like (N, J)
+        Responses 0/1, -1 for missing.
+    link : {"probit", "logit"}
+        Link function F (anything but "probit" is taken as the logit).
+
+    Returns
+    -------
+    dict
+        ``ability`` (N,), ``discrimination`` (J,), ``difficulty`` (J,): numpy float32 arrays.
     """
     from scipy.special import logit, ndtri
 
@@ -193,6 +360,27 @@ def check_binary_responses(y, item_names=None, *, where: str = "responses", warn
     same way (their parameters are then identified only through the prior, which is proper)
     and items with no observed response; persons with no observed response are counted in a
     warning: they are kept, and their ability draws come from the prior.
+
+    Parameters
+    ----------
+    y : array-like (N, J)
+        Response codes.
+    item_names : sequence of str, optional
+        Item names for the messages (None: "item j").
+    where : str
+        Prefix of the messages, naming the data checked.
+    warn : callable, optional
+        Receives each warning's message (None: :func:`warnings.warn`).
+
+    Returns
+    -------
+    np.ndarray
+        The responses, shape (N, J), as int8.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not 2-D or holds a code other than 0, 1 and -1.
     """
     import warnings
 

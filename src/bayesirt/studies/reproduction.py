@@ -165,9 +165,10 @@ def read_tables(study: str, data: Path) -> tuple[dict[str, pd.DataFrame], dict]:
 
 def load_tables(study: str, data: Path) -> dict[str, pd.DataFrame]:
     """The tables a study's page reads, keyed by file name without ``.csv``, from ``data``: the
-    collected copy, or the run's own ``results/<study>`` (the same layout). The files of a name with ``*`` are stacked, each with columns named by the module's
-    ``WILDCARDS[name]`` (default ``("design",)``) holding the folder names the pattern's leading
-    parts matched, where the table has no such column."""
+    collected copy, or the run's own ``results/<study>`` (the same layout). The files of a name
+    with ``*`` are stacked, each with columns named by the module's ``WILDCARDS[name]`` (default
+    ``("design",)``) holding the folder names the pattern's leading parts matched, where the table
+    has no such column."""
     module, tables = study_module(study), {}
     for name, paths in table_files(study, data).items():
         key = Path(name).stem

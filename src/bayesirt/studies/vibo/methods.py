@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import io, records
-from bayesirt.inference import bulk, mfvi, mml, nuts, vibo
+from bayesirt.inference import bulk, mfvi, mml, mml_information, nuts, vibo
 from bayesirt.inference.sampling import SamplerSettings
 from bayesirt.inference.training import FitResult, Problem, TrainSettings, keep_last_good, train_problem
 from bayesirt.models import irt2pl
@@ -178,16 +178,40 @@ def fit_mfvi(p: Prepared) -> MethodResult:
     return mfvi_evaluated(p, ms, keep_last_good(train_problem, problem))
 
 
+# The observed information costs about one pass over the data per free item parameter; above
+# this many person-parameter products (the paper's 1,000,000 persons x 200 parameters) the MML
+# fit keeps no standard errors, and its record says so.
+MML_SE_MAX_WORK = 5e7
+
+
+def mml_standard_errors(y, res, cats):
+    """Standard errors of an MML fit's item parameters (``inference.mml_information``) and how
+    they were had; nan, with the reason, where the fit is too large or not at a maximum."""
+    n_free = int(np.sum(mml_information.free_mask(np.broadcast_to(cats, (y.shape[1],)), res.cuts.shape[1] + 1)))
+    nan = mml_information.ItemStandardErrors(
+        np.full(res.discrimination.shape, np.nan), np.full(res.cuts.shape, np.nan), None, None, np.nan
+    )
+    if y.shape[0] * n_free > MML_SE_MAX_WORK:
+        return nan, f"not computed: {y.shape[0]} persons x {n_free} parameters is above {MML_SE_MAX_WORK:.0e}"
+    try:
+        se = mml_information.standard_errors(y, res.discrimination, res.cuts, mml.Structure(cats), n_nodes=41)
+    except ValueError as err:
+        return nan, f"not computed: {err}"
+    return se, f"observed information (condition number {se.condition_number:.3g})"
+
+
 def fit_mml(p: Prepared) -> MethodResult:
     """Marginal ML by quadrature with EAP abilities (the point-estimate anchor): 41 nodes for
     the fit, 61 for the person posteriors (with many items a posterior is narrow); the
     unidimensional GRM by the same quadrature (a 2PL item is a GRM item with 2 categories)."""
-    y, j = p.y, p.st.n_items
+    y = p.y
     cats = list(p.st.categories) if p.st.model == "grm" else 2
     res = mml.fit(p.keys["fit"], y, mml.Structure(cats), mml.MMLSettings(n_nodes=41))
-    none = np.full(res.cuts.shape, np.nan)
-    items = {"discrimination": (res.discrimination, np.full(j, np.nan))}
-    items.update({"cut": (res.cuts, none)} if p.st.model == "grm" else {"difficulty": (res.cuts[:, 0], none[:, 0])})
+    se, how = mml_standard_errors(y, res, cats)
+    items = {"discrimination": (res.discrimination, se.discrimination)}
+    items.update(
+        {"cut": (res.cuts, se.cuts)} if p.st.model == "grm" else {"difficulty": (res.cuts[:, 0], se.cuts[:, 0])}
+    )
     _, ab_mean, ab_sd = mml.posterior(y, res.discrimination, res.cuts, cats, n_nodes=61)
     probs = mml.predictive_probs(y, res.discrimination, res.cuts, p.rows, p.cols, cats, n_nodes=61)
     t0 = time.perf_counter()
@@ -197,6 +221,7 @@ def fit_mml(p: Prepared) -> MethodResult:
     def make_record(f):
         return {
             **f,
+            "standard_errors": how,
             "steps": res.iterations,
             "converged": res.converged,
             "convergence_reason": res.reason,

@@ -1,0 +1,39 @@
+"""Laplace draws of the factorized GRM's item parameters (inference.grm_laplace): with priors
+too wide to matter they spread as marginal ML's standard errors (the same curvature, another
+parameterisation), and estimates far from a mode are refused."""
+
+import numpy as np
+import pytest
+
+from bayesirt.inference import grm_laplace, mml, mml_information
+from bayesirt.models import factorized_grm as fgrm
+
+from .test_mml_information import simulated
+
+WIDE = fgrm.Priors(discrimination_scale=1e3, base_difficulty_scale=1e3, increment_scale=1e3)
+
+
+def test_with_wide_priors_the_draws_spread_as_marginal_ml_standard_errors():
+    cats = [4, 3, 4, 2, 4]
+    y, _, _ = simulated(4, 3000, cats, missing=0.1)
+    fit = mml.fit(None, y, mml.Structure(cats), mml.MMLSettings(max_iter=500, tol=1e-6))
+    se = mml_information.standard_errors(y, fit.discrimination, fit.cuts, mml.Structure(cats))
+    tau = fit.thresholds
+    inc = np.where(np.arange(2)[None, :] < np.asarray(cats)[:, None] - 2, np.diff(tau, axis=1), 0.5)
+    means = {"discrimination": fit.discrimination, "base_difficulty": tau[:, 0], "increments": inc}
+    post = grm_laplace.item_posterior(y, fgrm.structure(cats), means, WIDE, n_draws=8000, seed=1)
+    # the same curvature in another parameterisation: sds agree to Monte Carlo error (1.6%) and
+    # the curvature of the softplus away from the estimate
+    np.testing.assert_allclose(post.discrimination.std(0), se.discrimination, rtol=0.06)
+    np.testing.assert_allclose(post.base_difficulty.std(0), se.thresholds[:, 0], rtol=0.06)
+    np.testing.assert_allclose(post.discrimination.mean(0), fit.discrimination, rtol=0.02)
+    assert (post.discrimination > 0).all() and (post.increments > 0).all()
+    assert (post.increments[:, 3] == 0.5).all() and (post.increments[:, 1, 1] == 0.5).all()
+
+
+def test_estimates_far_from_a_mode_are_refused():
+    cats = [3, 3, 3]
+    y, _, tau = simulated(5, 300, cats)
+    means = {"discrimination": np.full(3, 20.0), "base_difficulty": tau[:, 0], "increments": np.diff(tau, axis=1)}
+    with pytest.raises(ValueError, match="not positive definite"):
+        grm_laplace.item_posterior(y, fgrm.structure(cats), means, WIDE)

@@ -92,6 +92,13 @@ FIGURES = {
         "gibbs_max_r_hat",
     ],
     "grm_advi_rwa_size": [*TARGETS, "discrimination_rmse", "ability_corr", "steps", "converged"],
+    "uncertainty_calibration": [
+        *TARGETS,
+        "mml_coverage_90",
+        "advi_coverage_90",
+        "advi_laplace_coverage_90",
+        "real_advi_sd_to_mml_se",
+    ],
     "ifa_ipip_scale": [
         *TARGETS,
         "iwae_seconds_per_epoch",

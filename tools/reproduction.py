@@ -2,6 +2,7 @@
 
     python tools/reproduction.py run dcm_bbvi gibbs_2pno --config config/paper.yaml
     python tools/reproduction.py run vibo --config config/paper.yaml config/reproduction/vibo.yaml
+    python tools/reproduction.py synthetic-ipip          # before amortized_ifa (its overlay reads it)
     python tools/reproduction.py collect dcm_bbvi --config config/paper.yaml
     python tools/reproduction.py page                      # every study with collected tables
 
@@ -135,6 +136,25 @@ def collect(args) -> int:
     return 0
 
 
+SYNTHETIC_IPIP = Path("data/raw/ipip_ffm_synthetic/data-final.csv")
+
+
+def synthetic_ipip(args) -> int:
+    """The full-size synthetic IPIP-FFM file (the real one cannot be downloaded everywhere) at
+    ``SYNTHETIC_IPIP``, where ``config/reproduction/amortized_ifa.yaml`` points the data set."""
+    from bayesirt.data import ipip_synthetic
+
+    path = ROOT / SYNTHETIC_IPIP
+    if path.is_file() and not args.force:
+        print(f"synthetic-ipip: {SYNTHETIC_IPIP} is there (--force writes it again)")
+        return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    info = ipip_synthetic.write_synthetic_raw(path, args.rows, seed=args.seed, null_rows=args.null_rows)
+    (path.parent / "synthetic.json").write_text(json.dumps({**info, "seed": args.seed}, indent=2, default=str) + "\n")
+    print(f"synthetic-ipip: {args.rows} rows -> {SYNTHETIC_IPIP}")
+    return 0
+
+
 def page(args) -> int:
     from bayesirt.studies import reproduction
 
@@ -160,6 +180,12 @@ def main(argv=None) -> int:
     p.add_argument("--left-out", action="append", default=[], help="what the run left out, and why (repeatable)")
     p.add_argument("--note", default="", help="a sentence about the run for its page")
     p.set_defaults(step_function=collect)
+    p = sub.add_parser("synthetic-ipip", help="write the full-size synthetic IPIP-FFM file for amortized_ifa")
+    p.add_argument("--rows", type=int, default=1_015_000)
+    p.add_argument("--seed", type=int, default=20181108)
+    p.add_argument("--null-rows", type=int, default=1800)
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(step_function=synthetic_ipip)
     p = sub.add_parser("page", help="write the reproduction pages from the collected tables")
     p.add_argument("studies", nargs="*")
     p.add_argument("--data", default=str(ROOT / DATA))

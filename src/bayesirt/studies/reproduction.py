@@ -212,6 +212,7 @@ def hours(seconds) -> str:
 
 def run_section(run: dict) -> str:
     sittings = run.get("sittings", [])
+    commits = list(dict.fromkeys(s["commit"] for s in sittings if s.get("commit")))
     lines = [
         "## The run",
         "",
@@ -219,7 +220,9 @@ def run_section(run: dict) -> str:
         "|---|---|",
         f"| command | `{cell(run.get('command', 'unknown'))}` |",
         f"| config | `{cell(run.get('config', 'unknown'))}` |",
-        f"| commit | `{cell(run.get('commit', 'unknown'))}` |",
+        f"| commit | `{cell(run.get('commit', 'unknown'))}`"
+        + (f" (the sittings ran at {', '.join(f'`{c[:7]}`' for c in commits)})" if len(commits) > 1 else "")
+        + " |",
         f"| machine | {cell(run.get('machine', 'unknown'))} |",
         f"| sittings | {len(sittings)}, from {cell(run.get('started', '?'))} to {cell(run.get('finished', '?'))} |",
         f"| wall time | {hours(run.get('elapsed_seconds'))} over the sittings (shared with: "

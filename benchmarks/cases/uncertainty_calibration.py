@@ -83,8 +83,9 @@ def three_fits(rm):
 
 
 def real_file() -> tuple[Path, str]:
+    """The real RWA file, and how the result names it (not by its path on this machine)."""
     path = Path(os.environ.get("BAYESIRT_RWAS", ROOT / ".." / "shared" / "data" / "RWAS" / "data.csv"))
-    return path, str(path)
+    return path, "RWAS/data.csv (the real file)"
 
 
 def real_ratios(smoke: bool) -> dict:

@@ -8,13 +8,13 @@
 
 ``run`` is ``make run`` on the studies' reports with the given config, at XLA's default
 optimization level (a long run is compute, not compilation); run it again after an
-interruption and it resumes. Each sitting (start, end, exit status, commit) is appended to
-``results/reproduction/sittings.jsonl``; ``nohup python tools/reproduction.py run ... &`` keeps
-it going in the background.
+interruption and it resumes. Each sitting (start, end, exit status, commit) is kept in
+``results/reproduction/sittings.jsonl`` (its end is null while it runs);
+``nohup python tools/reproduction.py run ... &`` keeps it going in the background.
 
 ``collect`` copies the small tables a study's page reads from ``results/<study>/`` to
 ``docs/reproduction/data/<study>/`` with the run's facts (``run.json``: command, config, commit,
-machine, sittings, wall time, the study's summed job time, and what was left out and why, from
+machine, sittings, wall time up to the study's report, the study's summed job time, and what was left out and why, from
 ``--left-out``); commit that folder. ``page`` writes ``docs/reproduction/<study>.md`` and its
 figures from the committed tables (``bayesirt.studies.reproduction``).
 """
@@ -80,12 +80,16 @@ def run(args) -> int:
     }
     sitting["start"] = now()
     print(f"reproduction: {sitting['command']} (XLA_FLAGS= , XLA's default level)", flush=True)
-    status = subprocess.run(command, cwd=ROOT, env={**os.environ, "XLA_FLAGS": ""}).returncode
-    sitting.update(end=now(), returncode=status)
     path = ROOT / SITTINGS
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        f.write(json.dumps(sitting) + "\n")
+    with path.open("a") as f:  # an open sitting (end null) until this one ends
+        f.write(json.dumps({**sitting, "end": None}) + "\n")
+    status = subprocess.run(command, cwd=ROOT, env={**os.environ, "XLA_FLAGS": ""}).returncode
+    lines = path.read_text().splitlines()
+    opened = json.dumps({**sitting, "end": None})
+    sitting.update(end=now(), returncode=status)
+    lines = [json.dumps(sitting) if ln == opened else ln for ln in lines]
+    path.write_text("\n".join(lines) + "\n")
     return status
 
 
@@ -112,9 +116,16 @@ def collect(args) -> int:
     path = ROOT / SITTINGS
     sittings = [json.loads(ln) for ln in path.read_text().splitlines()] if path.is_file() else []
     config = " ".join(args.config)
-    mine = [s for s in sittings if args.study in s["studies"] and s["config"] == config]
+    report = ROOT / "results" / "reports" / f"{args.study}.html"
+    if not report.is_file():
+        sys.exit(f"collect: {args.study} has no report yet ({report.relative_to(ROOT)}); has its run finished?")
+    # the study finished when its report was written; sittings it shared with other studies count
+    # only up to then
+    done = datetime.datetime.fromtimestamp(report.stat().st_mtime, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    mine = [s for s in sittings if args.study in s["studies"] and s["config"] == config and s["start"] <= done]
     if not mine:
         sys.exit(f"collect: no sitting of {args.study} with {config} in {SITTINGS}; run it first")
+    mine = [{**s, "end": min(s["end"] or done, done)} for s in mine]
     run_facts = {
         "command": mine[-1].get("argv")
         or f"python tools/reproduction.py run {' '.join(mine[-1]['studies'])} --config {config}",

@@ -115,6 +115,14 @@ def collect(args) -> int:
 
     path = ROOT / SITTINGS
     sittings = [json.loads(ln) for ln in path.read_text().splitlines()] if path.is_file() else []
+    closed = [s for s in sittings if s.get("end")]
+    # an open record whose sitting was also written closed (by a runner that did not update it)
+    sittings = [
+        s
+        for s in sittings
+        if s.get("end")
+        or not any(c.get("argv") == s.get("argv") and abs(seconds(s["start"], c["start"])) < 300 for c in closed)
+    ]
     config = " ".join(args.config)
     report = ROOT / "results" / "reports" / f"{args.study}.html"
     if not report.is_file():

@@ -58,7 +58,7 @@ def machine() -> str:
     except (OSError, StopIteration, ValueError):
         memory = ""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{model}, {cores} cores{memory}, {platform.system()} {platform.release()}, no GPU"
+    return f"{model}, {cores} cores{memory}, {platform.system()}, no GPU"
 
 
 def run_command(studies, configs, first=()) -> list[str]:

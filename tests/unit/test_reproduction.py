@@ -215,9 +215,8 @@ def test_an_unknown_study_is_named():
 
 def test_the_committed_pages_rebuild_from_their_committed_tables(tmp_path):
     data = ROOT / "docs" / "reproduction" / "data"
-    studies = sorted(p.name for p in data.iterdir() if (p / "run.json").is_file()) if data.is_dir() else []
-    if not studies:
-        pytest.skip("no reproduction run collected yet")
+    studies = sorted(p.name for p in data.iterdir() if (p / "run.json").is_file())
+    assert studies, "docs/reproduction/data holds no collected run"
     out = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "reproduction.py"), "page", "--pages", str(tmp_path)],
         capture_output=True,

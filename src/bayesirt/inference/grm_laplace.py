@@ -113,16 +113,7 @@ def item_posterior(
         return nll(values) - log_prior - log_jacobian
 
     u0 = np.concatenate([_softplus_inverse(a), base, _softplus_inverse(inc.ravel()[used])])
-    point = jnp.asarray(u0, dtype)
-    grad = jax.grad(negative_log_density)
-
-    def column(direction):
-        return jax.jvp(grad, (point,), (direction,))[1]
-
-    basis = jnp.eye(point.shape[0], dtype=dtype)
-    hessian = jax.jit(lambda b: jax.lax.map(column, b, batch_size=mml_information.COLUMNS_AT_ONCE))(basis)
-    h = np.asarray(hessian, np.float64)
-    h = 0.5 * (h + h.T)
+    h = mml_information.hessian(negative_log_density, jnp.asarray(u0, dtype))
     eigenvalues, vectors = np.linalg.eigh(h)
     if eigenvalues.min() <= 0:
         raise ValueError(

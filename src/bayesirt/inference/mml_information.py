@@ -120,15 +120,33 @@ def observed_information(y, discrimination, cuts, structure: Structure = Structu
         The information (P, P), float64, and the free mask (``free_mask``) that places its rows.
     """
     nll, point, mask = marginal_nll(y, discrimination, cuts, structure, n_nodes)
-    grad = jax.grad(nll)
+    return hessian(nll, point), mask
+
+
+def hessian(f, point) -> np.ndarray:
+    """The Hessian of a scalar JAX function ``f`` at ``point``, column by column from
+    Hessian-vector products (forward over reverse), ``COLUMNS_AT_ONCE`` columns at a time.
+
+    Parameters
+    ----------
+    f : callable
+        A scalar function of a vector (traceable by JAX).
+    point : jax.Array (P,)
+        Where to take it.
+
+    Returns
+    -------
+    np.ndarray
+        The symmetrised Hessian (P, P), float64.
+    """
+    grad = jax.grad(f)
 
     def column(direction):
         return jax.jvp(grad, (point,), (direction,))[1]
 
     basis = jnp.eye(point.shape[0], dtype=point.dtype)
-    hessian = jax.jit(lambda b: jax.lax.map(column, b, batch_size=COLUMNS_AT_ONCE))(basis)
-    h = np.asarray(hessian, np.float64)
-    return 0.5 * (h + h.T), mask
+    h = np.asarray(jax.jit(lambda b: jax.lax.map(column, b, batch_size=COLUMNS_AT_ONCE))(basis), np.float64)
+    return 0.5 * (h + h.T)
 
 
 def standard_errors(

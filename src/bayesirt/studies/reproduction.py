@@ -91,6 +91,14 @@ def mean_interval(values, level: float = 0.95) -> tuple[float, float, float, int
     return mean, float(ci.low), float(ci.high), n
 
 
+def reaches(values, target: float, tolerance: float) -> tuple[bool, float, float]:
+    """Whether the 95% interval of the mean of ``values`` (``mean_interval``) comes within
+    ``tolerance`` of ``target``, and the interval; never with fewer than two values."""
+    _, low, high, _ = mean_interval(values)
+    ok = bool(np.isfinite(low) and low <= target + tolerance and high >= target - tolerance)
+    return ok, low, high
+
+
 def describe(values, digits: int = 3, unit: str = "replications") -> str:
     """``"0.962 [0.958, 0.966] (40 replications)"``: the mean and its 95% interval."""
     mean, low, high, n = mean_interval(values)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import plotting
-from bayesirt.studies.reproduction import Claim, describe
+from bayesirt.studies.reproduction import Claim, describe, reaches
 
 TITLE = "gibbs_2pno (seed 001): data-augmentation Gibbs for the normal ogive model, at the paper designs"
 INTRO = (
@@ -90,10 +90,7 @@ def coverage_claims(fits: pd.DataFrame) -> list[Claim]:
     gibbs = fits[fits.method == "gibbs"]
     for (design, missing), g in gibbs.groupby(["design", "missing"], sort=False):
         values = pd.concat([g.discrimination_coverage_90, g.difficulty_coverage_90])
-        mean = values.mean()
-        sem = values.std(ddof=1) / np.sqrt(len(values)) if len(values) > 1 else np.nan
-        low, high = mean - 1.96 * sem, mean + 1.96 * sem
-        ok = np.isfinite(low) and low <= COVERAGE + COVERAGE_TOLERANCE and high >= COVERAGE - COVERAGE_TOLERANCE
+        ok, low, high = reaches(values, COVERAGE, COVERAGE_TOLERANCE)
         rows.append(
             Claim(
                 f"90% posterior intervals of the item parameters cover the truth (design `{design}`, {missing})",

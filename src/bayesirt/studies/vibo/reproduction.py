@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import plotting
-from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict
+from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict, reaches
 from bayesirt.studies.vibo import tables as study_tables
 
 TITLE = "vibo (seed 004): amortized variational IRT with missing responses, at scale"
@@ -85,13 +85,7 @@ def calibration_claims(fits: pd.DataFrame) -> list[Claim]:
             c = g[g.method == method].coverage_90
             if c.empty:
                 continue
-            mean = c.mean()
-            half = 1.96 * c.std(ddof=1) / np.sqrt(len(c)) if len(c) > 1 else np.nan
-            ok = (
-                np.isfinite(half)
-                and mean - half <= 0.9 + COVERAGE_TOLERANCE
-                and mean + half >= 0.9 - COVERAGE_TOLERANCE
-            )
+            ok, _, _ = reaches(c, 0.9, COVERAGE_TOLERANCE)
             rows.append(
                 Claim(
                     f"{method}'s 90% ability intervals are calibrated (design `{design}`, {missing})",

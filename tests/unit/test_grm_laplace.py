@@ -31,9 +31,29 @@ def test_with_wide_priors_the_draws_spread_as_marginal_ml_standard_errors():
     assert (post.increments[:, 3] == 0.5).all() and (post.increments[:, 1, 1] == 0.5).all()
 
 
-def test_estimates_far_from_a_mode_are_refused():
+def test_estimates_far_from_a_mode_are_refused_when_not_refined():
     cats = [3, 3, 3]
     y, _, tau = simulated(5, 300, cats)
     means = {"discrimination": np.full(3, 20.0), "base_difficulty": tau[:, 0], "increments": np.diff(tau, axis=1)}
-    with pytest.raises(ValueError, match="not positive definite"):
-        grm_laplace.item_posterior(y, fgrm.structure(cats), means, WIDE)
+    with pytest.raises(ValueError, match="not positive definite at the estimates"):
+        grm_laplace.item_posterior(y, fgrm.structure(cats), means, WIDE, refine=False)
+
+
+def test_newton_from_far_estimates_reaches_the_marginal_ml_estimate():
+    # with priors too wide to matter, the mode of the unconstrained parameters' marginal
+    # posterior is marginal ML's estimate (inference.mml, an independent optimiser) up to the
+    # softplus Jacobian's pull, a small fraction of a standard error: from discriminations 4x
+    # too large and thresholds shifted (tens of standard errors away), Newton's method gets
+    # within 0.25 standard errors of it
+    cats = [4, 3, 4, 2, 4]
+    y, _, _ = simulated(4, 3000, cats, missing=0.1)
+    fit = mml.fit(None, y, mml.Structure(cats), mml.MMLSettings(max_iter=500, tol=1e-7))
+    tau = fit.thresholds
+    inc = np.where(np.arange(2)[None, :] < np.asarray(cats)[:, None] - 2, np.diff(tau, axis=1), 0.5)
+    far = {"discrimination": 4 * fit.discrimination, "base_difficulty": tau[:, 0] + 0.5, "increments": inc * 1.5}
+    post = grm_laplace.item_posterior(y, fgrm.structure(cats), far, WIDE, n_draws=10, seed=1)
+    assert post.converged and 1 <= post.newton_steps < grm_laplace.NEWTON_STEPS
+    se = mml_information.standard_errors(y, fit.discrimination, fit.cuts, mml.Structure(cats))
+    assert np.all(np.abs(far["discrimination"] - fit.discrimination) > 10 * se.discrimination)
+    assert np.all(np.abs(post.centre["discrimination"] - fit.discrimination) < 0.25 * se.discrimination)
+    assert np.all(np.abs(post.centre["base_difficulty"] - tau[:, 0]) < 0.25 * se.thresholds[:, 0])

@@ -121,22 +121,29 @@ def init(model: Model, initial_values: dict, init_scale: float = 0.1) -> dict:
 _init = init  # for ``fit``, whose keyword ``init`` hides the function
 
 
-def _sample(model: Model, q: dict, index, key):
-    """One draw of every parameter (local ones only for the batch rows) and log|J|."""
-    params, ldj_global, ldj_local = {}, 0.0, 0.0
+def _sample(model: Model, q: dict, index, key, with_log_q: bool = False):
+    """One draw of every parameter (local ones only for the batch rows) and log|J|; with
+    ``with_log_q`` also the surrogate's log-density of the draw (global scalar, local per row)."""
+    params, ldj_global, ldj_local, logq_global, logq_local = {}, 0.0, 0.0, 0.0, 0.0
     keys = jax.random.split(key, len(model.shapes))
     for k, name in zip(keys, sorted(model.shapes)):
         loc, scale = q["loc"][name], jax.nn.softplus(q["raw_scale"][name])
         if name in model.local:
             loc, scale = loc[index], scale[index]
-        u = loc + scale * jax.random.normal(k, loc.shape, loc.dtype)
+        eps = jax.random.normal(k, loc.shape, loc.dtype)
+        u = loc + scale * eps
         bij = model.bijectors[name]
         params[name] = bij.forward(u)
         ldj = jnp.broadcast_to(bij.forward_log_det_jacobian(u, event_ndims=0), u.shape)
+        log_q = -0.5 * eps**2 - jnp.log(scale) - 0.5 * np.log(2 * np.pi)
         if name in model.local:
             ldj_local = ldj_local + ldj.reshape(ldj.shape[0], -1).sum(-1)
+            logq_local = logq_local + log_q.reshape(log_q.shape[0], -1).sum(-1)
         else:
             ldj_global = ldj_global + ldj.sum()
+            logq_global = logq_global + log_q.sum()
+    if with_log_q:
+        return params, ldj_global, ldj_local, logq_global, logq_local
     return params, ldj_global, ldj_local
 
 
@@ -190,6 +197,45 @@ def negative_elbo(model: Model, n_persons: int, n_draws: int = 1):
         return -(expected + h_g + scale_local * h_l.sum()) / n_persons
 
     return loss
+
+
+def log_ratios_program(model: Model, n_persons: int, n_draws: int, batch_size: int = 8):
+    """The compiled function ``(q, key, data) -> (n_draws,)`` of the log importance ratios
+    log p(data, z) - log q(z) of draws z of every parameter from the surrogate (on the
+    unconstrained scale, Jacobians included), the input of PSIS's Pareto k-hat
+    (``inference.psis``). ``batch_size`` draws are evaluated at a time (memory).
+
+    Parameters
+    ----------
+    model : Model
+        The model.
+    n_persons : int
+        N (every person's local parameters are drawn).
+    n_draws : int
+        Draws.
+    batch_size : int
+        Draws evaluated together.
+
+    Returns
+    -------
+    callable
+        jitted ``(q, key, data) -> (n_draws,)``; ``data`` the driver's data of the fit.
+    """
+    index = jnp.arange(n_persons)
+
+    @jax.jit
+    def ratios(q, key, data):
+        batch = dict(data, index=index)
+
+        def one(k):
+            k_params, k_lik = jax.random.split(k)
+            params, ldj_g, ldj_l, logq_g, logq_l = _sample(model, q, index, k_params, with_log_q=True)
+            local = model.log_likelihood(params, batch, k_lik) + model.log_prior_local(params) + ldj_l - logq_l
+            return model.log_prior_global(params) + ldj_g - logq_g + local.sum()
+
+        return jax.lax.map(one, jax.random.split(key, n_draws), batch_size=batch_size)
+
+    return ratios
 
 
 def problem(

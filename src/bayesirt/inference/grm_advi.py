@@ -41,6 +41,8 @@ class GRMADVISettings:
         Draws returned from the fitted surrogate.
     elbo_draws : int
         Draws of the final ELBO's estimate.
+    khat_draws : int
+        Draws of the log importance ratios behind the PSIS k-hat.
     init_scale : float
         The surrogate's starting sd.
     train : TrainSettings
@@ -51,6 +53,7 @@ class GRMADVISettings:
     n_draws: int = 1
     posterior_draws: int = 500
     elbo_draws: int = 32
+    khat_draws: int = 200
     init_scale: float = 0.1
     train: TrainSettings = field(default_factory=TrainSettings)
 
@@ -68,12 +71,15 @@ class GRMADVIFit(NamedTuple):
         Parameter name -> (posterior_draws, ...) draws on the constrained scale.
     elbo : float
         ELBO of the whole data set at the fitted surrogate (higher is better).
+    log_ratios : np.ndarray
+        (khat_draws,) log p(y, z) - log q(z) of draws from the surrogate (``inference.psis``).
     """
 
     training: FitResult  # the training driver's result (params: the fitted surrogate)
     q: dict  # the fitted surrogate, {"loc", "raw_scale"} on the unconstrained scale
     draws: dict  # parameter name -> (posterior_draws, ...) draws on the constrained scale
     elbo: float  # ELBO of the whole data set at the fitted surrogate (higher is better)
+    log_ratios: np.ndarray  # (khat_draws,) log p(y, z) - log q(z), z ~ q: PSIS's input
 
 
 def model_module(st):
@@ -246,13 +252,16 @@ def evaluator(structure, settings: GRMADVISettings, n_persons: int, log_likeliho
     model = advi_model(structure, settings.priors, n_persons, log_likelihood)
     elbo_loss = jax.jit(advi.negative_elbo(model, n_persons, settings.elbo_draws))
     draw = advi.draws_program(model, settings.posterior_draws)
+    ratios = advi.log_ratios_program(model, n_persons, settings.khat_draws)
 
     def evaluate_fit(key, data: dict, result: FitResult) -> GRMADVIFit:
         _, key_draws, key_elbo = jax.random.split(key, 3)
         q = result.params
         elbo = float(-elbo_loss(q, key_elbo, dict(data, index=jnp.arange(n_persons))) * n_persons)
         samples = {name: np.asarray(v) for name, v in draw(q, key_draws).items()}
-        return GRMADVIFit(result, q, samples, elbo)
+        # the ratios' key: the ELBO's, folded (the fit's three keys stay as they were)
+        log_ratios = np.asarray(ratios(q, jax.random.fold_in(key_elbo, 1), data))
+        return GRMADVIFit(result, q, samples, elbo, log_ratios)
 
     return evaluate_fit
 

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import io, records, tables
-from bayesirt.inference import grm_advi
+from bayesirt.inference import grm_advi, grm_laplace, psis
 from bayesirt.inference.training import FitResult, Problem, TrainSettings, keep_last_good, train_problem
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import mixture_grm
@@ -132,6 +132,15 @@ def result(spec: Fit, fitted: Problem, res: FitResult, evaluate=None) -> MethodR
     table = tables.factorized_grm_table if n_dimensions == 1 else tables.mixture_grm_table
     estimates = table({k: v.mean(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "mean")
     estimates["sd"] = table({k: v.std(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "sd")["sd"]
+    # mean-field VI's own values stay beside the corrected ones (the study compares VI fits)
+    estimates["vi_mean"], estimates["vi_sd"] = estimates["mean"], estimates["sd"]
+    uncertainty, samples = corrected_items(spec, samples)
+    if uncertainty["method"] == CORRECTED:
+        estimates = table({k: v.mean(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "mean").assign(
+            sd=table({k: v.std(0) for k, v in samples.items()}, rm.scale_index, rm.scales, "sd")["sd"],
+            vi_mean=estimates["vi_mean"],
+            vi_sd=estimates["vi_sd"],
+        )
     truth_note = None
     if truth is not None and ("dimension" in estimates) != ("dimension" in truth):
         # e.g. a D-dimensional mixture fitted to data simulated from the one-dimensional model:
@@ -158,6 +167,8 @@ def result(spec: Fit, fitted: Problem, res: FitResult, evaluate=None) -> MethodR
             "n_scales": len(rm.scales),
             "scales": rm.scales,
             "elbo": out.elbo,
+            "item_uncertainty": uncertainty,
+            "psis": psis.record(out.log_ratios, spec.label),
             "settings": asdict(spec.settings),
             "priors": asdict(spec.priors),
             "n_draws": spec.n_draws,
@@ -166,6 +177,65 @@ def result(spec: Fit, fitted: Problem, res: FitResult, evaluate=None) -> MethodR
         window=spec.settings.window,
     )
     return MethodResult(record, estimates, records.loss_table(training.losses), item_inference_data(samples, rm))
+
+
+CORRECTED = "laplace_at_marginal_mode"
+UNCORRECTED = "mean_field_vi"
+
+
+def corrected_items(spec: Fit, samples: dict) -> tuple[dict, dict]:
+    """Item-parameter draws whose sds can be read as standard errors, and the record's
+    ``item_uncertainty`` entry saying which ones the table reports.
+
+    Mean-field VI's item sds ignore the coupling of items and abilities and come out too narrow
+    (90% intervals covered 9% of RWA-size discriminations), and its item means are biased.
+    Where the fit's likelihood is the GRM's own (not an imputation objective's replacement)
+    and the model has one dimension, the item draws are replaced by those of a Laplace
+    approximation of the items' marginal posterior at its mode (``inference.grm_laplace``,
+    Newton's method from VI's means); abilities keep VI's draws. Otherwise, or when the
+    correction fails, VI's draws stay and the entry says why.
+
+    Parameters
+    ----------
+    spec : Fit
+        The fit.
+    samples : dict
+        VI's draws of every parameter.
+
+    Returns
+    -------
+    tuple
+        ``(entry, samples)``: the record entry (``method``: ``CORRECTED`` or ``UNCORRECTED``,
+        with the reason, Newton's steps and the curvature's condition number) and the draws.
+    """
+    if spec.n_dimensions != 1:
+        return {"method": UNCORRECTED, "reason": "mixture GRM: no correction is implemented"}, samples
+    if spec.log_likelihood is not None:
+        reason = "the likelihood is an imputation objective, not the observed-data marginal the correction uses"
+        return {"method": UNCORRECTED, "reason": reason}, samples
+    means = {k: samples[k].mean(0) for k in ITEM_PARAMETERS}
+    try:
+        post = grm_laplace.item_posterior(
+            spec.rm.responses, spec.structure(), means, spec.priors, n_draws=spec.posterior_draws, seed=spec.seed
+        )
+    except ValueError as err:
+        log.warning("%s: item sds left as mean-field VI's (too narrow): %s", spec.label, err)
+        return {"method": UNCORRECTED, "reason": str(err)}, samples
+    entry = {
+        "method": CORRECTED,
+        "newton_steps": post.newton_steps,
+        "converged": post.converged,
+        "condition_number": post.condition_number,
+    }
+    if not post.converged:
+        log.warning("%s: Newton's method did not reach the items' marginal mode; sds are at its last point", spec.label)
+    dtype = samples["discrimination"].dtype
+    draws = {
+        "discrimination": post.discrimination,
+        "base_difficulty": post.base_difficulty,
+        "increments": post.increments,
+    }
+    return entry, {**samples, **{k: v.astype(dtype) for k, v in draws.items()}}
 
 
 def item_inference_data(samples: dict, rm: io.ResponseMatrix):

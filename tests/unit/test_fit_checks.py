@@ -363,3 +363,23 @@ def test_predictive_p_values_and_an_lcdm_grid():
     assert p.shape == (6,) and ((p >= 1 / 20) & (p <= 1)).all()
     assert np.all(np.isclose(p * 20, np.round(p * 20)))  # (1 + count) / (1 + R)
     assert (p > 0.05).sum() >= 4  # the true model: most items not extreme
+
+
+def test_item_fit_is_calibrated_on_complete_binary_data_with_tied_rest_patterns():
+    # Complete binary data have many persons with the same other responses, hence exactly the
+    # same leave-one-out score; the groups must not sort such a tie block by the response
+    # itself (a bug that rejected 31% of true-model items at 5%). 10 data sets (seeds 100-109)
+    # of 2,000 persons x 10 items at the true item values: rejection at most 10% and KS p > 0.01.
+    from scipy import stats
+
+    from bayesirt.data import simulate
+
+    ps = []
+    for r in range(10):
+        rm, truth = simulate.simulate_factorized_grm(100 + r, 2000, [10], 2, ["A"])
+        a = truth[truth.parameter == "discrimination"].value.to_numpy()
+        b = truth[truth.parameter == "base_difficulty"].value.to_numpy()
+        grid = fc.grm_grid(a, (a * b)[:, None], np.full(10, 2))
+        ps.append(fc.item_fit(rm.responses, grid, n_parameters=0).p_value.to_numpy())
+    ps = np.concatenate(ps)
+    assert (ps < 0.05).mean() <= 0.10 and stats.kstest(ps, "uniform").pvalue > 0.01

@@ -96,9 +96,11 @@ FIGURES = {
         *TARGETS,
         "mml_coverage_90",
         "advi_coverage_90",
-        "advi_laplace_coverage_90",
+        "advi_mean_field_coverage_90",
         "real_advi_sd_to_mml_se",
     ],
+    "fit_checks_calibration": [*TARGETS, "ks_p_min", "rejection_5_worst", "power_min", "null", "power"],
+    "fit_checks_rwa": [*TARGETS, "checks_seconds", "fit_seconds", "items_flagged", "persons_flagged_share"],
     "ifa_ipip_scale": [
         *TARGETS,
         "iwae_seconds_per_epoch",

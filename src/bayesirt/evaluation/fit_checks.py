@@ -457,7 +457,10 @@ def _fit_row(j, n_obs, obs, exp, merges, n_cat_j, m_j, alpha):
 def _loo_groups(p: _Prepared, pred: np.ndarray, j: int, n_groups: int):
     """Persons who answered j, sorted by E[Y_nj | rest], split into nearly equal groups."""
     persons = np.flatnonzero(p.observed[:, j])
-    score = pred[persons, j, :] @ np.arange(pred.shape[2])
+    # Rounded: persons with the same other responses must tie exactly. Unrounded, dividing
+    # the cell out of the posterior leaves rounding noise that depends on y_nj itself, which
+    # would sort a tie block by the response and put its 0s and 1s in different groups.
+    score = np.round(pred[persons, j, :] @ np.arange(pred.shape[2]), 9)
     persons = persons[np.argsort(score, kind="stable")]
     return [g for g in np.array_split(persons, min(n_groups, max(len(persons), 1))) if len(g)]
 

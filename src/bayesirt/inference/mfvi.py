@@ -256,6 +256,63 @@ def ability_draws(params: dict, key, n_draws: int):
     return _draws_program(int(n_draws))(params, key)
 
 
+@functools.lru_cache(maxsize=32)
+def _log_ratios_program(st: irt2pl.Structure, priors: irt2pl.ItemPriors, n_draws: int):
+    """``ratios(params, key, y)``, jitted once per structure, priors and number of draws (the
+    parameters are arguments: the fits of a block share it)."""
+
+    def ratios(params, key, y):
+        def one(k):
+            # the draw of ``_draws_program`` (same key, same draw): d ~ q(d), a ~ q(a)
+            k_item, k_ab = jax.random.split(k)
+            q = params["abilities"]
+            sd = jnp.exp(q["log_scale"])
+            theta = q["loc"] + sd * jax.random.normal(k_ab, q["loc"].shape)
+            items = vibo.sample_items(k_item, params["items"])
+            log_q = vibo.item_log_q(params["items"], items) + jnp.sum(vibo.normal_log_pdf(theta, q["loc"], sd))
+            return irt2pl.log_joint(dict(items, ability=theta), y, st, priors) - log_q
+
+        batch = max(1, min(n_draws, vibo.DRAW_BATCH_CELLS // max(y.size, 1)))
+        return jax.lax.map(one, jax.random.split(key, n_draws), batch_size=batch)
+
+    return jax.jit(ratios)
+
+
+def log_ratios(
+    params: dict, st: irt2pl.Structure, settings: MFVISettings, key, y, n_draws: int = vibo.KHAT_DRAWS
+) -> np.ndarray:
+    """Log importance ratios log p(y, d, a) - log q(d) q(a) of joint draws of the mean-field
+    approximation: the input of the fit's PSIS k-hat (``inference.psis``).
+
+    Every latent quantity is drawn: the unconstrained item values from q(d) and every person's
+    ability from q(a_i) (the draws of :func:`ability_draws` with the same key). p and q are both
+    densities of the unconstrained item values (the priors are defined on them,
+    ``models.irt2pl``), so no Jacobian enters.
+
+    Parameters
+    ----------
+    params : dict
+        The fit's parameters (``{"items", "abilities"}``).
+    st : irt2pl.Structure
+        The model (2PL or GRM), items, factors and categories.
+    settings : MFVISettings
+        The fit's settings (item priors).
+    key : jax.Array
+        PRNG key of the draws.
+    y : array (N, J)
+        The fit's responses, -1 for missing.
+    n_draws : int
+        S, joint draws.
+
+    Returns
+    -------
+    numpy.ndarray
+        (S,) log ratios, float32.
+    """
+    program = _log_ratios_program(st, settings.priors, int(n_draws))
+    return np.asarray(program(params, key, jnp.asarray(y)))
+
+
 def score_new(
     params: dict, st: irt2pl.Structure, settings: MFVISettings, key, y, train_settings: TrainSettings
 ) -> FitResult:

@@ -40,7 +40,7 @@ def khat(log_ratios) -> float:
     return float(np.asarray(k))
 
 
-def record(log_ratios, label: str) -> dict:
+def record(log_ratios, label: str, consequence: str = "do not read its sds as calibrated") -> dict:
     """The record's entry of a VI fit's k-hat, with a warning in the log above ``KHAT_LIMIT``.
 
     Parameters
@@ -49,6 +49,8 @@ def record(log_ratios, label: str) -> dict:
         As for :func:`khat`.
     label : str
         The fit's name in the warning.
+    consequence : str
+        What the warning tells the reader to do (e.g. which sds not to trust).
 
     Returns
     -------
@@ -59,11 +61,11 @@ def record(log_ratios, label: str) -> dict:
     reliable = bool(np.isfinite(k) and k <= KHAT_LIMIT)
     if not reliable:
         log.warning(
-            "%s: PSIS k-hat %.2f > %.1f: the variational approximation is far from the posterior; "
-            "do not read its sds as calibrated",
+            "%s: PSIS k-hat %.2f > %.1f: the variational approximation is far from the posterior; %s",
             label,
             k,
             KHAT_LIMIT,
+            consequence,
         )
     khat_value = k if np.isfinite(k) else None  # JSON has no nan
     return {"khat": khat_value, "draws": int(np.size(log_ratios)), "limit": KHAT_LIMIT, "reliable": reliable}

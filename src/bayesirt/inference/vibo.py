@@ -606,6 +606,103 @@ def ability_draws(params: dict, st: irt2pl.Structure, settings: VIBOSettings, ke
     return _draws_program(st, settings, int(n_draws))(params, key, jnp.asarray(y))
 
 
+# ---------------------------------------------------------------------------------------------
+# PSIS k-hat of a fit (inference.psis)
+
+KHAT_DRAWS = 200  # joint draws of q behind a fit's PSIS k-hat (VIBO and mean-field VI)
+
+
+def normal_log_pdf(x, mean, sd):
+    """Elementwise log N(x; mean, sd^2).
+
+    Parameters
+    ----------
+    x, mean, sd : array
+        Points, means and standard deviations (broadcast together).
+
+    Returns
+    -------
+    jax.Array
+        The log densities, shaped as the broadcast arguments.
+    """
+    return -0.5 * ((x - mean) / sd) ** 2 - jnp.log(sd) - 0.5 * math.log(2 * math.pi)
+
+
+def item_log_q(q_items: dict, items: dict):
+    """log q(d) of unconstrained item values ``items`` under the diagonal Gaussian q(d).
+
+    Parameters
+    ----------
+    q_items : dict
+        ``{"loc", "log_scale"}``, each a dict of arrays by item block.
+    items : dict
+        Item values by item block, shaped as ``q_items["loc"]`` (e.g. :func:`sample_items`).
+
+    Returns
+    -------
+    jax.Array
+        The log density, a scalar (summed over every block and item).
+    """
+    return sum(
+        jnp.sum(normal_log_pdf(items[n], q_items["loc"][n], jnp.exp(q_items["log_scale"][n])))
+        for n in sorted(q_items["loc"])
+    )
+
+
+@functools.lru_cache(maxsize=32)
+def _log_ratios_program(st: irt2pl.Structure, settings: VIBOSettings, n_draws: int):
+    """``ratios(params, key, y)``, jitted once per structure, settings and number of draws (the
+    parameters are arguments: the fits of a block share it)."""
+
+    def ratios(params, key, y):
+        def one(k):
+            # the draw of ``_draws_program`` (same key, same draw): d ~ q(d), a ~ q(a | d, r)
+            k_item, k_ab = jax.random.split(k)
+            items = sample_items(k_item, params["items"])
+            mean, sd = product_of_experts(params["encoder"], items, y, st, settings)
+            theta = mean + sd * jax.random.normal(k_ab, mean.shape)
+            log_q = item_log_q(params["items"], items) + jnp.sum(normal_log_pdf(theta, mean, sd))
+            log_p = irt2pl.log_joint(dict(items, ability=theta), y, st, settings.priors)
+            return log_p - log_q
+
+        batch = max(1, min(n_draws, DRAW_BATCH_CELLS // max(y.size, 1)))
+        return jax.lax.map(one, jax.random.split(key, n_draws), batch_size=batch)
+
+    return jax.jit(ratios)
+
+
+def log_ratios(params: dict, st: irt2pl.Structure, settings: VIBOSettings, key, y, n_draws: int = KHAT_DRAWS):
+    """Log importance ratios log p(y, d, a) - log q(d) q(a | d, r) of joint draws of VIBO's
+    approximation: the input of the fit's PSIS k-hat (``inference.psis``).
+
+    Every latent quantity is drawn: the unconstrained item values d from q(d) and every
+    person's ability from the encoder's q(a | d, r) given that draw of d (the draws of
+    :func:`ability_draws` with the same key). p and q are both densities of the unconstrained
+    item values (the priors are defined on them, ``models.irt2pl``), so no Jacobian enters.
+
+    Parameters
+    ----------
+    params : dict
+        The fit's parameters.
+    st : irt2pl.Structure
+        The model, items, factors and categories.
+    settings : VIBOSettings
+        The fit's settings (missing-data variant, item priors).
+    key : jax.Array
+        PRNG key of the draws.
+    y : array (N, J)
+        The fit's responses, -1 for missing.
+    n_draws : int
+        S, joint draws.
+
+    Returns
+    -------
+    numpy.ndarray
+        (S,) log ratios, float32.
+    """
+    return np.asarray(_log_ratios_program(st, settings, int(n_draws))(params, key, jnp.asarray(y)))
+
+
 def predictive_probs(
     params: dict, st: irt2pl.Structure, settings: VIBOSettings, key, y, rows, cols, n_draws: int = 200
 ):

@@ -168,7 +168,7 @@ def result(spec: Fit, fitted: Problem, res: FitResult, evaluate=None) -> MethodR
             "scales": rm.scales,
             "elbo": out.elbo,
             "item_uncertainty": uncertainty,
-            "psis": psis.record(out.log_ratios, spec.label),
+            "psis": psis.record(out.log_ratios, spec.label, KHAT_CONSEQUENCE[uncertainty["method"]]),
             "settings": asdict(spec.settings),
             "priors": asdict(spec.priors),
             "n_draws": spec.n_draws,
@@ -181,6 +181,10 @@ def result(spec: Fit, fitted: Problem, res: FitResult, evaluate=None) -> MethodR
 
 CORRECTED = "laplace_at_marginal_mode"
 UNCORRECTED = "mean_field_vi"
+KHAT_CONSEQUENCE = {
+    CORRECTED: "mean-field VI's own sds (vi_sd) are too narrow; the items' sd is the Laplace correction's",
+    UNCORRECTED: "do not read its sds as calibrated",
+}
 
 
 def corrected_items(spec: Fit, samples: dict) -> tuple[dict, dict]:

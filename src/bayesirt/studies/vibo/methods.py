@@ -9,6 +9,10 @@ the methods of the training driver (VIBO's two variants and mean-field VI) as on
 program (``inference.bulk``), MML and NUTS one replication after the other; each replication
 is then evaluated exactly as ``fit`` evaluates it alone.
 
+The records of the variational methods (VIBO, mean-field VI) carry the PSIS k-hat of their
+approximation (``psis``: ``vibo.KHAT_DRAWS`` joint draws of items and every person's ability,
+``inference.vibo.log_ratios`` / ``inference.mfvi.log_ratios``; a warning above 0.7).
+
 Every method of a condition shares the data and the fit seed; the seed is split into the same
 five keys for each (fit, encoder, predictive draws, held-out evaluator, new persons)."""
 
@@ -24,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import io, records
-from bayesirt.inference import bulk, mfvi, mml, mml_information, nuts, vibo
+from bayesirt.inference import bulk, mfvi, mml, mml_information, nuts, psis, vibo
 from bayesirt.inference.sampling import SamplerSettings
 from bayesirt.inference.training import FitResult, Problem, TrainSettings, keep_last_good, train_problem
 from bayesirt.models import irt2pl
@@ -116,7 +120,11 @@ def vibo_evaluated(p: Prepared, vs: vibo.VIBOSettings, res: FitResult) -> Method
     vibo.encode(res.params, p.st, vs, k["new"], p.y_hold)
     timing = {"score_new_seconds": time.perf_counter() - t0}  # the encoder alone, no refit
     items = item_estimates(p.st, vibo.item_posterior(res.params, p.st))
-    return evaluated(p, _driver_fitted(res, vs.train, p.settings.vibo, items, ability, probs, timing))
+    t0 = time.perf_counter()
+    log_ratios = vibo.log_ratios(res.params, p.st, vs, psis_key(p), p.y, n_draws=vibo.KHAT_DRAWS)
+    timing["psis_seconds"] = time.perf_counter() - t0
+    entry = psis.record(log_ratios, p.cond.folder)
+    return evaluated(p, _driver_fitted(res, vs.train, p.settings.vibo, items, ability, probs, timing, entry))
 
 
 def mfvi_problem(p: Prepared) -> tuple[Problem, mfvi.MFVISettings]:
@@ -143,15 +151,28 @@ def mfvi_evaluated(p: Prepared, ms: mfvi.MFVISettings, res: FitResult) -> Method
     )
     timing = {"score_new_seconds": time.perf_counter() - t0}  # a refit of the new persons' q(a)
     items = item_estimates(p.st, vibo.item_posterior(res.params, p.st))
-    return evaluated(p, _driver_fitted(res, settings, p.settings.mfvi, items, ability, probs, timing))
+    t0 = time.perf_counter()
+    log_ratios = mfvi.log_ratios(res.params, p.st, ms, psis_key(p), p.y, n_draws=vibo.KHAT_DRAWS)
+    timing["psis_seconds"] = time.perf_counter() - t0
+    entry = psis.record(log_ratios, p.cond.folder)
+    return evaluated(p, _driver_fitted(res, settings, p.settings.mfvi, items, ability, probs, timing, entry))
 
 
-def _driver_fitted(res: FitResult, settings: TrainSettings, cfg: dict, items, ability, probs, timing) -> Fitted:
+def psis_key(p: Prepared):
+    """The key of a variational fit's PSIS draws: the predictive draws' key, folded (the five
+    keys of the fit seed stay as they were)."""
+    return jax.random.fold_in(p.keys["pred"], 1)
+
+
+def _driver_fitted(
+    res: FitResult, settings: TrainSettings, cfg: dict, items, ability, probs, timing, psis_entry: dict
+) -> Fitted:
     """A training-driver fit for the evaluation: its record (``records.fit_record``, with the
-    block for a fit of a block), the training and method settings, the losses."""
+    block for a fit of a block, and the PSIS k-hat of the approximation, ``psis_entry``), the
+    training and method settings, the losses."""
 
     def make_record(f):
-        return records.fit_record(res, f, window=settings.window, timing=timing)
+        return records.fit_record(res, {**f, "psis": psis_entry}, window=settings.window, timing=timing)
 
     settings_record = {"training": asdict(settings), "method": cfg}
     return Fitted(items, ability, probs, make_record, settings_record, records.loss_table(res.losses), timing=timing)

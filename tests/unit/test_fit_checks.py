@@ -383,3 +383,23 @@ def test_item_fit_is_calibrated_on_complete_binary_data_with_tied_rest_patterns(
         ps.append(fc.item_fit(rm.responses, grid, n_parameters=0).p_value.to_numpy())
     ps = np.concatenate(ps)
     assert (ps < 0.05).mean() <= 0.10 and stats.kstest(ps, "uniform").pvalue > 0.01
+
+
+def test_local_dependence_flags_the_items_of_a_second_factor_and_check_combines_the_flags():
+    # 2,000 persons x 8 binary items (seed 12); items 5-7 also load 1.5 on a second, independent
+    # factor. Checked at the 2PL values that generated the first factor (a point estimate):
+    # those items' largest residual correlations are with each other and flagged at 5% (40 replications); the
+    # others mostly not.
+    rng = np.random.default_rng(12)
+    theta = rng.standard_normal((2000, 2))
+    a, b = rng.uniform(1.0, 2.0, 8), rng.uniform(-1.0, 1.0, 8)
+    eta = a * (theta[:, :1] - b) + np.where(np.arange(8) >= 5, 1.5 * theta[:, 1:], 0.0)
+    y = (rng.random(eta.shape) < expit(eta)).astype(np.int64)
+    grid = fc.grm_grid(a, (a * b)[:, None], np.full(8, 2))
+    ld = fc.local_dependence(y, grid, n_replications=40, seed=3)
+    assert ld.loc[5:, "flagged"].all() and set(ld.loc[5:, "partner"]) <= {5, 6, 7}
+    assert ld.loc[:4, "flagged"].sum() <= 2
+    checks = fc.check(y, grid, n_parameters=0, n_replications=40, seed=3)
+    assert (checks.items["flagged"] == (checks.items["fit_flagged"] | checks.items["ld_flagged"])).all()
+    assert checks.summary["max_q3_items"][0] in (5, 6, 7) and checks.summary["items_local_dependence"] >= 3
+    assert len(checks.persons) == 2000

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from bayesirt.config import ConfigError, check
+from bayesirt.inference import vibo
 from bayesirt.studies.vibo import conditions, data, methods, settings
 from bayesirt.studies.vibo.conditions import Condition
 
@@ -98,7 +99,7 @@ def test_a_block_fit_gives_the_records_and_estimates_of_single_fits(method, mode
         np.testing.assert_allclose(b.estimates["sd"], single.estimates["sd"], atol=1e-4)
         assert b.estimates[["parameter", "item", "person"]].equals(single.estimates[["parameter", "item", "person"]])
         if method == "mml":  # one after the other: the single fit's record (no block), timings aside
-            assert "block" not in b.record
+            assert "block" not in b.record and "psis" not in b.record  # k-hat: variational fits only
             drop = lambda r: {k: v for k, v in r.items() if k != "timing"}
             assert drop(b.record) == drop(single.record)
         else:
@@ -108,6 +109,9 @@ def test_a_block_fit_gives_the_records_and_estimates_of_single_fits(method, mode
             assert b.record["settings"] == single.record["settings"]
             assert {"block_wall_seconds", "eval_seconds", "score_new_seconds"} <= set(b.record["timing"])
             assert len(b.losses) == len(single.losses)
+            # the fit's own PSIS k-hat, that of the single fit up to the block's rounding
+            assert b.record["psis"]["draws"] == single.record["psis"]["draws"] == vibo.KHAT_DRAWS
+            assert b.record["psis"]["khat"] == pytest.approx(single.record["psis"]["khat"], abs=1e-3)
 
 
 def test_a_block_holds_one_condition_and_no_more_than_block_size():

@@ -833,6 +833,64 @@ def max_abs_residual_correlation(y, grid: LatentGrid, min_pairs: int = 10) -> fl
     return float(np.max(np.abs(off))) if off.size else np.nan
 
 
+def _item_max_q3(y, grid: LatentGrid, min_pairs: int) -> np.ndarray:
+    corr = residual_correlations(y, grid, min_pairs)
+    np.fill_diagonal(corr, np.nan)
+    return np.where(np.isfinite(corr).any(1), np.nan_to_num(corr, nan=-np.inf).max(1), np.nan)
+
+
+def local_dependence(
+    y, grid: LatentGrid, n_replications: int = 50, seed=0, alpha: float = 0.05, min_pairs: int = 10
+) -> pd.DataFrame:
+    """Each item's largest residual correlation (Q3) with any other item, and its predictive
+    p-value.
+
+    The largest, not the largest in size: items that share a second factor have positive
+    residual correlations with each other, and the negative ones they then have with every
+    other item (the ability absorbs part of the second factor) are its by-product. Q3 under
+    local independence is neither 0 nor the same for every pair (about -1/(I - 1) on average,
+    more or less with the items' categories and the missing cells), so the reference is
+    simulation: ``predictive_p_values`` over replications that keep each person's
+    missing cells. With item values at a point estimate this is a parametric bootstrap at the
+    estimates (the item values are not redrawn).
+
+    Parameters
+    ----------
+    y : array (N, I)
+        Integer responses 0..K_j-1, -1 for missing.
+    grid : LatentGrid
+        The model.
+    n_replications : int
+        Replicated data sets.
+    seed : int
+        Seed of the replications.
+    alpha : float
+        Level of ``flagged``.
+    min_pairs : int
+        As in ``residual_correlations``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per item: item, max_q3, partner (the item it is reached with), p_value,
+        flagged (p_value < alpha).
+    """
+    corr = residual_correlations(y, grid, min_pairs)
+    np.fill_diagonal(corr, np.nan)
+    partner = np.nan_to_num(corr, nan=-np.inf).argmax(1)
+    observed = _item_max_q3(y, grid, min_pairs)
+    p = predictive_p_values(y, grid, lambda d: _item_max_q3(d, grid, min_pairs), n_replications, seed)
+    return pd.DataFrame(
+        {
+            "item": np.arange(corr.shape[0]),
+            "max_q3": observed,
+            "partner": np.where(np.isfinite(observed), partner, -1),
+            "p_value": p,
+            "flagged": np.nan_to_num(p, nan=1.0) < alpha,
+        }
+    )
+
+
 # ----------------------------------------------------------------------------------------------
 # replications
 
@@ -935,3 +993,77 @@ def predictive_p_values(y, grid: LatentGrid, statistic, n_replications: int = 10
         used += finite
         exceed += finite & (t_rep >= t_obs)
     return np.where(np.isfinite(t_obs), (1.0 + exceed) / (1.0 + used), np.nan)
+
+
+# ----------------------------------------------------------------------------------------------
+# every check at once
+
+
+class FitChecks(NamedTuple):
+    """Every check of one fit: per item, per person, and the summary."""
+
+    items: pd.DataFrame  # item_fit's columns, then local dependence's (prefixed ld_), flagged = either
+    persons: pd.DataFrame  # person_fit's columns
+    summary: dict  # counts, shares and the largest residual correlation with its p-value
+
+
+def check(
+    y,
+    grid: LatentGrid,
+    n_parameters=None,
+    n_replications: int = 50,
+    seed=0,
+    alpha: float = 0.05,
+    n_groups: int = 10,
+) -> FitChecks:
+    """Item fit, local dependence and person fit of one fitted model, and a summary.
+
+    Parameters
+    ----------
+    y : array (N, I)
+        Integer responses 0..K_j-1, -1 for missing.
+    grid : LatentGrid
+        The model at the fit's item values.
+    n_parameters : int or array (I,), optional
+        As in ``item_fit``.
+    n_replications : int
+        Replications of the local-dependence p-values.
+    seed : int
+        Seed of the replications.
+    alpha : float
+        Level of every flag.
+    n_groups : int
+        As in ``item_fit``.
+
+    Returns
+    -------
+    FitChecks
+        ``items`` (one row per item; ``flagged`` when the item fit or the local dependence
+        flags it), ``persons`` and ``summary``.
+    """
+    fit = item_fit(y, grid, n_groups=n_groups, n_parameters=n_parameters, alpha=alpha)
+    ld = local_dependence(y, grid, n_replications=n_replications, seed=seed, alpha=alpha)
+    items = fit.rename(columns={"flagged": "fit_flagged"}).merge(
+        ld.rename(columns={c: f"ld_{c}" for c in ld.columns if c != "item"}), on="item"
+    )
+    items["flagged"] = items["fit_flagged"] | items["ld_flagged"]
+    persons = person_fit(y, grid)
+    finite = items["ld_max_q3"].notna()
+    worst = int(items.loc[finite, "ld_max_q3"].idxmax()) if finite.any() else None
+    summary = {
+        "persons": int(np.asarray(y).shape[0]),
+        "items": int(np.asarray(y).shape[1]),
+        "observed_share": float((np.asarray(y) >= 0).mean()),
+        "alpha": alpha,
+        "items_flagged": int(items["flagged"].sum()),
+        "items_misfit": int(items["fit_flagged"].sum()),
+        "items_local_dependence": int(items["ld_flagged"].sum()),
+        "items_pooled": int((items["pooled"] > 0).sum()),
+        "persons_flagged_share": float(persons["flagged"].mean()),
+        "max_q3": float(items.loc[worst, "ld_max_q3"]) if worst is not None else None,
+        "max_q3_items": [worst, int(items.loc[worst, "ld_partner"])] if worst is not None else None,
+        "max_q3_p_value": float(items.loc[worst, "ld_p_value"]) if worst is not None else None,
+        "replications": n_replications,
+        "reference": "parametric bootstrap at the estimates, each person's missing cells held fixed",
+    }
+    return FitChecks(items, persons, summary)

@@ -118,3 +118,41 @@ def true_vs_estimated(
 
     fig.tight_layout()
     return fig
+
+
+def model_checks(items: pd.DataFrame, persons: pd.DataFrame, alpha: float = 0.05):
+    """The checks of one fit (``studies.model_checks``): the item-fit and local-dependence
+    p-values (uniform under the model) and the persons' lz with the flagging line.
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        ``item_fit.csv``.
+    persons : pandas.DataFrame
+        ``person_fit.csv``.
+    alpha : float
+        The flags' level (a line on the p-value panel).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels.
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    bins = np.linspace(0, 1, 11)
+    for column, label in (("p_value", "item fit"), ("ld_p_value", "local dependence")):
+        values = items[column].dropna()
+        axes[0].hist(values, bins=bins, alpha=0.6, label=f"{label} ({len(values)} items)")
+    axes[0].axvline(alpha, color="0.3", ls="--", lw=0.8)
+    axes[0].set_xlabel("p-value")
+    axes[0].set_ylabel("items")
+    axes[0].legend(frameon=False, fontsize=8)
+    axes[0].set_title("uniform if the model fits", fontsize=9)
+    lz = persons["lz"].dropna()
+    axes[1].hist(lz, bins=40, color="C2", alpha=0.7)
+    axes[1].axvline(-1.645, color="0.3", ls="--", lw=0.8)
+    axes[1].set_xlabel("person fit lz")
+    axes[1].set_ylabel("persons")
+    axes[1].set_title(f"{persons['flagged'].mean():.1%} below -1.645", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -144,7 +144,6 @@ def test_vibo_study_records_carry_psis_per_fit_of_a_block(method):
         assert out.record["timing"]["psis_seconds"] >= 0
         khats.append(entry["khat"])
     assert khats[0] != khats[1]
-    print(method, "k-hat", khats)
     st = irt2pl.Structure("2pl", 8, 1)
     if method == "mfvi":
         program = mfvi._log_ratios_program(st, irt2pl.ItemPriors(**study.priors), vibo.KHAT_DRAWS)
@@ -259,7 +258,6 @@ def test_dcm_bbvi_records_carry_psis_per_fit_of_a_block_but_em_records_do_not():
         assert entry["reliable"] == (entry["khat"] <= psis.KHAT_LIMIT)
         khats.append(entry["khat"])
     assert khats[0] != khats[1]
-    print("bbvi k-hat", khats)
     assert bbvi._log_ratios_program(config.priors, False, bbvi.KHAT_DRAWS)._cache_size() == 1
     em = dcm_methods.fit("em", reps[0].rm, reps[0].truth, reps[0].q, reps[0].seed, config, reps[0].spec.fields)
     assert "psis" not in em.record

@@ -186,8 +186,17 @@ def test_outputs_follow_the_schemas(local_run):
 
     idata = az.from_netcdf(fit / "posterior.nc")
     assert set(idata.posterior.data_vars) == {"discrimination", "base_difficulty", "increments"}
+    # the model checks beside the reference fit, and its item sds corrected (VI's own kept)
+    for row in pd.read_csv(fit / "item_fit.csv").to_dict("records"):
+        jsonschema.validate({k: v for k, v in row.items() if v == v}, load_schema("item_fit.schema.yaml"))
+    for row in pd.read_csv(fit / "person_fit.csv").to_dict("records"):
+        jsonschema.validate({k: v for k, v in row.items() if v == v}, load_schema("person_fit.schema.yaml"))
+    jsonschema.validate(json.loads((fit / "global_fit.json").read_text()), load_schema("global_fit.schema.yaml"))
+    reference = json.loads((fit / "fit.json").read_text())
+    assert reference["item_uncertainty"]["method"] == "laplace_at_marginal_mode" and "khat" in reference["psis"]
     html = (run / "results/reports/rb_imputation.html").read_text()
     assert "Recovery of the true parameters" in html and "image/png" in html
+    assert "Can the reference fit be trusted?" in html and "items flagged" in html
     pngs = sorted((run / "results/rb_imputation/rwa_sim/figures").glob("*.png"))
     assert [p.name for p in pngs] == ["estimates.png", "loss.png"]
     comparison = run / "results/rb_imputation/rwa_sim/mcar15"

@@ -29,3 +29,24 @@ rule rb_irt_tables:
         ENV
     script:
         "../scripts/irt_tables.py"
+
+
+rule rb_check_fit:
+    # Model checks beside the complete-data reference fit (bayesirt.studies.model_checks):
+    # item fit and local dependence per item, person fit, and their summary, from items.csv.
+    input:
+        record="results/rb_imputation/{dataset}/{fit}/fit.json",
+        item_table="results/rb_imputation/{dataset}/{fit}/items.csv",
+        responses=rb_fit_responses,
+    output:
+        item_fit="results/rb_imputation/{dataset}/{fit}/item_fit.csv",
+        person_fit="results/rb_imputation/{dataset}/{fit}/person_fit.csv",
+        global_fit="results/rb_imputation/{dataset}/{fit}/global_fit.json",
+    wildcard_constraints:
+        fit="reference",
+    log:
+        "logs/rb_imputation/{dataset}/{fit}/check_fit.log",
+    conda:
+        ENV
+    script:
+        "../scripts/check_fit.py"

@@ -42,6 +42,12 @@ The method modules:
 ``dcm_em``         EM marginal maximum likelihood of the LCDM
 ``objectives``     imputation-aware log-likelihoods for ``grm_advi`` (missing responses)
 
+the uncertainty of a fit:
+
+``mml_information``  standard errors of marginal-ML item parameters (observed information)
+``grm_laplace``      the factorized GRM's item posterior by Laplace at its marginal mode (corrects VI's sds)
+``psis``             Pareto k-hat of a variational approximation (PSIS)
+
 and the drivers they run on (not model fits; key first too):
 
 ``training``       ``train(loss_fn, params, key, ...)``: the optimisation loop, stopping rules

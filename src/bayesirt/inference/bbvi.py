@@ -14,6 +14,8 @@ has the value -ELBO (the Z part summed exactly over the profiles, the rest by th
 a quieter convergence check) and the gradient -(score-function estimate).
 :func:`gradient_variance` measures each block's estimator variance with and without control
 variates.
+``log_ratios`` gives the log importance ratios log p(y, Z, beta, pi, sigma^2) - log q(...) of joint
+draws of the fitted q (profiles drawn), the input of the fit's PSIS k-hat (``inference.psis``).
 
 Minibatches of persons (``TrainSettings.batch_size``) scale the person sums by N / B
 (stochastic VI); q(Z_i) of persons outside the batch is left as it is.

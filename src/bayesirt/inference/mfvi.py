@@ -8,6 +8,7 @@ free variational parameters, q(a_i) = N(m_i, diag(s_i^2)), instead of an encoder
 an unbiased per-person estimate of the negative ELBO (see ``vibo``), minimised with the
 project's training driver (reparameterized, ``n_samples`` draws). New persons need a refit
 (``score_new``: the items held at q(d), only the new persons' q(a) optimised).
+``log_ratios``: log p(y, d, a) - log q(d) q(a) of joint draws of the fit, PSIS's input.
 """
 
 from __future__ import annotations

@@ -33,6 +33,9 @@ the MLP is evaluated on the J x C table of (item, category) pairs and each perso
 a contraction of the one-hot responses with that table (a (B, J*C) x (J*C, 2K) matrix product).
 This is the same function of (d_j, r_ij) as evaluating the MLP per cell, at 1/B of the cost, and
 there is no loop over persons: rows with missing cells are handled by the one-hot mask.
+
+``log_ratios``: log p(y, d, a) - log q(d) q(a | d, r) of joint draws of the fit (items and every
+person's ability), the input of its PSIS k-hat (``inference.psis``).
 """
 
 from __future__ import annotations

@@ -170,7 +170,11 @@ def bbvi_scored(method: str, p: Problem, config: StudyConfig, res: FitResult) ->
     # why they are not summed out); its key: the fit's, folded (the other keys stay as they were)
     t0 = time.perf_counter()
     log_ratios = bbvi.log_ratios(jax.random.fold_in(p.key, 3), res.params, p.prob, bbvi_settings(method, config))
-    record["psis"] = psis.record(log_ratios, fit_label(method, p))
+    record["psis"] = psis.record(
+        log_ratios,
+        fit_label(method, p),
+        "do not read its coefficient and profile-probability sds, nor its profile probabilities q(Z_i), as calibrated",
+    )
     record["timing"]["psis_seconds"] = time.perf_counter() - t0
     extra = {}
     if config.variance_repeats:

@@ -123,7 +123,7 @@ def vibo_evaluated(p: Prepared, vs: vibo.VIBOSettings, res: FitResult) -> Method
     t0 = time.perf_counter()
     log_ratios = vibo.log_ratios(res.params, p.st, vs, psis_key(p), p.y, n_draws=vibo.KHAT_DRAWS)
     timing["psis_seconds"] = time.perf_counter() - t0
-    entry = psis.record(log_ratios, p.cond.folder)
+    entry = psis.record(log_ratios, p.cond.folder, KHAT_CONSEQUENCE)
     return evaluated(p, _driver_fitted(res, vs.train, p.settings.vibo, items, ability, probs, timing, entry))
 
 
@@ -154,8 +154,12 @@ def mfvi_evaluated(p: Prepared, ms: mfvi.MFVISettings, res: FitResult) -> Method
     t0 = time.perf_counter()
     log_ratios = mfvi.log_ratios(res.params, p.st, ms, psis_key(p), p.y, n_draws=vibo.KHAT_DRAWS)
     timing["psis_seconds"] = time.perf_counter() - t0
-    entry = psis.record(log_ratios, p.cond.folder)
+    entry = psis.record(log_ratios, p.cond.folder, KHAT_CONSEQUENCE)
     return evaluated(p, _driver_fitted(res, settings, p.settings.mfvi, items, ability, probs, timing, entry))
+
+
+# what a k-hat above the limit means for a variational fit's tables (``inference.psis.record``)
+KHAT_CONSEQUENCE = "do not read its item and ability sds (nor interval coverage) as calibrated"
 
 
 def psis_key(p: Prepared):

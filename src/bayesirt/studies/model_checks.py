@@ -1,0 +1,108 @@
+"""Model checks beside a fit (``item_fit.csv``, ``person_fit.csv``, ``global_fit.json``), from
+what the fit wrote: its record and its item table (``items.csv``, ``studies.fit_tables``).
+
+The checks are ``evaluation.fit_checks.check`` at the fit's item values: the slope-intercept
+rows of ``items.csv`` (posterior means where the fit has draws, else its estimates), one factor
+per item with independent standard-normal abilities (the factorized GRM's scales, the
+unidimensional 2PL, 2PNO and GRM), the logit link but for the 2PNO's probit. Their reference
+distributions are replications at those values with each person's missing cells held fixed: a
+parametric bootstrap at the point estimates (the item values are not redrawn), and the files
+say so.
+
+Models whose abilities are correlated factors (amortized_ifa's MGRM) or that have no
+slope-intercept form (the mixture GRM, the LCDM) are refused with the reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bayesirt import io
+from bayesirt.evaluation import fit_checks
+
+FILES = ("item_fit.csv", "person_fit.csv", "global_fit.json")
+MODELS = ("factorized_grm", "2pl", "2pno", "grm")
+REPLICATIONS = 50
+
+
+def grid(folder, rm: io.ResponseMatrix) -> fit_checks.LatentGrid:
+    """The latent grid of the fit in ``folder`` (its model at the item values of its
+    ``items.csv``), for the response matrix ``rm`` it was fitted to.
+
+    Parameters
+    ----------
+    folder : path
+        The fit's folder (``fit.json``, ``items.csv``).
+    rm : io.ResponseMatrix
+        The responses the fit saw.
+
+    Returns
+    -------
+    fit_checks.LatentGrid
+        The model on a Gauss-Hermite grid per factor.
+
+    Raises
+    ------
+    ValueError
+        A one-line message naming the fit when it has no item values to check, or its model
+        is not one the checks handle.
+    """
+    folder = Path(folder)
+    record = io.read_json(folder / "fit.json")
+    model = record.get("model")
+    if model not in MODELS:
+        raise ValueError(f"{folder}: model checks exist for the models {list(MODELS)}, not '{model}'")
+    path = folder / "items.csv"
+    items = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["form", "parameter", "item", "mean"])
+    rows = items[items["form"] == "slope_intercept"]
+    a_rows = rows[rows["parameter"] == "a"].sort_values("item")
+    d_rows = rows[rows["parameter"] == "d"]
+    if a_rows.empty or not np.isfinite(a_rows["mean"]).all() or not np.isfinite(d_rows["mean"]).all():
+        raise ValueError(f"{folder}: the fit kept no item estimates or draws to check (items.csv missing or empty)")
+    if a_rows["item"].duplicated().any():
+        raise ValueError(f"{folder}: items load on several factors; the checks need one factor per item")
+    a = a_rows["mean"].to_numpy()
+    factors = a_rows["factor"].astype(str).tolist()
+    scale_index = np.unique(factors, return_inverse=True)[1]
+    if model == "2pno":
+        d = d_rows.sort_values("item")["mean"].to_numpy()
+        return fit_checks.twopno_grid(a, -d)._replace(scale_index=scale_index)
+    cuts = np.full((rm.n_items, int(rm.n_categories.max()) - 1), 0.0)
+    cuts[d_rows["item"].to_numpy(), d_rows["category"].to_numpy() - 1] = -d_rows["mean"].to_numpy()
+    return fit_checks.grm_grid(a, cuts, rm.n_categories, scale_index)
+
+
+def write(folder, rm: io.ResponseMatrix, n_replications: int = REPLICATIONS) -> fit_checks.FitChecks:
+    """Write ``item_fit.csv``, ``person_fit.csv`` and ``global_fit.json`` beside the fit.
+
+    Parameters
+    ----------
+    folder : path
+        The fit's folder.
+    rm : io.ResponseMatrix
+        The responses the fit saw.
+    n_replications : int
+        Replicated data sets of the local-dependence p-values.
+
+    Returns
+    -------
+    fit_checks.FitChecks
+        The checks written.
+    """
+    folder = Path(folder)
+    record = io.read_json(folder / "fit.json")
+    checks = fit_checks.check(
+        rm.responses, grid(folder, rm), n_replications=n_replications, seed=int(record.get("seed") or 0)
+    )
+    names = np.array([it.name for it in rm.items])
+    scales = np.array([it.scale for it in rm.items])
+    items = checks.items.assign(item_name=names[checks.items["item"]], scale=scales[checks.items["item"]])
+    items.insert(1, "item_name", items.pop("item_name"))
+    items.insert(2, "scale", items.pop("scale"))
+    io.write_table(items, folder / "item_fit.csv")
+    io.write_table(checks.persons, folder / "person_fit.csv")
+    io.write_json({"model": record.get("model"), **checks.summary}, folder / "global_fit.json")
+    return checks

@@ -1,0 +1,90 @@
+"""Model checks beside a fit (studies.model_checks): the grid is the fit's model at the values
+of its items.csv, the files follow their schemas, and a fit without item values or of a model
+the checks do not handle gets a one-line message naming it."""
+
+import json
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from scipy.special import expit
+
+from bayesirt import io
+from bayesirt.evaluation import fit_checks
+from bayesirt.studies import model_checks
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
+
+
+def fit_folder(tmp_path, model, a, d, factors, seed=5):
+    """A fit folder with fit.json and the slope-intercept rows of items.csv (d: (I, K-1))."""
+    rows = []
+    for j, (aj, dj) in enumerate(zip(a, d, strict=True)):
+        rows.append(
+            {"item": j, "form": "slope_intercept", "parameter": "a", "factor": factors[j], "category": -1, "mean": aj}
+        )
+        rows += [
+            {"item": j, "form": "slope_intercept", "parameter": "d", "factor": "", "category": k + 1, "mean": v}
+            for k, v in enumerate(dj)
+        ]
+    pd.DataFrame(rows).to_csv(tmp_path / "items.csv", index=False)
+    (tmp_path / "fit.json").write_text(json.dumps({"model": model, "seed": seed}))
+    return tmp_path
+
+
+def matrix(y, k, scales):
+    items = [io.Item(f"Q{j + 1}", k, scales[j]) for j in range(y.shape[1])]
+    return io.ResponseMatrix(y, items)
+
+
+def test_the_grid_is_the_fits_model_at_its_items_values(tmp_path):
+    a, d = np.array([1.0, 1.5, 0.8]), np.array([[1.0, -0.5], [0.3, -1.0], [0.0, -2.0]])
+    folder = fit_folder(tmp_path, "factorized_grm", a, d, ["A", "A", "B"])
+    y = np.zeros((4, 3), np.int64)
+    grid = model_checks.grid(folder, matrix(y, 3, ["A", "A", "B"]))
+    expected = fit_checks.grm_grid(a, -d, np.full(3, 3), np.array([0, 0, 1]))
+    np.testing.assert_allclose(grid.probs, expected.probs)
+    assert list(grid.scale_index) == [0, 0, 1]
+
+
+def test_the_2pno_uses_the_probit_link(tmp_path):
+    folder = fit_folder(tmp_path, "2pno", np.array([1.2, 0.7]), np.array([[0.4], [-0.3]]), ["theta", "theta"])
+    grid = model_checks.grid(folder, matrix(np.zeros((2, 2), np.int64), 2, ["A", "A"]))
+    np.testing.assert_allclose(grid.probs, fit_checks.twopno_grid(np.array([1.2, 0.7]), np.array([-0.4, 0.3])).probs)
+
+
+def test_written_files_follow_their_schemas(tmp_path):
+    # 1,500 persons x 6 binary items from the 2PL at the values in items.csv (seed 8), 10% missing
+    rng = np.random.default_rng(8)
+    a, d = rng.uniform(0.8, 2.0, 6), rng.uniform(-1, 1, (6, 1))
+    y = (rng.random((1500, 6)) < expit(rng.standard_normal((1500, 1)) * a + d[:, 0])).astype(np.int64)
+    y[rng.random(y.shape) < 0.1] = -1
+    folder = fit_folder(tmp_path, "2pl", a, d, ["theta"] * 6)
+    checks = model_checks.write(folder, matrix(y, 2, ["A"] * 6), n_replications=10)
+    schema = {n: yaml.safe_load((SCHEMAS / f"{n}.schema.yaml").read_text()) for n in ("item_fit", "person_fit")}
+    for name in ("item_fit", "person_fit"):
+        for row in pd.read_csv(folder / f"{name}.csv").to_dict("records"):
+            jsonschema.validate({k: v for k, v in row.items() if v == v}, schema[name])
+    summary = json.loads((folder / "global_fit.json").read_text())
+    jsonschema.validate(summary, yaml.safe_load((SCHEMAS / "global_fit.schema.yaml").read_text()))
+    assert summary["model"] == "2pl" and summary["replications"] == 10 and len(checks.persons) == 1500
+    assert checks.summary["items_misfit"] <= 2  # data from the model itself
+
+
+@pytest.mark.parametrize(
+    "model, with_items, message",
+    [
+        ("lcdm", True, "model checks exist for the models"),
+        ("factorized_grm", False, "kept no item estimates or draws to check"),
+    ],
+)
+def test_a_fit_without_item_values_or_of_another_model_is_named(tmp_path, model, with_items, message):
+    folder = fit_folder(tmp_path, model, np.array([1.0]), np.array([[0.0]]), ["A"])
+    if not with_items:
+        (folder / "items.csv").unlink()
+    with pytest.raises(ValueError, match=message) as err:
+        model_checks.grid(folder, matrix(np.zeros((2, 1), np.int64), 2, ["A"]))
+    assert str(folder) in str(err.value) and "\n" not in str(err.value)

@@ -1,0 +1,17 @@
+"""Model checks beside one fit (rule rb_check_fit): item_fit.csv, person_fit.csv, global_fit.json."""
+
+from pathlib import Path
+
+from bayesirt import io, logs
+from bayesirt.studies import model_checks
+
+log = logs.to_file(snakemake.log[0])
+checks = model_checks.write(Path(snakemake.input.record).parent, io.read_responses(snakemake.input.responses))
+log.info(
+    "%d of %d items flagged (%d misfit, %d local dependence), %.1f%% of persons flagged",
+    checks.summary["items_flagged"],
+    checks.summary["items"],
+    checks.summary["items_misfit"],
+    checks.summary["items_local_dependence"],
+    100 * checks.summary["persons_flagged_share"],
+)

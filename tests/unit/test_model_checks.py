@@ -67,7 +67,7 @@ def test_written_files_follow_their_schemas(tmp_path):
     schema = {n: yaml.safe_load((SCHEMAS / f"{n}.schema.yaml").read_text()) for n in ("item_fit", "person_fit")}
     for name in ("item_fit", "person_fit"):
         for row in pd.read_csv(folder / f"{name}.csv").to_dict("records"):
-            jsonschema.validate({k: v for k, v in row.items() if v == v}, schema[name])
+            jsonschema.validate({k: (v if v == v else None) for k, v in row.items()}, schema[name])
     summary = json.loads((folder / "global_fit.json").read_text())
     jsonschema.validate(summary, yaml.safe_load((SCHEMAS / "global_fit.schema.yaml").read_text()))
     assert summary["model"] == "2pl" and summary["replications"] == 10 and len(checks.persons) == 1500
@@ -88,3 +88,17 @@ def test_a_fit_without_item_values_or_of_another_model_is_named(tmp_path, model,
     with pytest.raises(ValueError, match=message) as err:
         model_checks.grid(folder, matrix(np.zeros((2, 1), np.int64), 2, ["A"]))
     assert str(folder) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_large_data_are_checked_on_a_seeded_subset_of_persons(tmp_path):
+    rng = np.random.default_rng(9)
+    a, d = rng.uniform(0.8, 2.0, 4), rng.uniform(-1, 1, (4, 1))
+    y = (rng.random((500, 4)) < expit(rng.standard_normal((500, 1)) * a + d[:, 0])).astype(np.int64)
+    folder = fit_folder(tmp_path, "2pl", a, d, ["theta"] * 4)
+    checks = model_checks.write(folder, matrix(y, 2, ["A"] * 4), n_replications=5, max_persons=200)
+    summary = json.loads((folder / "global_fit.json").read_text())
+    assert summary["persons"] == 500 and summary["persons_checked"] == 200
+    persons = pd.read_csv(folder / "person_fit.csv")
+    assert len(persons) == 200 and persons["person"].is_monotonic_increasing and persons["person"].max() < 500
+    again = model_checks.write(folder, matrix(y, 2, ["A"] * 4), n_replications=5, max_persons=200)
+    assert again.persons.equals(checks.persons)  # the fit's seed fixes the subset

@@ -180,6 +180,11 @@ def test_outputs_follow_the_schemas(local_run):
         for row in est.to_dict("records"):
             jsonschema.validate(row, row_schema)
         assert est["true"].notna().all() and (est["q5"] <= est["mean"]).all() and (est["mean"] <= est["q95"]).all()
+        jsonschema.validate(
+            json.loads((record.parent / "global_fit.json").read_text()), load_schema("global_fit.schema.yaml")
+        )
+    gibbs_html = (run / "results/reports/gibbs_2pno.html").read_text()
+    assert "Model checks of every fit" in gibbs_html and "No model checks in this run" not in gibbs_html
     responses = pd.read_parquet(run / "data/processed/rwa_sim/responses.parquet")
     assert responses.shape == (sidecar["n_persons"], len(sidecar["items"]))
     import arviz as az
@@ -188,9 +193,9 @@ def test_outputs_follow_the_schemas(local_run):
     assert set(idata.posterior.data_vars) == {"discrimination", "base_difficulty", "increments"}
     # the model checks beside the reference fit, and its item sds corrected (VI's own kept)
     for row in pd.read_csv(fit / "item_fit.csv").to_dict("records"):
-        jsonschema.validate({k: v for k, v in row.items() if v == v}, load_schema("item_fit.schema.yaml"))
+        jsonschema.validate({k: (v if v == v else None) for k, v in row.items()}, load_schema("item_fit.schema.yaml"))
     for row in pd.read_csv(fit / "person_fit.csv").to_dict("records"):
-        jsonschema.validate({k: v for k, v in row.items() if v == v}, load_schema("person_fit.schema.yaml"))
+        jsonschema.validate({k: (v if v == v else None) for k, v in row.items()}, load_schema("person_fit.schema.yaml"))
     jsonschema.validate(json.loads((fit / "global_fit.json").read_text()), load_schema("global_fit.schema.yaml"))
     reference = json.loads((fit / "fit.json").read_text())
     assert reference["item_uncertainty"]["method"] == "laplace_at_marginal_mode" and "khat" in reference["psis"]

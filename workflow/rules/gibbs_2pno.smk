@@ -82,6 +82,28 @@ rule gibbs_replication:
         link_replication(input.block, wildcards.rep, output, log[0])
 
 
+rule gibbs_check_fit:
+    # Model checks beside one fit (bayesirt.studies.model_checks): item fit and local dependence
+    # per item, person fit, and their summary, at the fit's item values (items.csv).
+    input:
+        record="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/fit.json",
+        item_table="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/items.csv",
+        responses="data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/responses.parquet",
+    output:
+        item_fit="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/item_fit.csv",
+        person_fit="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/person_fit.csv",
+        global_fit="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/global_fit.json",
+    wildcard_constraints:
+        design=gibbs_design_pattern(),
+        rep=r"\d+",
+    log:
+        "logs/gibbs_2pno/{design}/{missing}/{method}/rep{rep}.check_fit.log",
+    conda:
+        ENV
+    script:
+        "../scripts/check_fit.py"
+
+
 rule gibbs_tables:
     # Every fit of a design: recovery, R-hat/ESS, Gibbs against NUTS, augmented against
     # omitted missing cells, timings with ESS per second, and the figures.

@@ -1,4 +1,5 @@
-"""Model checks beside one fit (rule rb_check_fit): item_fit.csv, person_fit.csv, global_fit.json."""
+"""Model checks beside one fit (rules rb_check_fit, gibbs_check_fit): item_fit.csv, person_fit.csv,
+global_fit.json."""
 
 from pathlib import Path
 

@@ -26,6 +26,7 @@ from bayesirt.evaluation import fit_checks
 FILES = ("item_fit.csv", "person_fit.csv", "global_fit.json")
 MODELS = ("factorized_grm", "2pl", "2pno", "grm")
 REPLICATIONS = 50
+MAX_PERSONS = 20_000  # beyond it a random subset is checked (memory grows as persons x items x nodes)
 
 
 def grid(folder, rm: io.ResponseMatrix) -> fit_checks.LatentGrid:
@@ -75,8 +76,14 @@ def grid(folder, rm: io.ResponseMatrix) -> fit_checks.LatentGrid:
     return fit_checks.grm_grid(a, cuts, rm.n_categories, scale_index)
 
 
-def write(folder, rm: io.ResponseMatrix, n_replications: int = REPLICATIONS) -> fit_checks.FitChecks:
+def write(
+    folder, rm: io.ResponseMatrix, n_replications: int = REPLICATIONS, max_persons: int = MAX_PERSONS
+) -> fit_checks.FitChecks:
     """Write ``item_fit.csv``, ``person_fit.csv`` and ``global_fit.json`` beside the fit.
+
+    With more than ``max_persons`` persons, a random subset of that many (seeded by the fit's
+    seed) is checked, and ``global_fit.json`` says so (``persons_checked``); ``person_fit.csv``
+    then has the subset's rows, by their row in the fitted matrix.
 
     Parameters
     ----------
@@ -86,6 +93,8 @@ def write(folder, rm: io.ResponseMatrix, n_replications: int = REPLICATIONS) -> 
         The responses the fit saw.
     n_replications : int
         Replicated data sets of the local-dependence p-values.
+    max_persons : int
+        The most persons checked.
 
     Returns
     -------
@@ -94,9 +103,12 @@ def write(folder, rm: io.ResponseMatrix, n_replications: int = REPLICATIONS) -> 
     """
     folder = Path(folder)
     record = io.read_json(folder / "fit.json")
-    checks = fit_checks.check(
-        rm.responses, grid(folder, rm), n_replications=n_replications, seed=int(record.get("seed") or 0)
-    )
+    seed = int(record.get("seed") or 0)
+    rows = np.arange(rm.n_persons)
+    if rm.n_persons > max_persons:
+        rows = np.sort(np.random.default_rng(seed).choice(rm.n_persons, max_persons, replace=False))
+    checks = fit_checks.check(rm.responses[rows], grid(folder, rm), n_replications=n_replications, seed=seed)
+    checks = checks._replace(persons=checks.persons.assign(person=rows[checks.persons["person"].to_numpy()]))
     names = np.array([it.name for it in rm.items])
     scales = np.array([it.scale for it in rm.items])
     items = checks.items.assign(item_name=names[checks.items["item"]], scale=scales[checks.items["item"]])
@@ -104,5 +116,6 @@ def write(folder, rm: io.ResponseMatrix, n_replications: int = REPLICATIONS) -> 
     items.insert(2, "scale", items.pop("scale"))
     io.write_table(items, folder / "item_fit.csv")
     io.write_table(checks.persons, folder / "person_fit.csv")
-    io.write_json({"model": record.get("model"), **checks.summary}, folder / "global_fit.json")
+    summary = {"model": record.get("model"), **checks.summary, "persons": rm.n_persons, "persons_checked": len(rows)}
+    io.write_json(summary, folder / "global_fit.json")
     return checks

@@ -91,8 +91,14 @@ def gibbs_fit_posteriors(wildcards):
     return [f"{c.folder}/posterior.nc" for c in gibbs_design_conditions(wildcards)]
 
 
+def gibbs_check_targets(design):
+    """The model checks beside every fit of a design (rule gibbs_check_fit)."""
+    return [f"{c.folder}/global_fit.json" for c in gibbs_conditions.design_conditions(config, design)]
+
+
 def gibbs_targets():
     out = [f"results/gibbs_2pno/{name}/recovery.csv" for name in gibbs_conditions.designs(config)]
+    out += [f for name in gibbs_conditions.designs(config) for f in gibbs_check_targets(name)]
     if out and gibbs_conditions.mixture_on(config):
         out.append("results/gibbs_2pno/mixture/posterior.csv")
     return out

@@ -137,28 +137,13 @@ timings.round(3)
 
 # %%
 from bayesirt import plotting
+from bayesirt.studies import model_checks
 
-checked = sorted(p.parent for d in names for p in (base / d).glob("*/*/rep*/global_fit.json"))
-rows, item_tables, person_tables = [], [], []
-for folder in checked:
-    summary = pd.read_json(folder / "global_fit.json", typ="series")
-    missing_design, method = folder.parent.parent.name, folder.parent.name
-    rows.append(
-        {
-            "design": folder.parent.parent.parent.name,
-            "missing": missing_design,
-            "method": method,
-            "items flagged": summary["items_flagged"] / summary["items"],
-            "item misfit": summary["items_misfit"] / summary["items"],
-            "local dependence": summary["items_local_dependence"] / summary["items"],
-            "persons flagged": summary["persons_flagged_share"],
-        }
-    )
-    item_tables.append(pd.read_csv(folder / "item_fit.csv"))
-    person_tables.append(pd.read_csv(folder / "person_fit.csv"))
-if rows:
-    display(pd.DataFrame(rows).groupby(["design", "missing", "method"]).mean().round(3))
-    plotting.show(plotting.model_checks(pd.concat(item_tables), pd.concat(person_tables)))
+checked, checked_items, checked_persons = model_checks.collected(base)
+if len(checked):
+    checked = checked[checked.design.isin(names)]
+    display(checked.groupby(["design", "missing", "method"]).mean().drop(columns="rep").round(3))
+    plotting.show(plotting.model_checks(checked_items, checked_persons))
 else:
     display(Markdown("No model checks in this run."))
 

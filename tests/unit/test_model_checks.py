@@ -77,7 +77,7 @@ def test_written_files_follow_their_schemas(tmp_path):
 @pytest.mark.parametrize(
     "model, with_items, message",
     [
-        ("lcdm", True, "model checks exist for the models"),
+        ("mixture_grm", True, "model checks exist for the models"),
         ("factorized_grm", False, "kept no item estimates or draws to check"),
     ],
 )
@@ -102,3 +102,36 @@ def test_large_data_are_checked_on_a_seeded_subset_of_persons(tmp_path):
     assert len(persons) == 200 and persons["person"].is_monotonic_increasing and persons["person"].max() < 500
     again = model_checks.write(folder, matrix(y, 2, ["A"] * 4), n_replications=5, max_persons=200)
     assert again.persons.equals(checks.persons)  # the fit's seed fixes the subset
+
+
+def test_an_lcdm_fit_is_checked_on_its_profiles(tmp_path):
+    # 2 attributes, 6 items (Q rows 10, 01, 11, 10, 01, 11), 3,000 persons (seed 4) from the
+    # LCDM at the values in estimates.csv: the grid's states are the 4 profiles with the given
+    # probabilities, and at those (known, so no parameter is subtracted from the df) values at
+    # most one item fit is flagged
+    from bayesirt.models import lcdm
+
+    rng = np.random.default_rng(4)
+    q = np.array([[1, 0], [0, 1], [1, 1], [1, 0], [0, 1], [1, 1]])
+    des = lcdm.design(q)
+    beta = np.where(des.feature_mask > 0, rng.uniform(1.0, 2.0, des.feature_mask.shape), 0.0)
+    beta[:, 0] = -1.5
+    pi = np.array([0.3, 0.2, 0.2, 0.3])
+    p_correct = expit(np.einsum("jck,jk->cj", des.delta, beta))
+    profile = rng.choice(4, 3000, p=pi)
+    y = (rng.random((3000, 6)) < p_correct[profile]).astype(np.int64)
+    rows = [{"parameter": "profile_probability", "item": -1, "category": c, "mean": v} for c, v in enumerate(pi)]
+    rows += [
+        {"parameter": "beta", "item": j, "category": k, "mean": beta[j, k]}
+        for j in range(6)
+        for k in range(des.n_features[j])
+    ]
+    pd.DataFrame(rows).to_csv(tmp_path / "estimates.csv", index=False)
+    (tmp_path / "fit.json").write_text(json.dumps({"model": "lcdm", "seed": 2}))
+    rm = io.ResponseMatrix(y, [io.Item(f"Q{j}", 2, "all") for j in range(6)], {"q_matrix": q.tolist()})
+    grid = model_checks.grid(tmp_path, rm)
+    np.testing.assert_allclose(np.exp(grid.log_weights), pi)
+    np.testing.assert_allclose(grid.probs[..., 1], p_correct)
+    assert fit_checks.item_fit(y, grid, n_parameters=0)["flagged"].sum() <= 1
+    checks = model_checks.write(tmp_path, rm, n_replications=20)
+    assert checks.summary["items"] == 6 and checks.summary["persons_checked"] == 3000

@@ -119,6 +119,29 @@ rule dcm_nuts_replication:
         link_replication(input.block, wildcards.rep, output, log[0])
 
 
+rule dcm_check_fit:
+    # Model checks beside one fit (bayesirt.studies.model_checks): item fit and local dependence
+    # per item, person fit, and their summary, at the fit's coefficient and profile means.
+    input:
+        record="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/fit.json",
+        estimates="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/estimates.csv",
+        responses="data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/responses.parquet",
+    output:
+        item_fit="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/item_fit.csv",
+        person_fit="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/person_fit.csv",
+        global_fit="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/global_fit.json",
+    wildcard_constraints:
+        design=dcm_design_pattern(),
+        missing=r"mcar\d+",
+        rep=r"\d+",
+    log:
+        "logs/dcm_bbvi/{design}/{missing}/{method}/rep{rep}.check_fit.log",
+    conda:
+        ENV
+    script:
+        "../scripts/check_fit.py"
+
+
 rule dcm_bbvi_tables:
     # Every fit of the study: accuracy, recovery, ELBO traces, gradient variance, timings; and
     # the oracle's accuracy on every data set (modal profiles at the true parameters).

@@ -1,4 +1,4 @@
-"""Model checks beside one fit (rules rb_check_fit, gibbs_check_fit): item_fit.csv, person_fit.csv,
+"""Model checks beside one fit (rules rb_check_fit, gibbs_check_fit, dcm_check_fit): item_fit.csv, person_fit.csv,
 global_fit.json."""
 
 from pathlib import Path

@@ -9,8 +9,12 @@ distributions are replications at those values with each person's missing cells 
 parametric bootstrap at the point estimates (the item values are not redrawn), and the files
 say so.
 
-Models whose abilities are correlated factors (amortized_ifa's MGRM) or that have no
-slope-intercept form (the mixture GRM, the LCDM) are refused with the reason.
+The LCDM (dcm_bbvi) enters with its attribute profiles as the latent states: the profile
+probabilities and each item's probability of a correct answer per profile, from the means of
+its ``estimates.csv`` and the Q-matrix the data carry.
+
+Models whose abilities are correlated factors (amortized_ifa's MGRM) or that have neither
+(the mixture GRM) are refused with the reason.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ import pandas as pd
 
 from bayesirt import io
 from bayesirt.evaluation import fit_checks
+from bayesirt.models import lcdm
 
 FILES = ("item_fit.csv", "person_fit.csv", "global_fit.json")
-MODELS = ("factorized_grm", "2pl", "2pno", "grm")
+MODELS = ("factorized_grm", "2pl", "2pno", "grm", "lcdm")
 REPLICATIONS = 50
 MAX_PERSONS = 20_000  # beyond it a random subset is checked (memory grows as persons x items x nodes)
 
@@ -56,6 +61,8 @@ def grid(folder, rm: io.ResponseMatrix) -> fit_checks.LatentGrid:
     model = record.get("model")
     if model not in MODELS:
         raise ValueError(f"{folder}: model checks exist for the models {list(MODELS)}, not '{model}'")
+    if model == "lcdm":
+        return _lcdm_grid(folder, rm)
     path = folder / "items.csv"
     items = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["form", "parameter", "item", "mean"])
     rows = items[items["form"] == "slope_intercept"]
@@ -74,6 +81,23 @@ def grid(folder, rm: io.ResponseMatrix) -> fit_checks.LatentGrid:
     cuts = np.full((rm.n_items, int(rm.n_categories.max()) - 1), 0.0)
     cuts[d_rows["item"].to_numpy(), d_rows["category"].to_numpy() - 1] = -d_rows["mean"].to_numpy()
     return fit_checks.grm_grid(a, cuts, rm.n_categories, scale_index)
+
+
+def _lcdm_grid(folder: Path, rm: io.ResponseMatrix) -> fit_checks.LatentGrid:
+    """Profiles as states: the means of the profile probabilities and of the coefficients."""
+    path = folder / "estimates.csv"
+    est = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["parameter", "item", "category", "mean"])
+    beta_rows = est[est["parameter"] == "beta"]
+    pi_rows = est[est["parameter"] == "profile_probability"].sort_values("category")
+    if beta_rows.empty or pi_rows.empty or "q_matrix" not in rm.attrs:
+        raise ValueError(f"{folder}: the fit kept no coefficient and profile estimates, or the data no Q-matrix")
+    q = np.asarray(rm.attrs["q_matrix"])
+    design = lcdm.design(q)
+    beta = np.zeros(design.feature_mask.shape)
+    beta[beta_rows["item"].to_numpy(), beta_rows["category"].to_numpy()] = beta_rows["mean"].to_numpy()
+    logits = np.einsum("jck,jk->cj", design.delta, beta)  # (profiles, items)
+    pi = pi_rows["mean"].to_numpy()
+    return fit_checks.lcdm_grid(np.log(pi / pi.sum()), 1 / (1 + np.exp(-logits)))
 
 
 def write(
@@ -107,7 +131,12 @@ def write(
     rows = np.arange(rm.n_persons)
     if rm.n_persons > max_persons:
         rows = np.sort(np.random.default_rng(seed).choice(rm.n_persons, max_persons, replace=False))
-    checks = fit_checks.check(rm.responses[rows], grid(folder, rm), n_replications=n_replications, seed=seed)
+    # the LCDM's items have one coefficient per feature of their Q-matrix row, the others one
+    # slope and K_j - 1 intercepts (item_fit's default)
+    m = lcdm.design(np.asarray(rm.attrs["q_matrix"])).n_features if record.get("model") == "lcdm" else None
+    checks = fit_checks.check(
+        rm.responses[rows], grid(folder, rm), n_parameters=m, n_replications=n_replications, seed=seed
+    )
     checks = checks._replace(persons=checks.persons.assign(person=rows[checks.persons["person"].to_numpy()]))
     names = np.array([it.name for it in rm.items])
     scales = np.array([it.scale for it in rm.items])
@@ -118,4 +147,47 @@ def write(
     io.write_table(checks.persons, folder / "person_fit.csv")
     summary = {"model": record.get("model"), **checks.summary, "persons": rm.n_persons, "persons_checked": len(rows)}
     io.write_json(summary, folder / "global_fit.json")
-    return checks
+    return checks._replace(summary=summary)
+
+
+def collected(results_dir) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The checks of every fit under ``results_dir`` (``<design>/<missing>/<method>/rep<r>/``), for
+    a report: one row per fit with its flagged shares, and the item and person tables pooled.
+
+    Parameters
+    ----------
+    results_dir : path
+        A study's results folder.
+
+    Returns
+    -------
+    tuple of pandas.DataFrame
+        ``(fits, items, persons)``: ``fits`` has design, missing, method, rep and the shares of
+        items flagged (any check, item fit, local dependence) and of persons flagged; ``items``
+        and ``persons`` are the fits' ``item_fit.csv`` and ``person_fit.csv`` with the same keys.
+    """
+    base = Path(results_dir)
+    fits, items, persons = [], [], []
+    for path in sorted(base.glob("*/*/*/rep*/global_fit.json")):
+        folder = path.parent
+        keys = {
+            "design": folder.parent.parent.parent.name,
+            "missing": folder.parent.parent.name,
+            "method": folder.parent.name,
+            "rep": int(folder.name.removeprefix("rep")),
+        }
+        summary = io.read_json(path)
+        fits.append(
+            {
+                **keys,
+                "items flagged": summary["items_flagged"] / summary["items"],
+                "item misfit": summary["items_misfit"] / summary["items"],
+                "local dependence": summary["items_local_dependence"] / summary["items"],
+                "persons flagged": summary["persons_flagged_share"],
+            }
+        )
+        items.append(pd.read_csv(folder / "item_fit.csv").assign(**keys))
+        persons.append(pd.read_csv(folder / "person_fit.csv").assign(**keys))
+    if not fits:
+        return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
+    return pd.DataFrame(fits), pd.concat(items, ignore_index=True), pd.concat(persons, ignore_index=True)

@@ -86,7 +86,8 @@ def dcm_targets():
     if not dcm_fits():
         return []
     return [f"results/dcm_bbvi/{name}.csv" for name in ("summary", "fits", "profile_accuracy", "gradient_variance",
-                                                          "estimates", "elbo", "timings", "oracle")]
+                                                          "estimates", "elbo", "timings", "oracle")] + [
+        f"{f.folder}/global_fit.json" for f in dcm_fits()]  # model checks (rule dcm_check_fit)
 
 
 def dcm_report_parameters():

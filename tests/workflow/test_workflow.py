@@ -183,6 +183,17 @@ def test_outputs_follow_the_schemas(local_run):
         jsonschema.validate(
             json.loads((record.parent / "global_fit.json").read_text()), load_schema("global_fit.schema.yaml")
         )
+    # model checks beside every fit of vibo, gibbs_2pno and dcm_bbvi (the mixture example has none)
+    for study in ("vibo", "gibbs_2pno", "dcm_bbvi"):
+        fits = [r for r in (run / "results" / study).rglob("fit.json") if "blocks" not in r.parts]
+        fits = [r for r in fits if "mixture" not in r.parts]
+        assert fits, study
+        for record in fits:
+            jsonschema.validate(
+                json.loads((record.parent / "global_fit.json").read_text()), load_schema("global_fit.schema.yaml")
+            )
+        html = (run / "results" / "reports" / f"{study}.html").read_text()
+        assert "Model checks of every fit" in html and "No model checks in this run" not in html, study
     gibbs_html = (run / "results/reports/gibbs_2pno.html").read_text()
     assert "Model checks of every fit" in gibbs_html and "No model checks in this run" not in gibbs_html
     responses = pd.read_parquet(run / "data/processed/rwa_sim/responses.parquet")

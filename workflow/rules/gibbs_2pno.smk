@@ -72,6 +72,10 @@ rule gibbs_replication:
         posterior="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/posterior.nc",
         item_table="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/items.csv",
         person_table="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/persons.csv",
+        # model checks (bayesirt.studies.model_checks), written by the block's job
+        item_fit="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/item_fit.csv",
+        person_fit="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/person_fit.csv",
+        global_fit="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/global_fit.json",
     wildcard_constraints:
         design=gibbs_design_pattern(),
         method="gibbs|gibbs_omit|nuts",
@@ -80,28 +84,6 @@ rule gibbs_replication:
         "logs/gibbs_2pno/{design}/{missing}/{method}/rep{rep}.copy.log",
     run:
         link_replication(input.block, wildcards.rep, output, log[0])
-
-
-rule gibbs_check_fit:
-    # Model checks beside one fit (bayesirt.studies.model_checks): item fit and local dependence
-    # per item, person fit, and their summary, at the fit's item values (items.csv).
-    input:
-        record="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/fit.json",
-        item_table="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/items.csv",
-        responses="data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/responses.parquet",
-    output:
-        item_fit="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/item_fit.csv",
-        person_fit="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/person_fit.csv",
-        global_fit="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/global_fit.json",
-    wildcard_constraints:
-        design=gibbs_design_pattern(),
-        rep=r"\d+",
-    log:
-        "logs/gibbs_2pno/{design}/{missing}/{method}/rep{rep}.check_fit.log",
-    conda:
-        ENV
-    script:
-        "../scripts/check_fit.py"
 
 
 rule gibbs_tables:

@@ -79,6 +79,10 @@ rule vibo_replication:
         estimates="results/vibo/{design}/{missing}/{method}/rep{rep}/estimates.csv",
         item_table="results/vibo/{design}/{missing}/{method}/rep{rep}/items.csv",
         person_table="results/vibo/{design}/{missing}/{method}/rep{rep}/persons.csv",
+        # model checks (bayesirt.studies.model_checks), written by the block's job
+        item_fit="results/vibo/{design}/{missing}/{method}/rep{rep}/item_fit.csv",
+        person_fit="results/vibo/{design}/{missing}/{method}/rep{rep}/person_fit.csv",
+        global_fit="results/vibo/{design}/{missing}/{method}/rep{rep}/global_fit.json",
     wildcard_constraints:
         design=vibo_design_pattern(),
         method="|".join(vibo_conditions.METHODS),

@@ -1,4 +1,5 @@
-"""Model checks beside one fit (rules rb_check_fit, gibbs_check_fit, dcm_check_fit): item_fit.csv, person_fit.csv,
+"""Model checks beside one fit (rules rb_check_fit and dcm_check_fit;
+vibo's and gibbs_2pno's fits write theirs in their block's job): item_fit.csv, person_fit.csv,
 global_fit.json."""
 
 from pathlib import Path

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from bayesirt import io, logs, records, runtime
-from bayesirt.studies import fit_tables
+from bayesirt.studies import fit_tables, model_checks
 from bayesirt.studies.gibbs_2pno.conditions import Condition
 from bayesirt.studies.gibbs_2pno.settings import Settings
 
@@ -35,3 +35,4 @@ for rep, out in zip(block, outs, strict=True):
     folder = Path(snakemake.output[0]) / f"rep{rep.cond.rep}"
     records.write_fit(out, folder)
     fit_tables.write(folder, rep.responses)
+    model_checks.write(folder, rep.responses)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from bayesirt import io, logs, records
-from bayesirt.studies import fit_tables
+from bayesirt.studies import fit_tables, model_checks
 from bayesirt.studies.vibo import methods
 from bayesirt.studies.vibo.conditions import Condition
 from bayesirt.studies.vibo.settings import StudySettings
@@ -35,3 +35,4 @@ for rep, out in zip(block, outs, strict=True):
     folder = Path(snakemake.output[0]) / f"rep{rep.cond.rep}"
     records.write_fit(out, folder)
     fit_tables.write(folder, rep.train)
+    model_checks.write(folder, rep.train)

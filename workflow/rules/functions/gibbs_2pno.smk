@@ -92,7 +92,7 @@ def gibbs_fit_posteriors(wildcards):
 
 
 def gibbs_check_targets(design):
-    """The model checks beside every fit of a design (rule gibbs_check_fit)."""
+    """The model checks beside every fit of a design (written by the fits' block jobs)."""
     return [f"{c.folder}/global_fit.json" for c in gibbs_conditions.design_conditions(config, design)]
 
 

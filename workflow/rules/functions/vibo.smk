@@ -84,7 +84,8 @@ def vibo_fit_estimates(wildcards):
 
 
 def vibo_targets():
-    return [f"results/vibo/{name}/summary.csv" for name in vibo_designs()]
+    checks = [f"{c.folder}/global_fit.json" for c in vibo_conditions.conditions(config)]  # model checks
+    return [f"results/vibo/{name}/summary.csv" for name in vibo_designs()] + checks
 
 
 def vibo_report_parameters():

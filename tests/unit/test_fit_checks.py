@@ -121,21 +121,6 @@ def test_leave_one_out_predictive_equals_the_posterior_without_the_cell():
             np.testing.assert_allclose(post[n, s], lw - logsumexp(lw), atol=1e-10)
 
 
-def test_leave_one_out_predictive_is_fast_at_ten_thousand_persons():
-    rng = np.random.default_rng(3)  # N = 10,000, I = 22, K = 9, Q = 41
-    a, cuts = rng.uniform(0.8, 2.0, 22), np.sort(rng.normal(0, 1.2, (22, 8)), axis=1)
-    grid = fc.grm_grid(a, cuts, np.full(22, 9))
-    y = rng.integers(-1, 9, (10_000, 22))
-    import time
-
-    start = time.perf_counter()
-    loo = fc.leave_one_out_predictive(y, grid)
-    elapsed = time.perf_counter() - start
-    assert loo.shape == (10_000, 22, 9)
-    # well under a second on an idle core; the bound leaves room for a loaded machine
-    assert elapsed < 5.0
-
-
 def test_lord_wingersky_equals_enumeration_of_patterns():
     a = np.array([1.0, 1.5, 0.7, 2.0, 1.2])
     cuts = np.array([[0.3, 9.0], [-0.5, 9.0], [1.0, 9.0], [0.0, 9.0], [-0.8, 0.9]])

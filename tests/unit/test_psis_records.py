@@ -142,6 +142,7 @@ def test_vibo_study_records_carry_psis_per_fit_of_a_block(method):
         assert entry["khat"] is not None and np.isfinite(entry["khat"])
         assert entry["reliable"] == (entry["khat"] <= psis.KHAT_LIMIT)
         assert out.record["timing"]["psis_seconds"] >= 0
+        assert out.record["item_uncertainty"]["method"] == "variational"  # not corrected, and said
         khats.append(entry["khat"])
     assert khats[0] != khats[1]
     st = irt2pl.Structure("2pl", 8, 1)
@@ -256,6 +257,7 @@ def test_dcm_bbvi_records_carry_psis_per_fit_of_a_block_but_em_records_do_not():
         entry = out.record["psis"]
         assert entry["draws"] == bbvi.KHAT_DRAWS and entry["khat"] is not None and np.isfinite(entry["khat"])
         assert entry["reliable"] == (entry["khat"] <= psis.KHAT_LIMIT)
+        assert out.record["item_uncertainty"]["method"] == "variational"
         khats.append(entry["khat"])
     assert khats[0] != khats[1]
     assert bbvi._log_ratios_program(config.priors, False, bbvi.KHAT_DRAWS)._cache_size() == 1

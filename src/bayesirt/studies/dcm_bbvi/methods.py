@@ -176,6 +176,10 @@ def bbvi_scored(method: str, p: Problem, config: StudyConfig, res: FitResult) ->
         "do not read its coefficient and profile-probability sds, nor its profile probabilities q(Z_i), as calibrated",
     )
     record["timing"]["psis_seconds"] = time.perf_counter() - t0
+    record["item_uncertainty"] = {
+        "method": "variational",
+        "reason": "the approximation's own sds, not corrected; on the nuts_designs the study compares them with NUTS",
+    }
     extra = {}
     if config.variance_repeats:
         t0 = time.perf_counter()

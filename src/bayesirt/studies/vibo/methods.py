@@ -162,6 +162,16 @@ def mfvi_evaluated(p: Prepared, ms: mfvi.MFVISettings, res: FitResult) -> Method
 KHAT_CONSEQUENCE = "do not read its item and ability sds (nor interval coverage) as calibrated"
 
 
+# what the item sds of VIBO and mean-field VI are (the records say it; issue: trustworthy sds)
+VI_ITEM_UNCERTAINTY = {
+    "method": "variational",
+    "reason": (
+        "the approximation's own sds, not corrected: the study measures their calibration against "
+        "NUTS and the truth; the GRM by ADVI (rb_imputation) is corrected by a Laplace approximation"
+    ),
+}
+
+
 def psis_key(p: Prepared):
     """The key of a variational fit's PSIS draws: the predictive draws' key, folded (the five
     keys of the fit seed stay as they were)."""
@@ -176,7 +186,8 @@ def _driver_fitted(
     training and method settings, the losses."""
 
     def make_record(f):
-        return records.fit_record(res, {**f, "psis": psis_entry}, window=settings.window, timing=timing)
+        fields = {**f, "psis": psis_entry, "item_uncertainty": VI_ITEM_UNCERTAINTY}
+        return records.fit_record(res, fields, window=settings.window, timing=timing)
 
     settings_record = {"training": asdict(settings), "method": cfg}
     return Fitted(items, ability, probs, make_record, settings_record, records.loss_table(res.losses), timing=timing)

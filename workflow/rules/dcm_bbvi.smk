@@ -119,7 +119,7 @@ rule dcm_nuts_replication:
         link_replication(input.block, wildcards.rep, output, log[0])
 
 
-rule dcm_check_fit:
+rule dcm_model_checks:
     # Model checks beside one fit (bayesirt.studies.model_checks): item fit and local dependence
     # per item, person fit, and their summary, at the fit's coefficient and profile means.
     input:
@@ -135,11 +135,11 @@ rule dcm_check_fit:
         missing=r"mcar\d+",
         rep=r"\d+",
     log:
-        "logs/dcm_bbvi/{design}/{missing}/{method}/rep{rep}.check_fit.log",
+        "logs/dcm_bbvi/{design}/{missing}/{method}/rep{rep}.model_checks.log",
     conda:
         ENV
     script:
-        "../scripts/check_fit.py"
+        "../scripts/model_checks.py"
 
 
 rule dcm_bbvi_tables:

@@ -31,7 +31,7 @@ rule rb_irt_tables:
         "../scripts/irt_tables.py"
 
 
-rule rb_check_fit:
+rule rb_model_checks:
     # Model checks beside the complete-data reference fit (bayesirt.studies.model_checks):
     # item fit and local dependence per item, person fit, and their summary, from items.csv.
     input:
@@ -45,8 +45,8 @@ rule rb_check_fit:
     wildcard_constraints:
         fit="reference",
     log:
-        "logs/rb_imputation/{dataset}/{fit}/check_fit.log",
+        "logs/rb_imputation/{dataset}/{fit}/model_checks.log",
     conda:
         ENV
     script:
-        "../scripts/check_fit.py"
+        "../scripts/model_checks.py"

@@ -1,4 +1,4 @@
-"""Model checks beside one fit (rules rb_check_fit and dcm_check_fit;
+"""Model checks beside one fit (rules rb_model_checks and dcm_model_checks;
 vibo's and gibbs_2pno's fits write theirs in their block's job): item_fit.csv, person_fit.csv,
 global_fit.json."""
 

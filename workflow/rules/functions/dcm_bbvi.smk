@@ -87,7 +87,7 @@ def dcm_targets():
         return []
     return [f"results/dcm_bbvi/{name}.csv" for name in ("summary", "fits", "profile_accuracy", "gradient_variance",
                                                           "estimates", "elbo", "timings", "oracle")] + [
-        f"{f.folder}/global_fit.json" for f in dcm_fits()]  # model checks (rule dcm_model_checks)
+        f"{f.folder}/global_fit.json" for f in dcm_fits()]  # model checks beside every fit
 
 
 def dcm_report_parameters():

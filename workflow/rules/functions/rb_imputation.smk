@@ -109,7 +109,7 @@ def rb_targets():
     targets = []
     for ds in rb_datasets():
         targets += [f"results/rb_imputation/{ds}/reference/fit.json", f"results/rb_imputation/{ds}/recovery.csv"]
-        if study.get("n_dimensions") == 1:  # model checks (rule rb_model_checks): not for the mixture GRM
+        if study.get("n_dimensions") == 1:  # model checks beside the reference, not for the mixture GRM
             targets.append(f"results/rb_imputation/{ds}/reference/global_fit.json")
         if study["replications"] > 0:
             targets += [f"results/rb_imputation/{ds}/{m}/summary.csv" for m in rb_study.missing_designs(study)]

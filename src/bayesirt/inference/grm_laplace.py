@@ -93,7 +93,7 @@ def _objective(y, st: fgrm.Structure, means: dict, priors: fgrm.Priors, n_nodes:
 
 
 def _newton(f, u0: np.ndarray, max_steps: int = NEWTON_STEPS, tol: float = GRADIENT_TOL):
-    """Newton's method on ``f`` from ``u0`` with the full Hessian (``mml_information.hessian``).
+    """Newton's method on ``f`` from ``u0`` with the full Hessian (``mml_information.hessian_program``).
 
     Away from the mode the Hessian need not be positive definite, so each step uses its
     eigenvalues' absolute values (floored), which keeps the step a descent direction, and halves
@@ -105,11 +105,12 @@ def _newton(f, u0: np.ndarray, max_steps: int = NEWTON_STEPS, tol: float = GRADI
     """
     dtype = jnp.zeros(()).dtype
     value_and_grad = jax.jit(jax.value_and_grad(f))
+    hessian = mml_information.hessian_program(f)  # compiled once for every step
     u = np.asarray(u0, np.float64)
     for step in range(max_steps + 1):
         value, g = value_and_grad(jnp.asarray(u, dtype))
         value, g = float(value), np.asarray(g, np.float64)
-        h = mml_information.hessian(f, jnp.asarray(u, dtype))
+        h = hessian(jnp.asarray(u, dtype))
         eigenvalues, vectors = np.linalg.eigh(h)
         direction = -(vectors @ ((vectors.T @ g) / np.maximum(np.abs(eigenvalues), 1e-6 * np.abs(eigenvalues).max())))
         decrement = float(-g @ direction) / 2

@@ -123,9 +123,39 @@ def observed_information(y, discrimination, cuts, structure: Structure = Structu
     return hessian(nll, point), mask
 
 
+def hessian_program(f):
+    """The compiled function ``point -> Hessian of f`` (float64 numpy, symmetrised), built column
+    by column from Hessian-vector products (forward over reverse), ``COLUMNS_AT_ONCE`` columns at
+    a time; compiled once, so repeated Hessians of one function (Newton's method) reuse it.
+
+    Parameters
+    ----------
+    f : callable
+        A scalar function of a vector (traceable by JAX).
+
+    Returns
+    -------
+    callable
+        ``point (P,) -> np.ndarray (P, P)``.
+    """
+    grad = jax.grad(f)
+
+    @jax.jit
+    def columns(point):
+        def column(direction):
+            return jax.jvp(grad, (point,), (direction,))[1]
+
+        return jax.lax.map(column, jnp.eye(point.shape[0], dtype=point.dtype), batch_size=COLUMNS_AT_ONCE)
+
+    def of(point) -> np.ndarray:
+        h = np.asarray(columns(point), np.float64)
+        return 0.5 * (h + h.T)
+
+    return of
+
+
 def hessian(f, point) -> np.ndarray:
-    """The Hessian of a scalar JAX function ``f`` at ``point``, column by column from
-    Hessian-vector products (forward over reverse), ``COLUMNS_AT_ONCE`` columns at a time.
+    """The Hessian of a scalar JAX function ``f`` at ``point`` (``hessian_program`` once).
 
     Parameters
     ----------
@@ -139,14 +169,7 @@ def hessian(f, point) -> np.ndarray:
     np.ndarray
         The symmetrised Hessian (P, P), float64.
     """
-    grad = jax.grad(f)
-
-    def column(direction):
-        return jax.jvp(grad, (point,), (direction,))[1]
-
-    basis = jnp.eye(point.shape[0], dtype=point.dtype)
-    h = np.asarray(jax.jit(lambda b: jax.lax.map(column, b, batch_size=COLUMNS_AT_ONCE))(basis), np.float64)
-    return 0.5 * (h + h.T)
+    return hessian_program(f)(point)
 
 
 def standard_errors(

@@ -230,8 +230,13 @@ def test_observed_expected_table_adds_up():
     table = fc.observed_expected(y, grid, item=3, n_groups=8)
     assert table.group.nunique() == 8 and set(table.category) == {0, 1}
     assert table.observed.sum() == (y[:, 3] >= 0).sum()
+    # the predictives are those of the completed data (seed 0), read at the real answers of item 3
+    completed = fc.complete(0, y, grid)
+    loo = fc.leave_one_out_predictive(completed, grid)
+    assert table.expected.sum() == pytest.approx(loo[y[:, 3] >= 0, 3, :].sum(), rel=1e-12)
+    uncompleted = fc.observed_expected(y, grid, item=3, n_groups=8, seed=None)
     loo = fc.leave_one_out_predictive(y, grid)
-    assert table.expected.sum() == pytest.approx(np.nansum(loo[:, 3, :]), rel=1e-12)
+    assert uncompleted.expected.sum() == pytest.approx(np.nansum(loo[:, 3, :]), rel=1e-12)
     by_group = table.groupby("group").first()
     assert by_group.mean_order.is_monotonic_increasing and by_group.mean_expected_score.is_monotonic_increasing
     # with no pooling needed, the table gives item_fit's statistic

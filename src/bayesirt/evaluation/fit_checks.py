@@ -480,17 +480,35 @@ def _group_tables(p: _Prepared, pred: np.ndarray, j: int, groups):
     return obs, exp
 
 
+def _item_predictives(y, grid: LatentGrid, seed):
+    """The prepared data, and the leave-one-out weights and predictives of ``item_fit``: from the
+    data completed by ``complete`` (seeded by ``seed``), or from the observed cells alone when
+    ``seed`` is None or nothing is missing. Groups and counts read the prepared data's real
+    answers; only the predictives see drawn cells."""
+    p = _prepare(y, grid)
+    completed = p if seed is None or p.observed.all() else _prepare(complete(seed, p.y, grid), grid)
+    _, loo_w, pred = _loo(completed)
+    return p, loo_w, pred
+
+
 def item_fit(
-    y, grid: LatentGrid, n_groups: int = 10, n_parameters=None, alpha: float = 0.05, min_expected: float = 1.0
+    y,
+    grid: LatentGrid,
+    n_groups: int = 10,
+    n_parameters=None,
+    alpha: float = 0.05,
+    min_expected: float = 1.0,
+    seed=0,
 ) -> pd.DataFrame:
     """S-X2-type item fit that works with missing responses (leave-one-out grouping).
 
-    For item j, the persons who answered it are ordered by their leave-one-out expected score
-    E[Y_nj | their other observed responses on j's scale] (for the GRM and 2PL monotone in the
-    ability estimate without item j, in place of the summed score of S-X2, which missing
-    responses make incomparable) and cut into ``n_groups`` groups of nearly equal size. In
-    group g, O_gk counts the persons answering k and E_gk sums their leave-one-out predictive
-    probabilities of k, and
+    The missing cells are first completed by one draw from the model (``complete``, seeded by
+    ``seed``). For item j, the persons who answered it are ordered by their leave-one-out
+    expected score E[Y_nj | their other responses on j's scale, completed] (for the GRM and 2PL
+    monotone in the ability estimate without item j, in place of the summed score of S-X2,
+    which missing responses make incomparable) and cut into ``n_groups`` groups of nearly equal
+    size. In group g, O_gk counts the persons answering k (real answers only: no drawn cell of
+    item j enters) and E_gk sums their leave-one-out predictive probabilities of k, and
 
         X2_j = sum_g sum_k (O_gk - E_gk)^2 / E_gk,   df_j = G_j (K_j - 1) - m_j.
 
@@ -498,7 +516,12 @@ def item_fit(
     given the grouping with exactly those probabilities under the model, so with known item
     values X2_j is close to chi-square with G_j (K_j - 1) df (slightly below it: the probabilities
     vary within a group); m_j subtracts the estimated parameters by the S-X2 convention, an
-    approximation. Pooling: a group with an expected count below ``min_expected`` in some
+    approximation. Why complete first: under MAR the other items' missing cells may depend on
+    y_nj (an item that drives the missingness), so the observed rest alone, together with which
+    cells are missing, says more about y_nj than the model's predictive from the observed rest;
+    completed data have the model's distribution under any MAR mechanism (``complete``), so the
+    predictive from the completed rest is the right one. With ``seed=None`` the predictive
+    conditions on the observed rest only, which is exact under MCAR. Pooling: a group with an expected count below ``min_expected`` in some
     category, or with fewer than two categories observed, is merged with a neighbour (the
     lowest such group first; an end group inward, an inner group into the neighbour with fewer
     persons) until none is left; ``pooled`` counts the merges.
@@ -518,6 +541,8 @@ def item_fit(
         Level of ``flagged``.
     min_expected : float
         Smallest expected count a cell may keep without pooling.
+    seed : int, numpy.random.Generator, JAX PRNG key or None
+        Seeds the completion of the missing cells; None: no completion (see above).
 
     Returns
     -------
@@ -525,8 +550,7 @@ def item_fit(
         One row per item: item, n_observed, statistic, df, p_value, groups, pooled, flagged
         (p_value < alpha). Items with df <= 0 get p_value NaN and are not flagged.
     """
-    p = _prepare(y, grid)
-    _, _, pred = _loo(p)
+    p, _, pred = _item_predictives(y, grid, seed)
     m = _default_parameters(p.n_cat, n_parameters)
     rows = []
     for j in range(p.y.shape[1]):
@@ -543,7 +567,7 @@ def item_fit(
     return pd.DataFrame(rows)
 
 
-def observed_expected(y, grid: LatentGrid, item: int, n_groups: int = 10) -> pd.DataFrame:
+def observed_expected(y, grid: LatentGrid, item: int, n_groups: int = 10, seed=0) -> pd.DataFrame:
     """The observed and expected table behind ``item_fit`` for one item, before pooling.
 
     Parameters
@@ -556,6 +580,8 @@ def observed_expected(y, grid: LatentGrid, item: int, n_groups: int = 10) -> pd.
         The item.
     n_groups : int
         Groups of persons (ordered by the leave-one-out expected score, as in ``item_fit``).
+    seed : int, numpy.random.Generator, JAX PRNG key or None
+        Seeds the completion of the missing cells, as in ``item_fit``.
 
     Returns
     -------
@@ -565,8 +591,7 @@ def observed_expected(y, grid: LatentGrid, item: int, n_groups: int = 10) -> pd.
         ``grid.order``, e.g. theta; NaN when the grid has no order) and mean_expected_score
         (the group's mean E[Y_nj | rest]).
     """
-    p = _prepare(y, grid)
-    _, loo_w, pred = _loo(p)
+    p, loo_w, pred = _item_predictives(y, grid, seed)
     j = int(item)
     groups = _loo_groups(p, pred, j, n_groups)
     if not groups:
@@ -922,6 +947,53 @@ def _draw_categorical(rng: np.random.Generator, cdf: np.ndarray) -> np.ndarray:
     return np.minimum((u > cdf).sum(-1), cdf.shape[-1] - 1)
 
 
+def _response_sampler(p: _Prepared):
+    """A function rng -> one response in every cell, (N, I): each person's latent state on every
+    scale drawn from their posterior given their observed cells, then each cell from
+    P(Y_j | state). The posteriors are computed once, here."""
+    post_cdf = np.cumsum(np.exp(_log_posteriors(p, _cell_log_probs(p))), axis=-1)  # (N, S, Q)
+    post_cdf[..., -1] = 1.0
+    # the last category of each item closes its cdf at exactly 1, so rounding can never draw a
+    # category beyond K_j
+    last = np.arange(p.probs.shape[2])[None, :] >= (p.n_cat - 1)[:, None]  # (I, K)
+    cat_cdf = np.where(last[None], 1.0, np.cumsum(p.probs, axis=-1))  # (Q, I, K)
+    items = np.arange(p.y.shape[1])[None, :]
+
+    def draw(rng: np.random.Generator) -> np.ndarray:
+        state = _draw_categorical(rng, post_cdf)  # (N, S)
+        return _draw_categorical(rng, cat_cdf[state[:, p.scale], items, :])  # from (N, I, K) cdfs
+
+    return draw
+
+
+def complete(key_or_seed, y, grid: LatentGrid) -> np.ndarray:
+    """The data with every missing cell drawn from the model given the person's observed cells.
+
+    One draw of each person's latent state from their posterior, then each missing cell from
+    P(Y_j | state); observed cells are kept. With the model's item values, the completed data
+    have the model's own distribution whatever the missingness, as long as it is MAR: the
+    observed part is p(y_obs) p(m | y_obs) and the drawn part p(y_mis | y_obs), so summed over
+    the masks m their product is p(y). Checks of completed data therefore need no model of the
+    missingness (Gelman, Van Mechelen, Verbeke, Heitjan & Meulders, 2005).
+
+    Parameters
+    ----------
+    key_or_seed : int, numpy.random.Generator or JAX PRNG key
+        Source of randomness (a JAX key's words seed a numpy Generator).
+    y : array (N, I)
+        Integer responses 0..K_j-1, -1 for missing.
+    grid : LatentGrid
+        The model.
+
+    Returns
+    -------
+    np.ndarray (N, I)
+        int64 responses with no missing cell, equal to ``y`` where ``y`` is observed.
+    """
+    p = _prepare(y, grid)
+    return np.where(p.observed, p.y, _response_sampler(p)(_generator(key_or_seed)))
+
+
 def replicate(key_or_seed, y, grid: LatentGrid, n: int = 1) -> np.ndarray:
     """Posterior-predictive replicated data sets with each person's missing mask held fixed.
 
@@ -947,18 +1019,10 @@ def replicate(key_or_seed, y, grid: LatentGrid, n: int = 1) -> np.ndarray:
     """
     rng = _generator(key_or_seed)
     p = _prepare(y, grid)
-    post_cdf = np.cumsum(np.exp(_log_posteriors(p, _cell_log_probs(p))), axis=-1)  # (N, S, Q)
-    post_cdf[..., -1] = 1.0
-    # the last category of each item closes its cdf at exactly 1, so rounding can never draw a
-    # category beyond K_j
-    last = np.arange(p.probs.shape[2])[None, :] >= (p.n_cat - 1)[:, None]  # (I, K)
-    cat_cdf = np.where(last[None], 1.0, np.cumsum(p.probs, axis=-1))  # (Q, I, K)
-    items = np.arange(p.y.shape[1])[None, :]
+    draw = _response_sampler(p)
     out = np.empty((n,) + p.y.shape, dtype=np.int64)
     for r in range(n):
-        state = _draw_categorical(rng, post_cdf)  # (N, S)
-        cdf = cat_cdf[state[:, p.scale], items, :]  # (N, I, K)
-        out[r] = np.where(p.observed, _draw_categorical(rng, cdf), -1)
+        out[r] = np.where(p.observed, draw(rng), -1)
     return out
 
 
@@ -1037,7 +1101,7 @@ def check(
     n_replications : int
         Replications of the local-dependence p-values.
     seed : int
-        Seed of the replications.
+        Seed of the replications and of the item fit's completion of missing cells.
     alpha : float
         Level of every flag.
     n_groups : int
@@ -1049,7 +1113,9 @@ def check(
         ``items`` (one row per item; ``flagged`` when the item fit or the local dependence
         flags it), ``persons`` and ``summary``.
     """
-    fit = item_fit(y, grid, n_groups=n_groups, n_parameters=n_parameters, alpha=alpha)
+    # the item fit's completion draws from a stream of its own, apart from the replications'
+    completion = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(1,)))
+    fit = item_fit(y, grid, n_groups=n_groups, n_parameters=n_parameters, alpha=alpha, seed=completion)
     ld = local_dependence(y, grid, n_replications=n_replications, seed=seed, alpha=alpha)
     items = fit.rename(columns={"flagged": "fit_flagged"}).merge(
         ld.rename(columns={c: f"ld_{c}" for c in ld.columns if c != "item"}), on="item"
@@ -1072,6 +1138,10 @@ def check(
         "max_q3_items": [worst, int(items.loc[worst, "ld_partner"])] if worst is not None else None,
         "max_q3_p_value": float(items.loc[worst, "ld_p_value"]) if worst is not None else None,
         "replications": n_replications,
-        "reference": "parametric bootstrap at the estimates, each person's missing cells held fixed",
+        "reference": (
+            "item fit: leave-one-out predictives at the estimates, the other items' missing cells"
+            " completed by one draw from the model; local dependence: parametric bootstrap at the"
+            " estimates, each person's missing cells held fixed"
+        ),
     }
     return FitChecks(items, persons, summary)

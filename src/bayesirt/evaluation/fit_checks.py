@@ -521,10 +521,12 @@ def item_fit(
     cells are missing, says more about y_nj than the model's predictive from the observed rest;
     completed data have the model's distribution under any MAR mechanism (``complete``), so the
     predictive from the completed rest is the right one. With ``seed=None`` the predictive
-    conditions on the observed rest only, which is exact under MCAR. Pooling: a group with an expected count below ``min_expected`` in some
-    category, or with fewer than two categories observed, is merged with a neighbour (the
-    lowest such group first; an end group inward, an inner group into the neighbour with fewer
-    persons) until none is left; ``pooled`` counts the merges.
+    conditions on the observed rest only, which is exact under MCAR.
+
+    Pooling: a group with an expected count below ``min_expected`` in some category, or with
+    fewer than two categories observed, is merged with a neighbour (the lowest such group
+    first; an end group inward, an inner group into the neighbour with fewer persons) until
+    none is left; ``pooled`` counts the merges.
 
     Parameters
     ----------

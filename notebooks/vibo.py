@@ -92,8 +92,11 @@ else:
 #
 # Per design (its model in brackets), missingness and method, mean over replications: ability
 # RMSE and correlation, discrimination RMSE, the RMSE of the difficulties (2PL) or of the
-# category cuts (GRM: P(Y >= k) = sigmoid(a theta - cut_k)), and the coverage of the true
-# abilities by the 50% and 90% intervals (MML-EAP's intervals are its EAP posterior sds).
+# category cuts (GRM: P(Y >= k) = sigmoid(a theta - cut_k)), the coverage of the true
+# abilities by the 50% and 90% intervals (MML-EAP's intervals are its EAP posterior sds), and
+# that of the true discriminations by each method's 90% intervals (MML: its standard errors;
+# VIBO and mean-field VI: the approximation's own sds, which their records say are not
+# corrected).
 
 # %%
 models = fits.drop_duplicates("design").set_index("design")["model"] if names else pd.Series(dtype=str)
@@ -107,6 +110,7 @@ recovery_cols = [
         "cut_rmse_mean",
         "coverage_50_mean",
         "coverage_90_mean",
+        "discrimination_coverage_90_mean",
     ]
     if names and c in summary
 ]

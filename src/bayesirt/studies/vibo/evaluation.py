@@ -172,8 +172,9 @@ def estimates_table(items: dict, ability, truth, st=None) -> pd.DataFrame:
 
 
 def recovery(est: pd.DataFrame) -> dict:
-    """Recovery against the truth and calibration of the ability intervals; nothing for a fit
-    of real data (no ``true`` column: there is no truth to recover)."""
+    """Recovery against the truth and calibration of the ability intervals, and of the
+    discriminations' 90% intervals (mean +- 1.645 sd; NaN where a method reports no item sd);
+    nothing for a fit of real data (no ``true`` column: there is no truth to recover)."""
     out = {}
     if "true" not in est:
         return out
@@ -187,4 +188,10 @@ def recovery(est: pd.DataFrame) -> dict:
     err, sd = np.abs(ab["mean"] - ab["true"]).to_numpy(), ab["sd"].to_numpy()
     out["coverage_50"] = float(np.mean(err < Z50 * sd))
     out["coverage_90"] = float(np.mean(err < Z90 * sd))
+    disc = est[est.parameter == "discrimination"]
+    sd = disc["sd"].to_numpy(float)
+    # a 1PL's discriminations are fixed (sd 0) and point estimates have none: nothing to cover
+    known = np.isfinite(sd) & (sd > 0)
+    err = np.abs(disc["mean"] - disc["true"]).to_numpy(float)[known]
+    out["discrimination_coverage_90"] = float(np.mean(err < Z90 * sd[known])) if known.any() else float("nan")
     return out

@@ -59,6 +59,7 @@ METRICS = [
     "cut_rmse",
     "coverage_50",
     "coverage_90",
+    "discrimination_coverage_90",
     "hidden_accuracy",
     "hidden_log_score",
     "heldout_loglik",

@@ -61,3 +61,25 @@ def test_more_than_one_ability_dimension_is_refused_in_one_line():
     st = irt2pl.Structure("2pl", y.shape[1], n_factors=2)
     with pytest.raises(ValueError, match="integrates one ability dimension; the model has 2"):
         irt2pl_laplace.negative_log_marginal_posterior(y, st, irt2pl.ItemPriors())
+
+
+def test_the_grm_objective_with_items_of_different_lengths():
+    # seed 3, N = 500, items with 3, 5 and 4 categories (the short items' filler gaps unused):
+    # against mml's quadrature at the same cuts
+    rng = np.random.default_rng(3)
+    cats = np.array([3, 5, 4])
+    st = irt2pl.Structure("grm", 3, 1, tuple(int(c) for c in cats))
+    items = {
+        "log_discrimination": jnp.log(jnp.array([[0.9], [1.4], [1.1]])),
+        "first_cut": jnp.array([-1.0, -1.5, -0.5]),
+        "log_gaps": jnp.log(jnp.array([[0.8, 0.5, 0.5], [0.7, 0.9, 0.6], [1.0, 0.6, 0.5]])),
+    }
+    y = np.stack([rng.integers(0, c, 500) for c in cats], axis=1)
+    y[rng.random(y.shape) < 0.2] = -1
+    y = y[(y >= 0).any(1)]  # mml's per-person likelihood wants an answer from each person
+    priors = irt2pl.ItemPriors()
+    c = irt2pl.constrain(items, st)
+    marginal = mml.marginal_loglik(y, np.asarray(c["discrimination"][:, 0]), np.asarray(c["cuts"]), cats, n_nodes=21)
+    expected = -(marginal.sum() + float(irt2pl.item_log_prior(items, priors)))
+    f = irt2pl_laplace.negative_log_marginal_posterior(y, st, priors, n_nodes=21)
+    assert float(f(items)) == pytest.approx(expected, rel=1e-5)

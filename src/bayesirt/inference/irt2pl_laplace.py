@@ -5,10 +5,11 @@ Why: VIBO and per-person mean-field VI approximate the items' posterior by a Gau
 value, independent of the abilities (mean-field VI) or of an encoder's abilities (VIBO), and
 their item sds come out too narrow and their means biased when the abilities are uncertain
 (90% intervals of RWA-size GRM discriminations covered 0-62% of the truth). Integrating the
-one-dimensional N(0, 1) ability out by Gauss-Hermite quadrature gives the items' marginal
-posterior exactly up to the quadrature; its mode is reached by Newton's method from the fit's
-item means (``inference.laplace``), and the curvature there is the precision of a Gaussian in
-the unconstrained item values (the space of the fit and of its priors, so no Jacobian enters).
+one-dimensional N(0, 1) ability out by Gauss-Hermite quadrature (marginal ML's, whose GRM is
+this one) gives the items' marginal posterior exactly up to the quadrature; its mode is reached
+by Newton's method from the fit's item means (``inference.laplace``), and the curvature there
+is the precision of a Gaussian in the unconstrained item values (the space of the fit and of
+its priors, so no Jacobian enters).
 The same correction for the factorized GRM of rb_imputation is ``inference.grm_laplace``.
 """
 
@@ -21,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from bayesirt.inference import laplace, mml
+from bayesirt.inference import laplace, mml, mml_information
 from bayesirt.models import irt2pl
 
 
@@ -63,17 +64,19 @@ def negative_log_marginal_posterior(y, st: irt2pl.Structure, priors: irt2pl.Item
     """
     if st.n_factors != 1:
         raise ValueError(f"the Laplace correction integrates one ability dimension; the model has {st.n_factors}")
-    dtype = jnp.zeros(()).dtype
-    nodes, log_weights = (jnp.asarray(v, dtype) for v in mml.gauss_hermite(n_nodes))
-    y = jnp.asarray(irt2pl.check_responses(np.asarray(y), st))
+    y = irt2pl.check_responses(np.asarray(y), st).astype(np.int64)
+    n_items, width = st.n_items, st.n_categories_max - 1
+    # P(y >= c) = sigmoid(a theta - cut_c) is marginal ML's own GRM (a binary item: one cut, its
+    # difficulty), so its vectorized quadrature serves; filler cuts of short items are not free
+    structure = mml.Structure(st.categories, np.zeros(n_items, np.int64))
+    nll, _, mask = mml_information.marginal_nll(y, np.ones(n_items), np.zeros((n_items, width)), structure, n_nodes)
+    free = jnp.asarray(np.flatnonzero(mask))
 
     def f(items: dict):
-        def node_loglik(x):  # every person at ability x: (N,)
-            return irt2pl.log_lik(y, jnp.full((y.shape[0], 1), x, dtype), items, st)
-
-        per_node = jax.lax.map(node_loglik, nodes)  # (Q, N), one node at a time: N x J memory
-        marginal = jax.nn.logsumexp(per_node + log_weights[:, None], axis=0)
-        return -(marginal.sum() + irt2pl.item_log_prior(items, priors))
+        c = irt2pl.constrain(items, st)
+        cuts = c["cuts"] if st.model == "grm" else c["difficulty"][:, None]
+        values = jnp.concatenate([c["discrimination"][:, 0], cuts.ravel()])[free]
+        return nll(values) - irt2pl.item_log_prior(items, priors)
 
     return f
 

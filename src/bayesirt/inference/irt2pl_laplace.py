@@ -26,6 +26,11 @@ from bayesirt.inference import laplace, mml, mml_information
 from bayesirt.models import irt2pl
 
 
+# Gauss-Hermite nodes: at the RWA size (9,881 persons, discriminations up to 2.6) 21 nodes bias
+# marginal ML's discriminations 3% low, many standard errors; 61 take the bias below 1%
+NODES = 61
+
+
 class ItemLaplace(NamedTuple):
     """The Laplace approximation's item values as ``vibo.item_posterior`` gives a fit's, and
     where it is centred."""
@@ -37,7 +42,7 @@ class ItemLaplace(NamedTuple):
     condition_number: float  # of the curvature; very large: a parameter is barely identified
 
 
-def negative_log_marginal_posterior(y, st: irt2pl.Structure, priors: irt2pl.ItemPriors, n_nodes: int = 21):
+def negative_log_marginal_posterior(y, st: irt2pl.Structure, priors: irt2pl.ItemPriors, n_nodes: int = NODES):
     """-log p(items | y) up to a constant, as a function of the unconstrained item values (a dict
     of ``st.item_shapes()``), the one-dimensional ability integrated out by quadrature.
 
@@ -88,7 +93,7 @@ def item_posterior(
     priors: irt2pl.ItemPriors | None = None,
     n_draws: int = 1000,
     seed: int = 0,
-    n_nodes: int = 21,
+    n_nodes: int = NODES,
 ) -> ItemLaplace:
     """The Laplace approximation of the items' marginal posterior at its mode, from ``items``.
 

@@ -95,8 +95,8 @@ else:
 # category cuts (GRM: P(Y >= k) = sigmoid(a theta - cut_k)), the coverage of the true
 # abilities by the 50% and 90% intervals (MML-EAP's intervals are its EAP posterior sds), and
 # that of the true discriminations by each method's 90% intervals (MML: its standard errors;
-# VIBO and mean-field VI: the approximation's own sds, which their records say are not
-# corrected).
+# VIBO and mean-field VI: a Laplace approximation of the items' marginal posterior at its mode,
+# where the record's `item_uncertainty` says so; the RMSEs are of each method's own estimates).
 
 # %%
 models = fits.drop_duplicates("design").set_index("design")["model"] if names else pd.Series(dtype=str)

@@ -5,7 +5,7 @@ parameterisation), and estimates far from a mode are refused."""
 import numpy as np
 import pytest
 
-from bayesirt.inference import grm_laplace, mml, mml_information
+from bayesirt.inference import grm_laplace, laplace, mml, mml_information
 from bayesirt.models import factorized_grm as fgrm
 
 from .test_mml_information import simulated
@@ -52,7 +52,7 @@ def test_newton_from_far_estimates_reaches_the_marginal_ml_estimate():
     inc = np.where(np.arange(2)[None, :] < np.asarray(cats)[:, None] - 2, np.diff(tau, axis=1), 0.5)
     far = {"discrimination": 4 * fit.discrimination, "base_difficulty": tau[:, 0] + 0.5, "increments": inc * 1.5}
     post = grm_laplace.item_posterior(y, fgrm.structure(cats), far, WIDE, n_draws=10, seed=1)
-    assert post.converged and 1 <= post.newton_steps < grm_laplace.NEWTON_STEPS
+    assert post.converged and 1 <= post.newton_steps < laplace.NEWTON_STEPS
     se = mml_information.standard_errors(y, fit.discrimination, fit.cuts, mml.Structure(cats))
     assert np.all(np.abs(far["discrimination"] - fit.discrimination) > 10 * se.discrimination)
     assert np.all(np.abs(post.centre["discrimination"] - fit.discrimination) < 0.25 * se.discrimination)

@@ -142,7 +142,9 @@ def test_vibo_study_records_carry_psis_per_fit_of_a_block(method):
         assert entry["khat"] is not None and np.isfinite(entry["khat"])
         assert entry["reliable"] == (entry["khat"] <= psis.KHAT_LIMIT)
         assert out.record["timing"]["psis_seconds"] >= 0
-        assert out.record["item_uncertainty"]["method"] == "variational"  # not corrected, and said
+        # the item values corrected by a Laplace approximation at the items' marginal mode
+        assert out.record["item_uncertainty"]["method"] == "laplace_at_marginal_mode"
+        assert out.record["item_uncertainty"]["converged"] and out.record["timing"]["item_correction_seconds"] >= 0
         khats.append(entry["khat"])
     assert khats[0] != khats[1]
     st = irt2pl.Structure("2pl", 8, 1)

@@ -112,6 +112,15 @@ def test_a_block_fit_gives_the_records_and_estimates_of_single_fits(method, mode
             # the fit's own PSIS k-hat, that of the single fit up to the block's rounding
             assert b.record["psis"]["draws"] == single.record["psis"]["draws"] == vibo.KHAT_DRAWS
             assert b.record["psis"]["khat"] == pytest.approx(single.record["psis"]["khat"], abs=1e-3)
+            # the tables' item values: the Laplace correction's, the fit's own beside them
+            entry, single_entry = b.record["item_uncertainty"], single.record["item_uncertainty"]
+            assert entry["method"] == single_entry["method"] and entry.get("converged") == single_entry.get("converged")
+            if "condition_number" in entry:
+                assert entry["condition_number"] == pytest.approx(single_entry["condition_number"], rel=1e-3)
+            if b.record["item_uncertainty"]["method"] == methods.CORRECTED:
+                items = b.estimates.parameter != "ability"
+                assert b.estimates.loc[items, ["vi_mean", "vi_sd"]].notna().all().all()
+                assert not np.allclose(b.estimates.loc[items, "mean"], b.estimates.loc[items, "vi_mean"])
 
 
 def test_a_block_holds_one_condition_and_no_more_than_block_size():

@@ -99,7 +99,25 @@ FIGURES = {
         "advi_mean_field_coverage_90",
         "real_advi_sd_to_mml_se",
     ],
-    "fit_checks_calibration": [*TARGETS, "ks_p_min", "rejection_5_worst", "power_min", "null", "power"],
+    "fit_checks_calibration": [
+        *TARGETS,
+        "ks_p_min",
+        "rejection_5_worst",
+        "power_min",
+        "null",
+        "comparison",
+        "local_dependence_null",
+        "power",
+    ],
+    "vi_item_calibration": [
+        *TARGETS,
+        *(
+            f"{m}_{kind}"
+            for m in ("vibo_one_prior", "vibo_prior_per_missing", "mfvi")
+            for kind in ("coverage_90", "own_coverage_90")
+        ),
+        "item_uncertainty",
+    ],
     "fit_checks_rwa": [*TARGETS, "checks_seconds", "fit_seconds", "items_flagged", "persons_flagged_share"],
     "ifa_ipip_scale": [
         *TARGETS,

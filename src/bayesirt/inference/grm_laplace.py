@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesirt.inference import mml, mml_information
+from bayesirt.inference import laplace, mml, mml_information
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import grm
 
@@ -39,10 +39,6 @@ class ItemPosterior(NamedTuple):
 
 def _softplus_inverse(x):
     return x + np.log(-np.expm1(-x))
-
-
-NEWTON_STEPS = 25  # from VI's estimates the mode is a few steps away; more means something is wrong
-GRADIENT_TOL = 1e-3  # Newton decrement g' H^-1 g / 2 at which the centre counts as the mode
 
 
 class _Objective(NamedTuple):
@@ -90,43 +86,6 @@ def _objective(y, st: fgrm.Structure, means: dict, priors: fgrm.Priors, n_nodes:
 
     u0 = np.concatenate([_softplus_inverse(a), base, _softplus_inverse(inc.ravel()[used])])
     return _Objective(f, u0, natural)
-
-
-def _newton(f, u0: np.ndarray, max_steps: int = NEWTON_STEPS, tol: float = GRADIENT_TOL):
-    """Newton's method on ``f`` from ``u0`` with the full Hessian (``mml_information.hessian_program``).
-
-    Away from the mode the Hessian need not be positive definite, so each step uses its
-    eigenvalues' absolute values (floored), which keeps the step a descent direction, and halves
-    the step until ``f`` does not increase by more than its rounding. Why not BFGS: the Hessian
-    is needed at the end anyway, and from VI's estimates the mode is a few quadratic steps away.
-
-    Returns the point, its Hessian, the steps taken and whether the Newton decrement fell below
-    ``tol``.
-    """
-    dtype = jnp.zeros(()).dtype
-    value_and_grad = jax.jit(jax.value_and_grad(f))
-    hessian = mml_information.hessian_program(f)  # compiled once for every step
-    u = np.asarray(u0, np.float64)
-    for step in range(max_steps + 1):
-        value, g = value_and_grad(jnp.asarray(u, dtype))
-        value, g = float(value), np.asarray(g, np.float64)
-        h = hessian(jnp.asarray(u, dtype))
-        eigenvalues, vectors = np.linalg.eigh(h)
-        direction = -(vectors @ ((vectors.T @ g) / np.maximum(np.abs(eigenvalues), 1e-6 * np.abs(eigenvalues).max())))
-        decrement = float(-g @ direction) / 2
-        if decrement < tol and eigenvalues.min() > 0:
-            return u, h, step, True
-        if step == max_steps:
-            break
-        slack = 1e-6 * max(abs(value), 1.0)  # the float32 sum's rounding
-        t = 1.0
-        while t > 1e-4:
-            trial = u + t * direction
-            if float(value_and_grad(jnp.asarray(trial, dtype))[0]) <= value + slack:
-                break
-            t /= 2
-        u = trial
-    return u, h, max_steps, False
 
 
 def item_posterior(
@@ -186,26 +145,19 @@ def item_posterior(
     """
     objective = _objective(y, st, means, priors, n_nodes)
     if refine:
-        u0, h, steps, converged = _newton(objective.f, objective.u0)
+        u0, h, steps, converged = laplace.newton(objective.f, objective.u0)
     else:
         u0, steps, converged = objective.u0, 0, True
         h = mml_information.hessian(objective.f, jnp.asarray(u0, jnp.zeros(()).dtype))
-    eigenvalues, vectors = np.linalg.eigh(h)
-    if eigenvalues.min() <= 0:
-        raise ValueError(
-            f"the marginal posterior's curvature is not positive definite at the "
-            f"{'point Newton reached' if refine else 'estimates'} (smallest eigenvalue {eigenvalues.min():.3g})"
-        )
-    rng = np.random.default_rng(seed)
-    z = rng.standard_normal((n_draws, len(u0)))
-    u = u0 + (z / np.sqrt(eigenvalues)) @ vectors.T  # covariance V diag(1/lambda) V^T = H^-1
+    where = "point Newton reached" if refine else "estimates"
+    u, condition_number = laplace.gaussian_draws(u0, h, n_draws, seed, where)
     a, base, increments = objective.natural(u)
     a0, base0, inc0 = objective.natural(u0)
     return ItemPosterior(
         a,
         base,
         increments,
-        float(eigenvalues.max() / eigenvalues.min()),
+        condition_number,
         {"discrimination": a0, "base_difficulty": base0, "increments": inc0},
         steps,
         converged,

@@ -54,7 +54,9 @@ class Fitted:
     """What a method gives before the common evaluation: item estimates (``item_estimates``
     layout), abilities (mean, sd), the predictive probabilities of the scored cells, the record
     built from the fields (``make_record``), the method's settings for the record, losses,
-    draws and timings."""
+    draws and timings. ``corrected_items`` (same layout), where given, are what the tables
+    report as the items' mean and sd (a variational fit's Laplace correction); ``items`` then
+    stay the method's own, in ``vi_mean`` / ``vi_sd``, and in everything the method predicts."""
 
     items: dict
     ability: tuple
@@ -64,12 +66,20 @@ class Fitted:
     losses: pd.DataFrame | None = None
     idata: object | None = None
     timing: dict = field(default_factory=dict)  # the record's timing: evaluation adds eval_seconds
+    corrected_items: dict | None = None
 
 
 def evaluated(p: Prepared, f: Fitted) -> MethodResult:
     """A method's fit with the common evaluation in its record: recovery and calibration (where
     there is a truth), scores of the scored cells and the held-out log-likelihood."""
-    est = estimates_table(f.items, (np.asarray(f.ability[0])[:, 0], np.asarray(f.ability[1])[:, 0]), p.truth, p.st)
+    ability = (np.asarray(f.ability[0])[:, 0], np.asarray(f.ability[1])[:, 0])
+    est = estimates_table(f.items, ability, p.truth, p.st)
+    if f.corrected_items is not None:
+        reported = estimates_table(f.corrected_items, ability, p.truth, p.st)
+        on_items = (est.parameter != "ability").to_numpy()
+        est = reported.assign(
+            vi_mean=est["mean"].where(on_items).to_numpy(), vi_sd=est["sd"].where(on_items).to_numpy()
+        )
     fields = {**p.fields, **({"settings": f.settings} if f.settings is not None else {})}
     t0 = time.perf_counter()
     fields["evaluation"] = {
@@ -174,15 +184,18 @@ def estimates_table(items: dict, ability, truth, st=None) -> pd.DataFrame:
 def recovery(est: pd.DataFrame) -> dict:
     """Recovery against the truth and calibration of the ability intervals, and of the
     discriminations' 90% intervals (mean +- 1.645 sd; NaN where a method reports no item sd);
-    nothing for a fit of real data (no ``true`` column: there is no truth to recover)."""
+    nothing for a fit of real data (no ``true`` column: there is no truth to recover). The
+    RMSEs are of the method's own estimates (``vi_mean`` where the table's are corrected), the
+    coverage of the intervals the table reports."""
     out = {}
     if "true" not in est:
         return out
+    own = est["vi_mean"].fillna(est["mean"]) if "vi_mean" in est else est["mean"]
     for par in ("discrimination", "difficulty", "cut", "ability"):
         d = est[est.parameter == par]
         if d.empty:
             continue
-        m = metrics(d["mean"], d["true"])
+        m = metrics(own[d.index], d["true"])
         out[f"{par}_rmse"], out[f"{par}_corr"] = m["rmse"], m["corr"]
     ab = est[est.parameter == "ability"]
     err, sd = np.abs(ab["mean"] - ab["true"]).to_numpy(), ab["sd"].to_numpy()

@@ -25,7 +25,6 @@ from jax.flatten_util import ravel_pytree
 from bayesirt.inference import laplace, mml, mml_information
 from bayesirt.models import irt2pl
 
-
 # Gauss-Hermite nodes: at the RWA size (9,881 persons, discriminations up to 2.6) 21 nodes bias
 # marginal ML's discriminations 3% low, many standard errors; 61 take the bias below 1%
 NODES = 61

@@ -94,9 +94,22 @@ def test_a_block_fit_gives_the_records_and_estimates_of_single_fits(method, mode
         for key in ("replication", "seed", "steps", "converged", "condition", "n_persons", "missing_rate"):
             assert b.record[key] == single.record[key], key
         for key, value in single.record["evaluation"].items():
-            assert b.record["evaluation"][key] == pytest.approx(value, rel=1e-5, abs=1e-6), key
-        np.testing.assert_allclose(b.estimates["mean"], single.estimates["mean"], atol=1e-4)
-        np.testing.assert_allclose(b.estimates["sd"], single.estimates["sd"], atol=1e-4)
+            # the corrected intervals (below) may flip an item whose interval edge lies within
+            # Newton's tolerance of the truth: two items of 22 at most
+            tolerance = {"abs": 0.1} if key == "discrimination_coverage_90" else {"rel": 1e-5, "abs": 1e-6}
+            assert b.record["evaluation"][key] == pytest.approx(value, **tolerance), key
+        if "vi_mean" in single.estimates:  # the tables' items corrected (irt2pl_laplace)
+            # the fits' own values as above; the corrected ones come from Newton's method from
+            # them, which stops within a Newton decrement of 1e-3 of the mode (0.045 posterior
+            # sds), so two runs from nearly equal starts agree within 0.1 sd
+            own = ["vi_mean", "vi_sd"]
+            np.testing.assert_allclose(b.estimates[own].fillna(0), single.estimates[own].fillna(0), atol=1e-4)
+            gap = np.abs(b.estimates["mean"] - single.estimates["mean"])
+            assert (gap <= 0.1 * single.estimates["sd"] + 1e-4).all(), gap.max()
+            np.testing.assert_allclose(b.estimates["sd"], single.estimates["sd"], rtol=0.05, atol=1e-4)
+        else:
+            np.testing.assert_allclose(b.estimates["mean"], single.estimates["mean"], atol=1e-4)
+            np.testing.assert_allclose(b.estimates["sd"], single.estimates["sd"], atol=1e-4)
         assert b.estimates[["parameter", "item", "person"]].equals(single.estimates[["parameter", "item", "person"]])
         if method == "mml":  # one after the other: the single fit's record (no block), timings aside
             assert "block" not in b.record and "psis" not in b.record  # k-hat: variational fits only

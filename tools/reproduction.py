@@ -144,7 +144,9 @@ def collect(args) -> int:
         "sittings": mine,
         "started": mine[0]["start"],
         "finished": mine[-1]["end"],
-        "elapsed_seconds": sum(seconds(s["start"], s["end"]) for s in mine),
+        # a sitting paused by hand (SIGSTOP, to free the cores for something else) records the
+        # paused time; it is not the study's
+        "elapsed_seconds": sum(seconds(s["start"], s["end"]) - s.get("paused_seconds", 0) for s in mine),
         "job_seconds": job_seconds(args.study),
         "shared_with": sorted({o for s in mine for o in s["studies"]} - {args.study}),
         "left_out": args.left_out,

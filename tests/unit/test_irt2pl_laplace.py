@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from bayesirt.inference import irt2pl_laplace, mml, mml_information
+from bayesirt.inference import irt2pl_laplace, laplace, mml, mml_information
 from bayesirt.models import irt2pl
 
 
@@ -83,3 +83,33 @@ def test_the_grm_objective_with_items_of_different_lengths():
     expected = -(marginal.sum() + float(irt2pl.item_log_prior(items, priors)))
     f = irt2pl_laplace.negative_log_marginal_posterior(y, st, priors, n_nodes=21)
     assert float(f(items)) == pytest.approx(expected, rel=1e-5)
+
+
+def test_newton_compiles_once_for_data_passed_as_arguments_and_the_correction_reuses_it():
+    # a quadratic whose data (its centre) is an argument: the second data set of the same shape
+    # is solved without tracing f again; then two 2PL data sets of one shape (seeds 11, 12)
+    # share the correction's objective and its compiled programs
+    traces = []
+
+    def f(u, centre):
+        traces.append(1)  # runs only when JAX traces f
+        return jnp.sum((u - centre) ** 2 * jnp.arange(1.0, 4.0))
+
+    for centre in ([1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]):
+        u, h, steps, converged = laplace.newton(f, np.zeros(3), args=(jnp.asarray(centre),))
+        assert converged and np.allclose(u, centre, atol=1e-4) and np.allclose(np.diag(h), [2.0, 4.0, 6.0])
+    assert len(traces) == 2  # once for the value and gradient, once for the Hessian
+
+    st = irt2pl.Structure("2pl", 8)
+    before = laplace._programs.cache_info()
+    for seed in (11, 12):
+        y, a, d = simulated_2pl(seed=seed, n_persons=300)
+        irt2pl_laplace.item_posterior(y, st, unconstrained(a, d), n_draws=10, n_nodes=11)
+    after = laplace._programs.cache_info()
+    assert after.misses - before.misses <= 1 and after.hits - before.hits >= 1
+
+
+def test_item_values_of_the_wrong_shape_are_refused():
+    y, a, d = simulated_2pl(n_persons=50)
+    with pytest.raises(ValueError, match="do not fit the model's"):
+        irt2pl_laplace.item_posterior(y, irt2pl.Structure("2pl", 8), {"difficulty": jnp.asarray(d)})

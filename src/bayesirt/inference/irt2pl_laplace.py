@@ -15,6 +15,7 @@ The same correction for the factorized GRM of rb_imputation is ``inference.grm_l
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -39,6 +40,38 @@ class ItemLaplace(NamedTuple):
     newton_steps: int
     converged: bool  # Newton's decrement fell below its tolerance at a positive definite curvature
     condition_number: float  # of the curvature; very large: a parameter is barely identified
+
+
+@functools.lru_cache(maxsize=8)
+def _objective(st: irt2pl.Structure, priors: irt2pl.ItemPriors):
+    """``f(u, data)``: -log p(items | y) up to a constant, of the flat unconstrained item values
+    ``u`` (``ravel_pytree``'s order) and the responses in marginal ML's quadrature layout. One
+    function per model and priors, with the data an argument, so that Newton's compiled
+    gradient and Hessian serve every data set of one shape (a study's replications)."""
+    width = st.n_categories_max - 1
+    _, unravel = ravel_pytree({k: jnp.zeros(s) for k, s in st.item_shapes().items()})
+    # filler cuts of items with fewer categories than the longest do not enter the likelihood;
+    # they are held at 0 so that no infinity reaches the quadrature
+    used = jnp.asarray(np.arange(width)[None, :] < (np.asarray(st.categories)[:, None] - 1))
+
+    def f(u, data):
+        items = unravel(u)
+        c = irt2pl.constrain(items, st)
+        cuts = c["cuts"] if st.model == "grm" else c["difficulty"][:, None]
+        nll = mml_information.total_nll(c["discrimination"][:, 0], jnp.where(used, cuts, 0.0), data)
+        return nll - irt2pl.item_log_prior(items, priors)
+
+    return f
+
+
+def _quadrature_data(y, st: irt2pl.Structure, n_nodes: int):
+    if st.n_factors != 1:
+        raise ValueError(f"the Laplace correction integrates one ability dimension; the model has {st.n_factors}")
+    y = irt2pl.check_responses(np.asarray(y), st).astype(np.int64)
+    # P(y >= c) = sigmoid(a theta - cut_c) is marginal ML's own GRM (a binary item: one cut, its
+    # difficulty), so its vectorized quadrature serves
+    structure = mml.Structure(st.categories, np.zeros(st.n_items, np.int64))
+    return mml_information.quadrature_data(y, structure, n_nodes)
 
 
 def negative_log_marginal_posterior(y, st: irt2pl.Structure, priors: irt2pl.ItemPriors, n_nodes: int = NODES):
@@ -66,23 +99,9 @@ def negative_log_marginal_posterior(y, st: irt2pl.Structure, priors: irt2pl.Item
     ValueError
         For more than one ability dimension (the quadrature here is one-dimensional).
     """
-    if st.n_factors != 1:
-        raise ValueError(f"the Laplace correction integrates one ability dimension; the model has {st.n_factors}")
-    y = irt2pl.check_responses(np.asarray(y), st).astype(np.int64)
-    n_items, width = st.n_items, st.n_categories_max - 1
-    # P(y >= c) = sigmoid(a theta - cut_c) is marginal ML's own GRM (a binary item: one cut, its
-    # difficulty), so its vectorized quadrature serves; filler cuts of short items are not free
-    structure = mml.Structure(st.categories, np.zeros(n_items, np.int64))
-    nll, _, mask = mml_information.marginal_nll(y, np.ones(n_items), np.zeros((n_items, width)), structure, n_nodes)
-    free = jnp.asarray(np.flatnonzero(mask))
-
-    def f(items: dict):
-        c = irt2pl.constrain(items, st)
-        cuts = c["cuts"] if st.model == "grm" else c["difficulty"][:, None]
-        values = jnp.concatenate([c["discrimination"][:, 0], cuts.ravel()])[free]
-        return nll(values) - irt2pl.item_log_prior(items, priors)
-
-    return f
+    data = _quadrature_data(y, st, n_nodes)
+    f = _objective(st, priors)
+    return lambda items: f(ravel_pytree(items)[0], data)
 
 
 def item_posterior(
@@ -123,12 +142,17 @@ def item_posterior(
     Raises
     ------
     ValueError
-        For more than one ability dimension, or a curvature that is not positive definite.
+        For more than one ability dimension, item values that do not fit the model, or a
+        curvature that is not positive definite.
     """
     dtype = jnp.zeros(()).dtype
+    shapes = {k: tuple(np.shape(v)) for k, v in items.items()}
+    if shapes != st.item_shapes():
+        raise ValueError(f"item values of shapes {shapes} do not fit the model's {st.item_shapes()}")
     start, unravel = ravel_pytree({k: jnp.asarray(v, dtype) for k, v in items.items()})
-    objective = negative_log_marginal_posterior(y, st, priors or irt2pl.ItemPriors(), n_nodes)
-    u, h, steps, converged = laplace.newton(lambda v: objective(unravel(v)), np.asarray(start, np.float64))
+    data = _quadrature_data(y, st, n_nodes)
+    objective = _objective(st, priors or irt2pl.ItemPriors())
+    u, h, steps, converged = laplace.newton(objective, np.asarray(start, np.float64), args=(data,))
     draws, condition_number = laplace.gaussian_draws(u, h, n_draws, seed, "point Newton reached")
     constrained = jax.vmap(lambda v: irt2pl.constrain(unravel(v), st))(jnp.asarray(draws, dtype))
     summary = {k: (np.asarray(v.mean(0), np.float64), np.asarray(v.std(0), np.float64)) for k, v in constrained.items()}

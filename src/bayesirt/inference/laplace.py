@@ -9,6 +9,8 @@ the mode for reuse; the Hessians are ``mml_information.hessian_program``'s (comp
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,7 +21,14 @@ NEWTON_STEPS = 25  # from VI's estimates the mode is a few steps away; more mean
 GRADIENT_TOL = 1e-3  # Newton decrement g' H^-1 g / 2 at which the centre counts as the mode
 
 
-def newton(f, u0: np.ndarray, max_steps: int = NEWTON_STEPS, tol: float = GRADIENT_TOL):
+@functools.lru_cache(maxsize=16)
+def _programs(f):
+    """The jitted value-and-gradient and Hessian of ``f(u, *args)``, kept per function, so that a
+    function of data passed as arguments is compiled once for every data set of one shape."""
+    return jax.jit(jax.value_and_grad(f)), mml_information.hessian_program(f)
+
+
+def newton(f, u0: np.ndarray, args: tuple = (), max_steps: int = NEWTON_STEPS, tol: float = GRADIENT_TOL):
     """Newton's method on ``f`` from ``u0`` with the full Hessian (``mml_information.hessian_program``).
 
     Away from the mode the Hessian need not be positive definite, so each step uses its
@@ -30,9 +39,14 @@ def newton(f, u0: np.ndarray, max_steps: int = NEWTON_STEPS, tol: float = GRADIE
     Parameters
     ----------
     f : callable
-        A scalar function of a vector (traceable by JAX), the negative log posterior.
+        ``f(u, *args)``, a scalar function of a vector (traceable by JAX), the negative log
+        posterior. Its compiled gradient and Hessian are kept (for the last few functions):
+        pass the data in ``args`` rather than closing over them, and one compilation serves
+        every data set of one shape.
     u0 : np.ndarray (P,)
         The starting point.
+    args : tuple
+        Further arguments of ``f`` (JAX arrays or pytrees of them), held fixed.
     max_steps : int
         Newton steps at most.
     tol : float
@@ -45,13 +59,12 @@ def newton(f, u0: np.ndarray, max_steps: int = NEWTON_STEPS, tol: float = GRADIE
         taken and whether the decrement fell below ``tol`` with a positive definite Hessian.
     """
     dtype = jnp.zeros(()).dtype
-    value_and_grad = jax.jit(jax.value_and_grad(f))
-    hessian = mml_information.hessian_program(f)  # compiled once for every step
+    value_and_grad, hessian = _programs(f)  # compiled once for every step (and data set)
     u = np.asarray(u0, np.float64)
     for step in range(max_steps + 1):
-        value, g = value_and_grad(jnp.asarray(u, dtype))
+        value, g = value_and_grad(jnp.asarray(u, dtype), *args)
         value, g = float(value), np.asarray(g, np.float64)
-        h = hessian(jnp.asarray(u, dtype))
+        h = hessian(jnp.asarray(u, dtype), *args)
         eigenvalues, vectors = np.linalg.eigh(h)
         direction = -(vectors @ ((vectors.T @ g) / np.maximum(np.abs(eigenvalues), 1e-6 * np.abs(eigenvalues).max())))
         decrement = float(-g @ direction) / 2
@@ -63,7 +76,7 @@ def newton(f, u0: np.ndarray, max_steps: int = NEWTON_STEPS, tol: float = GRADIE
         t = 1.0
         while t > 1e-4:
             trial = u + t * direction
-            if float(value_and_grad(jnp.asarray(trial, dtype))[0]) <= value + slack:
+            if float(value_and_grad(jnp.asarray(trial, dtype), *args)[0]) <= value + slack:
                 break
             t /= 2
         u = trial

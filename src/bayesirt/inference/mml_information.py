@@ -79,23 +79,53 @@ def marginal_nll(y, discrimination, cuts, structure: Structure = Structure(), n_
         ``(nll, point, mask)``: the function of the free parameters (a JAX function of a vector),
         the free parameters at the estimate, and their mask in ``(a, cuts.ravel())`` (``free_mask``).
     """
-    y, n_categories, factor = _check(y, structure.n_categories, structure.factor)
+    data = quadrature_data(y, structure, n_nodes)
     dtype = _dtype()
-    data = _data(y, n_categories, factor, n_nodes, dtype)
     a0 = jnp.asarray(discrimination, dtype)
     c0 = jnp.asarray(cuts, dtype)
     n_items, kmax = c0.shape[0], c0.shape[1] + 1
-    mask = free_mask(n_categories, kmax)
+    mask = free_mask(np.asarray(data.n_categories), kmax)
     free = jnp.asarray(np.flatnonzero(mask))
     theta0 = jnp.concatenate([a0, c0.ravel()])
 
     def nll(values):
         theta = theta0.at[free].set(values)
-        a, c = theta[:n_items], theta[n_items:].reshape(n_items, kmax - 1)
-        ll = jax.nn.logsumexp(_node_loglik(a, c, data) + data.log_w, axis=-1)
-        return -ll.sum()
+        return total_nll(theta[:n_items], theta[n_items:].reshape(n_items, kmax - 1), data)
 
     return nll, theta0[free], mask
+
+
+def quadrature_data(y, structure: Structure = Structure(), n_nodes: int = 21):
+    """The responses in ``mml``'s quadrature layout, the data argument of ``total_nll``.
+
+    Parameters
+    ----------
+    y : array (N, I)
+        Integer categories 0..K_j-1, missing -1 (as given to ``mml.fit``).
+    structure : mml.Structure
+        Categories per item and the factor of each item.
+    n_nodes : int
+        Gauss-Hermite nodes per factor.
+
+    Returns
+    -------
+    mml's data layout (a NamedTuple of JAX arrays: one-hot responses, factor membership,
+    categories per item, nodes and log weights).
+
+    Raises
+    ------
+    ValueError
+        As ``mml.fit`` for responses that do not fit the structure.
+    """
+    y, n_categories, factor = _check(y, structure.n_categories, structure.factor)
+    return _data(y, n_categories, factor, n_nodes, _dtype())
+
+
+def total_nll(discrimination, cuts, data):
+    """The total negative marginal log-likelihood at ``(discrimination (I,), cuts (I, Kmax-1))``
+    of the responses in ``data`` (``quadrature_data``); a JAX function of all three, so one
+    compiled program serves any responses of the same shape."""
+    return -jax.nn.logsumexp(_node_loglik(discrimination, cuts, data) + data.log_w, axis=-1).sum()
 
 
 def observed_information(y, discrimination, cuts, structure: Structure = Structure(), n_nodes: int = 21):
@@ -124,31 +154,34 @@ def observed_information(y, discrimination, cuts, structure: Structure = Structu
 
 
 def hessian_program(f):
-    """The compiled function ``point -> Hessian of f`` (float64 numpy, symmetrised), built column
-    by column from Hessian-vector products (forward over reverse), ``COLUMNS_AT_ONCE`` columns at
-    a time; compiled once, so repeated Hessians of one function (Newton's method) reuse it.
+    """The compiled function ``(point, *args) -> Hessian of f in point`` (float64 numpy,
+    symmetrised), built column by column from Hessian-vector products (forward over reverse),
+    ``COLUMNS_AT_ONCE`` columns at a time; compiled once per shape of its arguments, so repeated
+    Hessians of one function (Newton's method), and of one function of data passed in ``args``
+    (many data sets of one shape), reuse it.
 
     Parameters
     ----------
     f : callable
-        A scalar function of a vector (traceable by JAX).
+        ``f(point, *args)``, a scalar function of a vector and any further JAX arguments
+        (traceable by JAX).
 
     Returns
     -------
     callable
-        ``point (P,) -> np.ndarray (P, P)``.
+        ``(point (P,), *args) -> np.ndarray (P, P)``.
     """
     grad = jax.grad(f)
 
     @jax.jit
-    def columns(point):
+    def columns(point, *args):
         def column(direction):
-            return jax.jvp(grad, (point,), (direction,))[1]
+            return jax.jvp(lambda p: grad(p, *args), (point,), (direction,))[1]
 
         return jax.lax.map(column, jnp.eye(point.shape[0], dtype=point.dtype), batch_size=COLUMNS_AT_ONCE)
 
-    def of(point) -> np.ndarray:
-        h = np.asarray(columns(point), np.float64)
+    def of(point, *args) -> np.ndarray:
+        h = np.asarray(columns(point, *args), np.float64)
         return 0.5 * (h + h.T)
 
     return of

@@ -18,7 +18,9 @@ second factor (loading 1.2, uncorrelated with the first) in a third of the items
 0% and 20% MCAR; the share of misfitting items x data sets flagged at 5% by ``fit_checks.check``
 (item fit or local dependence, ``LD_REPLICATIONS`` replications), and by the item fit alone;
 at 0% missing also by the classical summed-score S-X2 (``sx2_complete``), the reference the
-item fit is measured against.
+item fit is measured against. For the 3PL also by a likelihood-ratio test built for that very
+alternative (``guessing_lr_p_values``: a lower asymptote for one item at a time), a reference
+for the power any item-fit statistic can have in this design.
 
 Targets: KS p > 0.01 and the 5% rejection rate within 2 Monte Carlo standard errors of 5% in
 every null condition; power >= 0.80 in every power condition.
@@ -27,7 +29,8 @@ every null condition; power >= 0.80 in every power condition.
 import time
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
+from scipy.special import expit, logsumexp
 
 from bayesirt.data import missingness, simulate
 from bayesirt.evaluation import fit_checks
@@ -86,6 +89,45 @@ def misfit_data(kind: str, rate: float, seed: int) -> np.ndarray:
     return y
 
 
+def _item_nll(theta, guess: bool, rest, yj, answered, nodes) -> float:
+    """-log-likelihood of one binary item's answers, 3PL (``guess``) or 2PL with
+    theta = (a, d[, logit c]), given the other items' log-likelihood ``rest`` (N, Q) on the nodes."""
+    c = expit(theta[2]) if guess else 0.0
+    p = np.clip(c + (1 - c) * expit(theta[0] * nodes - theta[1]), 1e-12, 1 - 1e-12)
+    lp = np.where(answered[:, None], np.where(yj[:, None] == 1, np.log(p), np.log1p(-p)), 0.0)
+    return -logsumexp(rest + lp, axis=1).sum()
+
+
+def guessing_lr_p_values(y: np.ndarray, grid) -> np.ndarray:
+    """A test built for the 3PL alternative, as a reference for the power an omnibus item fit can
+    have: per item, the likelihood ratio of a 3PL against a 2PL for that item, the other items
+    held at their fitted 2PL (their log-likelihood on the grid's nodes), abilities integrated out
+    on the grid. The guessing parameter lies on its boundary (0) under the null, so the p-value
+    is the 50:50 mixture of chi2(0) and chi2(1)."""
+    nodes, n_items = np.asarray(grid.order), y.shape[1]
+    answered = y >= 0
+    log_probs = np.log(grid.probs)[:, np.arange(n_items)[None, :], np.maximum(y, 0)]  # (Q, N, I)
+    cell = np.where(answered[:, None, :], log_probs.transpose(1, 0, 2), 0.0)  # (N, Q, I)
+    total = grid.log_weights[None, :] + cell.sum(-1)
+    settings = {"xatol": 1e-6, "fatol": 1e-6, "maxiter": 4000}
+    p_values = np.full(n_items, np.nan)
+    for j in range(n_items):
+        data = (total - cell[:, :, j], y[:, j], answered[:, j], nodes)
+        slope, intercept = np.polyfit(nodes, np.log(grid.probs[:, j, 1] / grid.probs[:, j, 0]), 1)
+        two = optimize.minimize(
+            _item_nll, [slope, -intercept], args=(False, *data), method="Nelder-Mead", options=settings
+        )
+        three = min(
+            (
+                optimize.minimize(_item_nll, [*two.x, c0], args=(True, *data), method="Nelder-Mead", options=settings)
+                for c0 in (-3.0, -1.5, -0.5)
+            ),
+            key=lambda r: r.fun,
+        )
+        p_values[j] = 0.5 * stats.chi2.sf(max(2 * (two.fun - three.fun), 0.0), 1)
+    return p_values
+
+
 def calibration(p: np.ndarray) -> dict:
     """KS p-value against the uniform and the 5% rejection rate of the finite p-values."""
     p = p[np.isfinite(p)]
@@ -115,7 +157,7 @@ def run() -> dict:
     power = {}
     for kind in ("3pl", "second_factor"):
         for rate in (0.0, 0.2):
-            flagged, by_item_fit, false, by_sx2 = [], [], [], []
+            flagged, by_item_fit, false, by_sx2, by_lr = [], [], [], [], []
             for r in range(REPLICATIONS):
                 y = misfit_data(kind, rate, SEED + 1000 + r)
                 grid = grid_of_fit(y, np.full(N_ITEMS, 2))
@@ -125,11 +167,22 @@ def run() -> dict:
                 false.append(np.delete(t.flagged.to_numpy(), list(MISFIT)))
                 if rate == 0:
                     by_sx2.append(fit_checks.sx2_complete(y, grid).flagged.to_numpy()[list(MISFIT)])
+                if kind == "3pl":
+                    by_lr.append(guessing_lr_p_values(y, grid) < 0.05)
+            lr = np.array(by_lr)
             power[f"{kind}_mcar{int(rate * 100)}"] = {
                 "power": float(np.mean(flagged)),
                 "power_item_fit_alone": float(np.mean(by_item_fit)),
                 "flag_rate_of_fitting_items": float(np.mean(false)),
                 **({"power_classical_sx2": float(np.mean(by_sx2))} if by_sx2 else {}),
+                **(
+                    {
+                        "power_guessing_lr": float(lr[:, list(MISFIT)].mean()),
+                        "guessing_lr_flag_rate_of_fitting_items": float(np.delete(lr, list(MISFIT), axis=1).mean()),
+                    }
+                    if by_lr
+                    else {}
+                ),
             }
     ks_min = min(v["ks_p"] for v in null.values())
     worst_rejection = max(null.values(), key=lambda v: abs(v["rejection_5"] - 0.05))

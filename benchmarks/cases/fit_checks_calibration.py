@@ -71,8 +71,9 @@ def null_p_values(kind: str, rate: float, k: int, seed: int, local_dependence: b
     return completed.p_value.to_numpy(), observed_only.p_value.to_numpy(), ld
 
 
-def misfit_data(kind: str, rate: float, seed: int) -> np.ndarray:
-    """Binary responses; items ``MISFIT`` are 3PL (guessing 0.25) or load on a second factor."""
+def misfit_data(kind: str, rate: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Binary responses, and the items' difficulties b; items ``MISFIT`` are 3PL (guessing 0.25)
+    or load on a second factor."""
     rng = np.random.default_rng(seed)
     theta = rng.standard_normal((N_PERSONS, 2))
     a = rng.uniform(1.0, 2.0, N_ITEMS)
@@ -86,7 +87,7 @@ def misfit_data(kind: str, rate: float, seed: int) -> np.ndarray:
         p = np.where(misfit, 1 / (1 + np.exp(-(eta + 1.2 * theta[:, 1:]))), p)
     y = (rng.random(p.shape) < p).astype(np.int64)
     y[rng.random(y.shape) < rate] = -1
-    return y
+    return y, b
 
 
 def _item_nll(theta, guess: bool, rest, yj, answered, nodes) -> float:
@@ -128,6 +129,19 @@ def guessing_lr_p_values(y: np.ndarray, grid) -> np.ndarray:
     return p_values
 
 
+def by_difficulty(b: np.ndarray, flags: dict) -> dict:
+    """The share of misfitting items flagged, by thirds of the difficulty range [-1.5, 1.5]
+    (None for a band without items)."""
+    bands = {"b_below_-0.5": b < -0.5, "b_-0.5_to_0.5": (b >= -0.5) & (b <= 0.5), "b_above_0.5": b > 0.5}
+    return {
+        band: {
+            "items": int(inside.sum()),
+            **{name: float(f[inside].mean()) if inside.any() else None for name, f in flags.items()},
+        }
+        for band, inside in bands.items()
+    }
+
+
 def calibration(p: np.ndarray) -> dict:
     """KS p-value against the uniform and the 5% rejection rate of the finite p-values."""
     p = p[np.isfinite(p)]
@@ -157,9 +171,10 @@ def run() -> dict:
     power = {}
     for kind in ("3pl", "second_factor"):
         for rate in (0.0, 0.2):
-            flagged, by_item_fit, false, by_sx2, by_lr = [], [], [], [], []
+            flagged, by_item_fit, false, by_sx2, by_lr, difficulty = [], [], [], [], [], []
             for r in range(REPLICATIONS):
-                y = misfit_data(kind, rate, SEED + 1000 + r)
+                y, b = misfit_data(kind, rate, SEED + 1000 + r)
+                difficulty.append(b[list(MISFIT)])
                 grid = grid_of_fit(y, np.full(N_ITEMS, 2))
                 t = fit_checks.check(y, grid, n_replications=LD_REPLICATIONS, seed=r).items
                 flagged.append(t.flagged.to_numpy()[list(MISFIT)])
@@ -179,6 +194,10 @@ def run() -> dict:
                     {
                         "power_guessing_lr": float(lr[:, list(MISFIT)].mean()),
                         "guessing_lr_flag_rate_of_fitting_items": float(np.delete(lr, list(MISFIT), axis=1).mean()),
+                        "by_difficulty": by_difficulty(
+                            np.array(difficulty),
+                            {"item_fit": np.array(by_item_fit), "guessing_lr": lr[:, list(MISFIT)]},
+                        ),
                     }
                     if by_lr
                     else {}

@@ -109,8 +109,9 @@ def quadrature_data(y, structure: Structure = Structure(), n_nodes: int = 21):
 
     Returns
     -------
-    mml's data layout (a NamedTuple of JAX arrays: one-hot responses, factor membership,
-    categories per item, nodes and log weights).
+    NamedTuple
+        mml's data layout: JAX arrays of the one-hot responses, factor membership, categories
+        per item, nodes and log weights.
 
     Raises
     ------
@@ -122,9 +123,24 @@ def quadrature_data(y, structure: Structure = Structure(), n_nodes: int = 21):
 
 
 def total_nll(discrimination, cuts, data):
-    """The total negative marginal log-likelihood at ``(discrimination (I,), cuts (I, Kmax-1))``
-    of the responses in ``data`` (``quadrature_data``); a JAX function of all three, so one
-    compiled program serves any responses of the same shape."""
+    """The total negative marginal log-likelihood of the responses in ``data`` at the given item
+    parameters; a JAX function of all three, so one compiled program serves any responses of
+    the same shape.
+
+    Parameters
+    ----------
+    discrimination : jax.Array (I,)
+        Discriminations.
+    cuts : jax.Array (I, Kmax-1)
+        Cuts, P(Y >= k) = sigmoid(a theta - cut_k); filler cuts of short items must be finite.
+    data : NamedTuple
+        The responses in mml's quadrature layout (``quadrature_data``).
+
+    Returns
+    -------
+    jax.Array
+        A scalar.
+    """
     return -jax.nn.logsumexp(_node_loglik(discrimination, cuts, data) + data.log_w, axis=-1).sum()
 
 

@@ -57,3 +57,17 @@ def test_newton_from_far_estimates_reaches_the_marginal_ml_estimate():
     assert np.all(np.abs(far["discrimination"] - fit.discrimination) > 10 * se.discrimination)
     assert np.all(np.abs(post.centre["discrimination"] - fit.discrimination) < 0.25 * se.discrimination)
     assert np.all(np.abs(post.centre["base_difficulty"] - tau[:, 0]) < 0.25 * se.thresholds[:, 0])
+
+
+def test_data_sets_of_one_shape_share_one_compiled_objective():
+    # replications of a study differ in their responses, not in their structure: Newton's
+    # compiled gradient and Hessian of the first data set serve the second (no new entry)
+    cats = [3, 3, 3]
+    sizes = []
+    for seed in (5, 6):
+        y, _, tau = simulated(seed, 300, cats)
+        means = {"discrimination": np.ones(3), "base_difficulty": tau[:, 0], "increments": np.diff(tau, axis=1)}
+        post = grm_laplace.item_posterior(y, fgrm.structure(cats), means, WIDE, n_draws=10, seed=1)
+        assert post.converged
+        sizes.append(laplace._programs.cache_info())
+    assert sizes[1].misses == sizes[0].misses and sizes[1].hits > sizes[0].hits

@@ -13,6 +13,7 @@ increments between successive difficulties.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -41,51 +42,40 @@ def _softplus_inverse(x):
     return x + np.log(-np.expm1(-x))
 
 
-class _Objective(NamedTuple):
-    f: object  # negative log marginal posterior of the unconstrained item parameters (JAX)
-    u0: np.ndarray  # the given estimates, unconstrained
-    natural: object  # u (numpy) -> (a, base, increments (I, Kmax-2)), the filler kept
-
-
-def _objective(y, st: fgrm.Structure, means: dict, priors: fgrm.Priors, n_nodes: int) -> _Objective:
-    """The negative log marginal posterior (abilities integrated out by quadrature, item priors,
-    the softplus Jacobians) as a function of the unconstrained item parameters."""
-    a = np.asarray(means["discrimination"], np.float64)
-    inc = np.asarray(means["increments"], np.float64).reshape(len(a), -1)
-    base = np.asarray(means["base_difficulty"], np.float64)
-    n_categories = np.asarray(st.n_categories)
-    tau = np.asarray(grm.ordered_cuts(jnp.asarray(base), jnp.asarray(inc)))
-    structure = mml.Structure(n_categories, np.asarray(st.scale_index))
-    nll, _, cut_mask = mml_information.marginal_nll(y, a, a[:, None] * tau, structure, n_nodes)
-    n_items, width = inc.shape
-    used = (np.arange(width)[None, :] < (n_categories[:, None] - 2)).ravel()
-    free_inc = jnp.asarray(np.flatnonzero(used))
-    free_cut = jnp.asarray(np.flatnonzero(cut_mask))
-    inc0 = jnp.asarray(inc, jnp.zeros(()).dtype)
+@functools.lru_cache(maxsize=8)
+def _objective(n_categories: tuple, width: int, priors: fgrm.Priors):
+    """``f(u, data)``: the negative log marginal posterior (abilities integrated out by
+    quadrature, item priors, the softplus Jacobians) of the unconstrained item parameters ``u``
+    and the responses in marginal ML's quadrature layout. One function per structure and priors,
+    with the data an argument, so that Newton's compiled gradient and Hessian serve every data
+    set of one shape (a study's replications) instead of being compiled again for each."""
+    n_items = len(n_categories)
+    used_inc = jnp.asarray(np.flatnonzero(_used_increments(np.asarray(n_categories), width)))
+    # filler cuts of items with fewer categories than the longest do not enter the likelihood;
+    # they are held at 0 so that no infinity reaches the quadrature
+    used_cut = jnp.asarray(np.arange(width + 1)[None, :] < (np.asarray(n_categories)[:, None] - 1))
     prior = fgrm.priors(priors)
 
-    def f(u):
-        a_, base_, inc_used = jax.nn.softplus(u[:n_items]), u[n_items : 2 * n_items], jax.nn.softplus(u[2 * n_items :])
-        inc_ = inc0.ravel().at[free_inc].set(inc_used).reshape(n_items, width)
-        cuts = a_[:, None] * grm.ordered_cuts(base_, inc_)
-        values = jnp.concatenate([a_, cuts.ravel()])[free_cut]
+    def f(u, data):
+        a = jax.nn.softplus(u[:n_items])
+        base = u[n_items : 2 * n_items]
+        inc_used = jax.nn.softplus(u[2 * n_items :])
+        inc = jnp.zeros(n_items * width, u.dtype).at[used_inc].set(inc_used).reshape(n_items, width)
+        cuts = a[:, None] * grm.ordered_cuts(base, inc)
         log_prior = (
-            prior["discrimination"].log_prob(a_).sum()
-            + prior["base_difficulty"].log_prob(base_).sum()
+            prior["discrimination"].log_prob(a).sum()
+            + prior["base_difficulty"].log_prob(base).sum()
             + prior["increments"].log_prob(inc_used).sum()
         )
         log_jacobian = jnp.sum(jax.nn.log_sigmoid(u[:n_items])) + jnp.sum(jax.nn.log_sigmoid(u[2 * n_items :]))
-        return nll(values) - log_prior - log_jacobian
+        return mml_information.total_nll(a, jnp.where(used_cut, cuts, 0.0), data) - log_prior - log_jacobian
 
-    def natural(u):
-        u = np.asarray(u, np.float64)
-        sp = np.logaddexp(0.0, u)  # softplus
-        increments = np.broadcast_to(inc.ravel(), u.shape[:-1] + (inc.size,)).copy()
-        increments[..., used] = sp[..., 2 * n_items :]
-        return sp[..., :n_items], u[..., n_items : 2 * n_items], increments.reshape(u.shape[:-1] + (n_items, width))
+    return f
 
-    u0 = np.concatenate([_softplus_inverse(a), base, _softplus_inverse(inc.ravel()[used])])
-    return _Objective(f, u0, natural)
+
+def _used_increments(n_categories: np.ndarray, width: int) -> np.ndarray:
+    """Which of the (I, width) increments are the model's (the rest are filler), flattened."""
+    return (np.arange(width)[None, :] < (n_categories[:, None] - 2)).ravel()
 
 
 def item_posterior(
@@ -143,22 +133,40 @@ def item_posterior(
     ValueError
         If the curvature is not positive definite at the centre (it is not a mode).
     """
-    objective = _objective(y, st, means, priors, n_nodes)
+    a0 = np.asarray(means["discrimination"], np.float64)
+    inc = np.asarray(means["increments"], np.float64).reshape(len(a0), -1)
+    base0 = np.asarray(means["base_difficulty"], np.float64)
+    n_categories = np.asarray(st.n_categories)
+    used = _used_increments(n_categories, inc.shape[1])
+    data = mml_information.quadrature_data(y, mml.Structure(n_categories, np.asarray(st.scale_index)), n_nodes)
+    f = _objective(tuple(int(k) for k in n_categories), inc.shape[1], priors)
+    start = np.concatenate([_softplus_inverse(a0), base0, _softplus_inverse(inc.ravel()[used])])
     if refine:
-        u0, h, steps, converged = laplace.newton(objective.f, objective.u0)
+        u0, h, steps, converged = laplace.newton(f, start, args=(data,))
     else:
-        u0, steps, converged = objective.u0, 0, True
-        h = mml_information.hessian(objective.f, jnp.asarray(u0, jnp.zeros(()).dtype))
+        u0, steps, converged = start, 0, True
+        h = mml_information.hessian_program(f)(jnp.asarray(u0, jnp.zeros(()).dtype), data)
     where = "point Newton reached" if refine else "estimates"
     u, condition_number = laplace.gaussian_draws(u0, h, n_draws, seed, where)
-    a, base, increments = objective.natural(u)
-    a0, base0, inc0 = objective.natural(u0)
+
+    def natural(u):
+        """(a, base, increments (..., I, width)) of unconstrained values; filler increments keep
+        the fit's."""
+        u = np.asarray(u, np.float64)
+        sp = np.logaddexp(0.0, u)  # softplus
+        n_items = len(a0)
+        increments = np.broadcast_to(inc.ravel(), u.shape[:-1] + (inc.size,)).copy()
+        increments[..., used] = sp[..., 2 * n_items :]
+        return sp[..., :n_items], u[..., n_items : 2 * n_items], increments.reshape(u.shape[:-1] + inc.shape)
+
+    a, base, increments = natural(u)
+    centre = dict(zip(("discrimination", "base_difficulty", "increments"), natural(u0), strict=True))
     return ItemPosterior(
         a,
         base,
         increments,
         condition_number,
-        {"discrimination": a0, "base_difficulty": base0, "increments": inc0},
+        centre,
         steps,
         converged,
     )

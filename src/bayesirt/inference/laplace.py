@@ -18,6 +18,7 @@ import numpy as np
 from bayesirt.inference import mml_information
 
 NEWTON_STEPS = 25  # from VI's estimates the mode is a few steps away; more means something is wrong
+MAX_STEP = 1.0  # the largest move of one unconstrained coordinate in a Newton step
 GRADIENT_TOL = 1e-3  # Newton decrement g' H^-1 g / 2 at which the centre counts as the mode
 
 
@@ -72,6 +73,9 @@ def newton(f, u0: np.ndarray, args: tuple = (), max_steps: int = NEWTON_STEPS, t
             return u, h, step, True
         if step == max_steps:
             break
+        # a full step from far away can jump into another basin (a binary item's discrimination
+        # running off to a Guttman-like mode); no coordinate moves by more than MAX_STEP
+        direction *= min(1.0, MAX_STEP / np.abs(direction).max())
         slack = 1e-6 * max(abs(value), 1.0)  # the float32 sum's rounding
         t = 1.0
         while t > 1e-4:

@@ -27,11 +27,11 @@ INTRO = (
     "the hidden cells M times from a pairwise ordinal stacking model, and argues that averaging the "
     "copies' likelihoods (Rao-Blackwellized) beats averaging their log-likelihoods (naive); ignoring "
     "the hidden cells (zero-fill) is its baseline. It reports no numbers. The run fits every objective "
-    "for M in 1 to 30 on independent masks (the table below gives their number) of each of three "
-    "kinds of missingness: completely at random (the seed's), at random given the person's other "
-    "items (MAR), and depending on the hidden response itself (MNAR). Each error is the RMSE of a "
-    "fit's item discriminations against the "
-    "complete-data fit of the same persons, paired by mask."
+    "for each number of copies M of its sweep (the figure's axis), on independent masks (the table "
+    "below gives their number) of each of three kinds of missingness: completely at random (the "
+    "seed's), at random given the person's other items (MAR), and depending on the hidden response "
+    "itself (MNAR). Each error is the RMSE of a fit's item discriminations against the complete-data "
+    "fit of the same persons, paired by mask."
 )
 SUMMARY_COLUMNS = [
     "condition",

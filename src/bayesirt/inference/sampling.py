@@ -240,8 +240,9 @@ def summary_table(idata: az.InferenceData, var_names: list[str] | None = None) -
     Columns: ``parameter`` (the variable's name), one column per index dimension (coordinate
     values; missing for variables without that dimension), then ``mean``, ``sd`` (ddof=1),
     ``q5``, ``q95`` (equal-tailed 90% interval), ``mcse_mean``, ``ess_bulk``, ``ess_tail``,
-    ``r_hat``. The row labels are ArviZ-style names (``a[3]``). R-hat, ESS and MCSE come from
-    ``az.rhat``, ``az.ess`` and ``az.mcse`` (rank-normalized split R-hat; bulk and tail ESS).
+    ``r_hat``. The row labels are ArviZ-style names (``a[3]``). R-hat, ESS and MCSE are those of
+    ``az.rhat``, ``az.ess`` and ``az.mcse`` (rank-normalized split R-hat; bulk and tail ESS),
+    computed for all of a variable's parameters at once (``_diagnostics_vectorized``).
 
     Parameters
     ----------
@@ -268,11 +269,10 @@ def summary_table(idata: az.InferenceData, var_names: list[str] | None = None) -
             blank = xr.full_like(var.sum(_SAMPLE_DIMS), np.nan, dtype=float)
             stats = dict.fromkeys(STAT_COLUMNS, blank)
         else:
-            single = post[[name]]
             with np.errstate(invalid="ignore", divide="ignore"):
-                # a parameter that never moves (e.g. a fixed anchor) has no R-hat or ESS: NaN,
-                # counted by convergence() rather than warned about once per parameter
-                stats = _stats(var, single, name)
+                # a parameter that never moves (e.g. a fixed anchor) has no R-hat: NaN, counted
+                # by convergence() rather than warned about once per parameter
+                stats = _stats(var)
         ds = xr.Dataset({s: v.astype(float) for s, v in stats.items()})
         if index_dims:
             frame = ds.to_dataframe().reset_index()
@@ -291,15 +291,17 @@ def summary_table(idata: az.InferenceData, var_names: list[str] | None = None) -
     return table[["parameter"] + index_cols + STAT_COLUMNS]
 
 
-# Above this many scalars in one variable (e.g. the abilities of tens of thousands of persons),
-# R-hat, ESS and MCSE are computed array-wide (``_diagnostics_vectorized``): ArviZ applies its
-# rank-normalized diagnostics one parameter at a time in Python, which takes minutes there.
-VECTORIZED_DIAGNOSTICS_MIN_SIZE = 5000
-# The array-wide statistics go through such a variable in slices along its first index dimension
-# of at most this many values (chains x draws x parameters): their float64 copies and padded FFTs
-# take tens of times the draws' memory (over 40 GB for 4 x 10,000 draws of 10,000 abilities
-# at once), a slice a few hundred MB. Every parameter's statistics are computed on its own, so
-# the slicing moves values by float64 rounding at most (the FFTs' batches, ~1e-15 relative).
+# R-hat, ESS and MCSE are ArviZ's (rank-normalized split R-hat, bulk and tail ESS, the MCSE of
+# the mean; Vehtari et al. 2021), computed here for every parameter of a variable at once:
+# ArviZ applies them one parameter at a time in Python, which took 15-20 minutes for the 1,000
+# abilities of 30 replications of 4 x 10,000 draws (most of a Gibbs block's time). The unit tests
+# hold these to ArviZ's own values.
+#
+# The statistics go through a variable in slices along its first index dimension of at most
+# this many values (chains x draws x parameters): their float64 copies and padded FFTs take
+# tens of times the draws' memory (over 40 GB for 4 x 10,000 draws of 10,000 abilities at
+# once), a slice a few hundred MB. Every parameter's statistics are computed on its own, so the
+# slicing moves values by float64 rounding at most (the FFTs' batches, ~1e-15 relative).
 VECTORIZED_SLICE_VALUES = 4_000_000
 
 
@@ -310,15 +312,35 @@ def _split_chains(x: np.ndarray) -> np.ndarray:
     return np.concatenate([x[:, :half], x[:, x.shape[1] - half :]], axis=0)
 
 
+def _average_ranks(flat: np.ndarray) -> np.ndarray:
+    """Ranks 1..S along axis 0 of (S, P), ties given their average rank (scipy's ``rankdata``,
+    method "average", which is several times slower along an axis). Ties are common where it
+    matters: the folded draws |x - median| of an even count hold the two middle ones at one
+    distance. Works on the parameters' rows (P, S), where sorting and gathering are contiguous."""
+    rows = np.ascontiguousarray(flat.T)
+    s = rows.shape[1]
+    order = np.argsort(rows, axis=1)
+    in_order = np.take_along_axis(rows, order, axis=1)
+    position = np.arange(s)
+    starts = np.ones(rows.shape, bool)
+    starts[:, 1:] = in_order[:, 1:] != in_order[:, :-1]
+    ends = np.ones(rows.shape, bool)
+    ends[:, :-1] = starts[:, 1:]
+    first = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, position, s - 1)[:, ::-1], axis=1)[:, ::-1]
+    ranks = np.empty(rows.shape)
+    np.put_along_axis(ranks, order, (first + last) / 2.0 + 1.0, axis=1)
+    return ranks.T
+
+
 def _z_scale(x: np.ndarray) -> np.ndarray:
     """Rank-normalize over all chains and draws of each parameter (Vehtari et al. 2021):
     z = Phi^-1((rank - 3/8) / (S + 1/4)), average ranks for ties."""
     from scipy.special import ndtri
-    from scipy.stats import rankdata
 
     c, d = x.shape[:2]
     flat = x.reshape(c * d, -1)
-    return ndtri((rankdata(flat, axis=0) - 0.375) / (c * d + 0.25)).reshape(x.shape)
+    return ndtri((_average_ranks(flat) - 0.375) / (c * d + 0.25)).reshape(x.shape)
 
 
 def _rhat_classic(x: np.ndarray) -> np.ndarray:
@@ -329,44 +351,64 @@ def _rhat_classic(x: np.ndarray) -> np.ndarray:
 
 
 def _ess(x: np.ndarray) -> np.ndarray:
-    """Effective sample size of every parameter of ``x`` (chain, draw, ...) at once: Geyer's
-    initial positive and monotone sequences on the autocorrelation combined over chains (the
-    Stan formula), as ``numpyro.diagnostics.effective_sample_size`` computes it, except that
-    the autocovariance is not normalized chain by chain, so a chain that never moves (e.g. a
-    quantile indicator that stays 0 in one half-chain) counts as zero autocovariance instead of
-    making the result NaN."""
+    """Effective sample size of every parameter of ``x`` (chain, draw, ...) at once, as ArviZ's
+    ``_ess`` computes it for one: autocovariances by FFT, combined over chains; Geyer's initial
+    positive sequence (the pairs of autocorrelations up to the first pair whose sum is not
+    positive, or lag n - 3), the first such pair's even term added where positive, Geyer's
+    initial monotone sequence, and the autocorrelation time at least 1 / log10(chains x draws).
+    A parameter whose draws do not move counts chains x draws; one with a NaN draw gets NaN."""
+    from scipy.fft import irfft, next_fast_len, rfft
+
     m, n = x.shape[:2]
     centred = x - x.mean(axis=1, keepdims=True)
-    size = 1 << (2 * n - 1).bit_length()
-    spectrum = np.fft.rfft(centred, n=size, axis=1)
-    gamma = np.fft.irfft(spectrum * np.conj(spectrum), n=size, axis=1)[:, :n] / n  # biased, per chain
-    var_within = x.var(axis=1, ddof=1).mean(axis=0)
-    var_plus = var_within * (n - 1) / n + (x.mean(axis=1).var(axis=0, ddof=1) if m > 1 else 0.0)
-    rho = 1.0 - (var_within - gamma.mean(axis=0)) / var_plus
+    size = next_fast_len(2 * n, real=True)
+    spectrum = rfft(centred, n=size, axis=1)
+    acov = irfft(spectrum * np.conj(spectrum), n=size, axis=1)[:, :n] / n  # biased, per chain
+    mean_var = acov[:, 0].mean(axis=0) * n / (n - 1.0)
+    var_plus = mean_var * (n - 1.0) / n + (x.mean(axis=1).var(axis=0, ddof=1) if m > 1 else 0.0)
+    rho = 1.0 - (mean_var - acov.mean(axis=0)) / var_plus
     rho[0] = 1.0
-    pairs = rho[:-1:2] + rho[1::2]
-    pairs = np.concatenate([pairs[:1], np.minimum.accumulate(np.clip(pairs[1:], 0, None), axis=0)], axis=0)
-    return m * n / (-1.0 + 2.0 * pairs.sum(axis=0))
+    n_pairs = n // 2
+    even, pair = rho[0 : 2 * n_pairs : 2], rho[0 : 2 * n_pairs : 2] + rho[1 : 2 * n_pairs : 2]
+    # ArviZ's loop stops at the first pair k whose sum is not positive, or at k = ceil((n - 4) / 2)
+    bound = min(max(-(-(n - 4) // 2), 0), n_pairs - 1)
+    stop = np.where((pair[: bound + 1] <= 0).any(axis=0), (pair[: bound + 1] <= 0).argmax(axis=0), bound)
+    before = np.arange(n_pairs).reshape((-1,) + (1,) * (pair.ndim - 1)) < stop
+    monotone = np.minimum.accumulate(np.where(before, pair, np.inf), axis=0)
+    at_stop = np.take_along_axis(even, stop[None], axis=0)[0]
+    pair_at_stop = np.take_along_axis(pair, stop[None], axis=0)[0]
+    # the stopping pair's even term counts where positive (ArviZ's "improve estimation"), or where
+    # ArviZ kept the pair (a sum of exactly 0); its first pair (lag 0 and 1) always starts the loop
+    last = np.where((at_stop > 0) | (pair_at_stop >= 0) | (stop == 0), at_stop, 0.0)
+    tau = -1.0 + 2.0 * np.where(before, monotone, 0.0).sum(axis=0) + last
+    tau = np.maximum(tau, 1.0 / np.log10(m * n))
+    ess = m * n / tau
+    still = (x.max(axis=(0, 1)) - x.min(axis=(0, 1))) < np.finfo(float).resolution
+    return np.where(np.isnan(x).any(axis=(0, 1)), np.nan, np.where(still, float(m * n), ess))
 
 
 def _diagnostics_vectorized(x: np.ndarray) -> dict:
-    """Rank-normalized split R-hat (the larger of the bulk and the folded-tail one), bulk and
-    tail ESS and the MCSE of the mean for every parameter of ``x`` (chain, draw, ...) at once.
-
-    R-hat follows ArviZ's definition exactly (``az.rhat``, method "rank"). The ESS (:func:`_ess`)
-    is taken on the split chains of the rank-normalized draws (bulk), of the 5% and 95% quantile
-    indicators (tail, the smaller of the two) and of the draws themselves (for the MCSE), as
-    ArviZ does; its Geyer truncation differs from ArviZ's in details, by a few percent at most
-    (the unit tests compare them)."""
-    split = _split_chains(x)
-    folded = np.abs(x - np.median(x.reshape(-1, *x.shape[2:]), axis=0))
-    r_hat = np.maximum(_rhat_classic(_z_scale(split)), _rhat_classic(_z_scale(_split_chains(folded))))
-    ess_bulk = _ess(_z_scale(split))
+    """The equal-tailed 90% interval (numpy's default quantiles) and ArviZ's rank-normalized
+    split R-hat (the larger of the bulk and the folded-tail one), bulk and tail ESS and MCSE of
+    the mean, for every parameter of ``x`` (chain, draw, ...) at once: the ESS (:func:`_ess`) of
+    the split chains of the rank-normalized draws (bulk), of the 5% and 95% quantile indicators
+    (tail, the smaller of the two) and of the draws themselves (for the
+    MCSE). The unit tests compare every one with ArviZ's."""
     q5, q95 = np.quantile(x.reshape(-1, *x.shape[2:]), [0.05, 0.95], axis=0)
-    ess_tail = np.minimum(_ess(_split_chains((x <= q5).astype(float))), _ess(_split_chains((x >= q95).astype(float))))
+    if x.shape[1] < 4:  # ArviZ's rule: no diagnostic from fewer than four draws
+        nothing = np.full(x.shape[2:], np.nan)
+        return {"q5": q5, "q95": q95} | dict.fromkeys(["mcse_mean", "ess_bulk", "ess_tail", "r_hat"], nothing)
+    split = _split_chains(x)
+    z_split = _z_scale(split)
+    folded = np.abs(split - np.median(split.reshape(-1, *split.shape[2:]), axis=0))
+    r_hat = np.maximum(_rhat_classic(z_split), _rhat_classic(_z_scale(folded)))
+    ess_bulk = _ess(z_split)
+    ess_tail = np.minimum(_ess(_split_chains((x <= q5).astype(float))), _ess(_split_chains((x <= q95).astype(float))))
     ess_mean = _ess(split)
     mcse_mean = x.reshape(-1, *x.shape[2:]).std(axis=0, ddof=1) / np.sqrt(ess_mean)
-    return {"mcse_mean": mcse_mean, "ess_bulk": ess_bulk, "ess_tail": ess_tail, "r_hat": r_hat}
+    if x.shape[0] < 2:  # ArviZ's rule: R-hat needs two chains
+        r_hat = np.full_like(r_hat, np.nan)
+    return {"q5": q5, "q95": q95, "mcse_mean": mcse_mean, "ess_bulk": ess_bulk, "ess_tail": ess_tail, "r_hat": r_hat}
 
 
 def _stats_vectorized(var: xr.DataArray) -> dict:
@@ -377,32 +419,23 @@ def _stats_vectorized(var: xr.DataArray) -> dict:
     return {
         "mean": var.mean(_SAMPLE_DIMS),
         "sd": var.std(_SAMPLE_DIMS, ddof=1),
-        "q5": var.quantile(0.05, dim=_SAMPLE_DIMS).drop_vars("quantile"),
-        "q95": var.quantile(0.95, dim=_SAMPLE_DIMS).drop_vars("quantile"),
-        **{k: template.copy(data=v.reshape(template.shape)) for k, v in diag.items()},
+        **{k: template.copy(data=np.reshape(v, template.shape)) for k, v in diag.items()},
     }
 
 
-def _stats(var: xr.DataArray, single: xr.Dataset, name: str) -> dict:
-    import arviz as az
+def _stats(var: xr.DataArray) -> dict:
+    """A variable's statistics, in slices along its first index dimension (memory)."""
+    import xarray as xr
 
-    if var.size // max(var.sizes["chain"] * var.sizes["draw"], 1) >= VECTORIZED_DIAGNOSTICS_MIN_SIZE:
-        import xarray as xr
-
-        first = [d for d in var.dims if d not in _SAMPLE_DIMS][0]
-        step = max(1, VECTORIZED_SLICE_VALUES // max(var.size // var.sizes[first], 1))
-        parts = [_stats_vectorized(var.isel({first: slice(a, a + step)})) for a in range(0, var.sizes[first], step)]
-        return {k: xr.concat([part[k] for part in parts], dim=first) for k in parts[0]}
-    return {
-        "mean": var.mean(_SAMPLE_DIMS),
-        "sd": var.std(_SAMPLE_DIMS, ddof=1),
-        "q5": var.quantile(0.05, dim=_SAMPLE_DIMS).drop_vars("quantile"),
-        "q95": var.quantile(0.95, dim=_SAMPLE_DIMS).drop_vars("quantile"),
-        "mcse_mean": az.mcse(single, method="mean")[name],
-        "ess_bulk": az.ess(single, method="bulk")[name],
-        "ess_tail": az.ess(single, method="tail")[name],
-        "r_hat": az.rhat(single)[name],
-    }
+    index_dims = [d for d in var.dims if d not in _SAMPLE_DIMS]
+    if not index_dims:
+        return _stats_vectorized(var)
+    first = index_dims[0]
+    step = max(1, VECTORIZED_SLICE_VALUES // max(var.size // var.sizes[first], 1))
+    if step >= var.sizes[first]:
+        return _stats_vectorized(var)
+    parts = [_stats_vectorized(var.isel({first: slice(a, a + step)})) for a in range(0, var.sizes[first], step)]
+    return {k: xr.concat([part[k] for part in parts], dim=first) for k in parts[0]}
 
 
 def convergence(summary: pd.DataFrame) -> dict:

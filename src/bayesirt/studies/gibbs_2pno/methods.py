@@ -48,14 +48,15 @@ STATS = ["mean", "sd", "q5", "q95", "mcse_mean", "ess_bulk", "ess_tail", "r_hat"
 
 
 def sampler_settings(sampler: Sampler) -> SamplerSettings:
-    """The study's sampler settings for ``inference.sampling`` (no progress lines)."""
+    """The study's sampler settings for ``inference.sampling``: a progress line per chunk of
+    sweeps (a paper-scale block runs for many minutes)."""
     return SamplerSettings(
         n_chains=sampler.n_chains,
         n_warmup=sampler.n_warmup,
         n_samples=sampler.n_samples,
         thin=sampler.thin,
         chunk=sampler.chunk,
-        progress_every=0,
+        progress_every=1,
         chain_processes=sampler.chain_processes,
     )
 

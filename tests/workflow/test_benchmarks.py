@@ -139,6 +139,7 @@ FIGURES = {
     ],
     "iwavb_grm_8k": [*TARGETS, "heldout_loglik_per_person_method_independent", "loading_rmse", "steps"],
     "missingness_mcar": [*TARGETS, "achieved_rate", "identical_on_rerun"],
+    "posterior_summaries": ["summary_seconds", "arviz_seconds", "speedup", "max_relative_difference"],
     "program_width": ["fit_step_ms_alone", "fit_step_ms_best", "fit_step_ms_widest", "widest_over_best"],
     "rb_objective_cost": [*TARGETS, "step_ms", "step_ratio_to_zero_fill", "fits"],
     "rb_study_sim": [*TARGETS, "per_objective", "imputation_model", "diagnostic_oracle_exact_marginal", "expectation"],

@@ -91,11 +91,12 @@ def coverage_claims(fits: pd.DataFrame) -> list[Claim]:
     for (design, missing), g in gibbs.groupby(["design", "missing"], sort=False):
         values = pd.concat([g.discrimination_coverage_90, g.difficulty_coverage_90])
         ok, low, high = reaches(values, COVERAGE, COVERAGE_TOLERANCE)
+        kinds = f"values: {len(g)} fits x discrimination and difficulty"
         rows.append(
             Claim(
                 f"90% posterior intervals of the item parameters cover the truth (design `{design}`, {missing})",
                 "implied: a correct posterior sampler",
-                f"coverage {describe(values, 3, 'fits x 2 parameter kinds')}; discrimination RMSE "
+                f"coverage {describe(values, 3, kinds)}; discrimination RMSE "
                 f"{describe(g.discrimination_rmse)}; ability correlation {describe(g.ability_corr)}",
                 "supported" if ok else "not supported",
                 f"mean coverage of discriminations and difficulties per fit, interval [{low:.3f}, {high:.3f}]; "
@@ -108,10 +109,15 @@ def coverage_claims(fits: pd.DataFrame) -> list[Claim]:
 def convergence_claim(fits: pd.DataFrame) -> Claim:
     gibbs = fits[fits.method.isin(["gibbs", "gibbs_omit"])]
     share = float(gibbs.converged.mean()) if len(gibbs) else np.nan
+    failing = gibbs[~gibbs.converged.astype(bool)].groupby(["design", "missing"], sort=False).size()
+    passed = gibbs.groupby(["design", "missing"], sort=False).size()
+    where = "; ".join(f"`{d}` {m}: {n} of {passed[(d, m)]} fail" for (d, m), n in failing.items())
     return Claim(
         "The Gibbs chains mix: four chains agree (R-hat) with enough effective draws",
         "trace plots of one run",
-        f"{int(gibbs.converged.sum())} of {len(gibbs)} fits pass the record's rule; max R-hat median "
+        f"{int(gibbs.converged.sum())} of {len(gibbs)} fits pass the record's rule"
+        + (f" ({where})" if where else "")
+        + "; max R-hat median "
         f"{gibbs.max_r_hat.median():.4f} (largest {gibbs.max_r_hat.max():.4f}); min bulk ESS median "
         f"{gibbs.min_ess_bulk.median():.0f}",
         "supported" if share >= CONVERGED_SHARE else "not supported",
@@ -171,9 +177,14 @@ def design_table(tables: dict) -> pd.DataFrame:
                 "persons x items": f"{int(g.n_persons.iloc[0])} x {int(g.n_items.iloc[0])}",
                 "methods": ", ".join(dict.fromkeys(g.method)),
                 "replications": int(g.rep.nunique()),
-                "chains x draws": f"{int(g.n_chains.iloc[0])} x {int(g.sweeps.iloc[0])}",
+                "chains x iterations (warm-up included)": "; ".join(
+                    f"{method} {int(m.n_chains.iloc[0])} x {int(m.sweeps.iloc[0]):,}"
+                    for method, m in g.groupby("method", sort=False)
+                ),
                 "converged": f"{int(g.converged.sum())} of {len(g)}",
-                "fit seconds (median)": f"{t.wall_seconds.median():.1f}",
+                "fit seconds (median)": "; ".join(
+                    f"{method} {m.wall_seconds.median():.1f}" for method, m in t.groupby("method", sort=False)
+                ),
             }
         )
     return pd.DataFrame(rows)

@@ -293,9 +293,9 @@ def summary_table(idata: az.InferenceData, var_names: list[str] | None = None) -
 
 # R-hat, ESS and MCSE are ArviZ's (rank-normalized split R-hat, bulk and tail ESS, the MCSE of
 # the mean; Vehtari et al. 2021), computed here for every parameter of a variable at once:
-# ArviZ applies them one parameter at a time in Python, which took 15-20 minutes for the 1,000
-# abilities of 30 replications of 4 x 10,000 draws (most of a Gibbs block's time). The unit tests
-# hold these to ArviZ's own values.
+# ArviZ applies them one parameter at a time in Python, which cost a paper-size Gibbs block
+# more than its sampling (benchmark case posterior_summaries). The unit tests hold these to
+# ArviZ's own values.
 #
 # The statistics go through a variable in slices along its first index dimension of at most
 # this many values (chains x draws x parameters): their float64 copies and padded FFTs take

@@ -379,7 +379,8 @@ def test_summary_table_equals_arviz_summary():
 
 def test_array_wide_statistics_in_slices_change_no_value(monkeypatch):
     """A large variable goes through in slices (memory); every parameter's statistics are its
-    own, so slices of 7 persons give the same table up to float64 rounding (the FFTs are batched differently: 1e-15 relative measured, 1e-12 allowed)."""
+    own, so slices of 7 persons give the same table up to float64 rounding (the FFTs are batched
+    differently: 1e-15 relative measured, 1e-12 allowed)."""
     import arviz as az
 
     from bayesirt.inference import sampling

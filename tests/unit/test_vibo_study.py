@@ -61,6 +61,9 @@ def test_conditions_are_designs_x_missing_x_methods_x_replications():
     assert not any(c.design == "a" and c.method == "nuts" for c in conds)
     assert conds[0].folder == "results/vibo/a/mcar0/vibo_one_prior/rep0"
     assert conditions.conditions(validated({**study(), "enabled": False})) == []
+    # a design switched off (a merged config cannot delete one) has no conditions and no name
+    off = validated(study(enabled=False))
+    assert {c.design for c in conditions.conditions(off)} == {"a"} and list(conditions.designs(off)) == ["a"]
     no_study = validated()
     del no_study["studies"]["vibo"]
     assert conditions.conditions(no_study) == []

@@ -37,9 +37,13 @@ def study_config(config: dict) -> dict | None:
 
 
 def designs(config: dict) -> dict:
-    """The designs of an enabled study, by name ({} where the study is off or absent)."""
+    """The enabled designs of an enabled study, by name ({} where the study is off or absent).
+    A design with ``enabled: false`` is left out: a config merged over another cannot delete a
+    design, only switch it off."""
     study = study_config(config)
-    return study["designs"] if study and study["enabled"] else {}
+    if not (study and study["enabled"]):
+        return {}
+    return {name: d for name, d in study["designs"].items() if d.get("enabled", True)}
 
 
 def has_truth(design: dict) -> bool:

@@ -18,6 +18,7 @@ from scipy import stats
 from bayesirt.studies import reproduction
 from bayesirt.studies.dcm_bbvi import reproduction as dcm_page
 from bayesirt.studies.gibbs_2pno import reproduction as gibbs_page
+from bayesirt.studies.vibo import reproduction as vibo_page
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = {
@@ -151,6 +152,44 @@ def test_gibbs_the_mixture_is_supported_only_when_every_truth_is_inside_its_inte
     )
     assert gibbs_page.mixture_claim(post).verdict == "supported"
     assert gibbs_page.mixture_claim(post.assign(true=[160.0, 177.0, 0.571])).verdict == "not supported"
+
+
+def test_vibo_methods_table_pools_a_design_s_conditions_per_method():
+    rng = np.random.default_rng(5)
+    rows = [
+        {
+            "design": d,
+            "missing": m,
+            "method": meth,
+            "rep": r,
+            "converged": True,
+            "ability_rmse": base + rng.normal(0, 0.01),
+        }
+        for d in ("n1k", "rwa_real_grm")
+        for m in ("mcar0", "mcar20")
+        for meth, base in (("vibo_one_prior", 0.30), ("mml", 0.28))
+        for r in range(3)
+    ]
+    fits = pd.DataFrame(rows)
+    fits.loc[fits.design == "rwa_real_grm", "ability_rmse"] = np.nan  # no truth
+    fits["heldout_loglik"] = -10.0
+    timings = fits[["design", "missing", "method", "rep"]].assign(wall_seconds=np.where(fits.method == "mml", 4.0, 2.0))
+    table = vibo_page.methods_table({"fits": fits, "timings": timings})
+    assert list(table.columns) == [
+        "design",
+        "method",
+        "fits",
+        "converged",
+        "ability RMSE",
+        "held-out log-likelihood",
+        "seconds (median)",
+    ]
+    row = table[(table.design == "n1k") & (table.method == "mml")].iloc[0]
+    mean, low, high, n = reproduction.mean_interval(fits[(fits.design == "n1k") & (fits.method == "mml")].ability_rmse)
+    assert row["fits"] == n == 6 and row["ability RMSE"] == f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+    assert row["seconds (median)"] == "4" and table.iloc[-1]["ability RMSE"] == ""  # real data: no truth
+    text = vibo_page.sections({"fits": fits, "timings": timings})[0]
+    assert text.startswith("## The methods side by side") and "| n1k | vibo_one_prior | 6 | 6 |" in text
 
 
 def write_dcm_results(folder: Path) -> None:

@@ -110,6 +110,15 @@ def describe(values, digits: int = 3, unit: str = "replications") -> str:
     return f"{text} ({n} {unit.removesuffix('s') if n == 1 else unit})"
 
 
+def short(values, digits: int = 3) -> str:
+    """``"0.962 [0.958, 0.966]"``: the mean and its 95% interval (``describe`` without the count),
+    for a table cell; an empty cell where there are no values."""
+    mean, low, high, n = mean_interval(values)
+    if n == 0:
+        return ""
+    return f"{mean:.{digits}f}" + (f" [{low:.{digits}f}, {high:.{digits}f}]" if np.isfinite(low) else "")
+
+
 def spread(values, digits: int = 3) -> str:
     """``"5-95%: 0.942 to 0.984"``: where the middle 90% of per-replication values lie."""
     x = np.asarray(values, dtype=np.float64)
@@ -243,12 +252,16 @@ def run_section(run: dict) -> str:
     return "\n".join(lines)
 
 
+def markdown_table(table: pd.DataFrame) -> list[str]:
+    """A table's Markdown lines: its header, rule and one line per row."""
+    head = "| " + " | ".join(table.columns) + " |"
+    rule = "|" + "---|" * len(table.columns)
+    return [head, rule, *("| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False))]
+
+
 def design_section(design_table: pd.DataFrame) -> str:
     """What ran: one row per design and condition, with its replications."""
-    head = "| " + " | ".join(design_table.columns) + " |"
-    rule = "|" + "---|" * len(design_table.columns)
-    rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in design_table.itertuples(index=False)]
-    return "\n".join(["## What ran", "", head, rule, *rows, ""])
+    return "\n".join(["## What ran", "", *markdown_table(design_table), ""])
 
 
 def claims_section(claims: list[Claim]) -> str:
@@ -288,6 +301,8 @@ def render(study: str, data: Path, pages: Path) -> Path:
         "",
         claims_section(claims),
         design_section(module.design_table(tables)),
+        # a study's own tables beside its claims (optional: ``sections(tables) -> list[str]``)
+        *(module.sections(tables) if hasattr(module, "sections") else []),
         run_section(run),
     ]
     if figures:

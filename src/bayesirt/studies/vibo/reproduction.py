@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import plotting
-from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict, reaches
+from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict, markdown_table, reaches, short
 from bayesirt.studies.vibo import tables as study_tables
 
 TITLE = "vibo (seed 004): amortized variational IRT with missing responses, at scale"
@@ -122,6 +122,69 @@ def design_table(tables: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# the methods table's columns: (fits column, heading); a column no fit of a design has is left blank
+METHOD_COLUMNS = [
+    ("ability_rmse", "ability RMSE"),
+    ("coverage_90", "90% ability coverage"),
+    ("discrimination_rmse", "discrimination RMSE"),
+    ("ability_rmse_to_nuts", "ability RMSE to NUTS"),
+    ("hidden_log_score", "hidden cells' log score"),
+    ("heldout_loglik", "held-out log-likelihood"),
+]
+
+
+def methods_table(tables: dict) -> pd.DataFrame:
+    """Every method side by side, per design (its missingness conditions pooled: every method
+    fitted the same data sets): the mean of each measure over the fits with its 95% interval,
+    and the median fit time."""
+    fits, timings = tables["fits"], tables["timings"]
+    rows = []
+    for (design, method), g in fits.groupby(["design", "method"], sort=False):
+        t = timings[(timings.design == design) & (timings.method == method)].wall_seconds
+        row = {"design": design, "method": method, "fits": len(g), "converged": int(g.converged.sum())}
+        row |= {heading: short(g[column]) if column in g else "" for column, heading in METHOD_COLUMNS}
+        row["seconds (median)"] = f"{t.median():.3g}" if len(t) else ""
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    # a measure no design has (e.g. the distance to NUTS in a run without NUTS) is not shown
+    return table.loc[:, [c for c in table.columns if (table[c] != "").any()]]
+
+
+def sections(tables: dict) -> list[str]:
+    return [
+        "\n".join(
+            [
+                "## The methods side by side",
+                "",
+                "Per design, pooled over its missingness conditions: the mean over fits with its 95% "
+                "interval (RMSEs and coverage against the simulated truth; the log score of the hidden "
+                "cells, per cell, and the held-out log-likelihood, per new person, also where no truth exists), "
+                "and the median wall time of a fit (a block's time shared among its fits), evaluation excluded.",
+                "",
+                *markdown_table(methods_table(tables)),
+                "",
+            ]
+        )
+    ]
+
+
+def time_figure(timings: pd.DataFrame):
+    """Median wall time of a fit per method, by design (log scale)."""
+    designs = list(dict.fromkeys(timings.design))
+    methods = list(dict.fromkeys(timings.method))
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(designs)), 3.8))
+    width = 0.8 / max(len(methods), 1)
+    for k, method in enumerate(methods):
+        medians = [timings[(timings.design == d) & (timings.method == method)].wall_seconds.median() for d in designs]
+        ax.bar(np.arange(len(designs)) + (k - (len(methods) - 1) / 2) * width, medians, width, label=method)
+    ax.set_yscale("log")
+    ax.set_ylabel("seconds per fit (median)")
+    ax.set_xticks(range(len(designs)), designs)
+    ax.legend(fontsize=7, ncol=min(len(methods), 5))
+    fig.tight_layout()
+    return fig
+
+
 def accuracy_figure(fits: pd.DataFrame):
     """Ability RMSE and 90% coverage per method, by design and missingness (simulated designs)."""
     known = fits[fits.ability_rmse.notna()]
@@ -149,10 +212,12 @@ def accuracy_figure(fits: pd.DataFrame):
 
 def figures(tables: dict, folder) -> list[tuple[str, str]]:
     plotting.save(accuracy_figure(tables["fits"]), folder / "accuracy.png")
+    plotting.save(time_figure(tables["timings"]), folder / "time.png")
     return [
         (
             "accuracy.png",
             "Ability RMSE against the truth (top) and coverage of the 90% ability intervals (bottom) per method, "
             "mean over replications with its 95% interval, by design and missingness.",
-        )
+        ),
+        ("time.png", "Median wall time of one fit per method and design, evaluation excluded (log scale)."),
     ]

@@ -416,3 +416,38 @@ def test_sx2_equals_mirts_at_the_same_data_and_parameters(name):
         fit = fc.sx2_complete(y, fc.grm_grid(a, -d, n_categories, n_nodes=n_nodes), n_parameters=0)
         np.testing.assert_allclose(fit.statistic, spec["S_X2"], rtol=0, atol=tolerance)
     assert fit.df.tolist() == spec["df_S_X2"] and fit.groups.tolist() == spec["score_groups_after_collapsing"]
+
+
+def test_item_fit_resolves_narrow_posteriors():
+    """100 probit items at 10,000 persons (seed 7, discriminations about 1), checked at the
+    generating values: a person's posterior sd is about 0.13, a quarter of the spacing of 41
+    Gauss-Hermite nodes. On that grid the item fit flags most items of data drawn from the model
+    itself; on the grid the items' information asks for (``nodes_for``) it flags about its level
+    (5%; at most 12 of 100 items, a binomial tail of 0.1%)."""
+    from bayesirt.data.simulate_binary import simulate_binary
+
+    rm, truth = simulate_binary(7, 10_000, 100, model="2pno")
+    items = truth[truth.person == -1]
+    a = items[items.parameter == "discrimination"].sort_values("item").value.to_numpy()
+    d = items[items.parameter == "difficulty"].sort_values("item").value.to_numpy()
+    grid = fc.twopno_grid(a, d)
+    assert grid.order.size == fc.nodes_for(lambda theta: fc._twopno_probs(a, d, theta), np.zeros(100, int)) > 41
+    assert fc.item_fit(rm.responses, grid, n_parameters=0).flagged.sum() <= 12
+    assert fc.item_fit(rm.responses, fc.twopno_grid(a, d, n_nodes=41), n_parameters=0).flagged.mean() > 0.5
+
+
+def test_the_grid_s_nodes_follow_the_items_information():
+    """A few weakly informative items keep the fewest nodes; the information of one scale is the
+    closed form sum_j a_j^2 phi(eta)^2 / (Phi(eta) (1 - Phi(eta))) of the 2PNO."""
+    a, d = np.full(5, 0.5), np.zeros(5)
+    assert fc.twopno_grid(a, d).order.size == fc.MIN_NODES
+    theta = np.linspace(-2, 2, 9)
+    info = fc.information(lambda t: fc._twopno_probs(a, d, t), np.zeros(5, int), theta)[:, 0]
+    eta = 0.5 * theta
+    phi = np.exp(-0.5 * eta**2) / np.sqrt(2 * np.pi)
+    np.testing.assert_allclose(info, 5 * 0.25 * phi**2 / (ndtr(eta) * ndtr(-eta)), rtol=1e-6)
+    # two scales: each has its own information
+    two = fc.information(lambda t: fc._twopno_probs(np.ones(4), np.zeros(4), t), np.array([0, 0, 0, 1]), theta)
+    np.testing.assert_allclose(two[:, 0], 3 * two[:, 1], rtol=1e-9)
+    wide = fc.grm_grid(np.full(40, 8.0), np.tile(np.linspace(-4, 4, 8), (40, 1)), np.full(40, 9))
+    assert wide.order.size == fc.MAX_NODES  # the cap, where even that many are coarser than the rule

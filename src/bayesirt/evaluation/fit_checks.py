@@ -91,7 +91,75 @@ def _normal_nodes(n_nodes: int):
     return nodes, np.log(weights)
 
 
-def grm_grid(discrimination, cuts, n_categories, scale_index=None, n_nodes: int = 41) -> LatentGrid:
+# The grid must resolve the narrowest person posterior. With many informative items a posterior's
+# sd is far below the spacing of 41 Gauss-Hermite nodes (about 0.49): 100 probit items of
+# discrimination about 1 give sds near 0.13, every person's posterior then sits on one or two
+# nodes, and the item fit flags most items of data simulated from the model itself (the test
+# test_item_fit_resolves_narrow_posteriors). A sum over nodes h apart of a smooth density of sd
+# sigma errs by about exp(-2 pi^2 sigma^2 / h^2) of its mass (the trapezoid rule's aliasing);
+# h <= 2.5 sigma keeps the item fit at its level in that test, and costs at most 2.5 times the
+# 41 nodes' time where it asks for 101.
+SPACING_PER_SD = 2.5
+MIN_NODES, MAX_NODES, NODE_STEP = 41, 241, 20
+_THETA_CHECKED = np.linspace(-3.0, 3.0, 121)  # where the N(0, 1) prior puts persons
+
+
+def information(probs_at, scale_index, theta=_THETA_CHECKED, step: float = 1e-4) -> np.ndarray:
+    """Fisher information of each scale's ability, sum over its items of sum_k P_k'^2 / P_k,
+    from central differences of the category probabilities.
+
+    Parameters
+    ----------
+    probs_at : callable
+        ``probs_at(theta) -> (T, I, K)`` category probabilities at abilities ``theta`` (T,).
+    scale_index : array (I,)
+        Scale of each item.
+    theta : array (T,)
+        Abilities at which to evaluate it.
+    step : float
+        Half-width of the central difference.
+
+    Returns
+    -------
+    np.ndarray (T, S)
+        The information of every scale at every ``theta``.
+    """
+    theta = np.asarray(theta, dtype=np.float64)
+    p = probs_at(theta)
+    slope = (probs_at(theta + step) - probs_at(theta - step)) / (2.0 * step)
+    per_item = np.where(p > 0, slope**2 / np.maximum(p, _TINY), 0.0).sum(axis=-1)  # (T, I)
+    scale_index = np.asarray(scale_index, dtype=np.int64)
+    return np.stack([per_item[:, scale_index == s].sum(axis=1) for s in range(scale_index.max() + 1)], axis=1)
+
+
+def nodes_for(probs_at, scale_index) -> int:
+    """The fewest Gauss-Hermite nodes (``MIN_NODES`` up by ``NODE_STEP``, at most ``MAX_NODES``)
+    whose local spacing is at most ``SPACING_PER_SD`` times the posterior sd of a person who
+    answered every item, 1 / sqrt(1 + information), at every ability in [-3, 3] and on every
+    scale.
+
+    Parameters
+    ----------
+    probs_at : callable
+        As in ``information``.
+    scale_index : array (I,)
+        Scale of each item.
+
+    Returns
+    -------
+    int
+        The number of nodes Q (``MAX_NODES`` where even that many are coarser than the rule).
+    """
+    sd = 1.0 / np.sqrt(1.0 + information(probs_at, scale_index).max(axis=1))  # (T,)
+    for n in range(MIN_NODES, MAX_NODES + 1, NODE_STEP):
+        nodes, _ = hermegauss(n)
+        spacing = np.interp(_THETA_CHECKED, (nodes[1:] + nodes[:-1]) / 2, np.diff(nodes))
+        if np.all(spacing <= SPACING_PER_SD * sd):
+            return n
+    return MAX_NODES
+
+
+def grm_grid(discrimination, cuts, n_categories, scale_index=None, n_nodes: int | None = None) -> LatentGrid:
     """Graded response model (binary 2PL when K = 2) on a Gauss-Hermite grid for N(0, 1).
 
     P(Y_j >= k | theta) = sigmoid(a_j theta - cut_jk), k = 1..K_j-1, with P(Y_j >= 0) = 1 and
@@ -110,8 +178,9 @@ def grm_grid(discrimination, cuts, n_categories, scale_index=None, n_nodes: int 
         K_j, at least 2 and at most Kmax.
     scale_index : array (I,), optional
         Scale of each item (0..S-1); all items on one scale by default.
-    n_nodes : int
-        Number of quadrature nodes Q.
+    n_nodes : int, optional
+        Number of quadrature nodes Q; by default as many as the items' information needs
+        (``nodes_for``).
 
     Returns
     -------
@@ -129,7 +198,16 @@ def grm_grid(discrimination, cuts, n_categories, scale_index=None, n_nodes: int 
     kmax = cuts.shape[1] + 1
     if n_cat.min() < 2 or n_cat.max() > kmax:
         raise ValueError(f"n_categories must lie in 2..{kmax} (cuts has {kmax - 1} columns)")
+    scale = np.zeros(n_items, dtype=np.int64) if scale_index is None else np.asarray(scale_index, dtype=np.int64)
+    if n_nodes is None:
+        n_nodes = nodes_for(lambda theta: _grm_probs(a, cuts, n_cat, theta), scale)
     nodes, log_w = _normal_nodes(n_nodes)
+    return LatentGrid(log_w, _grm_probs(a, cuts, n_cat, nodes), scale, nodes)
+
+
+def _grm_probs(a, cuts, n_cat, nodes) -> np.ndarray:
+    """P(Y_j = k | theta) of the GRM at the ``nodes`` (Q,): (Q, I, Kmax), 0 beyond K_j."""
+    n_items, kmax = a.shape[0], cuts.shape[1] + 1
     k = np.arange(1, kmax)
     real = k[None, :] < n_cat[:, None]  # (I, Kmax-1): cuts that belong to the item
     # x[q, j, k] = a theta - cut_k for k = 0..Kmax with x_0 = +inf (P(Y >= 0) = 1) and x = -inf
@@ -142,12 +220,10 @@ def grm_grid(discrimination, cuts, n_categories, scale_index=None, n_nodes: int 
     with np.errstate(invalid="ignore"):
         gap = -np.expm1(lo - hi)  # nan where both are -inf (categories beyond K_j)
     probs = expit(hi) * expit(-lo) * gap
-    probs = np.where(np.isnan(probs), 0.0, probs)
-    scale = np.zeros(n_items, dtype=np.int64) if scale_index is None else np.asarray(scale_index, dtype=np.int64)
-    return LatentGrid(log_w, probs, scale, nodes)
+    return np.where(np.isnan(probs), 0.0, probs)
 
 
-def twopno_grid(a, d, n_nodes: int = 41) -> LatentGrid:
+def twopno_grid(a, d, n_nodes: int | None = None) -> LatentGrid:
     """Two-parameter normal ogive model on a Gauss-Hermite grid for N(0, 1).
 
     P(Y_j = 1 | theta) = Phi(a_j theta - d_j), the convention of
@@ -159,8 +235,9 @@ def twopno_grid(a, d, n_nodes: int = 41) -> LatentGrid:
         Discriminations.
     d : array (I,)
         Difficulties.
-    n_nodes : int
-        Number of quadrature nodes Q.
+    n_nodes : int, optional
+        Number of quadrature nodes Q; by default as many as the items' information needs
+        (``nodes_for``).
 
     Returns
     -------
@@ -169,11 +246,18 @@ def twopno_grid(a, d, n_nodes: int = 41) -> LatentGrid:
     """
     a = np.asarray(a, dtype=np.float64)
     d = np.asarray(d, dtype=np.float64)
+    scale = np.zeros(a.shape[0], dtype=np.int64)
+    if n_nodes is None:
+        n_nodes = nodes_for(lambda theta: _twopno_probs(a, d, theta), scale)
     nodes, log_w = _normal_nodes(n_nodes)
+    return LatentGrid(log_w, _twopno_probs(a, d, nodes), scale, nodes)
+
+
+def _twopno_probs(a, d, nodes) -> np.ndarray:
+    """P(Y_j = k | theta) of the 2PNO at the ``nodes`` (Q,): (Q, I, 2)."""
     eta = nodes[:, None] * a[None, :] - d[None, :]
     # both tails through ndtr of +-eta, never 1 - Phi
-    probs = np.stack([ndtr(-eta), ndtr(eta)], axis=-1)
-    return LatentGrid(log_w, probs, np.zeros(a.shape[0], dtype=np.int64), nodes)
+    return np.stack([ndtr(-eta), ndtr(eta)], axis=-1)
 
 
 def lcdm_grid(class_log_probs, correct_probs) -> LatentGrid:
@@ -1129,6 +1213,7 @@ def check(
     summary = {
         "persons": int(np.asarray(y).shape[0]),
         "items": int(np.asarray(y).shape[1]),
+        "latent_states": int(grid.log_weights.shape[0]),
         "observed_share": float((np.asarray(y) >= 0).mean()),
         "alpha": alpha,
         "items_flagged": int(items["flagged"].sum()),

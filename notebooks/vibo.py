@@ -79,10 +79,9 @@ def read(designs, table):
 if names:
     summary, fits, variants, timings = (read(names, t) for t in ("summary", "fits", "variants", "timings"))
     summary = tables.with_times(summary, timings)  # mean fit times come from timings.csv
-    n_reps = int(summary["replications"].min())
     print(
-        f"{len(fits)} fits of simulated data; {n_reps} to {int(summary['replications'].max())} replications "
-        "per condition"
+        f"{len(fits)} fits of simulated data; {int(summary['replications'].min())} to "
+        f"{int(summary['replications'].max())} replications per condition"
     )
 else:
     print("No simulated design in this run: the sections up to the real data are empty.")
@@ -264,12 +263,13 @@ def claims(vib="vibo_one_prior"):
     left_out = (
         f" Real-data designs ({', '.join(real_names)}) are not counted: they have no truth." if real_names else ""
     )
+    reps = summary.groupby("design")["replications"].min()
+    per_design = ", ".join(f"{d} {int(reps[d])}" for d in names)
     return (
-        f"From {len(fits)} fits of simulated data, {n_reps} replication(s) per condition (designs: "
-        f"{', '.join(names)}).{left_out}\n\n"
+        f"From {len(fits)} fits of simulated data; replications per condition: {per_design}.{left_out}\n\n"
         + "\n".join(lines)
-        + "\n\nWith few pairs the t interval is wide, so most verdicts are inconclusive at demo scale; "
-        "the paper config runs 100 replications."
+        + "\n\nEach verdict's interval is over its pairs: with few pairs it is wide and the verdict "
+        "inconclusive, whatever the means say."
     )
 
 

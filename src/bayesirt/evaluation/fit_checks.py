@@ -357,23 +357,52 @@ def _prepare(y, grid: LatentGrid) -> _Prepared:
     return _Prepared(y, y >= 0, probs, logp, log_w, scale, int(scale.max()) + 1, n_cat, valid)
 
 
-def _cell_log_probs(p: _Prepared) -> np.ndarray:
-    """log P(y_nj | state q) per cell, (N, I, Q); 0 at missing cells."""
-    n_items = p.y.shape[1]
+# Persons per pass of the (persons, items, states) arrays of the leave-one-out predictives: tens
+# of MB at a time instead of GB (20,000 persons x 100 items x 101 nodes is 1.6 GB in float64),
+# which the memory system streams far faster than one pass over the whole array.
+_PERSON_CHUNK = 1024
+
+
+def _cell_log_probs(p: _Prepared, rows=slice(None)) -> np.ndarray:
+    """log P(y_nj | state q) per cell of the persons ``rows``, (n, I, Q); 0 at missing cells."""
+    y, observed = p.y[rows], p.observed[rows]
+    n_items = y.shape[1]
     logp_t = p.logp.transpose(1, 2, 0)  # (I, K, Q)
-    cell = logp_t[np.arange(n_items)[None, :], np.where(p.observed, p.y, 0)]
-    return np.where(p.observed[..., None], cell, 0.0)
+    cell = logp_t[np.arange(n_items)[None, :], np.where(observed, y, 0)]
+    return np.where(observed[..., None], cell, 0.0)
 
 
 def _log_posteriors(p: _Prepared, cell: np.ndarray) -> np.ndarray:
-    """Normalised log posterior over states per person and scale, (N, S, Q)."""
-    loglik = np.stack([cell[:, p.scale == s, :].sum(1) for s in range(p.n_scales)], axis=1)  # (N, S, Q)
+    """Normalised log posterior over states per person and scale, (n, S, Q), from the persons'
+    cell log-probabilities ``cell`` (``_cell_log_probs``)."""
+    loglik = np.stack([cell[:, p.scale == s, :].sum(1) for s in range(p.n_scales)], axis=1)  # (n, S, Q)
+    lp = p.log_weights[None, None, :] + loglik
+    return lp - _logsumexp(lp, axis=-1)[..., None]
+
+
+def _posteriors(p: _Prepared) -> np.ndarray:
+    """Normalised log posterior over states per person and scale, (N, S, Q), as
+    ``_log_posteriors`` but without the (N, I, Q) cell array: each scale's log-likelihood is
+    the contraction of the responses' one-hot codes (N, I, K) with the log-probabilities."""
+    n, n_items = p.y.shape
+    onehot = np.zeros((n, n_items, p.logp.shape[2]))
+    rows, cols = np.nonzero(p.observed)
+    onehot[rows, cols, p.y[rows, cols]] = 1.0
+    # each scale's items copied C-contiguous: a boolean index on the middle axis returns them
+    # items-first in memory, where einsum's loops are ten times slower
+    loglik = np.stack(
+        [
+            _dot("nik,qik->nq", *(np.ascontiguousarray(x[:, p.scale == s]) for x in (onehot, p.logp)))
+            for s in range(p.n_scales)
+        ],
+        axis=1,
+    )
     lp = p.log_weights[None, None, :] + loglik
     return lp - _logsumexp(lp, axis=-1)[..., None]
 
 
 def _loo_weights(p: _Prepared, cell: np.ndarray, log_post: np.ndarray) -> np.ndarray:
-    """p(state | the person's observed cells on j's scale except j), (N, I, Q).
+    """p(state | the person's observed cells on j's scale except j), (n, I, Q).
 
     The cell is divided out of the full posterior (a subtraction in log space) and the result
     renormalised after subtracting its maximum; the floor on the probabilities keeps every
@@ -391,11 +420,21 @@ def _mix(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
     return _dot("niq,qik->nik", weights, values)
 
 
-def _loo(p: _Prepared):
-    cell = _cell_log_probs(p)
-    log_post = _log_posteriors(p, cell)
-    loo_w = _loo_weights(p, cell, log_post)
-    return log_post, loo_w, _mix(loo_w, p.probs)
+def _loo_chunks(p: _Prepared):
+    """The leave-one-out weights (``_loo_weights``) of ``_PERSON_CHUNK`` persons at a time:
+    pairs (rows, weights (n, I, Q))."""
+    for start in range(0, p.y.shape[0], _PERSON_CHUNK):
+        rows = slice(start, start + _PERSON_CHUNK)
+        cell = _cell_log_probs(p, rows)
+        yield rows, _loo_weights(p, cell, _log_posteriors(p, cell))
+
+
+def _loo(p: _Prepared) -> np.ndarray:
+    """P(Y_nj = k | person n's other observed cells on j's scale) for every cell, (N, I, K)."""
+    pred = np.empty(p.y.shape + (p.probs.shape[2],))
+    for rows, weights in _loo_chunks(p):
+        pred[rows] = _mix(weights, p.probs)
+    return pred
 
 
 # ----------------------------------------------------------------------------------------------
@@ -418,8 +457,7 @@ def person_posteriors(y, grid: LatentGrid) -> np.ndarray:
         log p(state q | person n's observed responses on scale s); a person with no observed
         item on a scale gets the prior.
     """
-    p = _prepare(y, grid)
-    return _log_posteriors(p, _cell_log_probs(p))
+    return _posteriors(_prepare(y, grid))
 
 
 def leave_one_out_predictive(y, grid: LatentGrid) -> np.ndarray:
@@ -442,8 +480,7 @@ def leave_one_out_predictive(y, grid: LatentGrid) -> np.ndarray:
         0 for categories beyond an item's K_j.
     """
     p = _prepare(y, grid)
-    _, _, pred = _loo(p)
-    return np.where(p.observed[..., None], pred, np.nan)
+    return np.where(p.observed[..., None], _loo(p), np.nan)
 
 
 def summed_score_distribution(grid: LatentGrid, items=None) -> np.ndarray:
@@ -565,14 +602,13 @@ def _group_tables(p: _Prepared, pred: np.ndarray, j: int, groups):
 
 
 def _item_predictives(y, grid: LatentGrid, seed):
-    """The prepared data, and the leave-one-out weights and predictives of ``item_fit``: from the
-    data completed by ``complete`` (seeded by ``seed``), or from the observed cells alone when
-    ``seed`` is None or nothing is missing. Groups and counts read the prepared data's real
-    answers; only the predictives see drawn cells."""
+    """The prepared data, the data the predictives condition on and the leave-one-out
+    predictives of ``item_fit``: from the data completed by ``complete`` (seeded by ``seed``),
+    or from the observed cells alone when ``seed`` is None or nothing is missing. Groups and
+    counts read the prepared data's real answers; only the predictives see drawn cells."""
     p = _prepare(y, grid)
     completed = p if seed is None or p.observed.all() else _prepare(complete(seed, p.y, grid), grid)
-    _, loo_w, pred = _loo(completed)
-    return p, loo_w, pred
+    return p, completed, _loo(completed)
 
 
 def item_fit(
@@ -677,7 +713,7 @@ def observed_expected(y, grid: LatentGrid, item: int, n_groups: int = 10, seed=0
         ``grid.order``, e.g. theta; NaN when the grid has no order) and mean_expected_score
         (the group's mean E[Y_nj | rest]).
     """
-    p, loo_w, pred = _item_predictives(y, grid, seed)
+    p, completed, pred = _item_predictives(y, grid, seed)
     j = int(item)
     groups = _loo_groups(p, pred, j, n_groups)
     if not groups:
@@ -687,9 +723,11 @@ def observed_expected(y, grid: LatentGrid, item: int, n_groups: int = 10, seed=0
     k = p.n_cat[j]
     scores = pred[:, j, :] @ np.arange(pred.shape[2])
     order = None if grid.order is None else np.asarray(grid.order, dtype=np.float64)
+    # each person's leave-one-out posterior mean of the order (theta), item j's weights only
+    loo_order = None if order is None else np.concatenate([w[:, j, :] @ order for _, w in _loo_chunks(completed)])
     rows = []
     for g, persons in enumerate(groups):
-        mean_order = float(np.mean(loo_w[persons, j, :] @ order)) if order is not None else np.nan
+        mean_order = float(np.mean(loo_order[persons])) if order is not None else np.nan
         for c in range(k):
             rows.append(
                 {
@@ -856,7 +894,7 @@ def person_fit(y, grid: LatentGrid, threshold: float = -1.645) -> pd.DataFrame:
         get lz NaN and are not flagged.
     """
     p = _prepare(y, grid)
-    log_post = _log_posteriors(p, _cell_log_probs(p))
+    log_post = _posteriors(p)
     lp = _point_log_probs(p, grid, log_post)  # (N, I, K)
     prob = np.exp(lp)
     plogp = np.where(p.valid[None], prob * np.where(np.isfinite(lp), lp, 0.0), 0.0)
@@ -909,7 +947,7 @@ def residual_correlations(y, grid: LatentGrid, min_pairs: int = 10) -> np.ndarra
         Symmetric; 1 on the diagonal (NaN for items with fewer than ``min_pairs`` answers).
     """
     p = _prepare(y, grid)
-    log_post = _log_posteriors(p, _cell_log_probs(p))
+    log_post = _posteriors(p)
     item_mean = p.probs @ np.arange(p.probs.shape[2], dtype=np.float64)  # (Q, I)
     post = np.exp(log_post)  # (N, S, Q)
     expected = _dot("nsq,qi->nsi", post, item_mean)[:, p.scale, np.arange(p.y.shape[1])]
@@ -1037,7 +1075,7 @@ def _response_sampler(p: _Prepared):
     """A function rng -> one response in every cell, (N, I): each person's latent state on every
     scale drawn from their posterior given their observed cells, then each cell from
     P(Y_j | state). The posteriors are computed once, here."""
-    post_cdf = np.cumsum(np.exp(_log_posteriors(p, _cell_log_probs(p))), axis=-1)  # (N, S, Q)
+    post_cdf = np.cumsum(np.exp(_posteriors(p)), axis=-1)  # (N, S, Q)
     post_cdf[..., -1] = 1.0
     # the last category of each item closes its cdf at exactly 1, so rounding can never draw a
     # category beyond K_j

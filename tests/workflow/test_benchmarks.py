@@ -119,6 +119,16 @@ FIGURES = {
         "item_uncertainty",
     ],
     "fit_checks_rwa": [*TARGETS, "checks_seconds", "fit_seconds", "items_flagged", "persons_flagged_share"],
+    "fit_checks_long_test": [
+        *TARGETS,
+        "latent_states",
+        "items_flagged_share",
+        "checks_seconds",
+        "coarse_items_flagged_share",
+        "coarse_checks_seconds",
+        "posterior_seconds",
+        "loo_seconds",
+    ],
     "ifa_ipip_scale": [
         *TARGETS,
         "iwae_seconds_per_epoch",

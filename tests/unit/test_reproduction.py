@@ -154,6 +154,16 @@ def test_gibbs_the_mixture_is_supported_only_when_every_truth_is_inside_its_inte
     assert gibbs_page.mixture_claim(post.assign(true=[160.0, 177.0, 0.571])).verdict == "not supported"
 
 
+def test_a_comparison_on_fewer_than_two_pairs_is_not_comparable():
+    from bayesirt.evaluation import verdicts
+
+    def verdict(d):
+        return reproduction.from_verdict(verdicts.paired_verdict(d, subject="x", direction="lower"))
+
+    assert verdict([]) == verdict([-1.0]) == "not comparable"
+    assert verdict([-1.0, -1.1, -0.9]) == "supported" and verdict([1.0, -1.0, 0.5]) == "not supported"
+
+
 def test_vibo_methods_table_pools_a_design_s_conditions_per_method():
     rng = np.random.default_rng(5)
     rows = [

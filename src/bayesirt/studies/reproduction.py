@@ -131,7 +131,10 @@ def spread(values, digits: int = 3) -> str:
 
 def from_verdict(verdict: Verdict) -> str:
     """A page's verdict from a replicated comparison's (``evaluation.verdicts``): an
-    inconclusive interval does not support the claim."""
+    inconclusive interval does not support the claim; fewer than two pairs give no interval at
+    all, so the claim is not comparable on them."""
+    if verdict.n < 2:
+        return "not comparable"
     return "supported" if verdict.outcome == "supported" else "not supported"
 
 

@@ -182,6 +182,7 @@ def time_figure(timings: pd.DataFrame):
         medians = [timings[(timings.design == d) & (timings.method == method)].wall_seconds.median() for d in designs]
         ax.bar(np.arange(len(designs)) + (k - (len(methods) - 1) / 2) * width, medians, width, label=method)
     ax.set_yscale("log")
+    ax.set_ylim(top=20 * timings.groupby(["design", "method"]).wall_seconds.median().max())  # room for the legend
     ax.set_ylabel("seconds per fit (median)")
     ax.set_xticks(range(len(designs)), designs)
     ax.legend(fontsize=7, ncol=min(len(methods), 5))

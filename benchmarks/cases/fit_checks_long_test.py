@@ -50,12 +50,11 @@ def run() -> dict:
             "items_misfit_share": checks.summary["items_misfit"] / checks.summary["items"],
             "persons_flagged_share": checks.summary["persons_flagged_share"],
         }
-    p = fit_checks._prepare(y, grids["default"])
     t0 = time.perf_counter()
-    fit_checks._posteriors(p)
+    fit_checks.person_posteriors(y, grids["default"])
     posterior_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
-    fit_checks._loo(p)
+    fit_checks.leave_one_out_predictive(y, grids["default"])
     loo_seconds = time.perf_counter() - t0
     default = out["default"]
     return {

@@ -375,7 +375,11 @@ def _cell_log_probs(p: _Prepared, rows=slice(None)) -> np.ndarray:
 def _log_posteriors(p: _Prepared, cell: np.ndarray) -> np.ndarray:
     """Normalised log posterior over states per person and scale, (n, S, Q), from the persons'
     cell log-probabilities ``cell`` (``_cell_log_probs``)."""
-    loglik = np.stack([cell[:, p.scale == s, :].sum(1) for s in range(p.n_scales)], axis=1)  # (n, S, Q)
+    return _normalised(p, np.stack([cell[:, p.scale == s, :].sum(1) for s in range(p.n_scales)], axis=1))
+
+
+def _normalised(p: _Prepared, loglik: np.ndarray) -> np.ndarray:
+    """The log posterior over states from each scale's log-likelihood (n, S, Q) and the prior."""
     lp = p.log_weights[None, None, :] + loglik
     return lp - _logsumexp(lp, axis=-1)[..., None]
 
@@ -397,8 +401,7 @@ def _posteriors(p: _Prepared) -> np.ndarray:
         ],
         axis=1,
     )
-    lp = p.log_weights[None, None, :] + loglik
-    return lp - _logsumexp(lp, axis=-1)[..., None]
+    return _normalised(p, loglik)
 
 
 def _loo_weights(p: _Prepared, cell: np.ndarray, log_post: np.ndarray) -> np.ndarray:
@@ -420,21 +423,20 @@ def _mix(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
     return _dot("niq,qik->nik", weights, values)
 
 
-def _loo_chunks(p: _Prepared):
-    """The leave-one-out weights (``_loo_weights``) of ``_PERSON_CHUNK`` persons at a time:
-    pairs (rows, weights (n, I, Q))."""
+def _loo(p: _Prepared, item: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """P(Y_nj = k | person n's other observed cells on j's scale) for every cell, (N, I, K),
+    and, where ``item`` is given, that item's leave-one-out weights over the states (N, Q).
+    Computed ``_PERSON_CHUNK`` persons at a time (``_loo_weights`` of each chunk)."""
+    pred = np.empty(p.y.shape + (p.probs.shape[2],))
+    kept = None if item is None else np.empty((p.y.shape[0], p.probs.shape[0]))
     for start in range(0, p.y.shape[0], _PERSON_CHUNK):
         rows = slice(start, start + _PERSON_CHUNK)
         cell = _cell_log_probs(p, rows)
-        yield rows, _loo_weights(p, cell, _log_posteriors(p, cell))
-
-
-def _loo(p: _Prepared) -> np.ndarray:
-    """P(Y_nj = k | person n's other observed cells on j's scale) for every cell, (N, I, K)."""
-    pred = np.empty(p.y.shape + (p.probs.shape[2],))
-    for rows, weights in _loo_chunks(p):
+        weights = _loo_weights(p, cell, _log_posteriors(p, cell))
         pred[rows] = _mix(weights, p.probs)
-    return pred
+        if kept is not None:
+            kept[rows] = weights[:, item, :]
+    return pred, kept
 
 
 # ----------------------------------------------------------------------------------------------
@@ -480,7 +482,7 @@ def leave_one_out_predictive(y, grid: LatentGrid) -> np.ndarray:
         0 for categories beyond an item's K_j.
     """
     p = _prepare(y, grid)
-    return np.where(p.observed[..., None], _loo(p), np.nan)
+    return np.where(p.observed[..., None], _loo(p)[0], np.nan)
 
 
 def summed_score_distribution(grid: LatentGrid, items=None) -> np.ndarray:
@@ -601,14 +603,15 @@ def _group_tables(p: _Prepared, pred: np.ndarray, j: int, groups):
     return obs, exp
 
 
-def _item_predictives(y, grid: LatentGrid, seed):
-    """The prepared data, the data the predictives condition on and the leave-one-out
-    predictives of ``item_fit``: from the data completed by ``complete`` (seeded by ``seed``),
-    or from the observed cells alone when ``seed`` is None or nothing is missing. Groups and
-    counts read the prepared data's real answers; only the predictives see drawn cells."""
+def _item_predictives(y, grid: LatentGrid, seed, item: int | None = None):
+    """The prepared data and the leave-one-out predictives of ``item_fit`` (with ``item``'s
+    leave-one-out weights, as ``_loo``): from the data completed by ``complete`` (seeded by
+    ``seed``), or from the observed cells alone when ``seed`` is None or nothing is missing.
+    Groups and counts read the prepared data's real answers; only the predictives see drawn
+    cells."""
     p = _prepare(y, grid)
     completed = p if seed is None or p.observed.all() else _prepare(complete(seed, p.y, grid), grid)
-    return p, completed, _loo(completed)
+    return (p, *_loo(completed, item))
 
 
 def item_fit(
@@ -672,7 +675,7 @@ def item_fit(
         One row per item: item, n_observed, statistic, df, p_value, groups, pooled, flagged
         (p_value < alpha). Items with df <= 0 get p_value NaN and are not flagged.
     """
-    p, _, pred = _item_predictives(y, grid, seed)
+    p, pred, _ = _item_predictives(y, grid, seed)
     m = _default_parameters(p.n_cat, n_parameters)
     rows = []
     for j in range(p.y.shape[1]):
@@ -713,8 +716,8 @@ def observed_expected(y, grid: LatentGrid, item: int, n_groups: int = 10, seed=0
         ``grid.order``, e.g. theta; NaN when the grid has no order) and mean_expected_score
         (the group's mean E[Y_nj | rest]).
     """
-    p, completed, pred = _item_predictives(y, grid, seed)
     j = int(item)
+    p, pred, item_weights = _item_predictives(y, grid, seed, j)
     groups = _loo_groups(p, pred, j, n_groups)
     if not groups:
         cols = ["group", "category", "n", "observed", "expected", "mean_order", "mean_expected_score"]
@@ -723,11 +726,9 @@ def observed_expected(y, grid: LatentGrid, item: int, n_groups: int = 10, seed=0
     k = p.n_cat[j]
     scores = pred[:, j, :] @ np.arange(pred.shape[2])
     order = None if grid.order is None else np.asarray(grid.order, dtype=np.float64)
-    # each person's leave-one-out posterior mean of the order (theta), item j's weights only
-    loo_order = None if order is None else np.concatenate([w[:, j, :] @ order for _, w in _loo_chunks(completed)])
     rows = []
     for g, persons in enumerate(groups):
-        mean_order = float(np.mean(loo_order[persons])) if order is not None else np.nan
+        mean_order = float(np.mean(item_weights[persons] @ order)) if order is not None else np.nan
         for c in range(k):
             rows.append(
                 {

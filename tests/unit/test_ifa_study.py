@@ -57,6 +57,13 @@ def test_the_study_loads_and_its_conditions_are_the_fits_of_the_test_config():
     disabled = test_config()
     disabled["studies"]["amortized_ifa"]["enabled"] = False
     assert conditions.conditions(disabled) == []
+    # a design may name its own methods (how the paper-scale run leaves IWAVB out of a design)
+    cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    cfg["studies"]["amortized_ifa"]["designs"]["ipip"]["methods"] = ["iwae"]
+    validate(cfg, str(SCHEMAS / "config.schema.yaml"), set_default=True)
+    fits = conditions.conditions(cfg)
+    assert {f.method for f in fits if f.design == "ipip"} == {"iwae"} and len(fits) == 8
+    assert {f.method for f in fits if f.design != "ipip"} == {"iwae", "iwavb"}
 
 
 def test_parse_time_modules_use_the_standard_library_only():

@@ -47,11 +47,15 @@ def condition_name(method: str, n_factors: int, n_importance: int) -> str:
 
 def conditions(config: dict) -> list[FitSpec]:
     """Every fit the validated config asks for, design by design (none when the study is absent
-    or disabled)."""
+    or disabled), by the design's own ``methods`` where it names them, else the study's."""
     if STUDY not in config["studies"] or not config["studies"][STUDY]["enabled"]:
         return []
     study = config["studies"][STUDY]
-    return [spec for name, design in study["designs"].items() for spec in design_fits(name, design, study["methods"])]
+    return [
+        spec
+        for name, design in study["designs"].items()
+        for spec in design_fits(name, design, design.get("methods", study["methods"]))
+    ]
 
 
 def design_fits(name: str, design: dict, methods=METHODS) -> list[FitSpec]:

@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from bayesirt.studies import reproduction
+from bayesirt.studies.amortized_ifa import reproduction as ifa_page
 from bayesirt.studies.dcm_bbvi import reproduction as dcm_page
 from bayesirt.studies.gibbs_2pno import reproduction as gibbs_page
 from bayesirt.studies.vibo import reproduction as vibo_page
@@ -200,6 +201,53 @@ def test_vibo_methods_table_pools_a_design_s_conditions_per_method():
     assert row["seconds (median)"] == "4" and table.iloc[-1]["ability RMSE"] == ""  # real data: no truth
     text = vibo_page.sections({"fits": fits, "timings": timings})[0]
     assert text.startswith("## The methods side by side") and "| n1k | vibo_one_prior | 6 | 6 |" in text
+
+
+def test_ifa_paired_claims_and_an_ipip_run_of_iwae_alone():
+    """Normal latents where IWAVB's loading MSE is lower in every replication and its held-out
+    log-likelihood higher; an IPIP scree of IWAE alone whose gains fall most after P = 5."""
+    rng = np.random.default_rng(11)
+    fits = pd.DataFrame(
+        [
+            {
+                "design": "normal_p5",
+                "method": m,
+                "n_factors": 5,
+                "importance_samples": r,
+                "rep": rep,
+                "loading_mse": base + rng.normal(0, 0.001),
+                "intercept_mse": 0.02,
+                "factor_corr_mse": 0.01,
+                "loglik_independent": -30.0 - base,
+            }
+            for m, base in (("iwae", 0.05), ("iwavb", 0.03))
+            for r in (15, 35)
+            for rep in range(4)
+        ]
+    )
+    rows = {c.claim: c for c in ifa_page.simulation_claims(fits)}
+    assert rows["IWAVB has the lower loading MSE (normal latents, normal_p5)"].verdict == "supported"
+    assert rows["IWAVB reaches a higher held-out log-likelihood (normal latents, normal_p5)"].verdict == "supported"
+    assert rows["The intercept MSE averages below 0.03 (normal latents)"].verdict == "supported"
+    gains = [0, 8.0, 6.0, 4.0, 3.0, 0.3, 0.2]  # the fifth factor still adds, the sixth hardly
+    scree = pd.DataFrame(
+        {
+            "method": "iwae",
+            "importance_samples": 25,
+            "n_factors": range(1, 8),
+            "loglik_independent": -70 + np.cumsum(gains),
+        }
+    )
+    stability = pd.DataFrame(
+        {"method": ["iwae"], "loading_rmse": [0.02], "intercept_rmse": [0.05], "covariance_rmse": [0.07]}
+    )
+    rows = ifa_page.ipip_claims({"scree": scree, "stability": stability})
+    verdicts = [(r.claim.split(" (")[0], r.verdict) for r in rows]
+    higher = "IWAVB's held-out log-likelihood is higher than IWAE's at every number of factors"
+    assert verdicts[0] == (higher, "not comparable")
+    assert verdicts[1] == ("The scree plot has its elbow at five factors", "supported")
+    assert [v for _, v in verdicts[2:]] == ["not comparable", "not comparable"]  # synthetic data; IWAVB not run
+    assert rows[2].ours == "not run" and "IWAE's gain" in rows[1].ours and "(1 refit)" in rows[3].ours
 
 
 def write_dcm_results(folder: Path) -> None:

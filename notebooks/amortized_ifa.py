@@ -257,6 +257,13 @@ for d in expl:
             + f"); it is highest at P = {best['iwae']} (IWAE) and P = {best['iwavb']} (IWAVB). The paper "
             "finds the elbow at P = 5 and an IWAVB gain that grows with P."
         )
+    elif len(piv.columns):
+        ran = " and ".join(m.upper() for m in piv.columns)
+        best = int(piv.mean(axis=1).idxmax())
+        lines.append(
+            f"* *Exploratory `{d}`*: only {ran} was fitted to this design, so IWAVB's gain cannot be "
+            f"judged here; {ran}'s held-out log-likelihood is highest at P = {best} (the paper's elbow: P = 5)."
+        )
 n_pairs = fits_all.groupby(["design", "rep"]).ngroups if len(fits_all) else 0
 display(
     Markdown(

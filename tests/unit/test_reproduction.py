@@ -203,7 +203,7 @@ def test_vibo_methods_table_pools_a_design_s_conditions_per_method():
     assert text.startswith("## The methods side by side") and "| n1k | vibo_one_prior | 6 | 6 |" in text
 
 
-def test_ifa_paired_claims_and_an_ipip_run_of_iwae_alone():
+def test_ifa_paired_claims_and_an_ipip_run_of_iwae_alone(tmp_path):
     """Normal latents where IWAVB's loading MSE is lower in every replication and its held-out
     log-likelihood higher; an IPIP scree of IWAE alone whose gains fall most after P = 5."""
     rng = np.random.default_rng(11)
@@ -248,6 +248,9 @@ def test_ifa_paired_claims_and_an_ipip_run_of_iwae_alone():
     assert verdicts[1] == ("The scree plot has its elbow at five factors", "supported")
     assert [v for _, v in verdicts[2:]] == ["not comparable", "not comparable"]  # synthetic data; IWAVB not run
     assert rows[2].ours == "not run" and "IWAE's gain" in rows[1].ours and "(1 refit)" in rows[3].ours
+    tables = {"fits": fits, "scree": scree}
+    names = [name for name, _ in ifa_page.figures(tables, tmp_path)]
+    assert names == ["mse.png", "loglik.png", "scree.png"] and all((tmp_path / n).stat().st_size > 0 for n in names)
 
 
 def write_dcm_results(folder: Path) -> None:

@@ -319,12 +319,60 @@ def mse_figure(fits: pd.DataFrame):
     return fig
 
 
+def loglik_figure(fits: pd.DataFrame):
+    """The paper's Figures 9 and 12 as pairs: each replication's held-out log-likelihood per
+    person (method-independent, averaged over R) under IWAE and IWAVB, joined by a line."""
+    conf = fits[fits.design.isin(list(LATENT))]
+    designs = list(dict.fromkeys(conf.design))
+    fig, axes = plt.subplots(1, max(len(designs), 1), figsize=(3.2 * max(len(designs), 1), 3.4), squeeze=False)
+    for ax, design in zip(axes[0], designs):
+        pairs = per_replication(conf[conf.design == design], "loglik_independent")
+        for _, row in pairs.iterrows():
+            ax.plot([0, 1], [row.get("iwae", np.nan), row.get("iwavb", np.nan)], "o-", color="0.4", alpha=0.7)
+        ax.set_xticks([0, 1], ["IWAE", "IWAVB"])
+        ax.set_xlim(-0.4, 1.4)
+        ax.set_title(f"{design} ({len(pairs)} replications)", fontsize=9)
+    axes[0][0].set_ylabel("held-out log-likelihood per person")
+    fig.tight_layout()
+    return fig
+
+
+def scree_figure(scree: pd.DataFrame):
+    """The paper's Figure 6: held-out log-likelihood per person against the number of factors."""
+    fig, ax = plt.subplots(figsize=(4.2, 3.2))
+    for method, g in scree.groupby("method"):
+        g = g.sort_values("n_factors")
+        ax.plot(g.n_factors, g.loglik_independent, "o-", label=method.upper())
+    ax.axvline(5, color="0.7", linestyle=":", label="the paper's elbow")
+    ax.set_xlabel("factors P")
+    ax.set_ylabel("held-out log-likelihood per person")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def figures(tables: dict, folder) -> list[tuple[str, str]]:
     plotting.save(mse_figure(tables["fits"]), folder / "mse.png")
-    return [
+    plotting.save(loglik_figure(tables["fits"]), folder / "loglik.png")
+    out = [
         (
             "mse.png",
             "The paper's Figures 8 and 11 from this run: MSE of loadings, intercepts and factor correlations per "
             "replication, by method and number of importance samples R.",
-        )
+        ),
+        (
+            "loglik.png",
+            "The paper's Figures 9 and 12 from this run: each replication's held-out log-likelihood per person "
+            "(method-independent estimate, averaged over R), IWAE and IWAVB joined.",
+        ),
     ]
+    if len(tables["scree"]):
+        plotting.save(scree_figure(tables["scree"]), folder / "scree.png")
+        out.append(
+            (
+                "scree.png",
+                "The paper's Figure 6 from this run: held-out log-likelihood per person against the number of "
+                "factors on the IPIP-shaped data (replication 0 of each P).",
+            )
+        )
+    return out

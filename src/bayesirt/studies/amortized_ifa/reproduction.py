@@ -361,7 +361,8 @@ def loglik_figure(fits: pd.DataFrame):
             ax.plot([0, 1], [row.get("iwae", np.nan), row.get("iwavb", np.nan)], "o-", color="0.4", alpha=0.7)
         ax.set_xticks([0, 1], ["IWAE", "IWAVB"])
         ax.set_xlim(-0.4, 1.4)
-        ax.set_title(f"{design} ({len(pairs)} replications)", fontsize=9)
+        ax.ticklabel_format(axis="y", useOffset=False)
+        ax.set_title(f"{design} ({len(pairs)} replication{'' if len(pairs) == 1 else 's'})", fontsize=9)
     axes[0][0].set_ylabel("held-out log-likelihood per person")
     fig.tight_layout()
     return fig

@@ -17,6 +17,7 @@ import pandas as pd
 
 from bayesirt import plotting
 from bayesirt.evaluation import verdicts
+from bayesirt.studies.amortized_ifa import figures as ifa_figures
 from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict
 
 TITLE = "amortized_ifa (seed 003): IWAVB against IWAE for item factor analysis"
@@ -78,7 +79,7 @@ def paired_claim(claim, seed, pairs: pd.DataFrame, column: str, direction: str, 
 
 
 def simulation_claims(fits: pd.DataFrame) -> list[Claim]:
-    rows = []
+    rows, gains = [], {}  # gains: IWAVB's held-out log-likelihood over IWAE's per replication, by latent
     for latent in ("normal", "mixture"):
         f = fits[fits.design.map(LATENT) == latent]
         if f.empty:
@@ -112,20 +113,18 @@ def simulation_claims(fits: pd.DataFrame) -> list[Claim]:
                         "lower",
                     )
                 )
+        loglik = per_replication(f, "loglik_independent")
+        if {"iwavb", "iwae"} <= set(loglik.columns):
+            gains[latent] = loglik.iwavb - loglik.iwae
         rows.append(
             paired_claim(
                 f"IWAVB reaches a higher held-out log-likelihood ({where})",
                 f'{LOGLIK_FIGURES[latent]}: "significantly higher", no number or test',
-                per_replication(f, "loglik_independent"),
+                loglik,
                 "held-out log-likelihood per person",
                 "higher",
             )
         )
-    gains = {}
-    for latent in ("normal", "mixture"):
-        pairs = per_replication(fits[fits.design.map(LATENT) == latent], "loglik_independent")
-        if {"iwavb", "iwae"} <= set(pairs.columns):
-            gains[latent] = pairs.iwavb - pairs.iwae
     if len(gains) == 2:
         v = verdicts.two_group_verdict(
             gains["mixture"],
@@ -368,20 +367,6 @@ def loglik_figure(fits: pd.DataFrame):
     return fig
 
 
-def scree_figure(scree: pd.DataFrame):
-    """The paper's Figure 6: held-out log-likelihood per person against the number of factors."""
-    fig, ax = plt.subplots(figsize=(4.2, 3.2))
-    for method, g in scree.groupby("method"):
-        g = g.sort_values("n_factors")
-        ax.plot(g.n_factors, g.loglik_independent, "o-", label=method.upper())
-    ax.axvline(5, color="0.7", linestyle=":", label="the paper's elbow")
-    ax.set_xlabel("factors P")
-    ax.set_ylabel("held-out log-likelihood per person")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
 def figures(tables: dict, folder) -> list[tuple[str, str]]:
     plotting.save(mse_figure(tables["fits"]), folder / "mse.png")
     plotting.save(loglik_figure(tables["fits"]), folder / "loglik.png")
@@ -398,7 +383,7 @@ def figures(tables: dict, folder) -> list[tuple[str, str]]:
         ),
     ]
     if len(tables["scree"]):
-        plotting.save(scree_figure(tables["scree"]), folder / "scree.png")
+        plotting.save(ifa_figures.scree(tables["scree"]), folder / "scree.png")
         out.append(
             (
                 "scree.png",

@@ -19,7 +19,7 @@ from snakemake.utils import validate
 from bayesirt.config import ConfigError
 from bayesirt.models import mgrm
 from bayesirt.studies import base
-from bayesirt.studies.amortized_ifa import conditions, data, methods, settings, tables
+from bayesirt.studies.amortized_ifa import conditions, data, methods, seed_methods, settings, tables
 from bayesirt.tables import mgrm_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -234,12 +234,19 @@ def test_method_and_training_settings_from_a_design():
     s = methods.train_settings(d.training, 0.02)
     assert s.learning_rate == 0.02 and s.min_learning_rate == pytest.approx(0.01) and s.max_steps == 10
     assert s.lr_decay_steps == 2000  # the schema's default, not the driver's
-    assert set(methods.METHODS) == set(conditions.METHODS)
+    assert set(methods.METHODS) == set(conditions.METHODS) | set(seed_methods.SEED_METHODS)
 
 
 def test_settings_hold_every_key_of_the_schema():
     defs = yaml.safe_load((SCHEMAS / "config.schema.yaml").read_text())["$defs"]
-    for name, cls in (("ifa_training", settings.Training), ("ifa_iwae", settings.IWAE), ("ifa_iwavb", settings.IWAVB)):
+    for name, cls in (
+        ("ifa_training", settings.Training),
+        ("ifa_iwae", settings.IWAE),
+        ("ifa_iwavb", settings.IWAVB),
+        ("ifa_seed_training", settings.SeedTraining),
+        ("ifa_iwae_seed", settings.IWAESeed),
+        ("ifa_iwavb_seed", settings.IWAVBSeed),
+    ):
         assert set(defs[name]["properties"]) == {f.name for f in dataclasses.fields(cls)}, name
     evaluation = {f.name for f in dataclasses.fields(settings.Evaluation)}
     assert evaluation <= set(defs["amortized_ifa"]["properties"])

@@ -34,7 +34,7 @@ rule ifa_simulate:
 
 
 rule fit_amortized_ifa:
-    # One method (iwae | iwavb) with P factors and R importance samples on a block of a design's
+    # One method (iwae | iwavb, or a seed-as-written iwae_seed | iwavb_seed) with P factors and R importance samples on a block of a design's
     # replications (the design's block_size of them), fitted together as one vectorized program
     # (inference.bulk), in groups of fits_per_program spread over the job's cores (one worker
     # process per group, as many as the threads Snakemake gives); each replication's held-out
@@ -56,7 +56,7 @@ rule fit_amortized_ifa:
         seeds=ifa_block_inputs(ifa_fit_seed),
     wildcard_constraints:
         design=ifa_design_pattern(),
-        method="iwae|iwavb",
+        method="iwae_seed|iwavb_seed|iwae|iwavb",
         factors=r"\d+",
         samples=r"\d+",
         block=r"\d+",
@@ -82,7 +82,7 @@ rule ifa_replication:
         person_table="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/persons.csv",
     wildcard_constraints:
         design=ifa_design_pattern(),
-        method="iwae|iwavb",
+        method="iwae_seed|iwavb_seed|iwae|iwavb",
         factors=r"\d+",
         samples=r"\d+",
         rep=r"\d+",

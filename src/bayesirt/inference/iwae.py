@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from bayesirt.inference import networks
+from bayesirt.inference import networks, seed_training
 from bayesirt.inference.training import FitResult, Problem, TrainSettings, train_problem
 from bayesirt.models import mgrm
 
@@ -67,6 +67,7 @@ class IWAESettings:
     approximate_gelu: bool = False
     log_sigma_bounds: tuple = (-7.0, 3.0)
     warmup_steps: int = 0  # KL/entropy warm-up: steps over which beta goes 0 -> 1 (0: none; see warmup_beta)
+    seed: seed_training.SeedOptimizer | None = None  # seed 003's AdamW, cyclical rate and init (iwae_seed)
     train: TrainSettings = field(default_factory=TrainSettings)
 
 
@@ -501,13 +502,14 @@ def problem(
     k_init, k_fit = jax.random.split(key)
     y = np.asarray(y)
     params = _init(k_init, structure, settings, y) if init is None else init
+    if init is None and settings.seed is not None:
+        params = seed_training.init(k_init, structure, params)
     train_settings = fit_settings(settings.train, settings.warmup_steps)
-    opt = adamw(
-        train_settings,
-        {"model": settings.learning_rate, "encoder": settings.learning_rate},
-        settings.weight_decay,
-        params,
-    )
+    rates = {"model": settings.learning_rate, "encoder": settings.learning_rate}
+    if settings.seed is not None:
+        opt = seed_training.optimizer(settings.seed, rates, params)
+    else:
+        opt = adamw(train_settings, rates, settings.weight_decay, params)
     data = {"y": jnp.asarray(y, jnp.int8)}
     return Problem(loss_fn(structure, settings), params, k_fit, data, y.shape[0], train_settings, opt, label)
 

@@ -83,7 +83,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesirt.inference import networks
+from bayesirt.inference import networks, seed_encoder, seed_training
 from bayesirt.inference.iwae import (  # noqa: F401  (iw_elbo: public here too, the bound both share)
     adamw,
     dreg_log_weights,
@@ -119,6 +119,11 @@ class IWAVBSettings:
     approximate_gelu: bool = False
     log_sigma_bounds: tuple = (-7.0, 3.0)
     warmup_steps: int = 0  # KL/entropy warm-up (see iwae.warmup_beta); 0: none
+    # switches between our additions and seed 003's IWAVB as written (iwavb_seed turns them off)
+    encoder_form: str = "residual"  # "seed": z = MLP([x, eps]), moments from the draws (seed_encoder)
+    quadratic_term: bool = True  # T's learnable diagonal quadratic in z~ (see discriminator)
+    jacobian_in_weight: bool = True  # log q with (P/2) log 2 pi + sum log sigma (module doc)
+    seed: seed_training.SeedOptimizer | None = None  # the seed's AdamW, cyclical rate and init
     train: TrainSettings = field(default_factory=TrainSettings)
 
 
@@ -149,11 +154,14 @@ def init(key, st: mgrm.Structure, config: IWAVBSettings, responses=None) -> dict
     k_model, k_trunk, k_head, k_noise, k_disc = jax.random.split(key, 5)
     n_in = networks.n_features(st.n_items, st.max_categories)
     p, h = st.n_factors, config.encoder_hidden
-    encoder = {
-        "trunk": networks.init_mlp(k_trunk, (n_in, h)),
-        "head": networks.init_mlp(k_head, (h, 2 * p), scale_last=0.1),
-        "noise": networks.init_mlp(k_noise, (h + _noise_dim(st, config), *config.noise_hidden, p), scale_last=0.1),
-    }
+    if config.encoder_form == "seed":
+        encoder = seed_encoder.init(k_trunk, n_in, _noise_dim(st, config), h, p)
+    else:
+        encoder = {
+            "trunk": networks.init_mlp(k_trunk, (n_in, h)),
+            "head": networks.init_mlp(k_head, (h, 2 * p), scale_last=0.1),
+            "noise": networks.init_mlp(k_noise, (h + _noise_dim(st, config), *config.noise_hidden, p), scale_last=0.1),
+        }
     disc = {
         "net": networks.init_mlp(k_disc, (n_in + p, *config.discriminator_hidden, 1), scale_last=0.01),
         "log_precision": jnp.zeros(p),
@@ -180,6 +188,8 @@ def encode(encoder, feats, eps, config: IWAVBSettings):
     tuple of jax.Array
         u = z~ (R, B, P), mu (B, P) and log sigma (B, P), clipped to ``config.log_sigma_bounds``.
     """
+    if config.encoder_form == "seed":
+        return seed_encoder.encode(encoder, feats, eps, config.log_sigma_bounds, config.approximate_gelu)
     h = networks.gelu(feats @ encoder["trunk"][0]["w"] + encoder["trunk"][0]["b"], config.approximate_gelu)
     mu, log_sigma = jnp.split(networks.apply_mlp(encoder["head"], h), 2, axis=-1)
     log_sigma = jnp.clip(log_sigma, *config.log_sigma_bounds)
@@ -228,11 +238,14 @@ def discriminator(disc, feats, z_tilde, config: IWAVBSettings):
     for layer in layers[1:-1]:
         x = networks.gelu(x @ layer["w"] + layer["b"], config.approximate_gelu)
     t_net = (x @ layers[-1]["w"] + layers[-1]["b"])[..., 0]
+    if not config.quadratic_term:
+        return t_net
     return t_net + 0.5 * jnp.sum((1.0 - jnp.exp(disc["log_precision"])) * z_tilde * z_tilde, -1)
 
 
-def log_q_from_t(t_value, z_tilde, log_sigma):
-    """log q(z | x) = T - 1/2 |z~|^2 - (P/2) log 2 pi - sum log sigma (module docstring).
+def log_q_from_t(t_value, z_tilde, log_sigma, jacobian: bool = True):
+    """log q(z | x) = T - 1/2 |z~|^2 - (P/2) log 2 pi - sum log sigma (module docstring); without
+    ``jacobian``, T - 1/2 |z~|^2, as seed 003's Algorithm 2 writes the weight.
 
     Parameters
     ----------
@@ -249,6 +262,8 @@ def log_q_from_t(t_value, z_tilde, log_sigma):
         log q(z | x), shape (R, B).
     """
     p = z_tilde.shape[-1]
+    if not jacobian:
+        return t_value - 0.5 * jnp.sum(z_tilde * z_tilde, -1)
     return t_value - 0.5 * jnp.sum(z_tilde * z_tilde, -1) - 0.5 * p * LOG_2PI - jnp.sum(log_sigma, -1)
 
 
@@ -284,7 +299,8 @@ def loss_fn(st: mgrm.Structure, config: IWAVBSettings):
         def log_w_fn(model, zz, aux):
             yy, ff, disc, m, ls = aux
             zt = (zz - m) * jnp.exp(-ls)
-            return log_weights(model, yy, zz, log_q_from_t(discriminator(disc, ff, zt, config), zt, ls), st, beta)
+            log_q = log_q_from_t(discriminator(disc, ff, zt, config), zt, ls, config.jacobian_in_weight)
+            return log_weights(model, yy, zz, log_q, st, beta)
 
         aux = (y, feats, sg(params["discriminator"]), sg(mu), sg(log_sigma))
         log_w = dreg_log_weights(log_w_fn, params["model"], z, aux, beta)
@@ -361,17 +377,18 @@ def problem(
     k_init, k_fit = jax.random.split(key)
     y = np.asarray(y)
     params = _init(k_init, structure, settings, y) if init is None else init
+    if init is None and settings.seed is not None:
+        params = seed_training.init(k_init, structure, params)
     train_settings = fit_settings(settings.train, settings.warmup_steps)
-    opt = adamw(
-        train_settings,
-        {
-            "model": settings.learning_rate,
-            "encoder": settings.learning_rate,
-            "discriminator": settings.discriminator_learning_rate,
-        },
-        settings.weight_decay,
-        params,
-    )
+    rates = {
+        "model": settings.learning_rate,
+        "encoder": settings.learning_rate,
+        "discriminator": settings.discriminator_learning_rate,
+    }
+    if settings.seed is not None:
+        opt = seed_training.optimizer(settings.seed, rates, params)
+    else:
+        opt = adamw(train_settings, rates, settings.weight_decay, params)
     data = {"y": jnp.asarray(y, jnp.int8)}
     return Problem(loss_fn(structure, settings), params, k_fit, data, y.shape[0], train_settings, opt, label)
 
@@ -438,6 +455,7 @@ def sampler(st: mgrm.Structure, config: IWAVBSettings):
         u, mu, log_sigma = encode(params["encoder"], feats, eps, config)
         z = mu + jnp.exp(log_sigma) * u
         t = discriminator(params["discriminator"], feats, u, config)
+        # the density eq. 27 divides by, Jacobian included whatever the training weight used
         return z, log_q_from_t(t, u, log_sigma)
 
     return draw

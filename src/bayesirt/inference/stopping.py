@@ -59,6 +59,9 @@ Performance page of the documentation has the figures). Whichever rule
 stops a fit, the result carries the noise test of its last windows (``convergence["improving"]``),
 so a fit that the relative rule stopped while its loss was still falling beyond its noise is
 flagged in its record (``loss_still_improving``) and in the reports.
+
+``stopping="best"`` is seed 003's rule (section 3.4), used by its as-written methods: the mean
+loss of each ``window`` steps, stopping once ``patience`` such means set no new best.
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ from scipy.special import stdtrit
 if TYPE_CHECKING:  # for the annotation only: the training driver imports this module
     from bayesirt.inference.training import TrainSettings
 
-STOPPING_RULES = ("noise", "relative")
+STOPPING_RULES = ("noise", "relative", "best")
 # noise rule, full batch: blocks of window // 4 steps, this many per window (2.5 x window steps:
 # the Monte Carlo noise of a full-batch ELBO hides slow improvements over shorter stretches)
 FULL_BATCH_BLOCKS = 10
@@ -281,6 +284,7 @@ class Stopper:
         self.steps, self.stalls, self.tested_blocks, self.averaged = 0, 0, 0, 0
         self.converged, self.stop_reason = False, "max_steps"
         self.reason = f"reached max_steps={settings.max_steps}"
+        self.best = np.inf  # the "best" rule's lowest window mean so far
         self.last: Trend | None = None
         self.recent: deque = deque(maxlen=max(-(-2 * self.per_window * self.block // settings.check_every), 2))
         self.drift, self.drift_array = None, None
@@ -309,6 +313,16 @@ class Stopper:
                     self.reason = (
                         f"windowed loss improved by less than {s.rel_tol:g} (relative) for {s.patience} checks"
                     )
+        elif s.stopping == "best":
+            # seed 003, section 3.4: the mean loss of each ``window`` steps (with check_every =
+            # window, disjoint windows); stop once ``patience`` such means set no new best
+            if self.steps >= max(s.min_steps, s.window) and self.steps // s.window > self.tested_blocks:
+                self.tested_blocks = self.steps // s.window
+                mean = float(history[-s.window :].mean())
+                self.best, self.stalls = (mean, 0) if mean < self.best else (self.best, self.stalls + 1)
+                if self.stalls >= s.patience:
+                    self.converged, self.stop_reason = True, "no_new_best"
+                    self.reason = f"the mean loss of {s.window} steps set no new best in {s.patience} windows"
         elif self.steps >= s.min_steps and self.steps // self.block > self.tested_blocks:
             self._noise_test(history)
         return self.converged

@@ -54,7 +54,7 @@ class TrainSettings:
     window: int = 100  # steps per window: full-batch fits (noise rule) and the relative rule
     rel_tol: float = 1e-4  # relative improvement per window counted as "no progress" (noise rule: a floor)
     patience: int = 3  # consecutive tests (checks) without progress before stopping
-    stopping: str = "relative"  # "relative" (windowed means, rel_tol) or "noise" (see inference.stopping)
+    stopping: str = "relative"  # "relative" (windowed means, rel_tol), "noise" or "best" (see inference.stopping)
     window_epochs: int = 5  # noise rule, minibatch fits: epochs per window (at least window steps)
     confidence: float = 0.95  # noise rule: one-sided level at which an improvement counts as real
     # noise rule: largest gradient drift (mean over a parameter array of n * mean(g)^2 / var(g)

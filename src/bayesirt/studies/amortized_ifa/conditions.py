@@ -14,7 +14,7 @@ from bayesirt import block_plan
 from bayesirt.data.mgrm_presets import PRESETS
 
 STUDY = "amortized_ifa"
-METHODS = ("iwae", "iwavb")
+METHODS = ("iwae", "iwavb")  # the default methods; the seed-as-written ones are iwae_seed, iwavb_seed
 
 
 @dataclass(frozen=True)

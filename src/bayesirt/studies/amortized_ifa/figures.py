@@ -13,7 +13,7 @@ import pandas as pd
 from bayesirt import plotting
 from bayesirt.studies.amortized_ifa.tables import mse_note, n_replications, replications_label
 
-METHOD_COLORS = {"iwae": "C0", "iwavb": "C3"}
+METHOD_COLORS = {"iwae": "C0", "iwavb": "C3", "iwae_seed": "C9", "iwavb_seed": "C1"}
 PARAMETER_LABELS = {"loading": "loadings", "intercept": "intercepts", "factor_corr": "factor correlations"}
 
 

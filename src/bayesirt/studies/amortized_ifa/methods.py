@@ -27,6 +27,7 @@ from bayesirt.evaluation.recovery import metrics
 from bayesirt.inference import bulk, bulk_processes, iwae, iwavb
 from bayesirt.inference.training import TrainSettings, keep_last_good, train_problem
 from bayesirt.models import mgrm
+from bayesirt.studies.amortized_ifa import seed_methods
 from bayesirt.studies.amortized_ifa.conditions import STUDY, FitSpec
 from bayesirt.studies.amortized_ifa.settings import Design, Evaluation, Training
 from bayesirt.studies.base import MethodResult
@@ -79,9 +80,32 @@ def iwavb_settings(spec: FitSpec, design: Design) -> iwavb.IWAVBSettings:
     return iwavb.IWAVBSettings(n_importance=int(spec.n_importance), **asdict(design.iwavb))
 
 
-METHODS: dict[str, Callable[..., MethodResult]] = {"iwae": fit_iwae, "iwavb": fit_iwavb}
-# each method's module (``problem``, ``sampler``) and the function giving its settings
-METHOD_MODULES = {"iwae": (iwae, iwae_settings), "iwavb": (iwavb, iwavb_settings)}
+# each method's module (``problem``, ``sampler``) and the function giving its settings; the
+# seed-as-written methods run the same modules with seed 003's settings (``seed_methods``)
+METHOD_MODULES = {
+    "iwae": (iwae, iwae_settings),
+    "iwavb": (iwavb, iwavb_settings),
+    "iwae_seed": (iwae, seed_methods.iwae_seed_settings),
+    "iwavb_seed": (iwavb, seed_methods.iwavb_seed_settings),
+}
+
+
+def _fit_by(name: str) -> Callable[..., MethodResult]:
+    def fit_method(train, holdout, truth, spec, design, evaluation, *, seed, dataset=None) -> MethodResult:
+        module, settings = METHOD_MODULES[name]
+        return amortized_fit(
+            module, settings(spec, design), train, holdout, truth, spec, design, evaluation, seed=seed, dataset=dataset
+        )
+
+    fit_method.__doc__ = f"{name}: ``amortized_fit`` of its module with its settings (``METHOD_MODULES``)."
+    return fit_method
+
+
+METHODS: dict[str, Callable[..., MethodResult]] = {
+    "iwae": fit_iwae,
+    "iwavb": fit_iwavb,
+    **{name: _fit_by(name) for name in seed_methods.SEED_METHODS},
+}
 
 
 def fit(
@@ -268,7 +292,10 @@ class Replication:
 def fit_setup(cfg, rep: Replication, design: Design):
     """The replication's model structure and the method's settings with the design's training
     settings (what evaluation needs; ``fit_problem`` adds the fit)."""
-    cfg = replace(cfg, train=train_settings(design.training, cfg.learning_rate))
+    if cfg.seed is not None:  # a seed-as-written method: the seed's batch and stopping rule
+        cfg = replace(cfg, train=seed_methods.train_settings(design))
+    else:
+        cfg = replace(cfg, train=train_settings(design.training, cfg.learning_rate))
     return model_structure(rep.train, rep.spec.n_factors, design.analysis), cfg
 
 

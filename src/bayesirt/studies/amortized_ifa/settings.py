@@ -100,6 +100,39 @@ class IWAVB:
 
 
 @dataclass(frozen=True)
+class SeedTraining:
+    """A design's ``seed_training`` (schema ``ifa_seed_training``): seed 003's optimiser and
+    stopping rule for ``iwae_seed`` and ``iwavb_seed`` (``studies.amortized_ifa.seed_methods``)."""
+
+    weight_decay: float
+    max_ratio: float
+    half_cycle: int
+    batch_size: int
+    window: int
+    patience: int
+    max_steps: int
+    progress_every: int
+
+
+@dataclass(frozen=True)
+class IWAESeed:
+    """A design's ``iwae_seed`` (schema ``ifa_iwae_seed``)."""
+
+    hidden: tuple[int, ...]
+    learning_rate: float
+
+
+@dataclass(frozen=True)
+class IWAVBSeed:
+    """A design's ``iwavb_seed`` (schema ``ifa_iwavb_seed``)."""
+
+    encoder_hidden: int
+    discriminator_hidden: tuple[int, ...]
+    learning_rate: float
+    discriminator_learning_rate: float
+
+
+@dataclass(frozen=True)
 class Design:
     """One design (schema ``ifa_design``): simulated (``preset``, ``n_persons``, the preset's
     ``simulate`` overrides as pairs) or a prepared ``dataset``; confirmatory (``n_factors`` of a
@@ -119,6 +152,9 @@ class Design:
     training: Training
     iwae: IWAE
     iwavb: IWAVB
+    seed_training: SeedTraining
+    iwae_seed: IWAESeed
+    iwavb_seed: IWAVBSeed
     simulate: tuple[tuple[str, Any], ...]
     preset: str | None = None
     n_persons: int | None = None
@@ -140,6 +176,9 @@ class Design:
             training=Training(**_values(design["training"])),
             iwae=IWAE(**_values(design["iwae"])),
             iwavb=IWAVB(**_values(design["iwavb"])),
+            seed_training=SeedTraining(**_values(design["seed_training"])),
+            iwae_seed=IWAESeed(**_values(design["iwae_seed"])),
+            iwavb_seed=IWAVBSeed(**_values(design["iwavb_seed"])),
             simulate=tuple(design["simulate"].items()),
             # optional keys without a default: a design is simulated or reads a data set
             **{k: design[k] for k in ("preset", "n_persons", "dataset", "n_factors") if k in design},

@@ -1,0 +1,38 @@
+"""Seed 003's implicit encoder for IWAVB (``IWAVBSettings(encoder_form="seed")``).
+
+The seed's encoder is one feedforward network that takes the noise as an input beside the
+responses ("AVB incorporates epsilon as an additional input earlier in the inference process";
+sections 2.5 and 3.1): z = MLP([x, eps]) with GELU hidden layers. Adaptive contrast then
+standardises each draw with "the mean mu(x) and variance sigma^2(x) of q" (section 3.2, eq. 23).
+The seed does not say how those moments are obtained from an implicit q; here they are the
+mean and standard deviation of the person's own draws in the step (R of them in training, n in
+evaluation; Mescheder et al. 2017 estimate them from samples too), held fixed in the gradient
+(the contrast r_alpha is an auxiliary that adapts between steps). That is this project's
+reading. The project's own encoder (``encoder_form="residual"``: location and scale functions of
+x alone, and a noise branch) is in ``inference.iwavb``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from bayesirt.inference import networks
+
+sg = jax.lax.stop_gradient
+
+
+def init(key, n_features: int, noise_dim: int, hidden: int, n_factors: int) -> dict:
+    """The encoder MLP, [x features, eps] -> one GELU hidden layer of ``hidden`` -> z (P)."""
+    return {"net": networks.init_mlp(key, (n_features + noise_dim, hidden, n_factors))}
+
+
+def encode(encoder, feats, eps, log_sigma_bounds, approximate_gelu: bool = False):
+    """Draws z = MLP([x, eps]) standardised by their own moments: feats (B, F), eps (R, B, D) ->
+    z~ (R, B, P), mu (B, P), log sigma (B, P), with mu + exp(log sigma) z~ = z (gradient
+    through z alone)."""
+    xb = jnp.broadcast_to(feats, eps.shape[:-1] + feats.shape[-1:])
+    z = networks.apply_mlp(encoder["net"], jnp.concatenate([xb, eps], -1), approximate_gelu)
+    mu = sg(z.mean(0))
+    log_sigma = sg(jnp.clip(jnp.log(z.std(0) + 1e-12), *log_sigma_bounds))
+    return (z - mu) * jnp.exp(-log_sigma), mu, log_sigma

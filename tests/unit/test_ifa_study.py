@@ -48,7 +48,8 @@ def design(**values) -> settings.Design:
 def test_the_study_loads_and_its_conditions_are_the_fits_of_the_test_config():
     study = base.load("amortized_ifa")
     assert all(callable(f) for f in (study.conditions, study.fit, study.aggregate, study.figures))
-    assert set(study.methods) == set(conditions.METHODS) and all(callable(f) for f in study.methods.values())
+    offered = set(conditions.METHODS) | set(seed_methods.SEED_METHODS)
+    assert set(study.methods) == offered and all(callable(f) for f in study.methods.values())
     fits = study.conditions(test_config())
     # normal: two replications per method, mixture_p1 one; ipip: P = 1 and 2 of the scree per method
     assert len(fits) == 10 and all(f.folder.startswith("results/amortized_ifa/") for f in fits)

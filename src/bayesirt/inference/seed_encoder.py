@@ -31,8 +31,12 @@ def encode(encoder, feats, eps, log_sigma_bounds, approximate_gelu: bool = False
     """Draws z = MLP([x, eps]) standardised by their own moments: feats (B, F), eps (R, B, D) ->
     z~ (R, B, P), mu (B, P), log sigma (B, P), with mu + exp(log sigma) z~ = z (gradient
     through z alone)."""
-    xb = jnp.broadcast_to(feats, eps.shape[:-1] + feats.shape[-1:])
-    z = networks.apply_mlp(encoder["net"], jnp.concatenate([xb, eps], -1), approximate_gelu)
+    # the first layer split as in ``iwavb.discriminator``: its x part once per person, not once
+    # per draw (the same function as the layer applied to [x, eps])
+    first = encoder["net"][0]
+    n_feat = feats.shape[-1]
+    h = networks.gelu((feats @ first["w"][:n_feat])[None] + eps @ first["w"][n_feat:] + first["b"], approximate_gelu)
+    z = networks.apply_mlp(encoder["net"][1:], h, approximate_gelu)
     mu = sg(z.mean(0))
     log_sigma = sg(jnp.clip(jnp.log(z.std(0) + 1e-12), *log_sigma_bounds))
     return (z - mu) * jnp.exp(-log_sigma), mu, log_sigma

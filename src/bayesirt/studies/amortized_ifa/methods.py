@@ -38,40 +38,6 @@ KEYS = ["parameter", "item", "person", "factor", "factor2", "category"]
 ITEM_PARAMETERS = ("loading", "intercept", "factor_corr")
 
 
-def fit_iwae(
-    train,
-    holdout,
-    truth,
-    spec: FitSpec,
-    design: Design,
-    evaluation: Evaluation,
-    *,
-    seed: int,
-    dataset: str | None = None,
-) -> MethodResult:
-    """IWAE: a Gaussian encoder q(z | x), trained on the importance-weighted bound with R samples."""
-    return amortized_fit(
-        iwae, iwae_settings(spec, design), train, holdout, truth, spec, design, evaluation, seed=seed, dataset=dataset
-    )
-
-
-def fit_iwavb(
-    train,
-    holdout,
-    truth,
-    spec: FitSpec,
-    design: Design,
-    evaluation: Evaluation,
-    *,
-    seed: int,
-    dataset: str | None = None,
-) -> MethodResult:
-    """IWAVB: an implicit encoder q(z | x) whose density ratio a discriminator learns."""
-    return amortized_fit(
-        iwavb, iwavb_settings(spec, design), train, holdout, truth, spec, design, evaluation, seed=seed, dataset=dataset
-    )
-
-
 def iwae_settings(spec: FitSpec, design: Design) -> iwae.IWAESettings:
     return iwae.IWAESettings(n_importance=int(spec.n_importance), **asdict(design.iwae))
 
@@ -90,6 +56,14 @@ METHOD_MODULES = {
 }
 
 
+DESCRIPTIONS = {
+    "iwae": "IWAE: a Gaussian encoder q(z | x), trained on the importance-weighted bound with R samples",
+    "iwavb": "IWAVB: an implicit encoder q(z | x) whose density ratio a discriminator learns",
+    "iwae_seed": "IWAE as seed 003 trains it (studies.amortized_ifa.seed_methods)",
+    "iwavb_seed": "IWAVB as seed 003's Algorithm 2 writes it (studies.amortized_ifa.seed_methods)",
+}
+
+
 def _fit_by(name: str) -> Callable[..., MethodResult]:
     def fit_method(train, holdout, truth, spec, design, evaluation, *, seed, dataset=None) -> MethodResult:
         module, settings = METHOD_MODULES[name]
@@ -97,15 +71,11 @@ def _fit_by(name: str) -> Callable[..., MethodResult]:
             module, settings(spec, design), train, holdout, truth, spec, design, evaluation, seed=seed, dataset=dataset
         )
 
-    fit_method.__doc__ = f"{name}: ``amortized_fit`` of its module with its settings (``METHOD_MODULES``)."
+    fit_method.__doc__ = f"{DESCRIPTIONS[name]}: ``amortized_fit`` of its module with its settings."
     return fit_method
 
 
-METHODS: dict[str, Callable[..., MethodResult]] = {
-    "iwae": fit_iwae,
-    "iwavb": fit_iwavb,
-    **{name: _fit_by(name) for name in seed_methods.SEED_METHODS},
-}
+METHODS: dict[str, Callable[..., MethodResult]] = {name: _fit_by(name) for name in METHOD_MODULES}
 
 
 def fit(

@@ -126,3 +126,20 @@ def test_a_tiny_block_of_a_seed_method_runs_end_to_end(method):
         )
         assert rec["settings"]["method"]["seed"] == {"weight_decay": 0.01, "max_ratio": 5.0, "half_cycle": 10}
         assert np.isfinite(rec["heldout_loglik"]["own_proposal"]) and np.isfinite(rec["heldout_loglik"]["independent"])
+
+
+def test_the_pages_pairs_of_ours_keep_replications_whose_seed_fit_is_missing():
+    import pandas as pd
+
+    from bayesirt.studies.amortized_ifa import reproduction
+
+    fits = pd.DataFrame(
+        {
+            "design": ["normal_p5"] * 5,
+            "rep": [0, 0, 0, 1, 1],
+            "method": ["iwae", "iwavb", "iwae_seed", "iwae", "iwavb"],
+            "loading_mse": [0.1, 0.2, 0.3, 0.4, 0.5],
+        }
+    )
+    pairs = reproduction.per_replication(fits, "loading_mse")
+    assert len(pairs) == 2 and list(pairs["iwavb"]) == [0.2, 0.5]

@@ -63,8 +63,10 @@ LOGLIK_FIGURES = {"normal": "Figure 9", "mixture": "Figure 12"}
 
 def per_replication(fits: pd.DataFrame, column: str) -> pd.DataFrame:
     """IWAE and IWAVB side by side, one row per design and replication (the fits at several R of
-    one replication share its data, so they are averaged into it)."""
-    return fits.pivot_table(index=["design", "rep"], columns="method", values=column, aggfunc="mean").dropna()
+    one replication share its data, so they are averaged into it); a replication missing only
+    another method's fit (a seed-as-written one) keeps its row."""
+    wide = fits.pivot_table(index=["design", "rep"], columns="method", values=column, aggfunc="mean")
+    return wide.dropna(subset=[m for m in ("iwae", "iwavb") if m in wide.columns] or None)
 
 
 def paired_claim(claim, seed, pairs: pd.DataFrame, column: str, direction: str, margin: float = 0.0) -> Claim:

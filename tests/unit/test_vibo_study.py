@@ -56,7 +56,7 @@ def test_the_study_loads_and_its_conditions_are_the_test_configs_fits():
 
 def test_conditions_are_designs_x_missing_x_methods_x_replications():
     conds = conditions.conditions(validated(study(nuts=True)))
-    assert len(conds) == 2 * 2 * 4 + 1 * 1 * 5  # NUTS only where a design asks for it
+    assert len(conds) == 2 * 2 * 6 + 1 * 1 * 7  # NUTS only where a design asks for it
     assert Condition("b", "mcar10", "nuts", 0) in conds
     assert not any(c.design == "a" and c.method == "nuts" for c in conds)
     assert conds[0].folder == "results/vibo/a/mcar0/vibo_one_prior/rep0"

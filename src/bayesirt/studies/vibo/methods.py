@@ -67,7 +67,7 @@ def prepare(rep: Replication, settings: StudySettings) -> Prepared:
     model = design_model(design)
     st = irt2pl.Structure(model, j, 1, n_categories=tuple(int(c) for c in train.n_categories) if model == "grm" else ())
     # keys checked by the config schema; a seed method has the seed's prior
-    priors = seed_methods.item_priors() if cond.method in SEED_METHODS else irt2pl.ItemPriors(**settings.priors)
+    priors = seed_methods.SEED_ITEM_PRIORS if cond.method in SEED_METHODS else irt2pl.ItemPriors(**settings.priors)
     # as integers: an empty table (a 0% condition scores no cells) read from CSV has no dtype
     rows, cols, cell_truth = (hidden[c].to_numpy(np.int64) for c in ("person", "item", "response"))
     keys = dict(zip(("fit", "enc", "pred", "ll", "new"), jax.random.split(jax.random.key(seed), 5)))

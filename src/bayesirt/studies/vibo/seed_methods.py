@@ -62,19 +62,23 @@ ENCODERS: dict[str, ModuleType] = {"vibo_seed": vibo, "vibo_average_seed": vibo_
 
 
 def item_priors(seed: SeedSettings = SEED_SETTINGS) -> irt2pl.ItemPriors:
-    """The seed's prior on the items: N(mean, sd) on every unconstrained item value."""
+    """The seed's prior on the items: N(mean, sd) on every unconstrained item value (the GRM's
+    first cut and log gaps too: this project's reading, the seed has no GRM)."""
     m, s = seed.item_prior_mean, seed.item_prior_sd
     blocks = ("difficulty", "log_discrimination", "first_cut", "log_gap")
     return irt2pl.ItemPriors(**{f"{b}_mean": m for b in blocks}, **{f"{b}_sd": s for b in blocks})
+
+
+# the item prior every seed method fits with (``methods.prepare``)
+SEED_ITEM_PRIORS = item_priors()
 
 
 def vibo_settings(hidden, train: TrainSettings, seed: SeedSettings = SEED_SETTINGS) -> vibo.VIBOSettings:
     """What a seed method fits with: the seed's priors, missing-response expert and samples;
     the widths ``hidden`` and the training ``train`` are the study's (the seed leaves them open).
     The averaging encoder does not read ``missing`` (a missing response is not in its average)."""
-    return vibo.VIBOSettings(
-        item_priors(seed), missing=seed.missing, hidden=tuple(hidden), n_samples=seed.n_samples, train=train
-    )
+    priors = SEED_ITEM_PRIORS if seed == SEED_SETTINGS else item_priors(seed)
+    return vibo.VIBOSettings(priors, missing=seed.missing, hidden=tuple(hidden), n_samples=seed.n_samples, train=train)
 
 
 def encoder_module(method: str) -> ModuleType:

@@ -4,11 +4,13 @@
 import dataclasses
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from bayesirt.inference import vibo, vibo_average
 from bayesirt.models import irt2pl
 from bayesirt.studies.vibo import data, methods, seed_methods
+from bayesirt.studies.vibo import reproduction as vibo_page
 from bayesirt.studies.vibo import settings as study_settings
 from bayesirt.studies.vibo.conditions import Condition
 from tests.unit.test_vibo_blocks import TINY, validated
@@ -93,3 +95,46 @@ def test_the_complete_condition_hides_no_cell_and_still_scores_the_fits():
     _, sd = vibo.product_of_experts(params["encoder"], params["items"]["loc"], p.y[:3], p.st, vs)
     by_hand = [prec[np.arange(8), p.y[i]].sum() + vibo.MIN_PRECISION for i in range(3)]
     np.testing.assert_allclose(np.asarray(sd[:, 0]) ** -2, by_hand, rtol=1e-5)
+
+
+def page_fits(seed_gap: float, hidden_at_zero: bool):
+    """Fits of a simulated design: five replications at mcar0 and mcar20 of the seed's two
+    methods, ours and MML, the seed's product ``seed_gap`` below the average in ability RMSE."""
+    rng = np.random.default_rng(0)
+    base = {"vibo_seed": 0.30 - seed_gap, "vibo_average_seed": 0.30, "vibo_one_prior": 0.29, "mml": 0.28}
+    rows = [
+        {
+            "design": "n1k",
+            "missing": m,
+            "method": meth,
+            "rep": r,
+            "ability_rmse": b + rng.normal(0, 0.002),
+            "coverage_90": 0.9,
+            "hidden_log_score": -0.5 if (m != "mcar0" or hidden_at_zero) else np.nan,
+            "heldout_loglik": -50.0,
+        }
+        for m in ("mcar0", "mcar20")
+        for meth, b in base.items()
+        for r in range(5)
+    ]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("gap, verdict", [(0.05, "supported"), (-0.05, "not supported")])
+def test_the_page_judges_the_seed_s_comparison_with_the_averaging_encoder(gap, verdict):
+    fits = page_fits(gap, hidden_at_zero=False)
+    (row,) = vibo_page.comparison_claims(fits)
+    assert row.verdict == verdict and "`vibo_seed` against `vibo_average_seed`" in row.claim
+    assert row.seed.startswith('"We found this design to outperform averaging')
+    # the report's own claims name the method each judges, ours and the seed's
+    timings = fits[["design", "missing", "method", "rep"]].assign(wall_seconds=1.0)
+    claims = [c.claim for c in vibo_page.verdict_claims(fits, timings)]
+    assert any("(`vibo_seed`, design `n1k`)" in c for c in claims)
+    assert any("(`vibo_one_prior`, design `n1k`)" in c for c in claims)
+
+
+def test_the_page_says_whether_its_zero_percent_condition_was_complete():
+    assert "is not complete data" in vibo_page.complete_condition(page_fits(0.0, hidden_at_zero=True))
+    assert vibo_page.complete_condition(page_fits(0.0, hidden_at_zero=False)).startswith("The 0% condition is complete")
+    intro = vibo_page.INTRO
+    assert "one per item" in intro and "none when every item is answered" in intro and "`vibo_average_seed`" in intro

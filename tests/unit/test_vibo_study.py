@@ -106,7 +106,7 @@ def grm_design(**extra):
 def test_grm_design_parsing():
     cfg = validated({**study(), "designs": {"g": grm_design()}})
     conds = conditions.conditions(cfg)
-    assert len(conds) == 2 * 4 and Condition("g", "mnar20", "mml", 0) in conds
+    assert len(conds) == 2 * 6 and Condition("g", "mnar20", "mml", 0) in conds  # six methods, no NUTS
     assert settings.design_shape(grm_design()) == (60, 22)  # the RWA preset: 22 items, 9 categories
     assert settings.grm_shape("rwa") == (22, 9)
     assert settings.design_shape({"model": "2pl", "n_persons": 50, "n_items": 5}) == (50, 5)

@@ -106,7 +106,7 @@ def train_settings(training: dict, method_cfg: dict, n_persons: int) -> TrainSet
 
 def vibo_problem(p: Prepared) -> tuple[Problem, vibo.VIBOSettings]:
     """VIBO's fit of the replication for the training driver, with its settings: the
-    condition's missing-data variant, or the seed's settings and encoder (``seed``)."""
+    condition's missing-data variant, or the seed's settings and encoder (``seed_methods``)."""
     cfg = p.settings.vibo
     settings = train_settings(p.settings.training, cfg, p.y.shape[0])
     if p.cond.method in SEED_METHODS:

@@ -66,9 +66,8 @@ def test_the_averaging_encoder_runs_end_to_end():
     study, rep = replication(method)
     (out,) = methods.fit_block([rep], study)
     record = out.record
-    assert record["method"] == method and record["settings"]["method"]["seed"] == dataclasses.asdict(
-        seed_methods.SEED_SETTINGS
-    )
+    stated = {k: v for k, v in dataclasses.asdict(seed_methods.SEED_SETTINGS).items() if k != "missing"}
+    assert record["method"] == method and record["settings"]["method"]["seed"] == stated  # no expert to replace
     ev = record["evaluation"]
     assert np.isfinite([ev["ability_rmse"], ev["hidden_log_score"], ev["heldout_loglik"]]).all()
     assert ev["ability_corr"] > 0.3 and ev["hidden_n_cells"] > 0

@@ -89,5 +89,11 @@ def encoder_module(method: str) -> ModuleType:
 
 def method_record(method: str, config: dict) -> dict:
     """The method's settings as its fit record keeps them: the config block, and for a seed
-    method the seed's settings beside it."""
-    return {**config, "seed": asdict(SEED_SETTINGS)} if method in ENCODERS else config
+    method the seed's settings it runs with beside it (the averaging encoder has no expert of a
+    missing response, so no ``missing``)."""
+    if method not in ENCODERS:
+        return config
+    seed = asdict(SEED_SETTINGS)
+    if ENCODERS[method] is vibo_average:
+        del seed["missing"]
+    return {**config, "seed": seed}

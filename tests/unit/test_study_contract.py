@@ -17,7 +17,7 @@ from bayesirt.studies import STUDIES, base, check_config
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = {"conditions", "settings", "data", "methods", "tables", "figures", "reproduction"}
-OPTIONAL = {"evaluation"}
+OPTIONAL = {"evaluation", "seed_methods"}  # seed_methods: a study's methods as its seed states them (issue 45)
 
 
 def validated(name: str) -> dict:

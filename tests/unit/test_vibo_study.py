@@ -56,7 +56,7 @@ def test_the_study_loads_and_its_conditions_are_the_test_configs_fits():
 
 def test_conditions_are_designs_x_missing_x_methods_x_replications():
     conds = conditions.conditions(validated(study(nuts=True)))
-    assert len(conds) == 2 * 2 * 4 + 1 * 1 * 5  # NUTS only where a design asks for it
+    assert len(conds) == 2 * 2 * 6 + 1 * 1 * 7  # NUTS only where a design asks for it
     assert Condition("b", "mcar10", "nuts", 0) in conds
     assert not any(c.design == "a" and c.method == "nuts" for c in conds)
     assert conds[0].folder == "results/vibo/a/mcar0/vibo_one_prior/rep0"
@@ -106,7 +106,7 @@ def grm_design(**extra):
 def test_grm_design_parsing():
     cfg = validated({**study(), "designs": {"g": grm_design()}})
     conds = conditions.conditions(cfg)
-    assert len(conds) == 2 * 4 and Condition("g", "mnar20", "mml", 0) in conds
+    assert len(conds) == 2 * 6 and Condition("g", "mnar20", "mml", 0) in conds  # six methods, no NUTS
     assert settings.design_shape(grm_design()) == (60, 22)  # the RWA preset: 22 items, 9 categories
     assert settings.grm_shape("rwa") == (22, 9)
     assert settings.design_shape({"model": "2pl", "n_persons": 50, "n_items": 5}) == (50, 5)

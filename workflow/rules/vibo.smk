@@ -41,8 +41,9 @@ rule vibo_simulate:
 
 
 rule fit_vibo:
-    # One method (vibo_one_prior | vibo_prior_per_missing | mfvi | mml | nuts) on a block of a
-    # condition's replications (the design's block_size of them): VIBO and mean-field VI fitted
+    # One method (vibo_one_prior | vibo_prior_per_missing | vibo_seed | vibo_average_seed | mfvi |
+    # mml | nuts) on a block of a condition's replications (the design's block_size of them):
+    # the VIBO methods and mean-field VI fitted
     # together as one vectorized program (inference.bulk), MML and NUTS one after the other;
     # each replication's recovery, calibration, missing-response prediction and held-out
     # log-likelihood evaluated in the job, and its files written to rep{rep}/ in the block's folder.

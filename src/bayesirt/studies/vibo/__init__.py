@@ -15,13 +15,16 @@ one complete data set: training persons, new persons from the same population (h
 log-likelihood, amortized scoring) and the truth. The design's missingness (``mcar0``,
 ``mcar20``, ``mnar20``, ...: kind and percent of all cells, through ``data.missingness.inject``)
 then hides cells of both, and a further ``score_fraction`` of the training persons'
-still-observed cells is hidden MCAR and scored (missing-response prediction). All missingness
+still-observed cells is hidden MCAR and scored (missing-response prediction); a 0% condition
+hides none (complete data, no missing-response prediction). All missingness
 conditions of a replication share the complete data, and all methods of a condition share the
 data and the fit seed. On real data a replication is a random split of the persons into
 training and new ones and its own missingness masks.
 
 Methods: ``vibo_one_prior`` (no expert for a missing response, one prior expert),
-``vibo_prior_per_missing`` (the seed's variant: a prior expert per missing response), ``mfvi``
+``vibo_prior_per_missing`` (the seed's product: a prior expert per missing response),
+``vibo_seed`` (that product with the settings seed 004 states, ``seed_methods``),
+``vibo_average_seed`` (the averaging encoder the seed compares it with), ``mfvi``
 (per-person mean-field VI), ``mml`` (marginal ML by quadrature with EAP abilities: the
 point-estimate anchor, for the unidimensional 2PL and GRM alike) and ``nuts`` (the reference
 posterior; only where a design sets ``nuts: true``).

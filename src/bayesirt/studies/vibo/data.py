@@ -81,12 +81,16 @@ def hide_cells(train, hold, missing: str, *, missing_seed: int, score_fraction: 
     """The condition's missingness on a replication's persons, simulated or real alike: the
     design's missingness (``missing``) in the training and the new persons, then a further
     ``score_fraction`` of the training persons' still-observed cells hidden MCAR and scored.
+    A 0% condition (``mcar0``) hides nothing: it is the complete-data condition, so its fits
+    see every response (a prior expert per missing response then adds none), and it scores
+    the fits on the truth and the new persons only, with no missing-response prediction.
     Returns (train, hidden, hold), ``hidden`` the scored cells with the responses they hid
-    (a table person, item, response)."""
+    (a table person, item, response; empty at 0%)."""
     kind, rate = parse_missing(missing)
-    if rate > 0:
-        train = inject(train, kind, rate, seed=missing_seed)[0]
-        hold = inject(hold, kind, rate, seed=missing_seed + 1)[0]
+    if rate == 0:
+        return train, pd.DataFrame({c: np.zeros(0, np.int64) for c in ("person", "item", "response")}), hold
+    train = inject(train, kind, rate, seed=missing_seed)[0]
+    hold = inject(hold, kind, rate, seed=missing_seed + 1)[0]
     observed_share = float(np.mean(train.responses != -1))
     before = np.asarray(train.responses)
     train, scored = inject(train, "mcar", score_fraction * observed_share, seed=missing_seed + 2)

@@ -34,8 +34,9 @@ from bayesirt.inference.sampling import SamplerSettings
 from bayesirt.inference.training import FitResult, Problem, TrainSettings, keep_last_good, train_problem
 from bayesirt.models import irt2pl
 from bayesirt.studies.base import MethodResult
+from bayesirt.studies.vibo import seed_methods
 from bayesirt.studies.vibo.conditions import METHODS as METHOD_NAMES
-from bayesirt.studies.vibo.conditions import STUDY, VIBO_VARIANTS, Condition
+from bayesirt.studies.vibo.conditions import SEED_METHODS, STUDY, VIBO_VARIANTS, Condition
 from bayesirt.studies.vibo.evaluation import Fitted, Prepared, evaluated, item_estimates
 from bayesirt.studies.vibo.settings import StudySettings, design_model
 
@@ -65,8 +66,10 @@ def prepare(rep: Replication, settings: StudySettings) -> Prepared:
     n, j = y.shape
     model = design_model(design)
     st = irt2pl.Structure(model, j, 1, n_categories=tuple(int(c) for c in train.n_categories) if model == "grm" else ())
-    priors = irt2pl.ItemPriors(**settings.priors)  # keys checked by the config schema
-    rows, cols, cell_truth = (hidden[c].to_numpy() for c in ("person", "item", "response"))
+    # keys checked by the config schema; a seed method has the seed's prior
+    priors = seed_methods.SEED_ITEM_PRIORS if cond.method in SEED_METHODS else irt2pl.ItemPriors(**settings.priors)
+    # as integers: an empty table (a 0% condition scores no cells) read from CSV has no dtype
+    rows, cols, cell_truth = (hidden[c].to_numpy(np.int64) for c in ("person", "item", "response"))
     keys = dict(zip(("fit", "enc", "pred", "ll", "new"), jax.random.split(jax.random.key(seed), 5)))
     truth = truth if truth is not None and len(truth) else None  # real data: no truth
     fields = {
@@ -103,30 +106,36 @@ def train_settings(training: dict, method_cfg: dict, n_persons: int) -> TrainSet
 
 def vibo_problem(p: Prepared) -> tuple[Problem, vibo.VIBOSettings]:
     """VIBO's fit of the replication for the training driver, with its settings: the
-    condition's missing-data variant."""
+    condition's missing-data variant, or the seed's settings and encoder (``seed_methods``)."""
     cfg = p.settings.vibo
     settings = train_settings(p.settings.training, cfg, p.y.shape[0])
-    vs = vibo.VIBOSettings(p.priors, missing=VIBO_VARIANTS[p.cond.method], hidden=tuple(cfg["hidden"]), train=settings)
-    return vibo.problem(p.keys["fit"], p.y, p.st, vs, label=p.cond.folder), vs
+    if p.cond.method in SEED_METHODS:
+        vs = seed_methods.vibo_settings(cfg["hidden"], settings)
+    else:
+        vs = vibo.VIBOSettings(
+            p.priors, missing=VIBO_VARIANTS[p.cond.method], hidden=tuple(cfg["hidden"]), train=settings
+        )
+    return seed_methods.encoder_module(p.cond.method).problem(p.keys["fit"], p.y, p.st, vs, label=p.cond.folder), vs
 
 
 def vibo_evaluated(p: Prepared, vs: vibo.VIBOSettings, res: FitResult) -> MethodResult:
     """A VIBO fit evaluated; new persons are scored by the encoder alone, no refit."""
-    k = p.keys
-    ability = vibo.encode(res.params, p.st, vs, k["enc"], p.y)
-    probs = vibo.predictive_probs(
+    k, enc = p.keys, seed_methods.encoder_module(p.cond.method)
+    ability = enc.encode(res.params, p.st, vs, k["enc"], p.y)
+    probs = enc.predictive_probs(
         res.params, p.st, vs, k["pred"], p.y, p.rows, p.cols, n_draws=p.settings.posterior_draws
     )
-    vibo.encode(res.params, p.st, vs, k["new"], p.y_hold)  # compile the encoder for this shape before timing it
+    enc.encode(res.params, p.st, vs, k["new"], p.y_hold)  # compile the encoder for this shape before timing it
     t0 = time.perf_counter()
-    vibo.encode(res.params, p.st, vs, k["new"], p.y_hold)
+    enc.encode(res.params, p.st, vs, k["new"], p.y_hold)
     timing = {"score_new_seconds": time.perf_counter() - t0}  # the encoder alone, no refit
-    items = item_estimates(p.st, vibo.item_posterior(res.params, p.st))
+    items = item_estimates(p.st, enc.item_posterior(res.params, p.st))
     t0 = time.perf_counter()
-    log_ratios = vibo.log_ratios(res.params, p.st, vs, psis_key(p), p.y, n_draws=vibo.KHAT_DRAWS)
+    log_ratios = enc.log_ratios(res.params, p.st, vs, psis_key(p), p.y, n_draws=vibo.KHAT_DRAWS)
     timing["psis_seconds"] = time.perf_counter() - t0
     entry = psis.record(log_ratios, p.cond.folder, KHAT_CONSEQUENCE)
-    fitted = _driver_fitted(res, vs.train, p.settings.vibo, items, ability, probs, timing, entry)
+    cfg = seed_methods.method_record(p.cond.method, p.settings.vibo)
+    fitted = _driver_fitted(res, vs.train, cfg, items, ability, probs, timing, entry)
     return evaluated(p, _with_corrected_items(p, res.params, fitted, timing))
 
 
@@ -255,6 +264,8 @@ def _driver_fitted(
 DRIVER: dict[str, tuple[Callable, Callable]] = {
     "vibo_one_prior": (vibo_problem, vibo_evaluated),
     "vibo_prior_per_missing": (vibo_problem, vibo_evaluated),
+    "vibo_seed": (vibo_problem, vibo_evaluated),
+    "vibo_average_seed": (vibo_problem, vibo_evaluated),
     "mfvi": (mfvi_problem, mfvi_evaluated),
 }
 
@@ -372,6 +383,8 @@ def fit_nuts(p: Prepared) -> MethodResult:
 METHODS: dict[str, Callable[[Prepared], MethodResult]] = {
     "vibo_one_prior": fit_vibo,
     "vibo_prior_per_missing": fit_vibo,
+    "vibo_seed": fit_vibo,
+    "vibo_average_seed": fit_vibo,
     "mfvi": fit_mfvi,
     "mml": fit_mml,
     "nuts": fit_nuts,

@@ -129,10 +129,9 @@ def check(config: dict) -> None:
         for i, missing in enumerate(design["missing"]):
             key = f"studies.vibo.designs.{name}.missing.{i}"
             _, rate = checked_missing(key, missing)
-            # the scored cells are hidden on top of the design's missingness
-            check_hidden_cells(
-                key, missing, rate + score * (1 - rate), n, j, f"the training data with score_fraction {score}"
-            )
+            # the scored cells are hidden on top of the design's missingness (none at 0%: data.hide_cells)
+            hidden = rate + score * (1 - rate) if rate > 0 else 0.0
+            check_hidden_cells(key, missing, hidden, n, j, f"the training data with score_fraction {score}")
             check_hidden_cells(key, missing, rate, n_hold, j, f"the {n_hold} held-out persons")
 
 

@@ -68,8 +68,27 @@ def pip(*args: str) -> None:
         sys.exit(f"wheelhouse: this command failed (exit {result.returncode}): {' '.join(cmd)}")
 
 
-def build(dest: Path, python_version: str | None, platform: str | None, with_jax: bool) -> list[Path]:
+def project_wheel(dest: Path) -> None:
+    """This project's wheel (pure Python, so for any target), built from a copy: setuptools
+    leaves build/ beside the sources, and a stale build/ can carry deleted modules into a later
+    wheel."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in PROJECT_FILES:
+            source, copy = ROOT / name, Path(tmp) / name
+            if source.is_dir():
+                shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+            else:
+                shutil.copy(source, copy)
+        pip("wheel", "--no-deps", "--wheel-dir", str(dest), tmp)
+
+
+def build(
+    dest: Path, python_version: str | None, platform: str | None, with_jax: bool, project_only: bool = False
+) -> list[Path]:
     dest.mkdir(parents=True, exist_ok=True)
+    if project_only:
+        project_wheel(dest)
+        return sorted(dest.glob("*.whl"))
     requirements = dest / "requirements.txt"
     requirements.write_text("\n".join(locked_requirements(with_jax)) + "\n")
     target = []
@@ -91,16 +110,7 @@ def build(dest: Path, python_version: str | None, platform: str | None, with_jax
             wheel.rename(dest / wheel.name)
         built.rmdir()
         sdist.unlink()
-    # the project's own wheel, built from a copy: setuptools leaves build/ beside the sources,
-    # and a stale build/ can carry deleted modules into a later wheel
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in PROJECT_FILES:
-            source, copy = ROOT / name, Path(tmp) / name
-            if source.is_dir():
-                shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-            else:
-                shutil.copy(source, copy)
-        pip("wheel", "--no-deps", "--wheel-dir", str(dest), tmp)
+    project_wheel(dest)
     return sorted(dest.glob("*.whl"))
 
 
@@ -110,10 +120,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python-version", help="target Python, e.g. 3.12 (default: this interpreter's)")
     parser.add_argument("--platform", help="target platform tag, e.g. manylinux_2_28_x86_64 (default: this machine's)")
     parser.add_argument("--with-jax", action="store_true", help="add the lock's (CPU) jax and jaxlib")
+    parser.add_argument(
+        "--project-only",
+        action="store_true",
+        help="only this project's wheel (for a machine that has every other package; a quick check of the install)",
+    )
     args = parser.parse_args(argv)
     if bool(args.python_version) != bool(args.platform):
         parser.error("give --python-version and --platform together, or neither (this machine)")
-    wheels = build(args.dest, args.python_version, args.platform, args.with_jax)
+    wheels = build(args.dest, args.python_version, args.platform, args.with_jax, args.project_only)
     size = sum(w.stat().st_size for w in wheels) / 2**20
     print(f"wheelhouse: {len(wheels)} wheels, {size:.0f} MiB, in {args.dest}")
     print(f"install offline with: pip install --no-index --find-links {args.dest} bayesirt")

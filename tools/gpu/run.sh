@@ -17,6 +17,8 @@
 #   SITE           the folder the wheels are installed into (default: a new temporary folder)
 #   CASES          the cases to run, in order (default: all, in the order below)
 #   CORES          Snakemake's cores for the study runs (default all)
+#   STUDY_CONFIGS  the config files of the study runs (default config/paper.yaml; with --smoke
+#                  config/test.yaml), later ones overriding earlier ones
 #   TIMEOUT_<case> a case's time limit in seconds, e.g. TIMEOUT_bulk_replications=300
 #
 # The cases, in the order they run, with their time limits (8 minutes together):
@@ -100,7 +102,7 @@ fi
 if [ "$SMOKE" = 1 ]; then
     BENCH_RESULT=results/benchmarks/smoke/bulk_replications.json
     BULK=(benchmarks/run.py --smoke bulk_replications)
-    STUDY_CONFIG=(config/test.yaml)
+    read -r -a STUDY_CONFIG <<< "${STUDY_CONFIGS:-config/test.yaml}"
     NORMAL=normal  # the test config's stand-in for normal_p5
 else
     BENCH_RESULT=results/benchmarks/bulk_replications.json
@@ -108,7 +110,7 @@ else
     # both paths; the data sets are simulated with every core (not timed)
     BULK=(benchmarks/run.py bulk_replications --set IWAVB_REPLICATIONS=100 --set IWAVB_SAMPLE=2
           --set IWAVB_STEPS=5000 --set "SIMULATE_CORES=$(nproc)")
-    STUDY_CONFIG=(config/paper.yaml)
+    read -r -a STUDY_CONFIG <<< "${STUDY_CONFIGS:-config/paper.yaml}"
     NORMAL=normal_p5
 fi
 study() {  # study case: the amortized_ifa tables of one design
@@ -116,6 +118,9 @@ study() {  # study case: the amortized_ifa tables of one design
         --out "$WORK/collected/$2" --cores "$CORES"
 }
 declare -A LIMIT=([bulk_replications]=210 [ifa_normal_p5]=150 [ifa_mixture_p1]=90)
+if [ "$SMOKE" = 1 ]; then  # a smoke run checks that the cases run, not how fast
+    LIMIT=([bulk_replications]=900 [ifa_normal_p5]=600 [ifa_mixture_p1]=600)
+fi
 ALL=(bulk_replications ifa_normal_p5 ifa_mixture_p1)
 read -r -a CHOSEN <<< "${CASES:-${ALL[*]}}"
 

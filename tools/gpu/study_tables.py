@@ -109,9 +109,18 @@ def main(argv: list[str] | None = None) -> int:
     if status != 0:
         print(f"study_tables: Snakemake failed (exit {status}); nothing collected", file=sys.stderr)
         return status
-    argv_line = shlex.join(["python", "tools/gpu/study_tables.py", *(argv if argv is not None else sys.argv[1:])])
+    # the commands as words, without this machine's paths (the interpreter, the output folder)
+    argv_line = shlex.join(
+        ["python", "tools/gpu/study_tables.py", args.study, "--designs", *args.designs, "--config", *args.config]
+        + ["--cores", str(args.cores)]
+    )
     config = " ".join(args.config)
-    sitting = {"studies": [args.study], "config": config, "argv": argv_line, "command": shlex.join(cmd)}
+    sitting = {
+        "studies": [args.study],
+        "config": config,
+        "argv": argv_line,
+        "command": shlex.join(["python", *cmd[1:]]),
+    }
     sitting.update(commit=commit(), start=start, end=end, returncode=status)
     run_facts = {
         "command": argv_line,

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,7 @@ def load(path: Path, name: str):
 
 
 install = load(ROOT / "tools" / "gpu" / "install_offline.py", "gpu_install_offline")
+wheelhouse = load(ROOT / "tools" / "wheelhouse.py", "gpu_test_wheelhouse")
 runner = load(ROOT / "benchmarks" / "run.py", "gpu_test_benchmarks_run")
 bulk = load(ROOT / "benchmarks" / "cases" / "bulk_replications.py", "gpu_test_bulk_replications")
 plan = load(ROOT / "benchmarks" / "cases" / "paper_plan.py", "gpu_test_paper_plan")
@@ -74,6 +76,29 @@ def test_the_install_leaves_jax_and_its_stack_to_the_machine():
     assert len(left_out) == 4
     # JAX is never installed from the wheelhouse, even where the machine has none to keep
     assert [w.name.split("-")[0] for w in install.plan(wheels, set())[1]] == ["jax", "jaxlib"]
+
+
+def fake_wheel(folder: Path, name: str, requires: list[str]) -> Path:
+    path = folder / f"{name}-1.0-py3-none-any.whl"
+    meta = "Metadata-Version: 2.1\nName: {}\nVersion: 1.0\n{}\nA description: not a header\n".format(
+        name, "".join(f"Requires-Dist: {r}\n" for r in requires)
+    )
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(f"{name}-1.0.dist-info/METADATA", meta + "\nRequires-Dist: in_the_body\n")
+    return path
+
+
+def test_a_runtime_wheelhouse_keeps_what_a_run_needs_and_nothing_it_was_told_to_leave_out(tmp_path):
+    fake_wheel(tmp_path, "bayesirt", ["alpha>=1", "beta[x]", 'pytest>=8 ; extra == "test"'])
+    fake_wheel(tmp_path, "alpha", ['eps ; python_version < "3.12"'])  # markers other than extras: kept
+    fake_wheel(tmp_path, "beta", ['gamma ; extra == "x"', "delta ; extra == 'y'"])
+    for name in ("gamma", "delta", "eps", "pytest", "in_the_body"):
+        fake_wheel(tmp_path, name, [])
+    wheels = sorted(tmp_path.glob("*.whl"))
+    assert wheelhouse.runtime_closure(wheels) == {"bayesirt", "alpha", "beta", "gamma", "eps"}
+    gone = wheelhouse.prune(tmp_path, runtime_only=True, leave_out=["EPS", "bayesirt"])
+    assert sorted(w.name.split("-")[0] for w in gone) == ["delta", "eps", "in_the_body", "pytest"]
+    assert sorted(w.name.split("-")[0] for w in tmp_path.glob("*.whl")) == ["alpha", "bayesirt", "beta", "gamma"]
 
 
 def test_requirement_names_as_pip_compares_them():

@@ -20,6 +20,8 @@
 #   STUDY_CONFIGS  the config files of the study runs (default config/paper.yaml; with --smoke
 #                  config/test.yaml), later ones overriding earlier ones
 #   TIMEOUT_<case> a case's time limit in seconds, e.g. TIMEOUT_bulk_replications=300
+#   BAYESIRT_COMMIT the commit the tree was copied from, for the run facts (default: git's
+#                  answer, where the copy has its history; else unknown)
 #
 # The cases, in the order they run, with their time limits (8 minutes together):
 #   bulk_replications  100 replications of the paper's normal_p5 design in one program against

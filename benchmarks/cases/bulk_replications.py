@@ -27,7 +27,7 @@ optimisation. Set BENCH_KEEP=1 to keep the folder.
 
 The ratio the bulk path is judged by on an accelerator: the block's fitting seconds (all
 ``REPLICATIONS`` fits, one program) over one fit's fitting seconds alone (a job of today's path),
-``bulk_over_one_fit``; the targets, from the design notes, are 3 for IWAE and 10 for IWAVB. On a
+``bulk_over_one_fit``; the targets on an accelerator are 3 for IWAE and 10 for IWAVB. On a
 CPU the steps are arithmetic, so the ratio is near the number of replications and the targets
 are not expected to be met there. Every figure names the device the fits ran on (their records').
 On a GPU (tools/gpu/run.sh) run it with ``--set IWAVB_REPLICATIONS=100`` and, for a fixed
@@ -64,7 +64,7 @@ N_PERSONS = 500
 MAX_STEPS = None  # None: the paper's (config/paper.yaml)
 EVAL_SAMPLES = None
 SIMULATE_CORES = 2  # the untimed simulation of the data sets (a machine with more cores may use them)
-# bulk_over_one_fit at most this (the accelerator targets of the design notes)
+# bulk_over_one_fit at most this on an accelerator (100 replications in one program)
 TARGET_RATIO = {"iwae": 3.0, "iwavb": 10.0}
 SMOKE = {
     "REPLICATIONS": 3,

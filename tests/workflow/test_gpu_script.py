@@ -151,6 +151,25 @@ def test_a_blocks_step_time_is_its_wall_over_its_longest_fit():
     assert bulk.block_step_seconds([record(1, 1.0, 100), record(1, 3.0, 200)]) == pytest.approx((0.01 + 0.015) / 2)
 
 
+def test_a_snapshot_names_the_device_date_and_command_of_its_result():
+    snapshot = load(ROOT / "tools" / "gpu" / "snapshot.py", "gpu_test_snapshot")
+    result = {
+        "case": "bulk_replications",
+        "date": "2026-12-01 10:00 UTC",
+        "settings": {"IWAVB_REPLICATIONS": 100, "IWAVB_STEPS": None},
+        "device": {"platform": "gpu", "device": "cuda:0", "kind": "NVIDIA H100 80GB HBM3"},
+        "cpu_count": 16,
+        "versions": {"jax": "0.11.2", "jaxlib": "0.11.2", "python": "3.12.3"},
+    }
+    snap = snapshot.snapshot(result)
+    assert snap["date"] == "2026-12-01 10:00 UTC" and snap["result"] is result
+    assert snap["machine"] == "NVIDIA H100 80GB HBM3 (gpu), 16 CPU cores"
+    settings = "--set IWAVB_REPLICATIONS=100 --set IWAVB_STEPS=None"
+    assert snap["command"] == f"python benchmarks/run.py bulk_replications {settings}"
+    assert snap["lock"] == "JAX 0.11.2 (jaxlib 0.11.2), Python 3.12.3"
+    assert snapshot.snapshot({**result, "smoke": True, "settings": {}})["command"].endswith("--smoke bulk_replications")
+
+
 # ---- paper_plan's GPU column ------------------------------------------------------------------
 
 

@@ -29,7 +29,7 @@ def snapshot(result: dict) -> dict:
     versions = result.get("versions") or {}
     jax, jaxlib, python = (versions.get(k, "?") for k in ("jax", "jaxlib", "python"))
     settings = result.get("settings") or {}
-    command = ["python", "benchmarks/run.py", result["case"]]
+    command = ["python", "benchmarks/run.py", *(["--smoke"] if result.get("smoke") else []), result["case"]]
     command += [f"--set {k}={v!r}" for k, v in settings.items()]
     return {
         "date": result.get("date", "unknown"),

@@ -290,8 +290,13 @@ def members(archive: Path) -> dict[str, bytes]:
         return {m.name.removeprefix("./"): tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
 
 
-def test_the_device_script_installs_offline_and_brings_back_a_studys_tables(tmp_path):
-    wheelhouse = project_wheelhouse(tmp_path / "wheelhouse")
+@pytest.fixture(scope="module")
+def wheelhouse_of_the_project(tmp_path_factory) -> Path:
+    return project_wheelhouse(tmp_path_factory.mktemp("gpu") / "wheelhouse")
+
+
+def test_the_device_script_installs_offline_and_brings_back_a_studys_tables(tmp_path, wheelhouse_of_the_project):
+    wheelhouse = wheelhouse_of_the_project
     tree, out = device_tree(tmp_path / "tree"), tmp_path / "out"
     # one method, to keep CI's cost down (the slow test below runs both, and every case)
     (tree / "config" / "iwae_only.yaml").write_text("studies:\n  amortized_ifa:\n    methods: [iwae]\n")
@@ -323,11 +328,30 @@ def test_the_device_script_installs_offline_and_brings_back_a_studys_tables(tmp_
     assert any(name.startswith("case_logs/ifa_mixture_p1.log") for name in members(out / "logs.tar.gz"))
 
 
-@pytest.mark.slow
-def test_the_device_script_runs_every_case_at_smoke_size(tmp_path):
-    wheelhouse = project_wheelhouse(tmp_path / "wheelhouse")
+def test_a_case_past_its_time_limit_is_stopped_reported_and_cleaned_up(tmp_path, wheelhouse_of_the_project):
     tree, out = device_tree(tmp_path / "tree"), tmp_path / "out"
-    proc = run_script(tree, wheelhouse, out, "bulk_replications ifa_normal_p5 ifa_mixture_p1")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    proc = run_script(
+        tree,
+        wheelhouse_of_the_project,
+        out,
+        "ifa_mixture_p1 no_such_case",
+        TIMEOUT_ifa_mixture_p1="2",
+        TMPDIR=str(scratch),
+    )
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    rows = list(csv.DictReader(io.StringIO((out / "cases.tsv").read_text()), delimiter="\t"))
+    assert [(r["case"], r["status"]) for r in rows] == [("ifa_mixture_p1", "timed out"), ("no_such_case", "unknown")]
+    assert int(rows[0]["seconds"]) < 30
+    assert "unknown case no_such_case" in (out / "run.log").read_text()
+    assert list(scratch.iterdir()) == []  # the run's own folder, and whatever the case left there, are gone
+
+
+@pytest.mark.slow
+def test_the_device_script_runs_every_case_at_smoke_size(tmp_path, wheelhouse_of_the_project):
+    tree, out = device_tree(tmp_path / "tree"), tmp_path / "out"
+    proc = run_script(tree, wheelhouse_of_the_project, out, "bulk_replications ifa_normal_p5 ifa_mixture_p1")
     log = (out / "run.log").read_text()
     assert proc.returncode == 0, log[-6000:]
     rows = list(csv.DictReader(io.StringIO((out / "cases.tsv").read_text()), delimiter="\t"))

@@ -20,6 +20,7 @@
 #   STUDY_CONFIGS  the config files of the study runs (default config/paper.yaml; with --smoke
 #                  config/test.yaml), later ones overriding earlier ones
 #   TIMEOUT_<case> a case's time limit in seconds, e.g. TIMEOUT_bulk_replications=300
+#   ALLOW_CPU=1    go on at full size when JAX finds no GPU (to check the script on a CPU)
 #   BAYESIRT_COMMIT the commit the tree was copied from, for the run facts (default: git's
 #                  answer, where the copy has its history; else unknown)
 #
@@ -81,6 +82,10 @@ fi
 # machine's Python, which has JAX
 mkdir -p "$WORK/bin"
 ln -sf "$(command -v "$PYTHON")" "$WORK/bin/python"
+# the cases' temporary folders inside this run's, which goes at the end even when a case was cut
+# off before it could clean up
+mkdir -p "$WORK/tmp"
+export TMPDIR="$WORK/tmp"
 export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
 export PATH="$WORK/bin:$SITE/bin:$PATH"
 # the commit, for the run facts, where the copied tree has no git history
@@ -96,7 +101,7 @@ if ! "$PYTHON" tools/gpu/install_offline.py --wheelhouse "$WHEELHOUSE" --target 
     return 2
 fi
 say "devices"
-if ! "$PYTHON" tools/gpu/check_device.py $([ "$SMOKE" = 1 ] && echo --allow-cpu); then
+if ! "$PYTHON" tools/gpu/check_device.py $([ "$SMOKE" = 1 ] || [ "${ALLOW_CPU:-}" = 1 ] && echo --allow-cpu); then
     return 3
 fi
 

@@ -281,7 +281,7 @@ def run_script(tree: Path, wheelhouse: Path, out: Path, cases: str, **extra) -> 
         env=env,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=5400,  # the slow test's bulk_replications alone took 19 min on a busy 2-core machine
     )
 
 

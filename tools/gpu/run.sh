@@ -126,7 +126,7 @@ study() {  # study case: the amortized_ifa tables of one design
 }
 declare -A LIMIT=([bulk_replications]=210 [ifa_normal_p5]=150 [ifa_mixture_p1]=90)
 if [ "$SMOKE" = 1 ]; then  # a smoke run checks that the cases run, not how fast
-    LIMIT=([bulk_replications]=900 [ifa_normal_p5]=600 [ifa_mixture_p1]=600)
+    LIMIT=([bulk_replications]=2400 [ifa_normal_p5]=900 [ifa_mixture_p1]=900)
 fi
 ALL=(bulk_replications ifa_normal_p5 ifa_mixture_p1)
 read -r -a CHOSEN <<< "${CASES:-${ALL[*]}}"

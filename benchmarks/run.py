@@ -5,6 +5,9 @@
     python benchmarks/run.py --smoke CASE [...]      run cases at a tiny size (seconds each); each
                                                      writes results/benchmarks/smoke/CASE.json
     python benchmarks/run.py --smoke --all           every case at its tiny size (what CI runs)
+    python benchmarks/run.py CASE --set NAME=VALUE   run a case with one of its module-level size
+                                                     constants changed (repeatable; the value is a
+                                                     Python literal: 100, None, "x")
 
 A case is a module ``benchmarks/cases/<name>.py`` with a docstring (its one-line summary is
 what --list shows) and a function ``run() -> dict`` returning the case's own figures; it
@@ -86,11 +89,39 @@ def shrink(name: str, module) -> dict:
     return smoke
 
 
-def run_case(name: str, module, smoke: bool) -> dict:
+def parse_settings(pairs: list[str]) -> dict:
+    """``NAME=VALUE`` pairs of ``--set`` as a dict; a value is read as a Python literal (a number,
+    None, a quoted string, a list), so that ``MAX_STEPS=None`` means None, not the word."""
+    import ast
+
+    out = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.isidentifier():
+            raise ValueError(f"--set {pair!r}: expected NAME=VALUE, e.g. REPLICATIONS=100")
+        try:
+            out[name] = ast.literal_eval(value)
+        except (ValueError, SyntaxError) as err:
+            raise ValueError(f"--set {pair!r}: the value is not a Python literal ({err})") from None
+    return out
+
+
+def apply_settings(name: str, module, settings: dict) -> None:
+    """Set ``settings`` on the case's module, after its smoke sizes; a name the module does not
+    define is refused (a typo would leave the case at its own size unnoticed)."""
+    unknown = [k for k in settings if not hasattr(module, k)]
+    if unknown:
+        raise RuntimeError(f"benchmark case {name}: --set names {', '.join(unknown)}, which the module does not define")
+    for key, value in settings.items():
+        setattr(module, key, value)
+
+
+def run_case(name: str, module, smoke: bool, settings: dict | None = None) -> dict:
     if smoke:
         shrink(name, module)
-        if "smoke" in inspect.signature(module.run).parameters:
-            return module.run(smoke=True)
+    apply_settings(name, module, settings or {})
+    if smoke and "smoke" in inspect.signature(module.run).parameters:
+        return module.run(smoke=True)
     return module.run()
 
 
@@ -104,7 +135,18 @@ def main(argv=None) -> int:
         help="run at a tiny size into results/benchmarks/smoke/ (checks that cases run, not speed)",
     )
     parser.add_argument("--all", action="store_true", help="every case (with --smoke)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="change one of the cases' module-level constants (repeatable), e.g. REPLICATIONS=100",
+    )
     args = parser.parse_args(argv)
+    try:
+        settings = parse_settings(args.set)
+    except ValueError as err:
+        parser.error(str(err))
     cases = available()
     if args.all and not args.smoke:
         parser.error("--all runs every case at its smoke size only; name the cases to run at full size")
@@ -132,10 +174,12 @@ def main(argv=None) -> int:
         for name, module in modules.items():
             print(f"== {name}", flush=True)
             t0 = time.perf_counter()
-            figures = module.run()
+            figures = run_case(name, module, smoke=False, settings=settings)
             result = {
                 "case": name,
                 **figures,
+                **({"settings": settings} if settings else {}),
+                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                 "case_seconds": time.perf_counter() - t0,
                 "cpu_count": os.cpu_count(),
                 "versions": io.library_versions(),
@@ -156,7 +200,7 @@ def main(argv=None) -> int:
         t0, c0 = time.perf_counter(), cpu_seconds()
         try:
             module = load(name, cases[name])
-            figures = run_case(name, module, smoke=True)
+            figures = run_case(name, module, smoke=True, settings=settings)
         except Exception as err:
             traceback.print_exc()
             failed[name] = f"{type(err).__name__}: {err}"
@@ -166,6 +210,8 @@ def main(argv=None) -> int:
             "case": name,
             "smoke": True,
             **figures,
+            **({"settings": settings} if settings else {}),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "case_seconds": seconds[name],
             "case_cpu_seconds": cpu[name],
             "smoke_sizes": {

@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,8 +69,82 @@ def pip(*args: str) -> None:
         sys.exit(f"wheelhouse: this command failed (exit {result.returncode}): {' '.join(cmd)}")
 
 
-def build(dest: Path, python_version: str | None, platform: str | None, with_jax: bool) -> list[Path]:
+def project_wheel(dest: Path) -> None:
+    """This project's wheel (pure Python, so for any target), built from a copy: setuptools
+    leaves build/ beside the sources, and a stale build/ can carry deleted modules into a later
+    wheel."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in PROJECT_FILES:
+            source, copy = ROOT / name, Path(tmp) / name
+            if source.is_dir():
+                shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+            else:
+                shutil.copy(source, copy)
+        pip("wheel", "--no-deps", "--wheel-dir", str(dest), tmp)
+
+
+def canonical(name: str) -> str:
+    """A distribution's name as pip compares names (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def wheel_requirements(wheel: Path) -> list[str]:
+    """The ``Requires-Dist`` lines of a wheel's metadata."""
+    with zipfile.ZipFile(wheel) as z:
+        name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        text = z.read(name).decode("utf-8", errors="replace")
+    head = text.split("\n\n", 1)[0]  # the headers end at the first blank line
+    return [ln.split(":", 1)[1].strip() for ln in head.splitlines() if ln.startswith("Requires-Dist:")]
+
+
+def runtime_closure(wheels: list[Path]) -> set[str]:
+    """The distributions this project needs to run: its own requirements (not its extras for
+    tests, documentation and linting) and theirs, read from the wheels' metadata. A requirement
+    that applies only with an extra counts when that extra is asked for (``tfp-nightly[jax]``);
+    other markers (Python version, platform) are not evaluated, so the set may hold a package the
+    target does not need, never lack one it does."""
+    by_name = {canonical(w.name.split("-", 1)[0]): w for w in wheels}
+    needed: dict[str, set[str]] = {}
+    todo: list[tuple[str, set[str]]] = [("bayesirt", set())]
+    while todo:
+        name, extras = todo.pop()
+        if name in needed and extras <= needed[name]:
+            continue
+        needed[name] = needed.get(name, set()) | extras
+        if name not in by_name:
+            continue  # not in the wheelhouse (JAX, left out on purpose)
+        for req in wheel_requirements(by_name[name]):
+            spec, _, marker = req.partition(";")
+            wanted = re.findall(r"extra\s*==\s*['\"]([^'\"]+)['\"]", marker)
+            if wanted and not set(wanted) & needed[name]:
+                continue
+            match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?", spec)
+            if match:
+                sub = {e.strip() for e in (match.group(2) or "").split(",") if e.strip()}
+                todo.append((canonical(match.group(1)), sub))
+    return set(needed)
+
+
+def prune(dest: Path, runtime_only: bool, leave_out: list[str]) -> list[Path]:
+    """Delete the wheels a run does not need (``runtime_only``: the lock's tools for tests,
+    documentation and linting) and those named in ``leave_out`` (packages the target machine
+    brings, e.g. with its JAX); returns the deleted ones."""
+    wheels = sorted(dest.glob("*.whl"))
+    keep = runtime_closure(wheels) if runtime_only else {canonical(w.name.split("-", 1)[0]) for w in wheels}
+    keep -= {canonical(n) for n in leave_out} - {"bayesirt"}
+    gone = [w for w in wheels if canonical(w.name.split("-", 1)[0]) not in keep]
+    for wheel in gone:
+        wheel.unlink()
+    return gone
+
+
+def build(
+    dest: Path, python_version: str | None, platform: str | None, with_jax: bool, project_only: bool = False
+) -> list[Path]:
     dest.mkdir(parents=True, exist_ok=True)
+    if project_only:
+        project_wheel(dest)
+        return sorted(dest.glob("*.whl"))
     requirements = dest / "requirements.txt"
     requirements.write_text("\n".join(locked_requirements(with_jax)) + "\n")
     target = []
@@ -91,16 +166,7 @@ def build(dest: Path, python_version: str | None, platform: str | None, with_jax
             wheel.rename(dest / wheel.name)
         built.rmdir()
         sdist.unlink()
-    # the project's own wheel, built from a copy: setuptools leaves build/ beside the sources,
-    # and a stale build/ can carry deleted modules into a later wheel
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in PROJECT_FILES:
-            source, copy = ROOT / name, Path(tmp) / name
-            if source.is_dir():
-                shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-            else:
-                shutil.copy(source, copy)
-        pip("wheel", "--no-deps", "--wheel-dir", str(dest), tmp)
+    project_wheel(dest)
     return sorted(dest.glob("*.whl"))
 
 
@@ -110,10 +176,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python-version", help="target Python, e.g. 3.12 (default: this interpreter's)")
     parser.add_argument("--platform", help="target platform tag, e.g. manylinux_2_28_x86_64 (default: this machine's)")
     parser.add_argument("--with-jax", action="store_true", help="add the lock's (CPU) jax and jaxlib")
+    parser.add_argument(
+        "--project-only",
+        action="store_true",
+        help="only this project's wheel (for a machine that has every other package; a quick check of the install)",
+    )
+    parser.add_argument(
+        "--runtime-only",
+        action="store_true",
+        help="only what a run needs: leave out the lock's tools for tests, documentation and linting",
+    )
+    parser.add_argument(
+        "--leave-out",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="packages the target machine brings (e.g. numpy scipy ml_dtypes opt_einsum with its JAX)",
+    )
     args = parser.parse_args(argv)
     if bool(args.python_version) != bool(args.platform):
         parser.error("give --python-version and --platform together, or neither (this machine)")
-    wheels = build(args.dest, args.python_version, args.platform, args.with_jax)
+    build(args.dest, args.python_version, args.platform, args.with_jax, args.project_only)
+    gone = prune(args.dest, args.runtime_only, args.leave_out)
+    if gone:
+        print(f"wheelhouse: left out {len(gone)} wheels: {', '.join(w.name.split('-', 1)[0] for w in gone)}")
+    wheels = sorted(args.dest.glob("*.whl"))
     size = sum(w.stat().st_size for w in wheels) / 2**20
     print(f"wheelhouse: {len(wheels)} wheels, {size:.0f} MiB, in {args.dest}")
     print(f"install offline with: pip install --no-index --find-links {args.dest} bayesirt")

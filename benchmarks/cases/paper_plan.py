@@ -28,6 +28,13 @@ time (2 cores each, the measured speed). A GPU is not available here, so its fig
 prediction under a stated assumption (GPU_STEP_SECONDS per step of a block, launch-latency
 bound, whatever the block size, the H100 figure measured for IWAE at the paper's size; fixed and
 evaluation seconds as on the CPU) and is marked as such.
+
+Measured GPU steps. Where ``docs/performance/gpu_bulk_replications.json`` exists (the snapshot
+that tools/gpu/run.sh brings back from a GPU, with its date and device), the IWAE and IWAVB fits
+of the amortized_ifa designs of the measured size (persons and batch, the paper's normal_p5) are
+priced with the measured seconds per block step and the measured evaluation seconds; every
+other fit keeps the assumption. The result says which: ``gpu_hours_are`` is "predicted" (no
+measurement), "partly measured" or "measured", and ``gpu_basis`` says from what, in words.
 """
 
 from __future__ import annotations
@@ -53,6 +60,9 @@ PROBE_SWEEPS = 100
 PROBE = True  # the probe run (the smoke run leaves it out: counts only)
 CONFIG = "config/paper.yaml"  # the smoke run counts the test config's jobs instead
 GPU_STEP_SECONDS = 0.00031  # assumption: per step of a block on one H100 (IWAVB's measured step time)
+# a bulk_replications result measured on a GPU, as a docs/performance snapshot (tools/gpu/run.sh)
+GPU_MEASUREMENTS = ROOT / "docs" / "performance" / "gpu_bulk_replications.json"
+GPU_PLATFORMS = ("gpu", "cuda", "rocm")
 SHARED_RWA = ROOT.parent / "shared" / "data" / "RWAS" / "data.csv"
 SMOKE = {"PROBE": False, "CONFIG": "config/test.yaml"}
 
@@ -249,7 +259,65 @@ def probe(folder: Path, env: dict) -> dict:
     }
 
 
-def predict(probe_figures: dict) -> dict:
+def gpu_measurements(path: Path | None = None) -> dict | None:
+    """The GPU's measured costs from a bulk_replications snapshot: per method, seconds per step of
+    a block and evaluation seconds per fit, with the design, date and machine they were measured
+    on. None without a snapshot, or for one whose fits did not run on a GPU."""
+    path = GPU_MEASUREMENTS if path is None else path
+    if not path.is_file():
+        return None
+    snap = json.loads(path.read_text())
+    result = snap["result"]
+    if not str(result.get("fits_device", "")).startswith(GPU_PLATFORMS):
+        return None
+    return {
+        "date": snap["date"],
+        "machine": snap["machine"],
+        "design": result["sizes"]["design"],
+        "n_persons": result["sizes"]["n_persons"],
+        "step_seconds": {m: float(result[f"{m}_block_step_seconds"]) for m in ("iwae", "iwavb")},
+        "block": {m: int(result[m]["replications"]) for m in ("iwae", "iwavb")},
+        "eval_seconds": {m: float(result[m]["bulk"]["eval_seconds_per_replication"]) for m in ("iwae", "iwavb")},
+    }
+
+
+def measured_on_gpu(measured: dict | None, paper: dict, study: str, design: str, method: str) -> bool:
+    """Whether a fit's GPU steps are priced from the measurement: the measured method, in an
+    amortized_ifa design with the measured design's persons and batch size."""
+    if measured is None or study != "amortized_ifa" or method not in measured["step_seconds"]:
+        return False
+    designs = paper["studies"]["amortized_ifa"]["designs"]
+    ref, this = designs.get(measured["design"], {}), designs.get(design, {})
+
+    def size(d):
+        return d.get("n_persons"), (d.get("training") or {}).get("batch_size")
+
+    return this.get("n_persons") == measured["n_persons"] and size(this) == size(ref)
+
+
+def gpu_basis(measured: dict | None, n_measured: int, n_priced: int) -> tuple[str, str]:
+    """Whether the GPU hours are predicted, partly measured or measured, and from what, in words."""
+    assumed = f"{GPU_STEP_SECONDS * 1e3:.2f} ms per step of a block (an assumption, not measured here)"
+    if measured is None or n_measured == 0:
+        where = "no GPU measurement" if measured is None else "the GPU measurement fits none of the fits"
+        return (
+            "predicted",
+            f"predicted: {where}; every step priced at {assumed}, evaluation and fixed costs as on this CPU",
+        )
+    steps = ", ".join(
+        f"{m.upper()} {v * 1e3:.3f} ms per step of a block of {measured['block'][m]}"
+        for m, v in measured["step_seconds"].items()
+    )
+    basis = (
+        f"measured on {measured['machine']} on {measured['date']} ({steps}; evaluation as measured there) "
+        f"for {n_measured} of {n_priced} fits"
+    )
+    if n_measured < n_priced:
+        return "partly measured", f"partly measured: {basis}; the other fits' steps at {assumed}"
+    return "measured", f"{basis}; fixed costs as on this CPU"
+
+
+def predict(probe_figures: dict, measured: dict | None = None) -> dict:
     """Predicted hours per study and machine, before and after (see the module docstring)."""
     paper = validated(paper_config())
     fixed = probe_figures["fixed_seconds_per_job"]
@@ -262,7 +330,7 @@ def predict(probe_figures: dict) -> dict:
     for study in STUDIES:
         specs = importlib.import_module(f"bayesirt.studies.{study}.conditions").conditions(paper)
         cpu_before = cpu_after = gpu_after = 0.0
-        n_fits = unpriced = 0
+        n_fits = unpriced = gpu_measured = 0
         for spec in specs:
             design = getattr(spec, "design", None) or getattr(spec, "dataset", "")
             f = priced.get((study, design, spec.method))
@@ -280,15 +348,21 @@ def predict(probe_figures: dict) -> dict:
             # fit-step costs the same alone and in a program of 2 to 8: benchmark program_width)
             cpu_before += fixed + f["eval_seconds"] + per_step * steps
             cpu_after += fixed / block + f["eval_seconds"] + per_step * steps
-            gpu_after += fixed / block + f["eval_seconds"] + GPU_STEP_SECONDS * steps / block
+            if measured_on_gpu(measured, paper, study, design, spec.method):
+                gpu_measured += 1
+                gpu_step, gpu_eval = measured["step_seconds"][spec.method], measured["eval_seconds"][spec.method]
+            else:
+                gpu_step, gpu_eval = GPU_STEP_SECONDS, f["eval_seconds"]
+            gpu_after += fixed / block + gpu_eval + gpu_step * steps / block
         out[study] = {
             "fits": n_fits,
             "fits_not_priced": unpriced,
+            "fits_gpu_measured": gpu_measured,
             "hours_2_cores_before": round(cpu_before / 2 / 3600, 1),
             "hours_2_cores_after": round(cpu_after / 2 / 3600, 1),
             "hours_16_cores_before": round(cpu_before / 8 / 3600, 1),
             "hours_16_cores_after": round(cpu_after / 8 / 3600, 1),
-            "hours_gpu_after_predicted": round(gpu_after / 3600, 1),
+            "hours_gpu_after": round(gpu_after / 3600, 1),
         }
     return out
 
@@ -319,18 +393,24 @@ def run() -> dict:
                 "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
             }
             figures = probe(folder, env)
-            studies = predict(figures)
+            measured = gpu_measurements()
+            studies = predict(figures, measured)
             total = {
                 k: round(sum(s[k] for s in studies.values()), 1) for k in next(iter(studies.values())) if "hours" in k
             }
+            n_priced = sum(s["fits"] - s["fits_not_priced"] for s in studies.values())
+            are, basis = gpu_basis(measured, sum(s["fits_gpu_measured"] for s in studies.values()), n_priced)
+            print(f"one GPU: {total['hours_gpu_after']} h, {basis}", flush=True)
             result.update(
                 {
                     "predicted_hours_2_cores_before": total["hours_2_cores_before"],
                     "predicted_hours_2_cores_after": total["hours_2_cores_after"],
                     "predicted_hours_16_cores_before": total["hours_16_cores_before"],
                     "predicted_hours_16_cores_after": total["hours_16_cores_after"],
-                    "predicted_hours_gpu_after": total["hours_gpu_after_predicted"],
-                    "gpu": f"not available here: predicted at {GPU_STEP_SECONDS * 1e3:.2f} ms per step of a block",
+                    "hours_gpu_after": total["hours_gpu_after"],
+                    "gpu_hours_are": are,
+                    "gpu_basis": basis,
+                    "gpu_measurements": measured,
                     "studies": studies,
                     "probe": figures,
                 }

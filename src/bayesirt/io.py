@@ -372,7 +372,8 @@ def device_info() -> dict:
     Returns
     -------
     dict
-        ``platform``, ``device``, ``cpu_count``, ``xla_flags``.
+        ``platform``, ``device``, ``kind`` (the hardware's name, e.g. the GPU model),
+        ``cpu_count``, ``xla_flags``.
     """
     import jax
 
@@ -382,6 +383,7 @@ def device_info() -> dict:
     return {
         "platform": dev.platform,
         "device": str(dev),
+        "kind": getattr(dev, "device_kind", ""),
         "cpu_count": os.cpu_count(),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
     }

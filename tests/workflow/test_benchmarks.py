@@ -30,6 +30,11 @@ FIGURES = {
         "fixed_seconds_per_replication_after",
         "eval_seconds_per_replication_after",
         "block_memory_mb",
+        "fits_device",
+        "iwae_bulk_over_one_fit",
+        "iwavb_bulk_over_one_fit",
+        "iwae_block_step_seconds",
+        "iwavb_block_step_seconds",
     ],
     "paper_plan": ["jobs_before", "jobs_after", "submissions_before", "submissions_after"],
     "convergence_grid": [

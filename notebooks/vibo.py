@@ -213,13 +213,17 @@ else:
 # ## Which of the seed's claims do these numbers support?
 # Each claim is judged on paired differences, one per design, missingness condition and
 # replication (every method fitted to the same data), by a 95% t interval for their mean:
-# **supported** when the whole interval is on the claimed side, **contradicted** when it is on
-# the other side, **inconclusive** otherwise (and always with fewer than two pairs). Only the
+# **supported** when the whole interval is on the claimed side, **not supported** when it is on
+# the other side or reaches both, **not comparable** with fewer than two pairs (the words of the
+# claims table at the end). Only the
 # simulated designs count: the claims are about accuracy against the truth, which real data
 # lack (their designs are described in the next section instead).
 
 
 # %%
+from bayesirt.studies.reproduction import page_sentence
+
+
 def mean_of(method, column, missing=None):
     s = summary[summary.method == method]
     if missing is not None:
@@ -240,7 +244,7 @@ def claims(vib="vibo_one_prior"):
         + (f", NUTS {t_nuts:.1f} s ({t_nuts / t_vibo:.0f}x VIBO's)." if np.isfinite(t_nuts) else " (no NUTS here).")
     )
     for c in tables.claim_verdicts(fits, timings, vib):
-        lines.append(f"* *{c['claim']}*: {c['verdict'].text}")
+        lines.append(f"* *{c['claim']}*: {page_sentence(c['verdict'])}")
     c90 = mean_of(vib, "coverage_90")
     missing = sorted(summary.missing.unique(), key=lambda m: parse_missing(m)[1])
     hi = missing[-1]

@@ -47,7 +47,9 @@ results_dir = "results/amortized_ifa"
 from IPython.display import Markdown, display
 
 from bayesirt.records import convergence_flags
+from bayesirt.studies import report_display
 
+display(report_display.setup())  # tables in full, within the page
 verdict, flags = convergence_flags(results_dir)
 display(Markdown(verdict))
 flags

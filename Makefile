@@ -70,9 +70,11 @@ test: $(STAMP)
 test-all: $(STAMP)
 	$(VENV)/bin/python -m pytest
 
-# The documentation site, built into site/ (offline; warnings are errors, as in CI).
+# The documentation site, built into site/ (offline; warnings are errors, as in CI), then its
+# links checked: open site/index.html in a browser, or `$(VENV)/bin/mkdocs serve` to read it served.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+	$(VENV)/bin/python tools/check_site_links.py site
 
 # Lint and format with ruff (settings in pyproject.toml, [tool.ruff]); CI runs `make lint`'s two
 # checks. `make format` rewrites: the safe lint fixes, then the formatter.

@@ -78,7 +78,8 @@ CUT_CELL = re.compile(r"<td>[^<]*(?:\.\.\.|…)</td>")
 
 def empty_sections(notebook: Path) -> list[str]:
     """The headings of an executed report's sections (a Markdown cell with a ``#`` heading and
-    the cells up to the next one) that hold code but show nothing: no figure, table or text."""
+    the cells up to the next one) that hold code but show nothing: no figure, table or text
+    (papermill's parameters cells aside)."""
     empty, heading, code, shown = [], None, False, False
     for cell in [*json.loads(notebook.read_text())["cells"], {"cell_type": "markdown", "source": "# end"}]:
         source = "".join(cell.get("source", ""))
@@ -87,7 +88,9 @@ def empty_sections(notebook: Path) -> list[str]:
             if heading is not None and code and not shown:
                 empty.append(heading)
             heading, code, shown = titles[-1], False, False
-        elif cell["cell_type"] == "code":
+        elif cell["cell_type"] == "code" and not {"parameters", "injected-parameters"} & set(
+            cell.get("metadata", {}).get("tags", [])
+        ):
             code = True
             for out in cell.get("outputs", []):
                 text = "".join(out.get("text", "")) if out.get("output_type") == "stream" else ""

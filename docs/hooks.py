@@ -213,8 +213,19 @@ def machine_of(result: dict) -> str:
 def measured(m: dict) -> dict:
     """A measurement written from a benchmark case's committed result (``from: CASE``, the file
     ``docs/performance/CASE.json``): its body's ``{figure}`` fields filled from the result, its
-    date, machine, command and lock those of the snapshot, so that no figure is typed twice."""
-    snap = json.loads((PERFORMANCE / f"{m['from']}.json").read_text())
+    date, machine, command and lock those of the snapshot, so that no figure is typed twice.
+    Without a snapshot the entry says how to make one rather than show a figure."""
+    path = PERFORMANCE / f"{m['from']}.json"
+    if not path.is_file():
+        return {
+            **m,
+            **dict.fromkeys(("date", "machine", "lock"), "not measured"),
+            "command": f"python benchmarks/run.py {m['from']}",
+            "body": f"No committed result of this case yet: run the command above on an otherwise idle machine "
+            f"and copy its result (`results/benchmarks/{m['from']}.json`) to `docs/performance/` with its "
+            "date, machine, command and lock, as the other snapshots there.",
+        }
+    snap = json.loads(path.read_text())
     return {
         **m,
         **{k: snap[k] for k in ("date", "machine", "command", "lock")},

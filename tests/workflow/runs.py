@@ -102,7 +102,8 @@ def tables_fit_the_page(html: str) -> list[str]:
     """What keeps a report's tables from fitting its page: a missing overflow style (a wide
     table must scroll inside the page, bayesirt.studies.report_display) or a cell cut short."""
     problems = []
-    if "overflow-x: auto" not in html:
+    # nbconvert's own style has "overflow-x: auto" for other elements: look for the tables' rule
+    if "display: block; max-width: 100%; overflow-x: auto;" not in html:
         problems.append("no overflow style for wide tables")
     problems += [f"a cell cut short: {m}" for m in CUT_CELL.findall(html)[:3]]
     return problems

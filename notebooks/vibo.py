@@ -275,7 +275,7 @@ def claims(vib="vibo_one_prior"):
         f"From {len(fits)} fits of simulated data; replications per condition: {per_design}.{left_out}\n\n"
         + "\n".join(lines)
         + "\n\nEach verdict's interval is over its pairs: with few pairs it is wide and the verdict "
-        "inconclusive, whatever the means say."
+        "not supported (or not comparable, below two pairs), whatever the means say."
     )
 
 

@@ -183,13 +183,16 @@ class Screen:
         if self.counts:
             lines.append(f"Warnings expected at demo scale (read more: {DOCS}):")
             lines += [f"  {n} x {name} (the first shown above)" for name, n in self.counts.items()]
-        if status == 0:
-            lines.append(f"Done: {self.done} of {self.total} jobs run in {duration(seconds)}.")
-            if reports:
-                lines.append("Reports (open in a browser): " + ", ".join(reports))
-                lines.append("Tables and figures: results/<study>/; each job's log: logs/")
-        else:
+        if status != 0:
             lines.append(f"Stopped after {duration(seconds)} with status {status} ({self.done} jobs finished).")
+            return lines
+        if self.total:
+            lines.append(f"Done: {self.done} of {self.total} jobs run in {duration(seconds)}.")
+        else:
+            lines.append(f"Done in {duration(seconds)}: nothing to run, every output is up to date.")
+        if reports:
+            lines.append("Reports (open in a browser): " + ", ".join(reports))
+            lines.append("Tables and figures: results/<study>/; each job's log: logs/")
         return lines
 
 

@@ -96,6 +96,17 @@ def test_a_line_per_job_and_each_expected_warning_once():
     ]
 
 
+def test_a_run_with_nothing_to_do_still_says_where_the_reports_are():
+    nothing = "Nothing to be done (all requested files are present and up to date)."
+    out, s = condensed(f"Building DAG of jobs...\n{nothing}\n")
+    assert out == [nothing]
+    assert s.summary(3.0, 0, ["results/reports/vibo.html"])[1:] == [
+        "Done in 3 s: nothing to run, every output is up to date.",
+        "Reports (open in a browser): results/reports/vibo.html",
+        "Tables and figures: results/<study>/; each job's log: logs/",
+    ]
+
+
 def test_errors_pass_through_and_the_status_is_the_command_s(tmp_path):
     out, _ = condensed("Error in rule fit_vibo:\n    message: boom\n    log: logs/x.log\n")
     assert out == ["Error in rule fit_vibo:", "    message: boom", "    log: logs/x.log"]

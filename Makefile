@@ -33,23 +33,34 @@ ARGS ?=
 setup: $(STAMP)
 
 # The environment is rebuilt whenever the lock file or the project's metadata change.
+# A line per stage, and pip's own progress (a line per package and a bar per download): the
+# install takes a few minutes and about 1.4 GB.
 $(STAMP): requirements.lock pyproject.toml
-	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed, found " + sys.version'
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
-	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
-	touch $(STAMP)
+	@echo "setup 1/4: checking the Python version ($(PYTHON))"
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed, found " + sys.version'
+	@echo "setup 2/4: creating the virtual environment $(VENV)/"
+	@$(PYTHON) -m venv $(VENV)
+	@echo "setup 3/4: installing the pinned packages of requirements.lock (a few minutes, about 1.4 GB)"
+	@$(VENV)/bin/python -m pip install --disable-pip-version-check --progress-bar on -r requirements.lock
+	@echo "setup 4/4: installing bayesirt itself (editable)"
+	@$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@touch $(STAMP)
+	@echo "setup done: $(VENV)/ is ready (make run, make test and make docs use it)"
 
+# The screen shows a line per finished job, each warning expected at demo scale once, and at
+# the end the run's time and where the reports are (workflow/screen.py); Snakemake's full output
+# stays in .snakemake/log/ and each job's in logs/.
 # A failed run ends with one line per failed job, `error: <message> (rule <rule>, log <path>)`
 # (workflow/explain_failure.py), after Snakemake's own report; the jobs then write their error
 # only to their logs (BAYESIRT_ERROR_SUMMARY), with the traceback. VERBOSE=1 shows the
-# tracebacks on the screen too (BAYESIRT_VERBOSE), e.g. make run VERBOSE=1 ARGS="...".
+# tracebacks on the screen too (BAYESIRT_VERBOSE), and Snakemake's output in full, e.g.
+# make run VERBOSE=1 ARGS="...".
 VERBOSE ?=
 run: $(STAMP)
 	@$(VENV)/bin/python workflow/unlock_if_stale.py $(PROFILE) $(ARGS)
 	@echo $(VENV)/bin/snakemake --cores all $(PROFILE) $(ARGS)
 	@start=$$(date +%s); BAYESIRT_ERROR_SUMMARY=1 $(if $(VERBOSE),BAYESIRT_VERBOSE=1) \
-		$(VENV)/bin/snakemake --cores all $(PROFILE) $(ARGS) \
+		$(if $(VERBOSE),,$(VENV)/bin/python workflow/screen.py) $(VENV)/bin/snakemake --cores all $(PROFILE) $(ARGS) \
 		|| { status=$$?; $(VENV)/bin/python workflow/explain_failure.py --since $$start; exit $$status; }
 
 test: $(STAMP)
@@ -59,9 +70,11 @@ test: $(STAMP)
 test-all: $(STAMP)
 	$(VENV)/bin/python -m pytest
 
-# The documentation site, built into site/ (offline; warnings are errors, as in CI).
+# The documentation site, built into site/ (offline; warnings are errors, as in CI), then its
+# links checked: open site/index.html in a browser, or `$(VENV)/bin/mkdocs serve` to read it served.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+	$(VENV)/bin/python tools/check_site_links.py site
 
 # Lint and format with ruff (settings in pyproject.toml, [tool.ruff]); CI runs `make lint`'s two
 # checks. `make format` rewrites: the safe lint fixes, then the formatter.

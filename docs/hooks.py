@@ -7,7 +7,8 @@ the text of ``NAME`` below:
                    description.
 ``outputs``        the fields of the result-file schemas in ``workflow/schemas/``.
 ``captions PREFIX`` the captions of a study's report figures, ``workflow/report/PREFIX_*.rst``.
-``performance``    ``docs/performance/measurements.yaml`` and the benchmark results, those of
+``performance``    ``docs/performance/measurements.yaml`` (an entry with ``from: CASE`` written
+                   from that case's committed result) and the benchmark results, those of
                    ``results/benchmarks/*.json`` of this checkout first, then the committed
                    snapshots ``docs/performance/*.json``; each with its date, machine, command
                    and lock.
@@ -209,9 +210,34 @@ def machine_of(result: dict) -> str:
     return f"{device.get('platform', '?')} ({device.get('device', '?')}), {result.get('cpu_count', '?')} CPU cores"
 
 
+def measured(m: dict) -> dict:
+    """A measurement written from a benchmark case's committed result (``from: CASE``, the file
+    ``docs/performance/CASE.json``): its body's ``{figure}`` fields filled from the result, its
+    date, machine, command and lock those of the snapshot, so that no figure is typed twice.
+    Without a snapshot the entry says how to make one rather than show a figure."""
+    path = PERFORMANCE / f"{m['from']}.json"
+    if not path.is_file():
+        return {
+            **m,
+            **dict.fromkeys(("date", "machine", "lock"), "not measured"),
+            "command": f"python benchmarks/run.py {m['from']}",
+            "body": f"No committed result of this case yet: run the command above on an otherwise idle machine "
+            f"and copy its result (`results/benchmarks/{m['from']}.json`) to `docs/performance/` with its "
+            "date, machine, command and lock, as the other snapshots there.",
+        }
+    snap = json.loads(path.read_text())
+    return {
+        **m,
+        **{k: snap[k] for k in ("date", "machine", "command", "lock")},
+        "body": m["body"].format(**snap["result"]),
+    }
+
+
 def performance() -> str:
     out = ["## Measurements", ""]
     for m in yaml.safe_load((PERFORMANCE / "measurements.yaml").read_text()):
+        if "from" in m:
+            m = measured(m)
         out += [
             f"### {m['title']}",
             "",

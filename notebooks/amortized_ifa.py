@@ -47,7 +47,9 @@ results_dir = "results/amortized_ifa"
 from IPython.display import Markdown, display
 
 from bayesirt.records import convergence_flags
+from bayesirt.studies import report_display
 
+display(report_display.setup())  # tables in full, within the page
 verdict, flags = convergence_flags(results_dir)
 display(Markdown(verdict))
 flags
@@ -222,13 +224,17 @@ for d in expl:
 # a higher time cost. Each claim is judged on paired differences IWAVB − IWAE, one per design
 # and replication (both methods fitted to the same data; fits at several R of one replication
 # are averaged into its pair), by a 95% t interval for the mean difference: **supported** when
-# the whole interval is on the claimed side, **contradicted** when it is on the other side,
-# **inconclusive** otherwise (and always with fewer than two pairs). "Comparable" MSE allows
+# the whole interval is on the claimed side, **not supported** when it is on the other side or
+# reaches both, **not comparable** with fewer than two pairs (the words of the claims table at
+# the end). "Comparable" MSE allows
 # IWAVB up to 10% above IWAE's mean MSE. The gain with a multimodal latent compares the
 # mixture designs' pairs with the normal designs' pairs (Welch interval).
 
 
 # %%
+from bayesirt.studies.reproduction import page_sentence
+
+
 def latent_of(d):
     return "mixture" if "mixture" in set(table(d, "latent_density")["latent"]) else "normal"
 
@@ -242,7 +248,7 @@ time_all = pd.concat([table(d, "timings").assign(design=d) for d in conf + expl]
 lines = []
 for c in tables.claim_verdicts(fits_all, time_all):
     where = {"normal": " (normal latent)", "mixture": " (mixture latent)"}.get(c["latent"], "")
-    lines.append(f"* *{c['claim']}{where}*: {c['verdict'].text}")
+    lines.append(f"* *{c['claim']}{where}*: {page_sentence(c['verdict'])}")
 for d in expl:
     scree = table(d, "scree")
     piv = scree.pivot_table(index="n_factors", columns="method", values="loglik_independent")

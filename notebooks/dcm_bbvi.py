@@ -43,7 +43,9 @@ seed_accuracy = 0.967
 from IPython.display import Markdown, display
 
 from bayesirt.records import convergence_flags
+from bayesirt.studies import report_display
 
+display(report_display.setup())  # tables in full, within the page
 verdict, flags = convergence_flags(results_dir)
 display(Markdown(verdict))
 flags

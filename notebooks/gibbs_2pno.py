@@ -27,7 +27,7 @@
 # %% tags=["parameters"]
 designs = "n500"
 results_dir = "results/gibbs_2pno"
-mixture = "True"
+mixture = True
 
 # %% [markdown]
 # ## Convergence flags
@@ -39,7 +39,9 @@ mixture = "True"
 from IPython.display import Markdown, display
 
 from bayesirt.records import convergence_flags
+from bayesirt.studies import report_display
 
+display(report_display.setup())  # tables in full, within the page
 verdict, flags = convergence_flags(results_dir)
 display(Markdown(verdict))
 flags
@@ -150,9 +152,11 @@ else:
 # ## The mixture example
 
 # %%
-if mixture == "True":
+if mixture:
     figure("mixture", "mixture")
     display(pd.read_csv(base / "mixture" / "posterior.csv").drop(columns=["item", "person", "scale"]).round(3))
+else:
+    display(Markdown("No mixture example in this run (`studies.gibbs_2pno.mixture.enabled` is false)."))
 
 # %% [markdown]
 # ## What the numbers support

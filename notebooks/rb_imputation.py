@@ -46,7 +46,9 @@ results_dir = "results/rb_imputation"
 from IPython.display import Markdown, display
 
 from bayesirt.records import convergence_flags, convergence_status
+from bayesirt.studies import report_display
 
+display(report_display.setup())  # tables in full, within the page
 verdict, flags = convergence_flags(results_dir)
 display(Markdown(verdict))
 flags
@@ -224,6 +226,8 @@ for d, m in comparisons:
 # ## What the numbers say
 
 # %%
+from bayesirt.studies.reproduction import page_sentence
+
 for d, m in comparisons:
     agg = pd.read_csv(results / d / m / "aggregate.csv")
     disc = (
@@ -261,7 +265,7 @@ for d, m in comparisons:
         v = tables.jensen_verdict(pd.read_csv(results / d / m / "summary.csv"), rb[0], nv[0])
         text.append(
             "Claim: averaging likelihoods instead of log-likelihoods over the imputed copies reduces "
-            "the error (seed 000's Jensen argument). " + v.text[0].upper() + v.text[1:]
+            "the error (seed 000's Jensen argument). " + (t := page_sentence(v))[0].upper() + t[1:]
         )
     summary_m = pd.read_csv(results / d / m / "summary.csv")
     if "zero_fill" in disc:
@@ -269,7 +273,8 @@ for d, m in comparisons:
         text.append(
             "Against ignoring the missing cells (`zero_fill`), paired by mask: "
             + " ".join(
-                (t := tables.paired_rmse_verdict(summary_m, c, "zero_fill").text)[0].upper() + t[1:] for c in helps
+                (t := page_sentence(tables.paired_rmse_verdict(summary_m, c, "zero_fill")))[0].upper() + t[1:]
+                for c in helps
             )
         )
     if "zero_fill" in disc and m.startswith(("mcar", "mar")) and not m.startswith("mnar"):

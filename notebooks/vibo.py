@@ -52,7 +52,9 @@ results_dir = "results/vibo"
 from IPython.display import Markdown, display
 
 from bayesirt.records import convergence_flags
+from bayesirt.studies import report_display
 
+display(report_display.setup())  # tables in full, within the page
 verdict, flags = convergence_flags(results_dir)
 display(Markdown(verdict))
 flags
@@ -213,13 +215,17 @@ else:
 # ## Which of the seed's claims do these numbers support?
 # Each claim is judged on paired differences, one per design, missingness condition and
 # replication (every method fitted to the same data), by a 95% t interval for their mean:
-# **supported** when the whole interval is on the claimed side, **contradicted** when it is on
-# the other side, **inconclusive** otherwise (and always with fewer than two pairs). Only the
+# **supported** when the whole interval is on the claimed side, **not supported** when it is on
+# the other side or reaches both, **not comparable** with fewer than two pairs (the words of the
+# claims table at the end). Only the
 # simulated designs count: the claims are about accuracy against the truth, which real data
 # lack (their designs are described in the next section instead).
 
 
 # %%
+from bayesirt.studies.reproduction import page_sentence
+
+
 def mean_of(method, column, missing=None):
     s = summary[summary.method == method]
     if missing is not None:
@@ -240,7 +246,7 @@ def claims(vib="vibo_one_prior"):
         + (f", NUTS {t_nuts:.1f} s ({t_nuts / t_vibo:.0f}x VIBO's)." if np.isfinite(t_nuts) else " (no NUTS here).")
     )
     for c in tables.claim_verdicts(fits, timings, vib):
-        lines.append(f"* *{c['claim']}*: {c['verdict'].text}")
+        lines.append(f"* *{c['claim']}*: {page_sentence(c['verdict'])}")
     c90 = mean_of(vib, "coverage_90")
     missing = sorted(summary.missing.unique(), key=lambda m: parse_missing(m)[1])
     hi = missing[-1]
@@ -269,7 +275,7 @@ def claims(vib="vibo_one_prior"):
         f"From {len(fits)} fits of simulated data; replications per condition: {per_design}.{left_out}\n\n"
         + "\n".join(lines)
         + "\n\nEach verdict's interval is over its pairs: with few pairs it is wide and the verdict "
-        "inconclusive, whatever the means say."
+        "not supported (or not comparable, below two pairs), whatever the means say."
     )
 
 

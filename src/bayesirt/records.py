@@ -285,7 +285,9 @@ def convergence_flags(folder) -> tuple[str, pd.DataFrame]:
             if early
             else ""
         )
-        + ": their estimates may not be final (table below)."
+        + ": their estimates may not be final (table below). At the default config's demo scale (small data, "
+        "short runs) flags are expected and the claims at the end weigh them; at paper scale a flag calls "
+        "for a longer run."
     ), flags
 
 

@@ -86,6 +86,23 @@ def test_missingness_a_design_cannot_hold():
     assert "score_fraction" in refused(cfg)
 
 
+def test_a_rate_has_one_limit_in_both_spellings():
+    # 1.5 as a fraction (dcm_bbvi) and mcar150 as a name (the other studies): the same limit,
+    # checked after the schema, and the same words
+    cfg = shipped("test.yaml")
+    cfg["studies"]["dcm_bbvi"]["designs"]["seed"]["missing"] = [0.0, 1.5]
+    config_schema.check(cfg, SCHEMA)  # the schema leaves the limit to the one check
+    fraction = refused(cfg)
+    cfg = shipped("test.yaml")
+    cfg["studies"]["rb_imputation"]["missing"] = "mcar150"
+    name = refused(cfg)
+    assert fraction == "config key 'studies.dcm_bbvi.designs.seed.missing.1': 1.5 — the rate 150% is outside [0, 100)"
+    assert fraction.split(" — ")[1] == name.split(" — ")[1]
+    cfg["studies"]["dcm_bbvi"]["designs"]["seed"]["missing"] = [-0.1]
+    cfg["studies"]["rb_imputation"]["missing"] = "mcar15"
+    assert refused(cfg).endswith("-0.1 — the rate -10% is outside [0, 100)")
+
+
 def test_dcm_rates_are_distinct_whole_percents():
     cfg = shipped("test.yaml")
     cfg["studies"]["dcm_bbvi"]["designs"]["seed"]["missing"] = [0.125]

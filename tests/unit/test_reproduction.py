@@ -331,3 +331,27 @@ def test_the_committed_pages_rebuild_from_their_committed_tables(tmp_path):
     for study in studies:
         assert f"{study}.md" in out.stdout
         assert (tmp_path / f"{study}.md").read_text() == (ROOT / "docs" / "reproduction" / f"{study}.md").read_text()
+
+
+def test_prose_names_a_verdict_with_the_table_s_word():
+    # a report's sentence and its claims table say the same word for the same verdict
+    from bayesirt.evaluation import verdicts
+
+    for d in ([-1.0, -1.1, -0.9], [1.0, 1.1, 0.9], [1.0, -1.0, 0.5], [-1.0]):
+        v = verdicts.paired_verdict(d, subject="x", direction="lower")
+        sentence = reproduction.page_sentence(v)
+        assert f"**{reproduction.from_verdict(v)}**" in sentence, sentence
+        assert "contradicted" not in sentence and "inconclusive" not in sentence, sentence
+    v = verdicts.two_group_verdict([1.0, 2.0, 3.0], [1.5, 2.5], subject="x", direction="higher")
+    assert f"**{reproduction.from_verdict(v)}**" in reproduction.page_sentence(v)
+
+
+def test_no_claim_is_supported_on_a_zero_width_interval_or_one_fit():
+    # one fit's two coverages, both exactly 0.9, gave the interval [0.900, 0.900]
+    assert reproduction.reaches([0.9, 0.9], 0.9, 0.03)[0] is False
+    assert reproduction.reaches([0.88, 0.9, 0.93], 0.9, 0.03)[0] is True
+    fit = {"method": "gibbs", "design": "tiny", "missing": "mcar20", "discrimination_rmse": 0.1, "ability_corr": 0.9}
+    one = pd.DataFrame([{**fit, "discrimination_coverage_90": 0.85, "difficulty_coverage_90": 0.95}])
+    assert gibbs_page.coverage_claims(one)[0].verdict == "not supported"
+    two = pd.concat([one, one.assign(discrimination_coverage_90=0.9, difficulty_coverage_90=0.9)])
+    assert gibbs_page.coverage_claims(two)[0].verdict == "supported"

@@ -3,6 +3,7 @@ the results of two runs of the same config."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -67,3 +68,42 @@ def assert_same_results(a: Path, b: Path) -> int:
             assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
         compared += 1
     return compared
+
+
+# what a report cell shows of a figure, a table or a sentence (its HTML keeps these)
+SHOWN = ("image/png", "text/html", "text/markdown", "text/plain")
+# a table cell pandas cut short (display.max_colwidth): text ending in "..." or "…"
+CUT_CELL = re.compile(r"<td>[^<]*(?:\.\.\.|…)</td>")
+
+
+def empty_sections(notebook: Path) -> list[str]:
+    """The headings of an executed report's sections (a Markdown cell with a ``#`` heading and
+    the cells up to the next one) that hold code but show nothing: no figure, table or text
+    (papermill's parameters cells aside)."""
+    empty, heading, code, shown = [], None, False, False
+    for cell in [*json.loads(notebook.read_text())["cells"], {"cell_type": "markdown", "source": "# end"}]:
+        source = "".join(cell.get("source", ""))
+        titles = re.findall(r"^#+ (.+)$", source, flags=re.M) if cell["cell_type"] == "markdown" else []
+        if titles:
+            if heading is not None and code and not shown:
+                empty.append(heading)
+            heading, code, shown = titles[-1], False, False
+        elif cell["cell_type"] == "code" and not {"parameters", "injected-parameters"} & set(
+            cell.get("metadata", {}).get("tags", [])
+        ):
+            code = True
+            for out in cell.get("outputs", []):
+                text = "".join(out.get("text", "")) if out.get("output_type") == "stream" else ""
+                shown = shown or text.strip() != "" or any(out.get("data", {}).get(k) for k in SHOWN)
+    return empty
+
+
+def tables_fit_the_page(html: str) -> list[str]:
+    """What keeps a report's tables from fitting its page: a missing overflow style (a wide
+    table must scroll inside the page, bayesirt.studies.report_display) or a cell cut short."""
+    problems = []
+    # nbconvert's own style has "overflow-x: auto" for other elements: look for the tables' rule
+    if "display: block; max-width: 100%; overflow-x: auto;" not in html:
+        problems.append("no overflow style for wide tables")
+    problems += [f"a cell cut short: {m}" for m in CUT_CELL.findall(html)[:3]]
+    return problems

@@ -9,7 +9,16 @@ import pandas as pd
 import pytest
 import yaml
 
-from .runs import OTHER_RUNS, ROOT, assert_same_results, run_test_config, snakemake, workflow_copy
+from .runs import (
+    OTHER_RUNS,
+    ROOT,
+    assert_same_results,
+    empty_sections,
+    run_test_config,
+    snakemake,
+    tables_fit_the_page,
+    workflow_copy,
+)
 
 SCHEMAS = ROOT / "workflow" / "schemas"
 pytestmark = pytest.mark.workflow
@@ -319,6 +328,18 @@ def test_every_report_embeds_its_figures(local_run):
         assert images >= 4, (notebook.name, images)  # each report of the test config draws four or more
         html = notebook.with_suffix(".html").read_text()
         assert "&lt;Figure size" not in html and html.count("data:image/png") >= images, notebook.name
+
+
+def test_no_report_section_is_empty_and_every_table_fits_the_page(local_run):
+    # Every section of every report that runs code shows something (a figure, a table or a
+    # sentence saying why there is none): gibbs_2pno's mixture section was once left empty by a
+    # parameter compared with the wrong type. Tables scroll inside the page, and no cell is cut.
+    reports = sorted((local_run / "results" / "reports").glob("*.ipynb"))
+    assert len(reports) == 5
+    problems = {n.name: empty_sections(n) + tables_fit_the_page(n.with_suffix(".html").read_text()) for n in reports}
+    assert not any(problems.values()), problems
+    gibbs = (local_run / "results/reports/gibbs_2pno.html").read_text()
+    assert "The mixture example" in gibbs and "No mixture example in this run" not in gibbs
 
 
 @pytest.mark.parametrize("study", ["rb_imputation", "amortized_ifa", "vibo", "gibbs_2pno", "dcm_bbvi"])

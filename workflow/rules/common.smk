@@ -140,6 +140,11 @@ def report_results(wildcards):
 
 
 def papermill_parameters(wildcards):
-    """The study's notebook parameters as papermill options: -p name value ..."""
-    pairs = REPORT_PARAMETERS[wildcards.study]().items()
-    return " ".join(f"-p {name} {shlex.quote(str(value))}" for name, value in pairs)
+    """The study's notebook parameters as papermill options, each of the type the notebook's
+    parameters cell declares: a string as it is (-r: papermill would read "True" or "1e3" in a
+    design list as a bool or a number), a bool or number as itself (-p, which papermill parses)."""
+    options = []
+    for name, value in REPORT_PARAMETERS[wildcards.study]().items():
+        flag = "-r" if isinstance(value, str) else "-p"
+        options.append(f"{flag} {name} {shlex.quote(str(value))}")
+    return " ".join(options)

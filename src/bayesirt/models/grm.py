@@ -56,6 +56,9 @@ def ordered_cuts(base, increments):
     jax.Array
         Cuts, shape (I, K-1), increasing along the last axis.
     """
+    # a NumPy float64 input becomes JAX's float32 here, silently, rather than in jnp.zeros,
+    # which warns about the dtype it cannot give
+    increments = jnp.asarray(increments)
     zero = jnp.zeros(increments.shape[:-1] + (1,), increments.dtype)
     return base[..., None] + jnp.concatenate([zero, jnp.cumsum(increments, axis=-1)], axis=-1)
 

@@ -32,14 +32,21 @@ def parse_missing(missing: str) -> tuple[str, float]:
     if not m:
         raise ValueError(f"'{missing}' is not <mcar|mar|mnar><percent>, e.g. mcar20")
     kind, percent = m.group(1), float(m.group(2))
-    if percent >= 100:
-        raise ValueError(f"'{missing}' — the rate {m.group(2)}% is outside [0, 100)")
+    check_rate(f"'{missing}'", percent)
     if percent == 0 and kind != "mcar":
         raise ValueError(
             f"'{missing}' — a rate of 0% hides nothing, so the kind '{kind}' has no effect; "
             "write mcar0 for the condition without hidden responses"
         )
     return kind, percent / 100.0
+
+
+def check_rate(spelled: str, percent: float) -> None:
+    """The one limit of a missingness rate, whichever way a config spells it (a name such as
+    ``mcar150`` or a fraction such as ``1.5``): at least 0% and below 100% of the cells, with the
+    same message for both. ``spelled`` is the value as the config wrote it."""
+    if not 0 <= percent < 100:
+        raise ValueError(f"{spelled} — the rate {percent:g}% is outside [0, 100)")
 
 
 def max_hidden_cells(n_persons: int, n_items: int) -> int:

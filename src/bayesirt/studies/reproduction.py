@@ -93,9 +93,10 @@ def mean_interval(values, level: float = 0.95) -> tuple[float, float, float, int
 
 def reaches(values, target: float, tolerance: float) -> tuple[bool, float, float]:
     """Whether the 95% interval of the mean of ``values`` (``mean_interval``) comes within
-    ``tolerance`` of ``target``, and the interval; never with fewer than two values."""
+    ``tolerance`` of ``target``, and the interval; never with fewer than two values, nor on an
+    interval of zero width (values that all agree, as one small fit's can: no spread measured)."""
     _, low, high, _ = mean_interval(values)
-    ok = bool(np.isfinite(low) and low <= target + tolerance and high >= target - tolerance)
+    ok = bool(np.isfinite(low) and high > low and low <= target + tolerance and high >= target - tolerance)
     return ok, low, high
 
 
@@ -136,6 +137,23 @@ def from_verdict(verdict: Verdict) -> str:
     if verdict.n < 2:
         return "not comparable"
     return "supported" if verdict.outcome == "supported" else "not supported"
+
+
+def page_sentence(verdict: Verdict) -> str:
+    """A replicated comparison's sentence (``evaluation.verdicts``) ending in the page's word for
+    its verdict (``from_verdict``), so that a report's prose and its claims table name a verdict
+    the same way; why a claim is not supported or not comparable follows in words."""
+    evidence = verdict.text.rpartition(": **")[0] or verdict.text.rstrip(".")
+    word = from_verdict(verdict)
+    if word == "not comparable":
+        why = " (too few pairs for an interval)"
+    elif verdict.outcome == "contradicted":
+        why = " (the interval lies on the other side)"
+    elif verdict.outcome == "inconclusive":
+        why = f" (the interval reaches both sides at {verdict.n} replications)"
+    else:
+        why = ""
+    return f"{evidence}: **{word}**{why}."
 
 
 def clean(text: str) -> str:

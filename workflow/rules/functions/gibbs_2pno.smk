@@ -106,7 +106,7 @@ def gibbs_targets():
 
 def gibbs_report_parameters():
     return {"designs": ",".join(gibbs_conditions.designs(config)), "results_dir": "results/gibbs_2pno",
-            "mixture": str(bool(gibbs_conditions.mixture_on(config)))}
+            "mixture": bool(gibbs_conditions.mixture_on(config))}
 
 
 STUDY_TARGETS["gibbs_2pno"] = gibbs_targets

@@ -18,7 +18,7 @@ import pandas as pd
 from bayesirt import plotting
 from bayesirt.evaluation import verdicts
 from bayesirt.studies.amortized_ifa import figures as ifa_figures
-from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict
+from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict, page_sentence
 
 TITLE = "amortized_ifa (seed 003): IWAVB against IWAE for item factor analysis"
 INTRO = (
@@ -76,7 +76,11 @@ def paired_claim(claim, seed, pairs: pd.DataFrame, column: str, direction: str, 
         pairs.iwavb - pairs.iwae, direction=direction, margin=margin, subject=f"IWAVB's {column} minus IWAE's"
     )
     return Claim(
-        claim, seed, f"IWAVB {describe(pairs.iwavb, 4)}; IWAE {describe(pairs.iwae, 4)}", from_verdict(v), clean(v.text)
+        claim,
+        seed,
+        f"IWAVB {describe(pairs.iwavb, 4)}; IWAE {describe(pairs.iwae, 4)}",
+        from_verdict(v),
+        clean(page_sentence(v)),
     )
 
 
@@ -141,7 +145,7 @@ def simulation_claims(fits: pd.DataFrame) -> list[Claim]:
                 "Figures 9 and 12: no number",
                 f"gain per person: mixture {describe(gains['mixture'], 4)}; normal {describe(gains['normal'], 4)}",
                 from_verdict(v),
-                clean(v.text),
+                clean(page_sentence(v)),
             )
         )
     normal = fits[fits.design.map(LATENT) == "normal"]
@@ -176,7 +180,7 @@ def simulation_claims(fits: pd.DataFrame) -> list[Claim]:
                     'Figure 8: "marginal improvements", no number',
                     f"R = {rs[-1]} {describe(p[rs[-1]], 4)}; R = {rs[0]} {describe(p[rs[0]], 4)}",
                     from_verdict(v),
-                    clean(v.text),
+                    clean(page_sentence(v)),
                 )
             )
     return rows

@@ -19,7 +19,7 @@ from bayesirt import plotting
 from bayesirt.evaluation import verdicts
 from bayesirt.studies.dcm_bbvi import figures as study_figures
 from bayesirt.studies.dcm_bbvi.conditions import SEED_ACCURACY
-from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict, spread
+from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict, page_sentence, spread
 
 TITLE = "dcm_bbvi (seed 002): black-box VI for the LCDM, at the seed's scale"
 INTRO = (
@@ -126,7 +126,7 @@ def method_claims(fits: pd.DataFrame, oracle: pd.DataFrame) -> list[Claim]:
                     "BBVI's 0.967 on one data set" if in_seed else "not in the seed (complete data, seed design only)",
                     f"{describe(p.pattern_accuracy)}; oracle {describe(p.pattern_accuracy_oracle)}",
                     from_verdict(v),
-                    clean(v.text),
+                    clean(page_sentence(v)),
                 )
             )
     return rows
@@ -156,7 +156,7 @@ def recovery_claims(fits: pd.DataFrame) -> list[Claim]:
                 f"RMSE {describe(both.beta_rmse)}, EM {describe(both.beta_rmse_em)}; 95% intervals cover "
                 f"{describe(both.beta_coverage_95, 2)}",
                 from_verdict(v),
-                clean(v.text),
+                clean(page_sentence(v)),
             )
         )
     return rows

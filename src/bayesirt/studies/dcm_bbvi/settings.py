@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from bayesirt.config import ConfigError
 from bayesirt.studies.dcm_bbvi.conditions import STUDY, design_spec, missing_label
 from bayesirt.studies.design_checks import check_hidden_cells
+from bayesirt.studies.design_conditions import check_rate
 
 
 def check(config: dict) -> None:
-    """Raise ConfigError naming the offending key: a missingness rate that is not a whole
+    """Raise ConfigError naming the offending key: a missingness rate outside [0, 1) (the limit
+    and message of a rate spelled as a name, ``design_conditions.check_rate``), one that is not a whole
     percent, two rates of one design that name the same condition, or a rate the design's
     persons x items matrix cannot hold."""
     study = config["studies"].get(STUDY)
@@ -27,6 +29,10 @@ def check(config: dict) -> None:
         labels = {}
         for i, rate in enumerate(design["missing"]):
             key = f"studies.{STUDY}.designs.{name}.missing.{i}"
+            try:
+                check_rate(str(rate), 100 * float(rate))
+            except ValueError as err:
+                raise ConfigError(f"config key '{key}': {err}") from None
             label = missing_label(rate)
             # conditions are named and stored by whole percent (mcar20): another rate would be
             # fitted under a name that says something else

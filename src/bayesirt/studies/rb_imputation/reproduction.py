@@ -18,7 +18,7 @@ import pandas as pd
 
 from bayesirt import plotting
 from bayesirt.studies.rb_imputation import tables as study_tables
-from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict
+from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict, page_sentence
 
 TITLE = "rb_imputation (seed 000): Rao-Blackwellized imputation for the GRM, on the real RWA data"
 INTRO = (
@@ -86,7 +86,7 @@ def jensen_claims(summary: pd.DataFrame) -> list[Claim]:
                 f"Jensen's inequality (section 5), M = {SEED_COPIES}; no number",
                 f"{rb} {describe(s[s.condition == rb][ERROR])}; {naive} {describe(s[s.condition == naive][ERROR])}",
                 from_verdict(v),
-                clean(v.text),
+                clean(page_sentence(v)),
             )
         )
     return rows
@@ -110,7 +110,7 @@ def zero_fill_claims(summary: pd.DataFrame) -> list[Claim]:
                 if kind(missing) == "mcar"
                 else "not in the seed (15% MCAR only)"
             )
-            why = clean(v.text) + (
+            why = clean(page_sentence(v)) + (
                 " The hidden cells depend at most on observed responses (ignorable), so zero-fill's "
                 "observed-cell likelihood is already the right one."
                 if ignorable
@@ -150,7 +150,7 @@ def copies_claims(summary: pd.DataFrame) -> list[Claim]:
                 "section 5.4: lower variance with more copies; no number",
                 f"{many} {describe(s[s.condition == many][ERROR])}; {few} {describe(s[s.condition == few][ERROR])}",
                 from_verdict(v),
-                clean(v.text),
+                clean(page_sentence(v)),
             )
         )
     return rows

@@ -21,7 +21,16 @@ import pandas as pd
 from bayesirt import plotting
 from bayesirt.evaluation import verdicts
 from bayesirt.studies.design_conditions import parse_missing
-from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict, markdown_table, reaches, short
+from bayesirt.studies.reproduction import (
+    Claim,
+    clean,
+    describe,
+    from_verdict,
+    markdown_table,
+    page_sentence,
+    reaches,
+    short,
+)
 from bayesirt.studies.vibo import tables as study_tables
 
 TITLE = "vibo (seed 004): amortized variational IRT with missing responses, at scale"
@@ -93,7 +102,7 @@ def verdict_claims(fits: pd.DataFrame, timings: pd.DataFrame) -> list[Claim]:
                     '"robust to missing data"; no number' if "robust" in item["claim"] else "no number in the seed",
                     f"{v.n} paired replication{'s' if v.n != 1 else ''}; mean difference {v.mean_difference:.3g}",
                     from_verdict(v),
-                    clean(v.text),
+                    clean(page_sentence(v)),
                 )
             )
     return rows

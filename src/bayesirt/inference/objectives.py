@@ -76,8 +76,7 @@ from bayesirt.inference.training import SHARED  # noqa: F401
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import grm
 
-# rao_blackwell_seed: seed 000's objective under its own name (the study runs it at the seed's M),
-# the same estimator as rao_blackwell_batch
+# rao_blackwell_seed: seed 000's name for rao_blackwell_batch's estimator (run at the seed's M)
 NAMES = ("zero_fill", "naive_average", "rao_blackwell", "rao_blackwell_batch", "exact_marginal", "rao_blackwell_seed")
 TINY = 1e-37  # floor of a probability before its log
 

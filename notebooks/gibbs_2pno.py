@@ -163,7 +163,7 @@ else:
 
 # %%
 lines = []
-conv = fits[fits.method.isin(["gibbs", "gibbs_omit"])]
+conv = fits[fits.method.isin(["gibbs", "gibbs_omit", "gibbs_seed"])]
 lines.append(
     f"* **Convergence**: {int(conv['converged'].sum())} of {len(conv)} Gibbs fits pass the record's rule "
     f"(max R-hat {conv['max_r_hat'].max():.3f}, min bulk ESS {conv['min_ess_bulk'].min():.0f})."

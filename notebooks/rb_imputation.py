@@ -23,6 +23,7 @@
 #   person (the likelihood factorizes over persons, so each person's copies are averaged alone);
 # * `rao_blackwell_batch_M<M>`: the seed's code taken literally: one log-mean-exp over copies of
 #   the whole minibatch's likelihood;
+# * `rao_blackwell_seed_M3`: the same estimator under the seed's name, at the seed's M = 3;
 # * `exact_marginal`: the M → ∞ limit, each missing cell contributing log Σ_k q(k) P(Y = k | θ).
 #
 # Imputations come from a pairwise ordinal stacking model fitted to the observed responses.
@@ -259,7 +260,7 @@ for d, m in comparisons:
         f"All objectives, discrimination RMSE against the complete-data fit: {order}. "
         f"Ability RMSE against it: " + ", ".join(f"{c} {ab[c]:.3f}" for c in disc.index) + "."
     )
-    rb = [c for c in disc.index if c.startswith("rao_blackwell") and not c.startswith("rao_blackwell_batch")]
+    rb = [c for c in disc.index if c.startswith("rao_blackwell_M")]  # the per-person form
     nv = [c for c in disc.index if c.startswith("naive_average")]
     if rb and nv:
         v = tables.jensen_verdict(pd.read_csv(results / d / m / "summary.csv"), rb[0], nv[0])

@@ -13,7 +13,7 @@ import resource
 import time
 from dataclasses import replace
 
-from bayesirt.studies.dcm_bbvi import conditions, data, methods
+from bayesirt.studies.dcm_bbvi import conditions, data, methods, oracle
 
 DATA_SEED = 20021
 N_PERSONS, N_ITEMS, MISSING = 100_000, 30, 0.2
@@ -45,8 +45,8 @@ def run() -> dict:
         },
         "simulate_seconds": simulate_seconds,
     }
-    oracle = methods.oracle_accuracy(rm, truth, q)
-    out["oracle_pattern_accuracy"] = oracle["pattern_accuracy"]
+    ceiling = oracle.oracle_accuracy(rm, truth, q)
+    out["oracle_pattern_accuracy"] = ceiling["pattern_accuracy"]
     for m in ("collapsed_vi", "em", "bbvi"):
         rec = methods.fit(m, rm, truth, q, seed=1, config=config).record
         out[f"{m}_seconds"] = rec["timing"]["wall_seconds"]

@@ -13,7 +13,7 @@ import pytest
 
 from bayesirt.inference import bbvi, collapsed_nuts, collapsed_vi
 from bayesirt.inference.sampling import SamplerSettings
-from bayesirt.studies.dcm_bbvi import conditions, data, methods
+from bayesirt.studies.dcm_bbvi import conditions, data, methods, oracle
 
 SPEC = conditions.DESIGNS["seed"]
 
@@ -21,7 +21,7 @@ SPEC = conditions.DESIGNS["seed"]
 @pytest.fixture(scope="module", params=[0.0, 0.2], ids=["complete", "mcar20"])
 def seed_data(request):
     rm, truth, q = data.simulate(SPEC, request.param, 31)
-    return rm, truth, q, methods.oracle_accuracy(rm, truth, q)["pattern_accuracy"]
+    return rm, truth, q, oracle.oracle_accuracy(rm, truth, q)["pattern_accuracy"]
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from bayesirt import io
 from bayesirt.config import ConfigError, check
 from bayesirt.models import lcdm
 from bayesirt.studies import base
-from bayesirt.studies.dcm_bbvi import conditions, data, methods, settings
+from bayesirt.studies.dcm_bbvi import conditions, data, methods, oracle, settings, tables
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -82,11 +82,15 @@ def test_check_refuses_rates_the_conditions_cannot_name():
 def test_accuracy_scores_by_profile_index():
     true = np.array([0, 1, 2, 3, 1, 2])
     prob = np.eye(4)[[0, 1, 1, 3, 2, 2]]  # person 2 ("01") called "10"; person 4 ("10") called "01"
-    acc = methods.accuracy(prob, true, 2)
+    acc = tables.accuracy(prob, true, 2)
     assert acc["pattern_accuracy"] == pytest.approx(4 / 6)
     # swapped attributes are wrong on both attributes
     assert acc["attribute_accuracy"] == pytest.approx(1 - 4 / 12)
     assert acc["profile_accuracy"] == {"00": 1.0, "10": 0.5, "01": 0.5, "11": 1.0}
+    # the seed's "in top 2": person 2's true profile second, person 4's third
+    prob = np.array([[0.7, 0.1, 0.1, 0.1], [0.1, 0.7, 0.1, 0.1], [0.1, 0.6, 0.3, 0.0], [0, 0, 0, 1.0],
+                     [0.3, 0.1, 0.6, 0.0], [0, 0, 1.0, 0]])  # fmt: skip
+    assert tables.accuracy(prob, true, 2)["top2_accuracy"] == pytest.approx(5 / 6)
 
 
 def test_larger_design_q_matrix_measures_one_or_two_attributes():
@@ -106,7 +110,7 @@ def test_larger_design_q_matrix_measures_one_or_two_attributes():
 
 def test_oracle_accuracy_is_high_on_the_seed_design():
     rm, truth, q = data.simulate(conditions.DESIGNS["seed"], 0.0, 5, n_persons=400)
-    assert methods.oracle_accuracy(rm, truth, q)["pattern_accuracy"] > 0.9
+    assert oracle.oracle_accuracy(rm, truth, q)["pattern_accuracy"] > 0.9
 
 
 def test_the_oracle_table_has_a_row_per_data_set_read_from_its_files(tmp_path):
@@ -120,8 +124,8 @@ def test_the_oracle_table_has_a_row_per_data_set_read_from_its_files(tmp_path):
         datasets.append(("seed", conditions.missing_label(missing), rep))
         responses.append(folder / "responses.parquet")
         truths.append(folder / "truth.csv")
-        expected.append(methods.oracle_accuracy(rm, truth, q)["pattern_accuracy"])
-    table = methods.oracle_table(datasets, responses, truths)
+        expected.append(oracle.oracle_accuracy(rm, truth, q)["pattern_accuracy"])
+    table = oracle.oracle_table(datasets, responses, truths)
     assert list(table.missing) == ["mcar0", "mcar20"] and list(table.rep) == [0, 1]
     np.testing.assert_allclose(table.pattern_accuracy, expected)
 

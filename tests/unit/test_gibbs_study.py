@@ -5,6 +5,7 @@ schemas."""
 import copy
 from pathlib import Path
 
+import jax
 import jsonschema
 import numpy as np
 import pandas as pd
@@ -57,8 +58,9 @@ def test_conditions_are_designs_x_missing_x_methods_x_replications():
     # the mixture example closes the list
     assert conds[-1] == conditions.MixtureCondition() and conds[-1].folder == "results/gibbs_2pno/mixture/fit"
     conds = conds[:-1]
-    # a: mcar0 -> gibbs only (omit is the same sampler without missing cells), mcar20 -> gibbs, gibbs_omit
-    assert len(conds) == 2 * (1 + 2) + 3
+    # a: mcar0 -> gibbs and gibbs_seed (omit is the same sampler without missing cells), mcar20 ->
+    # gibbs, gibbs_omit, gibbs_seed; b: all four
+    assert len(conds) == 2 * (2 + 3) + 4
     assert conditions.Condition("b", "mcar10", "nuts", 0) in conds
     assert not any(c.design == "a" and c.method == "nuts" for c in conds)
     assert not any(c.missing == "mcar0" and c.method == "gibbs_omit" for c in conds)
@@ -68,7 +70,7 @@ def test_conditions_are_designs_x_missing_x_methods_x_replications():
     ]
     assert conditions.conditions(with_study({**study(), "enabled": False})) == []
     no_mixture = conditions.conditions(with_study({**study(), "mixture": {"enabled": False}}))
-    assert no_mixture == conditions.design_conditions(with_study(study())) and len(no_mixture) == 2 * 3 + 2
+    assert no_mixture == conditions.design_conditions(with_study(study())) and len(no_mixture) == 2 * 5 + 3
     off = config_yaml()
     del off["studies"]["gibbs_2pno"]
     assert conditions.conditions(validated(off)) == []
@@ -307,3 +309,31 @@ def test_a_block_of_nuts_fits_is_the_single_fits_one_after_another():
     block = methods.fit_block(reps, s)
     assert all(out.record["block"]["memory_bytes"] == 0 for out in block)  # no block program
     _assert_block_matches_single_fits(block, reps, s, atol=0)
+
+
+def test_gibbs_seed_is_the_plain_sampler_of_seed_001():
+    """``gibbs_seed`` draws what ``inference.gibbs`` draws with ``expand=False`` (Albert's three
+    blocks, nothing else) from the same key, and ``gibbs`` (expansion moves on) does not; a block
+    of its replications gives its single fits."""
+    from bayesirt.inference import gibbs as gibbs_sampler
+    from bayesirt.models import twopno
+    from bayesirt.studies.gibbs_2pno import methods
+
+    reps, s = _block_setup("gibbs_seed")
+    rep = reps[0]
+    seed_fit = methods.fit(rep.responses, rep.truth, rep.cond, s, seed=rep.seed)
+    assert seed_fit.record["expand"] is False
+    plain = gibbs_sampler.fit(
+        jax.random.key(rep.seed),
+        rep.responses.responses,
+        twopno.Priors(**s.priors),
+        gibbs_sampler.GibbsSettings(methods.sampler_settings(s.gibbs), expand=False, abilities=True),
+        item_names=[it.name for it in rep.responses.items],
+    )
+    for name in ("discrimination", "difficulty"):
+        np.testing.assert_array_equal(seed_fit.idata.posterior[name].values, plain.idata.posterior[name].values)
+    ours = methods.fit(rep.responses, rep.truth, conditions.Condition("tiny", "mcar20", "gibbs", 0), s, seed=rep.seed)
+    assert ours.record["expand"] is True
+    plain_a = plain.idata.posterior["discrimination"].values
+    assert not np.allclose(ours.idata.posterior["discrimination"].values, plain_a)
+    _assert_block_matches_single_fits(methods.fit_block(reps, s), reps, s, atol=1e-5)

@@ -232,3 +232,67 @@ def test_reference_figures_on_real_and_simulated_data(tmp_path):
     table_real = tables.recovery(est, "reference")
     assert table_real.empty and list(table_real.columns) == ["fit", *tables.RECOVERY_COLUMNS]
     assert set(tables.recovery(est.assign(true=1.0), "reference")["fit"]) == {"reference"}
+
+
+def test_the_seed_design_and_objective_run_beside_ours():
+    # seed 000: the RWA data "subsampled to 500 persons" under 15% MCAR alone, and its objective
+    # at its M = 3 whatever n_copies sweeps
+    cfg = validated()
+    cfg["datasets"]["rwa_seed"] = {**cfg["datasets"]["rwa_sim"]}
+    study = cfg["studies"]["rb_imputation"]
+    study.update(seed_dataset="rwa_seed", missing=["mcar15", "mar15"], n_copies=[2, 5])
+    study["objectives"] = [*study["objectives"], "rao_blackwell_seed"]
+    settings.check(cfg)
+    fits = conditions.conditions(cfg)
+    assert conditions.datasets(study) == ["rwa_sim", "rwa_seed"]
+    seed_fits = [f for f in fits if f.dataset == "rwa_seed"]
+    assert seed_fits[0].folder == "results/rb_imputation/rwa_seed/reference"
+    assert {f.missing for f in seed_fits[1:]} == {conditions.SEED_MISSING} == {"mcar15"}
+    assert {f.missing for f in fits if f.dataset == "rwa_sim" and f.rep is not None} == {"mcar15", "mar15"}
+    seed_objective = [f for f in fits if f.method == "rao_blackwell_seed"]
+    assert {(f.condition, f.n_copies) for f in seed_objective} == {("rao_blackwell_seed_M3", 3)}
+    assert len(seed_objective) == (2 + 1) * 2  # (ours: two designs, seed's: one) x two masks
+    assert {f.condition for f in fits if f.method == "rao_blackwell"} == {"rao_blackwell_M2", "rao_blackwell_M5"}
+    assert conditions.parse_condition("rao_blackwell_seed_M3") == ("rao_blackwell_seed", 3)
+    study["seed_dataset"] = "nowhere"
+    with pytest.raises(ConfigError, match=r"^config key 'studies.rb_imputation.seed_dataset': 'nowhere' is not"):
+        settings.check(cfg)
+    study["seed_dataset"] = "rwa_sim"
+    with pytest.raises(ConfigError, match="is the study's dataset already"):
+        settings.check(cfg)
+
+
+def test_the_paper_config_fits_the_seed_design_on_500_of_the_rwa_persons():
+    cfg = validated("paper.yaml")
+    study = cfg["studies"]["rb_imputation"]
+    settings.check(cfg)
+    seed = cfg["datasets"][study["seed_dataset"]]
+    assert seed["source"] == "rwa" and seed["subsample"] == 500
+    assert {k: seed[k] for k in ("url", "member", "reorient")} == {
+        k: cfg["datasets"][study["dataset"]][k] for k in ("url", "member", "reorient")
+    }
+    assert "rao_blackwell_seed" in study["objectives"] and "rao_blackwell_batch" in study["objectives"]
+
+
+RWA_FILE = ROOT.parent / "shared" / "data" / "RWAS" / "data.csv"  # beside the checkout (CI too)
+
+
+@pytest.mark.skipif(not RWA_FILE.is_file(), reason="the RWA test copy is not beside the checkout")
+def test_a_subsample_keeps_persons_drawn_without_replacement_in_their_order():
+    # seed 000's design: 500 of the 9,881 RWA persons, 22 items of 9 categories
+    from bayesirt.data import rwa, subsample
+
+    rm = rwa.load(RWA_FILE)
+    y = rm.responses
+    sub = subsample.persons(rm, 500, 0)
+    rows = np.asarray(sub.attrs["subsample"]["rows"])
+    assert sub.responses.shape == (500, 22) and list(sub.n_categories) == [9] * 22
+    assert len(set(rows)) == 500 and (np.diff(rows) > 0).all()
+    np.testing.assert_array_equal(sub.responses, y[rows])
+    assert sub.attrs["source"] == "rwa" and sub.attrs["subsample"]["of"] == 9881
+    np.testing.assert_array_equal(subsample.persons(rm, 500, 0).responses, sub.responses)  # seeded
+    assert not np.array_equal(subsample.persons(rm, 500, 1).attrs["subsample"]["rows"], rows)
+    with pytest.raises(
+        ValueError, match=r"^config key 'datasets.x.subsample': 10000 persons asked, the data set has 9881$"
+    ):
+        subsample.persons(rm, 10_000, 0, where="datasets.x.subsample")

@@ -30,8 +30,8 @@ rule dcm_simulate:
 
 
 rule fit_dcm_bbvi:
-    # One optimisation method (em | bbvi | bbvi_cv | collapsed_vi) on a block of a condition's
-    # replications (the design's block_size of them): bbvi, bbvi_cv and collapsed_vi fitted
+    # One optimisation method (em | bbvi | bbvi_cv | collapsed_vi | the seed's runs bbvi_seed*) on a
+    # block of a condition's replications (the design's block_size of them): the trained ones fitted
     # together as one vectorized program (inference.bulk), em one after another; each
     # replication is evaluated in the job, and its files written to rep{rep}/ in the block's folder.
     input:
@@ -46,7 +46,7 @@ rule fit_dcm_bbvi:
     wildcard_constraints:
         design=dcm_design_pattern(),
         missing=r"mcar\d+",
-        method="em|bbvi|bbvi_cv|collapsed_vi",
+        method="em|bbvi|bbvi_cv|collapsed_vi|bbvi_seed|bbvi_beta_truth_seed|bbvi_pi_truth_seed",
         block=r"\d+",
     log:
         "logs/dcm_bbvi/{design}/{missing}/{method}/block{block}.log",
@@ -92,7 +92,7 @@ rule dcm_replication:
     wildcard_constraints:
         design=dcm_design_pattern(),
         missing=r"mcar\d+",
-        method="em|bbvi|bbvi_cv|collapsed_vi",
+        method="em|bbvi|bbvi_cv|collapsed_vi|bbvi_seed|bbvi_beta_truth_seed|bbvi_pi_truth_seed",
         rep=r"\d+",
     log:
         "logs/dcm_bbvi/{design}/{missing}/{method}/rep{rep}.copy.log",

@@ -35,8 +35,8 @@ rule gibbs_simulate:
 
 
 rule fit_gibbs_2pno:
-    # One method (gibbs | gibbs_omit | nuts) on a block of one condition's replications (the
-    # design's block_size of them): the Gibbs samplers sweep every replication's chains in one
+    # One method (gibbs | gibbs_omit | gibbs_seed | nuts) on a block of one condition's
+    # replications (the design's block_size of them): the Gibbs samplers sweep every replication's chains in one
     # vectorized program, NUTS fits them one after another; each replication's draws,
     # diagnostics and estimates go to rep{rep}/ in the block's folder.
     input:
@@ -50,7 +50,7 @@ rule fit_gibbs_2pno:
         seeds=gibbs_block_seeds,
     wildcard_constraints:
         design=gibbs_design_pattern(),
-        method="gibbs|gibbs_omit|nuts",
+        method="gibbs|gibbs_omit|gibbs_seed|nuts",
         block=r"\d+",
     threads: gibbs_fit_threads
     log:
@@ -78,7 +78,7 @@ rule gibbs_replication:
         global_fit="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/global_fit.json",
     wildcard_constraints:
         design=gibbs_design_pattern(),
-        method="gibbs|gibbs_omit|nuts",
+        method="gibbs|gibbs_omit|gibbs_seed|nuts",
         rep=r"\d+",
     log:
         "logs/gibbs_2pno/{design}/{missing}/{method}/rep{rep}.copy.log",

@@ -1,11 +1,11 @@
 """Tables and figures of the dcm_bbvi study from all its fits (rule dcm_bbvi_tables)."""
 
 from bayesirt import io, logs
-from bayesirt.studies.dcm_bbvi import figures, methods, tables
+from bayesirt.studies.dcm_bbvi import figures, oracle, tables
 
 log = logs.to_file(snakemake.log[0])
 tabs = tables.aggregate(snakemake.input.fits)
-tabs["oracle"] = methods.oracle_table(snakemake.params.datasets, snakemake.input.responses, snakemake.input.truths)
+tabs["oracle"] = oracle.oracle_table(snakemake.params.datasets, snakemake.input.responses, snakemake.input.truths)
 for name, table in tabs.items():
     io.write_table(table, snakemake.output[name])
 figures.figures(tabs, dict(snakemake.output.items()))

@@ -1,7 +1,7 @@
 """Prepare the RWA response matrix from the raw download (rule prepare_rwa)."""
 
 from bayesirt import io, logs
-from bayesirt.data import download, rwa
+from bayesirt.data import download, rwa, subsample
 
 log = logs.to_file(snakemake.log[0])
 spec = snakemake.params.spec
@@ -11,6 +11,9 @@ with download.raw_csv(
     snakemake.input.download, spec.get("member", "RWAS/data.csv"), source=download.source_of(record)
 ) as csv:
     rm = rwa.load(csv, reorient=spec.get("reorient", False), drop_empty_persons=spec.get("drop_empty_persons", False))
+if spec.get("subsample") is not None:  # seed 000's notebook: "subsampled to 500 persons"
+    key = f"datasets.{snakemake.wildcards.dataset}.subsample"
+    rm = subsample.persons(rm, spec["subsample"], spec.get("subsample_seed", 0), where=key)
 rm.attrs.update({"dataset": snakemake.wildcards.dataset, "download": record})
 io.write_responses(rm, snakemake.output.responses)
 log.info("RWA %s: %s", snakemake.wildcards.dataset, rwa.summary(rm))

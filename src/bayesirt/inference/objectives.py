@@ -76,7 +76,8 @@ from bayesirt.inference.training import SHARED  # noqa: F401
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import grm
 
-NAMES = ("zero_fill", "naive_average", "rao_blackwell", "rao_blackwell_batch", "exact_marginal")
+# rao_blackwell_seed: seed 000's name for rao_blackwell_batch's estimator (run at the seed's M)
+NAMES = ("zero_fill", "naive_average", "rao_blackwell", "rao_blackwell_batch", "exact_marginal", "rao_blackwell_seed")
 TINY = 1e-37  # floor of a probability before its log
 
 
@@ -457,7 +458,7 @@ def make(
         return naive_average(st, n_copies, observed_log_lik, cell_probs)
     if name == "rao_blackwell":
         return rao_blackwell(st, n_copies, "person", observed_log_lik, cell_probs)
-    if name == "rao_blackwell_batch":
+    if name in ("rao_blackwell_batch", "rao_blackwell_seed"):
         return rao_blackwell(st, n_copies, "batch", observed_log_lik, cell_probs)
     if name == "exact_marginal":
         return exact_marginal(st, observed_log_lik, cell_probs)

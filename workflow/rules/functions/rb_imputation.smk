@@ -43,7 +43,8 @@ def rb_table_outputs():
 
 
 def rb_datasets():
-    return [rb_config()["dataset"]] if rb_config()["enabled"] else []
+    """The study's data set and, where the config names one, the seed's design (seed_dataset)."""
+    return rb_study.datasets(rb_config()) if rb_config()["enabled"] else []
 
 
 def reference_seed(wildcards):
@@ -112,12 +113,13 @@ def rb_targets():
         if study.get("n_dimensions") == 1:  # model checks beside the reference, not for the mixture GRM
             targets.append(f"results/rb_imputation/{ds}/reference/global_fit.json")
         if study["replications"] > 0:
-            targets += [f"results/rb_imputation/{ds}/{m}/summary.csv" for m in rb_study.missing_designs(study)]
+            targets += [f"results/rb_imputation/{ds}/{m}/summary.csv" for m in rb_study.missing_designs(study, ds)]
     return targets
 
 
 def rb_report_parameters():
-    return {"datasets": ",".join(rb_datasets()), "missing": ",".join(rb_study.missing_designs(rb_config())),
+    missing = dict.fromkeys(m for ds in rb_datasets() for m in rb_study.missing_designs(rb_config(), ds))
+    return {"datasets": ",".join(rb_datasets()), "missing": ",".join(missing),
             "results_dir": "results/rb_imputation"}
 
 

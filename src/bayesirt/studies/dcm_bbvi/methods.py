@@ -4,6 +4,7 @@
                   observed information
     bbvi          the seed's BBVI: Rao-Blackwellized score-function gradients, block coordinate ascent
     bbvi_cv       the same with (leave-one-out) control variates
+    bbvi_seed     the seed notebook's runs as written, and its two sub-experiments (``seed``)
     collapsed_vi  Z summed out, reparameterised gradients, minibatches (``inference.collapsed_vi``)
     nuts          NUTS on the collapsed model (numpyro), the posterior reference
 
@@ -39,10 +40,10 @@ from bayesirt.inference.sampling import SamplerSettings
 from bayesirt.inference.training import FitResult, TrainSettings, keep_last_good, train_problem
 from bayesirt.models import lcdm
 from bayesirt.studies.base import MethodResult
-from bayesirt.studies.dcm_bbvi import data
+from bayesirt.studies.dcm_bbvi import seed
 from bayesirt.studies.dcm_bbvi.conditions import MONOTONE_METHODS, STUDY, FitSpec
 from bayesirt.studies.dcm_bbvi.settings import Settings
-from bayesirt.studies.dcm_bbvi.tables import accuracy, estimates_table, scored
+from bayesirt.studies.dcm_bbvi.tables import estimates_table, scored
 
 # BBVI on the seed design: the seed's block schedule (10, 20, 20, 30 steps per sweep), a sweep
 # per convergence check
@@ -142,7 +143,9 @@ def em(p: Problem, config: StudyConfig) -> MethodResult:
 
 
 def bbvi_settings(method: str, config: StudyConfig) -> bbvi.BBVISettings:
-    """BBVI's settings for ``bbvi`` or ``bbvi_cv`` (control variates)."""
+    """BBVI's settings for ``bbvi`` or ``bbvi_cv`` (control variates), or the seed's runs'."""
+    if method in seed.SEED_METHODS:
+        return seed.bbvi_settings()
     return bbvi.BBVISettings(
         n_samples=config.n_samples,
         control_variates=method == "bbvi_cv",
@@ -162,7 +165,8 @@ def bbvi_scored(method: str, p: Problem, config: StudyConfig, res: FitResult) ->
     """A BBVI fit evaluated: estimates, record, accuracy, recovery and gradient variance."""
     des = p.prob.design
     _, var_key = jax.random.split(p.key)
-    s = bbvi.summarize(res.params, des, key=jax.random.fold_in(p.key, 2), monotone=config.monotone)
+    monotone = bbvi_settings(method, config).monotone
+    s = bbvi.summarize(res.params, des, key=jax.random.fold_in(p.key, 2), monotone=monotone)
     est = estimates_table(des, s.beta_mean, s.beta_sd, s.pi_mean, s.pi_sd, s.profile_prob, p.truth)
     record = records.fit_record(res, p.fields, window=config.bbvi_train.window)
     record["elbo"] = -record["final_loss"]
@@ -216,7 +220,7 @@ TRAINED = {
     "bbvi": (bbvi_problem, bbvi_scored),
     "bbvi_cv": (bbvi_problem, bbvi_scored),
     "collapsed_vi": (collapsed_problem, collapsed_scored),
-}
+} | {name: (seed.problem, bbvi_scored) for name in seed.SEED_METHODS}
 
 
 def trained(method: str, p: Problem, config: StudyConfig) -> MethodResult:
@@ -236,6 +240,11 @@ def bbvi_cv(p: Problem, config: StudyConfig) -> MethodResult:
 
 def collapsed(p: Problem, config: StudyConfig) -> MethodResult:
     return trained("collapsed_vi", p, config)
+
+
+def seed_run(p: Problem, config: StudyConfig) -> MethodResult:
+    """One of the seed notebook's runs (``seed.SEED_METHODS``: the fit's method)."""
+    return trained(p.fields["method"], p, config)
 
 
 def nuts(p: Problem, config: StudyConfig) -> MethodResult:
@@ -260,7 +269,7 @@ METHODS = {
     "bbvi_cv": bbvi_cv,
     "collapsed_vi": collapsed,
     "nuts": nuts,
-}  # conditions.METHODS
+} | dict.fromkeys(seed.SEED_METHODS, seed_run)  # conditions.METHODS
 
 
 def fit_label(method: str, p: Problem) -> str:
@@ -381,39 +390,3 @@ def fit_block(reps: list[Replication], config: StudyConfig = StudyConfig()) -> l
         }
         outs.append(out)
     return outs
-
-
-def oracle_accuracy(rm, truth, q) -> dict:
-    """Accuracy of the modal posterior profile at the true beta and pi: the ceiling any
-    estimator of this data set can be expected to reach (up to chance)."""
-    des = lcdm.design(q)
-    tb = truth[truth.parameter == "beta"]
-    beta = lcdm.pack_beta([tb[tb.item == j].value.to_numpy() for j in range(q.shape[0])], des.delta.shape[2])
-    log_pi = np.log(truth[truth.parameter == "profile_probability"].value.to_numpy())
-    y_obs, n_obs = lcdm.observed_counts(rm.responses)
-    post = collapsed_vi.profile_posterior(
-        np.asarray(beta, np.float32), np.asarray(log_pi, np.float32), np.asarray(des.delta, np.float32), y_obs, n_obs
-    )
-    true_profile = truth[truth.parameter == "profile"].value.to_numpy().astype(int)
-    return accuracy(np.asarray(post), true_profile, q.shape[1])
-
-
-def oracle_table(datasets, responses, truths) -> pd.DataFrame:
-    """The oracle's accuracy on every simulated data set of the study: one row per data set,
-    ``datasets`` naming each as ``(design, missing, rep)``, its files in ``responses`` and
-    ``truths`` in the same order. The seed reports one accuracy on one data set; this is what
-    each data set allowed."""
-    rows = []
-    for (design, missing, rep), resp, truth_path in zip(datasets, responses, truths, strict=True):
-        rm, truth, q = data.read(resp, truth_path)
-        acc = oracle_accuracy(rm, truth, q)
-        rows.append(
-            {
-                "design": design,
-                "missing": missing,
-                "rep": int(rep),
-                "pattern_accuracy": acc["pattern_accuracy"],
-                "attribute_accuracy": acc["attribute_accuracy"],
-            }
-        )
-    return pd.DataFrame(rows, columns=["design", "missing", "rep", "pattern_accuracy", "attribute_accuracy"])

@@ -17,7 +17,7 @@ from bayesirt.studies.design_conditions import DesignCondition, parse_missing
 
 STUDY = "gibbs_2pno"
 # the 2PNO methods a design is fitted with (the config's ``methods``), and the mixture's sampler
-METHODS = ("gibbs", "gibbs_omit", "nuts")
+METHODS = ("gibbs", "gibbs_omit", "gibbs_seed", "nuts")  # gibbs_seed: seed 001's plain sampler
 MIXTURE_METHOD = "gibbs_mixture"
 # the parameters of the 2PNO estimates, items' first
 ITEM_PARAMETERS = ("discrimination", "difficulty")

@@ -12,7 +12,12 @@ from scipy.stats import norm
 
 from bayesirt import plotting
 
-METHOD_LABELS = {"gibbs": "Gibbs (augmented)", "gibbs_omit": "Gibbs (omitted)", "nuts": "NUTS"}
+METHOD_LABELS = {
+    "gibbs": "Gibbs (augmented)",
+    "gibbs_omit": "Gibbs (omitted)",
+    "gibbs_seed": "Gibbs (seed, plain)",
+    "nuts": "NUTS",
+}
 SHOWN_ITEMS = 3
 
 

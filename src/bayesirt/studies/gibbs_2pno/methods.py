@@ -8,6 +8,8 @@ where there is one), and whose draws (InferenceData) become ``posterior.nc``.
   untruncated (the textbook form; ``inference.gibbs`` with ``missing="augment"``);
 * ``gibbs_omit``: the same sampler with missing cells left out of every update
   (``missing="omit"``): the same posterior as ``gibbs``;
+* ``gibbs_seed``: seed 001's plain sampler, ``gibbs`` without the moves along the model's
+  symmetries (``expand=False``; ``gibbs_2pno.seed``): the same posterior, mixing as the seed's;
 * ``nuts``: numpyro NUTS on the marginal 2PNO posterior (Phi likelihood, no augmentation), the
   reference;
 * ``gibbs_mixture``: seed 001's two-component Gaussian mixture (known precision 1 / sd^2) by
@@ -41,6 +43,7 @@ from bayesirt.inference.sampling_blocks import sample_block
 from bayesirt.models import twopno
 from bayesirt.studies.base import MethodResult
 from bayesirt.studies.gibbs_2pno.conditions import ITEM_PARAMETERS, PARAMETERS, STUDY, Condition
+from bayesirt.studies.gibbs_2pno.seed import SEED_SAMPLER
 from bayesirt.studies.gibbs_2pno.settings import Mixture, Sampler, Settings, block_key
 
 KEYS = ["parameter", "item", "person"]
@@ -63,15 +66,24 @@ def sampler_settings(sampler: Sampler) -> SamplerSettings:
 
 # ----------------------------------------------------------------------------- the 2PNO fits
 
+# each Gibbs method's treatment of missing cells and whether it moves along the symmetries
+GIBBS_VARIANTS = {"gibbs": ("augment", True), "gibbs_omit": ("omit", True)}
+GIBBS_VARIANTS["gibbs_seed"] = (SEED_SAMPLER.missing, SEED_SAMPLER.expand)
+
 
 def gibbs(responses, truth, cond, settings: Settings, seed: int) -> MethodResult:
     """The Gibbs sampler with missing cells augmented (drawn untruncated)."""
-    return _gibbs(responses, truth, cond, settings, seed, "augment")
+    return _gibbs(responses, truth, cond, settings, seed, *GIBBS_VARIANTS["gibbs"])
 
 
 def gibbs_omit(responses, truth, cond, settings: Settings, seed: int) -> MethodResult:
     """The Gibbs sampler with missing cells left out of every update."""
-    return _gibbs(responses, truth, cond, settings, seed, "omit")
+    return _gibbs(responses, truth, cond, settings, seed, *GIBBS_VARIANTS["gibbs_omit"])
+
+
+def gibbs_seed(responses, truth, cond, settings: Settings, seed: int) -> MethodResult:
+    """Seed 001's plain sampler: no moves along the model's symmetries."""
+    return _gibbs(responses, truth, cond, settings, seed, *GIBBS_VARIANTS["gibbs_seed"])
 
 
 def nuts(responses, truth, cond, settings: Settings, seed: int) -> MethodResult:
@@ -87,8 +99,8 @@ def _nuts_run(responses, cond, settings: Settings, seed: int):
     return res, sampler, fields
 
 
-def _gibbs(responses, truth, cond, settings: Settings, seed: int, missing: str) -> MethodResult:
-    k, key, fields = _gibbs_kernel(responses, cond, settings, seed, missing)
+def _gibbs(responses, truth, cond, settings: Settings, seed: int, missing: str, expand: bool) -> MethodResult:
+    k, key, fields = _gibbs_kernel(responses, cond, settings, seed, missing, expand)
     sampler = sampler_settings(settings.gibbs)
     res = sample(
         key, k.init_fn, k.step_fn, k.record_fn, sampler, coords=_coords(k), dims=k.dims, label=cond.path, data=k.data
@@ -96,12 +108,12 @@ def _gibbs(responses, truth, cond, settings: Settings, seed: int, missing: str) 
     return _finish(res, sampler, fields, truth)
 
 
-def _gibbs_kernel(responses, cond, settings: Settings, seed: int, missing: str):
+def _gibbs_kernel(responses, cond, settings: Settings, seed: int, missing: str, expand: bool):
     """The Gibbs kernel of one replication, its key and its record's condition fields."""
     y, priors, key, fields = _start(responses, cond, settings, seed)
-    k = gibbs_sampler.kernel(
-        y, priors, missing, abilities=True, item_names=[it.name for it in responses.items], where=cond.path
-    )
+    names = [it.name for it in responses.items]
+    k = gibbs_sampler.kernel(y, priors, missing, abilities=True, item_names=names, where=cond.path, expand=expand)
+    fields["expand"] = bool(expand)  # the record says whether the sweeps moved along the symmetries
     return k, key, fields
 
 
@@ -138,8 +150,9 @@ def fit_block(reps: list[Replication], settings: Settings) -> list[MethodResult]
         When a Gibbs block would not fit in memory, naming the design's ``block_size`` key.
     """
     cond = reps[0].cond
-    if cond.method not in ("gibbs", "gibbs_omit", "nuts"):
-        raise ValueError(f"gibbs_2pno method '{cond.method}' has no blocks; expected gibbs, gibbs_omit or nuts")
+    if cond.method not in (*GIBBS_VARIANTS, "nuts"):
+        known = [*GIBBS_VARIANTS, "nuts"]
+        raise ValueError(f"gibbs_2pno method '{cond.method}' has no blocks; expected one of {known}")
     label = f"{cond.design}/{cond.missing}/{cond.method} reps {reps[0].cond.rep}-{reps[-1].cond.rep}"
     if cond.method == "nuts":
         runs, t0 = [], time.perf_counter()
@@ -151,8 +164,8 @@ def fit_block(reps: list[Replication], settings: Settings) -> list[MethodResult]
             block |= {"compile_seconds": compile_seconds, "left_at_step": res.n_sweeps, "memory_bytes": 0}
             res.extra["block"] = block
     else:
-        missing = "augment" if cond.method == "gibbs" else "omit"
-        kernels = [_gibbs_kernel(rep.responses, rep.cond, settings, rep.seed, missing) for rep in reps]
+        variant = GIBBS_VARIANTS[cond.method]
+        kernels = [_gibbs_kernel(rep.responses, rep.cond, settings, rep.seed, *variant) for rep in reps]
         sampler = sampler_settings(settings.gibbs)
         k = kernels[0][0]  # the block shares its functions; only data and keys differ
         results = sample_block(
@@ -371,6 +384,7 @@ def mixture_estimates(summary: pd.DataFrame, data: pd.DataFrame, mixture: Mixtur
 METHODS: dict[str, Callable[..., MethodResult]] = {
     "gibbs": gibbs,
     "gibbs_omit": gibbs_omit,
+    "gibbs_seed": gibbs_seed,
     "nuts": nuts,
     "gibbs_mixture": gibbs_mixture,
 }

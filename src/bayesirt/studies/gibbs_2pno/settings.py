@@ -146,6 +146,6 @@ def block_key(design: str) -> str:
 def fit_threads(config: dict, method: str) -> int:
     """Cores the fit job of one method uses: the Gibbs sampler's ``chain_processes`` (capped at
     its chains), else 1 (parse time: the rules' ``threads``)."""
-    if method not in ("gibbs", "gibbs_omit") or not study_config(config):
+    if method not in ("gibbs", "gibbs_omit", "gibbs_seed") or not study_config(config):
         return 1
     return Sampler.from_config(config["studies"][STUDY]["gibbs"]).threads

@@ -13,9 +13,26 @@ from dataclasses import dataclass
 
 STUDY = "rb_imputation"
 # the imputation objectives, as ``inference.objectives.NAMES`` (a unit test holds them equal)
-OBJECTIVES = ("zero_fill", "naive_average", "rao_blackwell", "rao_blackwell_batch", "exact_marginal")
+OBJECTIVES = (
+    "zero_fill",
+    "naive_average",
+    "rao_blackwell",
+    "rao_blackwell_batch",
+    "exact_marginal",
+    "rao_blackwell_seed",
+)
 # the objectives that average over M imputed copies: their conditions carry _M<copies>
-COPIES = ("naive_average", "rao_blackwell", "rao_blackwell_batch")
+COPIES = ("naive_average", "rao_blackwell", "rao_blackwell_batch", "rao_blackwell_seed")
+
+# Seed 000 as written (section 7, "Notebook Workflow Summary"), where the pipeline runs it:
+# ``rao_blackwell_seed`` is the seed's objective, "logsumexp(stack(results)) - log(M)" over the
+# whole batch's copies (section 6.2; the same estimator as ``rao_blackwell_batch``), always at the
+# seed's M, "n_imputation_samples=3", whatever ``n_copies`` sweeps; the seed's design
+# (``seed_dataset``: the RWA data "subsampled to 500 persons", the data set's ``subsample``) is
+# fitted under the seed's missingness only, "15% MCAR on top of the natural ~0.3%".
+SEED_OBJECTIVE = "rao_blackwell_seed"
+SEED_N_COPIES = 3
+SEED_MISSING = "mcar15"
 COMPLETE = "complete"  # the method (record field ``objective``) of the complete-data reference fit
 METHODS = (COMPLETE, *OBJECTIVES)
 REFERENCE = "reference"  # the condition name of the complete-data fit
@@ -31,7 +48,9 @@ def condition_names(study: dict) -> list[str]:
     ``_M<copies>`` for each M of ``n_copies`` where the objective draws imputed copies."""
     out = []
     for objective in study["objectives"]:
-        if uses_copies(objective):
+        if objective == SEED_OBJECTIVE:
+            out.append(f"{objective}_M{SEED_N_COPIES}")
+        elif uses_copies(objective):
             out += [f"{objective}_M{m}" for m in study["n_copies"]]
         else:
             out.append(objective)
@@ -69,24 +88,37 @@ class Fit:
         return f"results/{STUDY}/{self.dataset}/{self.missing}/{self.condition}/blocks/block{block}"
 
 
-def missing_designs(study: dict) -> list[str]:
-    """The study's missingness designs (its ``missing``: one name or a list of them), in order."""
+def missing_designs(study: dict, dataset: str | None = None) -> list[str]:
+    """The study's missingness designs (its ``missing``: one name or a list of them), in order;
+    of the seed's design (``dataset`` the study's ``seed_dataset``), the seed's alone."""
+    if dataset is not None and dataset == study.get("seed_dataset"):
+        return [SEED_MISSING]
     missing = study["missing"]
     return [missing] if isinstance(missing, str) else list(missing)
 
 
+def datasets(study: dict) -> list[str]:
+    """The data sets the study fits: its ``dataset``, then the seed's design (``seed_dataset``)
+    where the config names one."""
+    seed = study.get("seed_dataset")
+    return [study["dataset"]] + ([seed] if seed else [])
+
+
 def conditions(config: dict) -> list[Fit]:
-    """Every fit the validated config asks for: the reference, then each replication's
-    conditions in the order of ``condition_names`` (none when the study is off)."""
+    """Every fit the validated config asks for, data set by data set (``datasets``): the
+    reference, then each replication's conditions in the order of ``condition_names`` (none when
+    the study is off)."""
     study = config["studies"].get(STUDY)  # a config may leave the study out
     if not study or not study["enabled"]:
         return []
-    fits = [Fit(study["dataset"], REFERENCE, COMPLETE)]
-    for missing in missing_designs(study):
-        for rep in range(study["replications"]):
-            for name in condition_names(study):
-                objective, copies = parse_condition(name)
-                fits.append(Fit(study["dataset"], name, objective, missing, rep, copies))
+    fits = []
+    for dataset in datasets(study):
+        fits.append(Fit(dataset, REFERENCE, COMPLETE))
+        for missing in missing_designs(study, dataset):
+            for rep in range(study["replications"]):
+                for name in condition_names(study):
+                    objective, copies = parse_condition(name)
+                    fits.append(Fit(dataset, name, objective, missing, rep, copies))
     return fits
 
 

@@ -25,6 +25,12 @@ def check(config: dict) -> None:
     key = f"studies.{STUDY}.missing"
     for missing in missing_designs(study):
         check_missing(key, missing, study, config)
+    seed = study.get("seed_dataset")
+    if seed is not None and seed not in config["datasets"]:
+        known = sorted(config["datasets"])
+        raise ConfigError(f"config key 'studies.{STUDY}.seed_dataset': '{seed}' is not one of the data sets {known}")
+    if seed is not None and seed == study["dataset"]:
+        raise ConfigError(f"config key 'studies.{STUDY}.seed_dataset': '{seed}' is the study's dataset already")
 
 
 def check_missing(key: str, missing: str, study: dict, config: dict) -> None:

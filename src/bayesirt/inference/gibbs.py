@@ -38,7 +38,9 @@ which raises the item parameters' ESS about fivefold at N = 1000, J = 20. ``expa
 the plain sampler of the seed.
 
 Random numbers: one uniform per cell per sweep for Z (inverse CDF), so the sweep costs little
-more than generating N x J uniforms. The key handed to :func:`step` is used as given.
+more than generating N x J uniforms. The key handed to :func:`step` is used as given, through
+the unrolled Threefry hash (:mod:`bayesirt.inference.unrolled_threefry`: JAX's numbers, bit for
+bit, without a loop of kernel launches per draw, which dominated sweeps of small designs).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ import numpy as np
 from bayesirt.inference.chains import SamplerSettings
 from bayesirt.inference.gibbs_expansion import expand_items, expansion_applies, rescale, shift_location
 from bayesirt.inference.truncnormal import normal_above, truncated_normal
+from bayesirt.inference.unrolled_threefry import as_unrolled
 from bayesirt.models.twopno import Priors, check_binary_responses, initial_values
 
 MISSING_MODES = ("augment", "omit")
@@ -381,7 +384,9 @@ def step(key, state: State, y, priors: Priors | None = None, missing: str = "aug
         The next state; its Z is the sweep's draw, before the item-scale move.
     """
     priors = priors or Priors()
-    k_z, k_t, k_i, k_g = jax.random.split(key, 4)
+    # the same key, its hash unrolled: the same draws for a fraction of the launches
+    # (bayesirt.inference.unrolled_threefry)
+    k_z, k_t, k_i, k_g = jax.random.split(as_unrolled(key), 4)
     z = draw_z(k_z, y, state.theta, state.a, state.d, missing)
     theta = draw_theta(k_t, z, y, state.a, state.d, priors, missing)
     a, d = draw_items(k_i, z, y, theta, priors, missing)

@@ -84,9 +84,68 @@ def expand_items(key, z, y, theta, a, d, priors: Priors, missing: str = "augment
     else:
         n = jnp.full(a.shape, z.shape[0], z.dtype)
     r = jnp.sum(resid * resid, axis=0) + a * a / priors.discrimination_var + d * d / priors.difficulty_var
-    g2 = jax.random.gamma(key, 0.5 * (n + 2.0), a.shape, z.dtype) / (0.5 * r)
+    g2 = gamma_shape_above_one(key, 0.5 * (n + 2.0)) / (0.5 * r)
     g = jnp.sqrt(g2)
     return z * g[None, :], a * g, d * g
+
+
+# Candidates per element drawn at once by gamma_shape_above_one: Marsaglia and Tsang's sampler
+# accepts over 95% of candidates for shapes >= 1 (over 99% for the shapes of a few hundred met
+# here), so four leave an element without an accepted one about once in 10^5 draws or fewer.
+GAMMA_CANDIDATES = 4
+
+
+def gamma_shape_above_one(key, shape):
+    """Gamma(shape, 1) draws for every element of ``shape`` (each >= 1), exactly, by Marsaglia
+    and Tsang's (2000) rejection sampler, candidates drawn in batches.
+
+    Why not ``jax.random.gamma``: it runs the same sampler one candidate at a time in a loop
+    whose every round is a few kernel launches (and a rolled Threefry loop for each of its
+    draws), which cost a 500 x 20 sweep about a tenth of its time. Here
+    ``GAMMA_CANDIDATES`` candidates per element are drawn at once and each element takes its
+    first accepted one; the loop after that runs only for elements that have none (rarely; it
+    draws further batches until each has one), so its condition is usually all it costs. The
+    first accepted candidate of an i.i.d. sequence is a draw of the sampler's target, so this
+    is exact. A candidate is x ~ N(0, 1), u ~ U(0, 1); with d = shape - 1/3, c = 1/sqrt(9 d),
+    v = (1 + c x)^3, it is accepted when 1 + c x > 0 and log u < x^2/2 + d - d v + d log v,
+    and gives d v.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key.
+    shape : array
+        Gamma shapes, each at least 1 (float).
+
+    Returns
+    -------
+    jax.Array
+        Draws, the shape of ``shape``.
+    """
+    d = shape - 1.0 / 3.0
+    c = 1.0 / jnp.sqrt(9.0 * d)
+
+    def candidates(k):
+        k_x, k_u = jax.random.split(k)
+        x = jax.random.normal(k_x, (GAMMA_CANDIDATES, *shape.shape), shape.dtype)
+        u = jax.random.uniform(k_u, x.shape, shape.dtype, minval=jnp.finfo(shape.dtype).tiny)
+        w = 1.0 + c * x
+        v = w * w * w
+        ok = (w > 0) & (jnp.log(u) < 0.5 * x * x + d - d * v + d * jnp.log(jnp.maximum(v, jnp.finfo(v.dtype).tiny)))
+        first = jnp.argmax(ok, axis=0)  # the first accepted candidate (0 when none is)
+        value = jnp.take_along_axis(d * v, first[None], axis=0)[0]
+        return value, jnp.any(ok, axis=0)
+
+    def body(carry):
+        k, value, done = carry
+        k, k_c = jax.random.split(k)
+        new, ok = candidates(k_c)
+        return k, jnp.where(done, value, new), done | ok
+
+    k_first, k_more = jax.random.split(key)
+    value, done = candidates(k_first)
+    _, value, _ = jax.lax.while_loop(lambda carry: ~jnp.all(carry[2]), body, (k_more, value, done))
+    return value
 
 
 def shift_location(key, theta, a, d, priors: Priors):

@@ -17,9 +17,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.extend.random import threefry_2x32
 from jax.scipy.special import ndtri
 from scipy.special import log_ndtr
+
+from bayesirt.inference.unrolled_threefry import hash_2x32
 
 # Above this truncation point (in sd units) the inverse CDF hands over to Robert's rejection
 # sampler; below it U * Phi(-c) >= 2^-24 * Phi(-10) ~ 5e-31 stays a normal float32.
@@ -127,7 +128,13 @@ def uniform_open(key, shape, dtype=jnp.float32):
         return jax.random.uniform(key, shape, dtype) * (1.0 - step) + step / 2
     n = math.prod(shape)
     data = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
-    bits = threefry_2x32(data, lax.iota(jnp.uint32, n + n % 2))[:n].reshape(shape)
+    # the counters 0..n-1 (padded to even) hashed in two halves, as jax.extend.random's
+    # threefry_2x32 does, by the unrolled hash (bayesirt.inference.unrolled_threefry: the same
+    # bits, fused with the arithmetic that follows instead of a loop of kernel launches)
+    half = (n + n % 2) // 2
+    counters = lax.iota(jnp.uint32, half)
+    words = hash_2x32(data[0], data[1], counters, counters + jnp.uint32(half))
+    bits = jnp.concatenate(words)[:n].reshape(shape)
     unit = lax.bitcast_convert_type((bits >> 9) | jnp.uint32(0x3F800000), jnp.float32) - 1.0
     return unit + jnp.float32(2.0**-24)
 

@@ -56,7 +56,21 @@ def shrinking_step(initial_step: float, iterations: int):
 
     The seed calls ``update_mu_star_V_star(model, init_step = 1.0, use_iter = true, maxiter = 20)``
     without the function's body; a step that starts at ``init_step`` and shrinks with the
-    iteration is this project's reading of ``init_step`` with ``use_iter``."""
+    iteration is this project's reading of ``init_step`` with ``use_iter``.
+
+    Parameters
+    ----------
+    initial_step : float
+        The step of each visit's first iteration.
+    iterations : int
+        The beta block's iterations per sweep, after which t restarts at 1 (0 is taken as 1).
+
+    Returns
+    -------
+    callable
+        ``schedule(count)``: the step at the block's 0-based step count ``count``,
+        ``initial_step / (1 + count mod iterations)``.
+    """
 
     period = max(int(iterations), 1)  # a block the run never visits (0 iterations) has no step
 
@@ -71,7 +85,19 @@ def cholesky_step(schedule) -> optax.GradientTransformation:
     diagonal of C_j stepped in C_j and stored back as its logarithm.
 
     For ``log_diag`` = log c, the gradient in c is g / c, so c <- c - s g / c; every other
-    parameter takes - s g as it is."""
+    parameter takes - s g as it is.
+
+    Parameters
+    ----------
+    schedule : callable
+        ``schedule(count)``, the step size s at the block's step count (:func:`shrinking_step`).
+
+    Returns
+    -------
+    optax.GradientTransformation
+        Its ``update`` needs ``params``. A diagonal entry that a step would take to zero or below
+        is reflected and kept at least ``MIN_DIAGONAL`` from zero.
+    """
 
     def init(params):
         del params
@@ -91,7 +117,19 @@ def cholesky_step(schedule) -> optax.GradientTransformation:
 
 def seed_optimizer(schedule: SeedSchedule) -> optax.GradientTransformation:
     """The seed's coordinate ascent as one optax transformation: plain steps per block, cycled
-    by ``bbvi_schedule.coordinate_ascent`` over the blocks' iterations."""
+    by ``bbvi_schedule.coordinate_ascent`` over the blocks' iterations.
+
+    Parameters
+    ----------
+    schedule : SeedSchedule
+        Iterations and step sizes per block (Z, beta, pi, sigma^2).
+
+    Returns
+    -------
+    optax.GradientTransformation
+        ``optax.sgd`` for Z, pi and sigma^2, and for beta :func:`cholesky_step` with
+        :func:`shrinking_step`, each block in turn for its iterations.
+    """
     z_step, beta_step, pi_step, sigma2_step = schedule.steps
     transforms = (
         optax.sgd(z_step),
@@ -109,7 +147,23 @@ def fresh_params(n_persons: int, design: lcdm.Design, priors: lcdm.Priors) -> di
     project's choice: q(Z_i) uniform, q(beta_j) = N(0, I) (no information on the coefficients,
     unlike ``bbvi``'s start near the generating values), q(pi) = Dir(d0) (the prior), and q(sigma^2)
     with shape a0 + (number of coefficients) / 2 and mean 1 (q at the prior IG(a0, b0) draws
-    sigma^2 beyond float32's range when a0 = 1e-2)."""
+    sigma^2 beyond float32's range when a0 = 1e-2).
+
+    Parameters
+    ----------
+    n_persons : int
+        N.
+    design : lcdm.Design
+        The Q-matrix's design: J items, L profiles, K features per item (padded).
+    priors : lcdm.Priors
+        ``a0`` and ``d0`` (``b0`` is not read).
+
+    Returns
+    -------
+    dict
+        float32 ``rho`` (N, L), ``mu`` (J, K), ``chol_off`` (J, K, K), ``log_diag`` (J, K),
+        ``log_d`` (L,) and ``log_ab`` (2,).
+    """
     j, n_prof, k = design.delta.shape
     k_total = design.feature_mask.sum()
     a = priors.a0 + k_total / 2
@@ -125,7 +179,20 @@ def fresh_params(n_persons: int, design: lcdm.Design, priors: lcdm.Priors) -> di
 
 def train_settings(schedule: SeedSchedule, check_every: int | None = None) -> training.TrainSettings:
     """The training driver's settings for a fixed run of ``schedule``: full batch, every step
-    taken (minimum = maximum), a loss check every sweep (unless ``check_every`` is given)."""
+    taken (minimum = maximum), a loss check every sweep (unless ``check_every`` is given).
+
+    Parameters
+    ----------
+    schedule : SeedSchedule
+        Its sweeps and iterations give the number of steps.
+    check_every : int, optional
+        Steps between loss checks, also the window; one sweep when None.
+
+    Returns
+    -------
+    training.TrainSettings
+        ``batch_size=None``, ``max_steps = min_steps = schedule.n_steps``, no progress lines.
+    """
     sweep = int(sum(schedule.iterations))
     every = check_every or sweep
     return training.TrainSettings(
@@ -159,6 +226,12 @@ def problem(
         some blocks at the truth).
     label : str
         Name of the fit in the progress log.
+
+    Returns
+    -------
+    training.Problem
+        The fit, with :func:`seed_optimizer`'s transformation, for ``training.train_problem``
+        or, with others of the same shape, the bulk driver (``bulk.train_block``).
     """
     _, fit_key = jax.random.split(key)
     settings = settings._replace(train=train_settings(schedule))

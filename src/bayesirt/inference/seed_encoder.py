@@ -23,14 +23,53 @@ sg = jax.lax.stop_gradient
 
 
 def init(key, n_features: int, noise_dim: int, hidden: int, n_factors: int) -> dict:
-    """The encoder MLP, [x features, eps] -> one GELU hidden layer of ``hidden`` -> z (P)."""
+    """The encoder MLP, [x features, eps] -> one GELU hidden layer of ``hidden`` -> z (P).
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key of the MLP's weights.
+    n_features : int
+        F, response features per person.
+    noise_dim : int
+        D, the noise's dimension.
+    hidden : int
+        Width of the hidden layer.
+    n_factors : int
+        P, the latent dimension.
+
+    Returns
+    -------
+    dict
+        ``{"net": mlp}``, the MLP (F + D) -> hidden -> P of ``networks.init_mlp``.
+    """
     return {"net": networks.init_mlp(key, (n_features + noise_dim, hidden, n_factors))}
 
 
 def encode(encoder, feats, eps, log_sigma_bounds, approximate_gelu: bool = False):
     """Draws z = MLP([x, eps]) standardised by their own moments: feats (B, F), eps (R, B, D) ->
     z~ (R, B, P), mu (B, P), log sigma (B, P), with mu + exp(log sigma) z~ = z (gradient
-    through z alone)."""
+    through z alone).
+
+    Parameters
+    ----------
+    encoder : dict
+        ``{"net": mlp}``, as :func:`init` builds it.
+    feats : array (B, F)
+        Response features of the batch's persons.
+    eps : array (R, B, D)
+        Standard normal noise, R draws per person.
+    log_sigma_bounds : tuple of float
+        (low, high) bounds log sigma is clipped to.
+    approximate_gelu : bool
+        Use the tanh approximation of GELU.
+
+    Returns
+    -------
+    tuple of jax.Array
+        z~ (R, B, P); mu (B, P) and log sigma (B, P), the mean and log sd of each person's R
+        draws, held fixed in the gradient.
+    """
     # the first layer split as in ``iwavb.discriminator``: its x part once per person, not once
     # per draw (the same function as the layer applied to [x, eps])
     first = encoder["net"][0]

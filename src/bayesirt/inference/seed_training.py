@@ -56,6 +56,20 @@ def cyclical_rate(base: float, max_ratio: float, half_cycle: int):
 
     optax has no cyclical schedule (its one-cycle and warm-restart schedules do not repeat a
     triangle), so this is the few lines of it.
+
+    Parameters
+    ----------
+    base : float
+        The lowest rate, at step 0.
+    max_ratio : float
+        The highest rate over ``base``.
+    half_cycle : int
+        Steps from the lowest rate to the highest.
+
+    Returns
+    -------
+    callable
+        ``schedule(count)``: the rate at step ``count``, a float32 scalar.
     """
 
     def schedule(count):
@@ -67,7 +81,22 @@ def cyclical_rate(base: float, max_ratio: float, half_cycle: int):
 
 def optimizer(seed: SeedOptimizer, learning_rates: dict, params: dict) -> optax.GradientTransformation:
     """AdamW at the seed's settings for each top-level part of ``params`` (``learning_rates``:
-    each part's base rate), weight decay on every part, no clipping."""
+    each part's base rate), weight decay on every part, no clipping.
+
+    Parameters
+    ----------
+    seed : SeedOptimizer
+        Weight decay and the cycle (``max_ratio``, ``half_cycle``).
+    learning_rates : dict
+        Base learning rate by part name, one for every top-level key of ``params``.
+    params : dict
+        The parameters (only their structure is read: each leaf is labelled with its part).
+
+    Returns
+    -------
+    optax.GradientTransformation
+        ``optax.multi_transform`` of one AdamW with :func:`cyclical_rate` per part.
+    """
 
     def part(lr):
         return optax.adamw(
@@ -84,7 +113,25 @@ def optimizer(seed: SeedOptimizer, learning_rates: dict, params: dict) -> optax.
 
 def init(key, st: mgrm.Structure, params: dict) -> dict:
     """The seed's starting values for ``params`` (a method's ``init`` output, for its shapes):
-    Xavier decoder (eq. 18) and Kaiming networks (eq. 17), every other array kept."""
+    Xavier decoder (eq. 18) and Kaiming networks (eq. 17), every other array kept.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key of the draws.
+    st : mgrm.Structure
+        The model's structure (items, factors, categories).
+    params : dict
+        ``{"model", ...}``, a method's starting parameters; ``"model"`` is not read (drawn anew),
+        the other parts give the networks' shapes.
+
+    Returns
+    -------
+    dict
+        ``"model"``: ``mgrm.init_params`` (Xavier loadings, identity correlation) with cuts from
+        sorted Xavier intercepts; every other part with each ``{"w", "b"}`` layer redrawn
+        Kaiming-uniform and any other array kept.
+    """
     k_model, k_cuts, k_net = jax.random.split(key, 3)
     # Xavier loadings (eq. 18; mgrm.init_params draws them with the same bound); identity correlation
     model = mgrm.init_params(k_model, st)

@@ -132,7 +132,28 @@ def _ability_kl(mean, sd):
 
 def person_terms(params, key, y, index, st: irt2pl.Structure, settings: vibo.VIBOSettings):
     """Per-person VIBO_i without the item KL (B,), averaged over ``settings.n_samples`` draws,
-    and the item KL: ``vibo.person_terms`` with the averaging encoder (same draws and keys)."""
+    and the item KL: ``vibo.person_terms`` with the averaging encoder (same draws and keys).
+
+    Parameters
+    ----------
+    params : dict
+        ``{"items", "encoder"}``, as :func:`init` builds them.
+    key : jax.Array
+        PRNG key of the draws.
+    y : array (B, J)
+        The batch's responses, -1 for missing.
+    index : array (B,)
+        The batch persons' rows (the ability draws' keys are folded with them).
+    st : irt2pl.Structure
+        The model, items, factors and categories.
+    settings : vibo.VIBOSettings
+        Draws per step (``n_samples``) and item priors.
+
+    Returns
+    -------
+    tuple of jax.Array
+        VIBO_i without the item KL (B,), and KL(q(d) || p(d)), a scalar.
+    """
 
     def one(s):
         k_item, k_ab = jax.random.split(jax.random.fold_in(key, s))
@@ -147,7 +168,20 @@ def person_terms(params, key, y, index, st: irt2pl.Structure, settings: vibo.VIB
 
 
 def loss_fn(st: irt2pl.Structure, settings: vibo.VIBOSettings, n_persons: int):
-    """The driver's loss, -mean_batch VIBO_i + KL(q(d) || p(d)) / N, as ``vibo.loss_fn``."""
+    """The driver's loss, -mean_batch VIBO_i + KL(q(d) || p(d)) / N, as ``vibo.loss_fn``.
+
+    Parameters
+    ----------
+    st, settings
+        As for :func:`person_terms`.
+    n_persons : int
+        N, persons in the data.
+
+    Returns
+    -------
+    callable
+        ``loss(params, key, batch)``, a scalar, for ``batch["y"]`` (B, J) and ``batch["index"]`` (B,).
+    """
 
     def loss(params, key, batch):
         values, kl_items = person_terms(params, key, batch["y"], batch["index"], st, settings)
@@ -160,7 +194,26 @@ def problem(
     key, y, structure: irt2pl.Structure, settings: vibo.VIBOSettings, *, label: str = "vibo_average"
 ) -> Problem:
     """The averaging encoder's fit of responses ``y`` for the training driver (or, with others
-    of its kind, the bulk driver); arguments and checks as ``vibo.problem``."""
+    of its kind, the bulk driver); arguments and checks as ``vibo.problem``.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key; split into the initialisation's key and the training driver's.
+    y : array (N, J)
+        Integer responses, -1 for missing.
+    structure : irt2pl.Structure
+        The model, items, factors and categories.
+    settings : vibo.VIBOSettings
+        Item priors, embedding widths, draws per step, starting sd of q(d), ``train``.
+    label : str
+        Name of the fit in the progress log.
+
+    Returns
+    -------
+    training.Problem
+        The fit, started at :func:`init`. Bad responses or a batch larger than N raise ``ValueError``.
+    """
     y = irt2pl.check_responses(y, structure)
     vibo.check_batch(settings.train.batch_size, y.shape[0])
     init_key, train_key = jax.random.split(key)
@@ -171,7 +224,18 @@ def problem(
 
 def fit(key, y, structure: irt2pl.Structure, settings: vibo.VIBOSettings, *, label: str = "vibo_average") -> FitResult:
     """Fit with the project's training driver (``problem``'s fit); a fit whose loss becomes
-    non-finite returns its last good state, unconverged."""
+    non-finite returns its last good state, unconverged.
+
+    Parameters
+    ----------
+    key, y, structure, settings, label
+        As for :func:`problem`.
+
+    Returns
+    -------
+    training.FitResult
+        ``params`` holds q(d) (``items``) and the encoder.
+    """
     return keep_last_good(train_problem, problem(key, y, structure, settings, label=label))
 
 
@@ -210,7 +274,28 @@ def encode(
 ):
     """Abilities' mean and sd (N, K) of q(a | r) = E_q(d) q(a | d, r), moment-matched over
     ``n_item_draws`` draws of d, as ``vibo.encode`` (responses checked the same way), in
-    chunks of ``chunk`` persons."""
+    chunks of ``chunk`` persons.
+
+    Parameters
+    ----------
+    params : dict
+        The fit's parameters.
+    st : irt2pl.Structure
+        The model, items, factors and categories.
+    settings : vibo.VIBOSettings
+        Not read (the signature is ``vibo.encode``'s).
+    key : jax.Array
+        PRNG key of the draws of d (the same for every chunk).
+    y : array (N, J)
+        Responses, -1 for missing.
+    n_item_draws, chunk : int
+        Draws of d (0: q(d)'s mean alone), and persons per call.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Mean (N, K) and sd (N, K); a bad ``y`` raises ``ValueError`` as in ``vibo.encode``.
+    """
     y = np.asarray(y)
     if y.ndim != 2 or y.shape[1] != st.n_items:
         raise ValueError(f"responses must be persons x {st.n_items} items, got shape {y.shape}")
@@ -245,7 +330,18 @@ def _draws_program(st: irt2pl.Structure, n_draws: int):
 
 
 def ability_draws(params: dict, st: irt2pl.Structure, settings: vibo.VIBOSettings, key, y, n_draws: int):
-    """Joint draws (item values by block (S, ...), abilities (S, N, K)) from q(d) q(a | d, r)."""
+    """Joint draws (item values by block (S, ...), abilities (S, N, K)) from q(d) q(a | d, r).
+
+    Parameters
+    ----------
+    params, st, settings, key, y, n_draws
+        As for :func:`encode`; ``n_draws`` (int) is S, the number of joint draws.
+
+    Returns
+    -------
+    tuple
+        Unconstrained item values, a dict of (S, ...) arrays by block, and abilities (S, N, K).
+    """
     return _draws_program(st, int(n_draws))(params, key, jnp.asarray(y))
 
 
@@ -265,7 +361,18 @@ def _log_ratios_program(st: irt2pl.Structure, priors: irt2pl.ItemPriors, n_draws
 
 def log_ratios(params: dict, st: irt2pl.Structure, settings: vibo.VIBOSettings, key, y, n_draws: int = KHAT_DRAWS):
     """(S,) log p(y, d, a) - log q(d) q(a | d, r) of joint draws: the fit's PSIS k-hat input
-    (``vibo.log_ratios`` with this encoder)."""
+    (``vibo.log_ratios`` with this encoder).
+
+    Parameters
+    ----------
+    params, st, settings, key, y, n_draws
+        As for :func:`ability_draws`, but ``settings.priors`` (the item priors) are read.
+
+    Returns
+    -------
+    numpy.ndarray
+        (S,) log ratios.
+    """
     return np.asarray(_log_ratios_program(st, settings.priors, int(n_draws))(params, key, jnp.asarray(y)))
 
 
@@ -273,6 +380,19 @@ def predictive_probs(
     params: dict, st: irt2pl.Structure, settings: vibo.VIBOSettings, key, y, rows, cols, n_draws: int = 200
 ):
     """Posterior predictive P(y_ij = c) at cells (rows, cols) hidden in ``y``, averaged over
-    joint draws of q(d) q(a | d, r): (n_cells, C)."""
+    joint draws of q(d) q(a | d, r): (n_cells, C).
+
+    Parameters
+    ----------
+    params, st, settings, key, y, n_draws
+        As for :func:`ability_draws`, with the scored cells hidden in ``y``.
+    rows, cols : array (n_cells,)
+        Persons and items of the cells.
+
+    Returns
+    -------
+    numpy.ndarray
+        P(y_ij = c), shape (n_cells, C), C = ``st.n_categories_max``.
+    """
     items, theta = ability_draws(params, st, settings, key, y, n_draws)
     return vibo.predictive_from_draws(items, theta, st, rows, cols)

@@ -1,5 +1,5 @@
 """Seed 002's BBVI runs as its notebook writes them (``inference.bbvi_seed``,
-``studies.dcm_bbvi.seed``): plain steps per block, the beta block's step in C itself, the
+``studies.dcm_bbvi.seed_methods``): plain steps per block, the beta block's step in C itself, the
 sub-experiments' blocks started and left at the truth, and the study's methods end to end at a
 tiny size."""
 
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from bayesirt.inference import bbvi, bbvi_seed
-from bayesirt.studies.dcm_bbvi import conditions, data, methods, seed
+from bayesirt.studies.dcm_bbvi import conditions, data, methods
+from bayesirt.studies.dcm_bbvi import seed_methods as seed
 
 TINY = bbvi_seed.SeedSchedule(n_sweeps=2, iterations=(2, 3, 2, 2), steps=(1e-2, 1e-3, 1e-5, 1e-5))
 

@@ -4,7 +4,7 @@ A study's table of seed settings, ``docs/reproduction/data/<study>/seed_settings
 for every ``*_seed`` method the settings the seed document gives, each with the seed's section
 and a short quote. A setting names where the pipeline keeps it: a dotted key of the validated
 ``config/paper.yaml`` (``config: studies.gibbs_2pno.gibbs_seed.expand``) or a module attribute
-(``python: bayesirt.studies.dcm_bbvi.seed:SEED_SWEEPS``, with dots after the colon for
+(``python: bayesirt.studies.dcm_bbvi.seed_methods:SEED_SWEEPS``, with dots after the colon for
 attributes of attributes). The test reads the value from there and compares it with the table,
 so a setting that drifts from the seed fails here, and a ``*_seed`` method the config schema
 offers without a table entry fails too.

@@ -40,7 +40,7 @@ from bayesirt.inference.sampling import SamplerSettings
 from bayesirt.inference.training import FitResult, TrainSettings, keep_last_good, train_problem
 from bayesirt.models import lcdm
 from bayesirt.studies.base import MethodResult
-from bayesirt.studies.dcm_bbvi import seed
+from bayesirt.studies.dcm_bbvi import seed_methods as seed
 from bayesirt.studies.dcm_bbvi.conditions import MONOTONE_METHODS, STUDY, FitSpec
 from bayesirt.studies.dcm_bbvi.settings import Settings
 from bayesirt.studies.dcm_bbvi.tables import estimates_table, scored

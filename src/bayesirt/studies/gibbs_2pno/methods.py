@@ -9,7 +9,7 @@ where there is one), and whose draws (InferenceData) become ``posterior.nc``.
 * ``gibbs_omit``: the same sampler with missing cells left out of every update
   (``missing="omit"``): the same posterior as ``gibbs``;
 * ``gibbs_seed``: seed 001's plain sampler, ``gibbs`` without the moves along the model's
-  symmetries (``expand=False``; ``gibbs_2pno.seed``): the same posterior, mixing as the seed's;
+  symmetries (``expand=False``; ``gibbs_2pno.seed_methods``): the same posterior, mixing as the seed's;
 * ``nuts``: numpyro NUTS on the marginal 2PNO posterior (Phi likelihood, no augmentation), the
   reference;
 * ``gibbs_mixture``: seed 001's two-component Gaussian mixture (known precision 1 / sd^2) by
@@ -43,7 +43,7 @@ from bayesirt.inference.sampling_blocks import sample_block
 from bayesirt.models import twopno
 from bayesirt.studies.base import MethodResult
 from bayesirt.studies.gibbs_2pno.conditions import ITEM_PARAMETERS, PARAMETERS, STUDY, Condition
-from bayesirt.studies.gibbs_2pno.seed import SEED_SAMPLER
+from bayesirt.studies.gibbs_2pno.seed_methods import SEED_SAMPLER
 from bayesirt.studies.gibbs_2pno.settings import Mixture, Sampler, Settings, block_key
 
 KEYS = ["parameter", "item", "person"]

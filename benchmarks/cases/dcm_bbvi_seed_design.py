@@ -19,7 +19,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from bayesirt.studies.dcm_bbvi import conditions, data, methods, oracle
+from bayesirt.studies.dcm_bbvi import conditions, data, methods
+from bayesirt.studies.dcm_bbvi import oracle as dcm_oracle
 
 # Ten, not three: the oracle's accuracy varies between data sets with sd 0.013 (the Q-matrix and
 # the item parameters are redrawn), so three sets (0.957, 0.943, 0.958) said little about 0.967
@@ -45,7 +46,7 @@ def oracle_over_data_sets(spec) -> dict:
     """The oracle's pattern accuracy on ``ORACLE_DATA_SETS`` fresh data sets of the generator."""
     acc = np.array(
         [
-            oracle.oracle_accuracy(*data.simulate(spec, 0.0, 30_000 + k))["pattern_accuracy"]
+            dcm_oracle.oracle_accuracy(*data.simulate(spec, 0.0, 30_000 + k))["pattern_accuracy"]
             for k in range(ORACLE_DATA_SETS)
         ]
     )
@@ -67,7 +68,7 @@ def run() -> dict:
     oracle, variance = [], None
     for s in DATA_SEEDS:
         rm, truth, q = data.simulate(spec, 0.0, s)
-        oracle.append(oracle.oracle_accuracy(rm, truth, q)["pattern_accuracy"])
+        oracle.append(dcm_oracle.oracle_accuracy(rm, truth, q)["pattern_accuracy"])
         for m in METHODS:
             rec = methods.fit(m, rm, truth, q, seed=1, config=CONFIG).record
             per[m].append(rec)

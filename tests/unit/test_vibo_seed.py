@@ -32,6 +32,7 @@ def replication(method, missing="mcar20", rep=0, n_persons=60):
     return study, methods.Replication(train, hidden, hold, truth, Condition("t", missing, method, rep), 60 + rep)
 
 
+@pytest.mark.slow  # two VIBO fits, minutes of compilation on 2 cores
 def test_the_seed_methods_fit_with_the_seed_settings_and_ours_with_theirs():
     study, rep = replication("vibo_seed")
     p = methods.prepare(rep, study)
@@ -59,6 +60,7 @@ def test_the_seed_methods_fit_with_the_seed_settings_and_ours_with_theirs():
     assert dataclasses.replace(vs_ours, priors=vs.priors) == vs  # the seed's priors are the one difference
 
 
+@pytest.mark.slow  # a VIBO fit, minutes of compilation on 2 cores
 def test_the_averaging_encoder_runs_end_to_end():
     # vibo_seed runs end to end in the complete condition's test below (its code path with
     # missing cells is vibo_prior_per_missing's, which test_vibo_blocks fits)

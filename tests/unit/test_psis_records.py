@@ -131,7 +131,10 @@ def test_mfvi_log_ratios_are_log_joint_minus_log_q_at_the_draws(model):
 def test_vibo_study_records_carry_psis_per_fit_of_a_block(method):
     # Two replications of the tiny 2PL design of test_vibo_blocks (data seeds 40, 41, fit seeds
     # 60, 61; 150 steps) fitted as a block: each record has its own k-hat from KHAT_DRAWS joint
-    # draws, one compiled program for both; it passes the record schema
+    # draws, one compiled program for both; it passes the record schema. The program caches are
+    # emptied first: another test's fit of other sizes may have compiled the same programs
+    mfvi._log_ratios_program.cache_clear()
+    vibo._log_ratios_program.cache_clear()
     study, reps = block_setup(method, n_reps=2)
     block = vibo_methods.fit_block(reps, study)
     khats = []
@@ -242,7 +245,9 @@ def test_bbvi_log_ratios_are_log_joint_minus_log_q_at_the_draws(lcdm_small, mono
 def test_dcm_bbvi_records_carry_psis_per_fit_of_a_block_but_em_records_do_not():
     # Two replications of the seed design (100 persons, 20% missing; data seeds 100, 101, fit
     # seeds 7, 8), BBVI with M = 10 for 160 steps, as one block: each record has its own k-hat
-    # from KHAT_DRAWS joint draws, from one compiled program; EM's record has none
+    # from KHAT_DRAWS joint draws, from one compiled program; EM's record has none. The program
+    # cache is emptied first: another test's fit of other sizes may have compiled the same program
+    bbvi._log_ratios_program.cache_clear()
     config = replace(
         dcm_methods.StudyConfig(n_samples=10, variance_repeats=0),
         bbvi_train=replace(dcm_methods.BBVI_TRAIN, max_steps=160, min_steps=160),

@@ -128,6 +128,21 @@ def normal_time(tables: dict) -> Ours:
     )
 
 
+def normal_iwavb_time_by_r(tables: dict) -> Ours:
+    """IWAVB's time at each number of importance samples R (the seed: R = 35 took less than 15 or 25)."""
+    t = tables["timings"]
+    t = t[(t.design == "normal_p5") & (t.method == "iwavb")]
+    if t.empty:
+        return Ours(None, "the committed run has no IWAVB timing of the normal_p5 design")
+    by_r = t.groupby("importance_samples").wall_seconds.mean()
+    return Ours(
+        ", ".join(f"R = {r}: {s:.1f} s" for r, s in by_r.items()) + f" (fastest R = {by_r.idxmin()})",
+        "IWAVB's wall time of a fit at each R (one block's time, shared by its replications, which follows the "
+        "block's steps to the stopping rule); on the machine in 'The run', where two jobs ran side by side, so a "
+        "difference between blocks is partly the machine's",
+    )
+
+
 def replications(*designs: str) -> Callable[[dict], Ours]:
     def figure(tables: dict) -> Ours:
         f = tables["fits"]
@@ -159,5 +174,6 @@ FIGURES = {
     "normal_intercept_mse": normal_intercept_mse,
     "normal_time": normal_time,
     "normal_replications": replications("normal_p5"),
+    "normal_iwavb_time_by_r": normal_iwavb_time_by_r,
     "mixture_replications": replications("mixture_p1", "mixture_p3"),
 }

@@ -186,8 +186,12 @@ def rows(study: str, tables: dict, data: Path) -> list[Row]:
 
 
 def cell(text) -> str:
-    """One Markdown table cell: no line breaks, pipes escaped."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """One Markdown table cell: no line breaks; pipes escaped, and brackets, so that a quote such as
+    ``x[a][b]`` is not read as a link."""
+    text = " ".join(str(text).split())
+    for c in "|[]":
+        text = text.replace(c, "\\" + c)
+    return text
 
 
 def section(study: str, tables: dict, data: Path) -> str:

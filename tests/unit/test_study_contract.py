@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MODULES = {"conditions", "settings", "data", "methods", "tables", "figures", "reproduction"}
 # seed_methods: a study's methods as its seed states them (issue 45); oracle: dcm_bbvi's reference
 # accuracy at the true parameters, kept apart so that methods stays under 400 lines
-OPTIONAL = {"evaluation", "seed_methods", "oracle"}
+OPTIONAL = {"evaluation", "seed_methods", "oracle", "seed_numbers"}
 
 
 def validated(name: str) -> dict:

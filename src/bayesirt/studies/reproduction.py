@@ -29,6 +29,7 @@ import pandas as pd
 from scipy import stats
 
 from bayesirt.evaluation.verdicts import Verdict
+from bayesirt.studies.seed_numbers import section as seed_numbers_section
 
 VERDICTS = ("supported", "not supported", "not comparable")
 STUDIES = ("rb_imputation", "amortized_ifa", "vibo", "gibbs_2pno", "dcm_bbvi")
@@ -321,6 +322,7 @@ def render(study: str, data: Path, pages: Path) -> Path:
         f"**{len(claims)} claims: {tally}.**",
         "",
         claims_section(claims),
+        seed_numbers_section(study, tables, data),  # every number the seed reports, beside ours
         design_section(module.design_table(tables)),
         # a study's own tables beside its claims (optional: ``sections(tables) -> list[str]``)
         *(module.sections(tables) if hasattr(module, "sections") else []),

@@ -305,6 +305,21 @@ def test_collect_keeps_the_named_columns_and_render_writes_the_page_and_its_figu
     assert len(rows) == len(dcm_page.claims(reproduction.read_tables("dcm_bbvi", data)[0]))
 
 
+def test_a_new_collect_replaces_the_tables_but_keeps_the_lists_written_by_hand(tmp_path):
+    results, out = tmp_path / "results" / "dcm_bbvi", tmp_path / "data" / "dcm_bbvi"
+    write_dcm_results(results)
+    reproduction.collect("dcm_bbvi", results, out, RUN)
+    (out / "stale.csv").write_text("a\n1\n")
+    (out / "stale").mkdir()
+    for name in reproduction.KEPT:
+        (out / name).write_text(f"# {name}\n")
+    reproduction.collect("dcm_bbvi", results, out, RUN)
+    assert not (out / "stale.csv").exists() and not (out / "stale").exists()
+    assert (out / "estimates.csv").is_file() and (out / "run.json").is_file()
+    for name in reproduction.KEPT:
+        assert (out / name).read_text() == f"# {name}\n"
+
+
 def test_collect_names_a_table_the_run_has_not_written(tmp_path):
     results = tmp_path / "dcm_bbvi"
     write_dcm_results(results)

@@ -34,6 +34,8 @@ from bayesirt.studies.seed_numbers import section as seed_numbers_section
 VERDICTS = ("supported", "not supported", "not comparable")
 STUDIES = ("rb_imputation", "amortized_ifa", "vibo", "gibbs_2pno", "dcm_bbvi")
 RUN_FILE = "run.json"
+# committed beside a study's collected tables but written by hand: a new collect keeps them
+KEPT = ("seed_settings.yaml", "seed_numbers.yaml")
 
 
 @dataclass(frozen=True)
@@ -175,15 +177,18 @@ def table_files(study: str, folder: Path) -> dict[str, list[Path]]:
 def collect(study: str, results: Path, out: Path, run: dict) -> Path:
     """Copy the tables a study's page reads from ``results`` (the run's ``results/<study>``) to
     ``out`` (``docs/reproduction/data/<study>``), keeping the columns its module names, and
-    write the run's facts (``run``) beside them as ``run.json``. Returns ``out``."""
+    write the run's facts (``run``) beside them as ``run.json``. What an earlier collect wrote
+    goes first; the lists written by hand beside it (``KEPT``: the seed's settings and numbers)
+    stay. Returns ``out``."""
     module, results, out = study_module(study), Path(results), Path(out)
     files = table_files(study, results)
     optional = getattr(module, "OPTIONAL", set())
     absent = [name for name, paths in files.items() if not paths and name not in optional]
     if absent:
         raise FileNotFoundError(f"{study}: the run has no {results / absent[0]}; has it finished?")
-    if out.exists():
-        shutil.rmtree(out)
+    for old in out.iterdir() if out.exists() else ():
+        if old.name not in KEPT:
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
     for name, paths in files.items():
         columns = module.TABLES[name]
         for path in paths:

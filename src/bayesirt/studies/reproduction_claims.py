@@ -105,7 +105,8 @@ def method_cell(c: Claim) -> str:
 
 def mean_interval(values, level: float = 0.95) -> tuple[float, float, float, int]:
     """Mean of per-replication values and Student's t interval for it: (mean, low, high, n);
-    the interval is nan with fewer than two finite values, and the mean itself when all agree."""
+    the interval is nan with fewer than two finite values, and the mean itself when all agree
+    (to rounding)."""
     x = np.asarray(values, dtype=np.float64)
     x = x[np.isfinite(x)]
     n = int(x.size)
@@ -114,7 +115,7 @@ def mean_interval(values, level: float = 0.95) -> tuple[float, float, float, int
     mean = float(x.mean())
     if n < 2:
         return mean, np.nan, np.nan, n
-    if np.all(x == x[0]):
+    if np.ptp(x) <= 1e-12 * max(1.0, abs(mean)):  # equal but for rounding: no spread measured
         return mean, mean, mean, n
     ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence_level=level)
     return mean, float(ci.low), float(ci.high), n

@@ -5,8 +5,8 @@ The paper compares importance-weighted adversarial VB (IWAVB) with the importanc
 autoencoder (IWAE) for GRM item factor analysis. Its figures are box plots over 100
 replications with no numbers in the text but a few (intercept MSE "below 0.03", fits of "110 to
 140 seconds"), and one table (Table 1: stability of 100 refits of the IPIP-FFM data at five
-factors, and their times). Each claim becomes a paired comparison over the run's replications
-(``amortized_ifa.tables.claim_verdicts`` for the report's own), so a figure is never read by eye.
+factors, and their times). Each claim becomes a paired comparison over the run's replications,
+so a figure is never read by eye; the study's report states its claims with these same rows.
 """
 
 from __future__ import annotations

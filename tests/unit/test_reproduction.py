@@ -112,6 +112,7 @@ def test_a_verdict_on_fits_that_did_not_all_stop_is_at_most_inconclusive():
     claim = reproduction.Claim("c", "s", "o", "contradicted", "w.", "m")
     capped = reproduction.rests_on(claim, pd.DataFrame({"converged": [True, False, True]}))
     assert capped.verdict == "inconclusive" and "Rests on 2 of 3 fits that met their stopping rule" in capped.why
+    assert capped.fits_met == (2, 3) and capped.numbers_say == "contradicted"
     assert reproduction.rests_on(claim, pd.DataFrame({"converged": [True, True]})) == claim
     assert reproduction.rests_on(claim, pd.DataFrame({"x": [1]})) == claim  # the table does not say
     kept = reproduction.Claim("c", "s", "o", "not comparable", "w.", "m")
@@ -523,11 +524,14 @@ def test_the_index_counts_seed_and_project_claims_apart(tmp_path):
     claims = [
         reproduction.Claim("a", "s", "o", "contradicted", "w", "bbvi", **reproduction.seed_source("x", "y")),
         reproduction.Claim("b", "s", "o", "supported", "w", "em"),
-        reproduction.Claim(
-            "c", "s", "o", "inconclusive", "w. Rests on 1 of 2 fits that met their stopping rule.", "em"
+        reproduction.rests_on(
+            reproduction.Claim("c", "s", "o", "contradicted", "w.", "em"), pd.DataFrame({"converged": [True, False]})
         ),
     ]
     assert reproduction_index.counts(claims, "seed") == "0 / 1 / 0 / 0"
     assert reproduction_index.counts(claims, "this project") == "1 / 0 / 1 / 0"
     line = reproduction_index.summary_line("dcm_bbvi", claims)
-    assert "contradicted: a" in line and "holds: b" in line and "(1 of them on fits that did not all meet" in line
+    assert "contradicted: a" in line and "holds: b" in line
+    assert (
+        "(1 of them on fits that did not all meet their stopping rule; on their numbers alone 1 contradicted)" in line
+    )

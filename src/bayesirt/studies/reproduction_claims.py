@@ -50,6 +50,10 @@ class Claim:
         The seed's section the claim is taken from; empty for this project's own claim.
     quote : str
         A few of the seed's words stating the claim, verbatim (a test checks them).
+    fits_met : tuple of int, optional
+        (fits that met their stopping rule, fits behind the claim), where not all did (``rests_on``).
+    numbers_say : str
+        The verdict the numbers alone give where ``rests_on`` held it at inconclusive; else empty.
     """
 
     claim: str
@@ -60,6 +64,8 @@ class Claim:
     method: str
     section: str = ""
     quote: str = ""
+    fits_met: tuple[int, int] | None = None
+    numbers_say: str = ""
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -196,10 +202,18 @@ def rests_on(claim: Claim, fits, rule: str = "stopping rule") -> Claim:
     if total == 0 or met == total:
         return claim
     capped = claim.verdict in DECISIVE
-    why = claim.why.rstrip() + f" Rests on {met} of {total} fits that met their {rule}" + (
-        f", so the verdict is at most inconclusive (the numbers alone say {claim.verdict})." if capped else "."
+    why = (
+        claim.why.rstrip()
+        + f" Rests on {met} of {total} fits that met their {rule}"
+        + (f", so the verdict is at most inconclusive (the numbers alone say {claim.verdict})." if capped else ".")
     )
-    return replace(claim, verdict="inconclusive" if capped else claim.verdict, why=why)
+    return replace(
+        claim,
+        verdict="inconclusive" if capped else claim.verdict,
+        why=why,
+        fits_met=(met, total),
+        numbers_say=claim.verdict if capped else "",
+    )
 
 
 def block_time(seconds, fits: int) -> str:

@@ -63,12 +63,18 @@ def summary_line(study: str, claims: list[Claim]) -> str:
         by = {v: [c for c in mine if c.verdict == v] for v in VERDICTS}
         held = f"holds: {listing(by['supported'])}" if by["supported"] else "nothing holds decisively"
         broken = f"contradicted: {listing(by['contradicted'])}" if by["contradicted"] else "nothing contradicted"
-        capped = sum("that met their" in c.why for c in by["inconclusive"])
+        capped = [c for c in by["inconclusive"] if c.fits_met]
+        alone = {v: sum(c.numbers_say == v for c in capped) for v in ("supported", "contradicted")}
+        said = " and ".join(f"{n} {v}" for v, n in alone.items() if n)
         open_ = f"{len(by['inconclusive'])} inconclusive" + (
-            f" ({capped} of them on fits that did not all meet their stopping rule)" if capped else ""
+            f" ({len(capped)} of them on fits that did not all meet their stopping rule"
+            + (f"; on their numbers alone {said}" if said else "")
+            + ")"
+            if capped
+            else ""
         )
         parts.append(
-            f"{whose} {len(mine)} claims: {held}; {broken}; {open_}; {len(by['not comparable'])} not comparable."
+            f"{whose} {len(mine)} claim{'' if len(mine) == 1 else 's'}: {held}; {broken}; {open_}; {len(by['not comparable'])} not comparable."
         )
     return f"- **[{study}]({study}.md)**: " + " ".join(parts)
 

@@ -114,7 +114,7 @@ def agreement_claim(pairs: pd.DataFrame, claim: str, seed: str, method: str, sou
         f"z is the difference of posterior means in Monte Carlo standard errors of both; by chance |z| > 3 "
         f"for 0.27% of them: the share's 95% interval [{low:.2%}, {high:.2%}] against at most "
         f"{Z_SHARE_TOLERATED:.0%} ({share_word}). Median sd ratio per replication ({len(medians)}), within "
-        f"{SD_RATIO_TOLERANCE:.0%} of 1: {ratio_text} ({ratio_word}).",
+        f"{SD_RATIO_TOLERANCE:.0%} of 1: {ratio_text.rstrip('.')} ({ratio_word}).",
         method,
         **source,
     )
@@ -184,27 +184,36 @@ def mixture_claim(posterior: pd.DataFrame) -> Claim:
     )
 
 
+def paired_fits(fits: pd.DataFrame, pairs: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
+    """The fits of ``methods`` behind a table of pairs (the same design, missingness and replication)."""
+    keys = [c for c in ("design", "missing", "rep") if c in pairs and c in fits]
+    behind = pairs[keys].drop_duplicates()
+    return fits[fits.method.isin(methods)].merge(behind, on=keys) if keys else fits.iloc[:0]
+
+
 def claims(tables: dict) -> list[Claim]:
     fits = tables["fits"]
-    return [
-        agreement_claim(
-            tables["gibbs_vs_nuts"],
+    agreement = []
+    for name, claim, seed, methods, source in (
+        (
+            "gibbs_vs_nuts",
             "The Gibbs sampler draws from the 2PNO posterior: item parameters agree with NUTS",
             "derivation of the full conditionals",
-            "gibbs",
+            ["gibbs", "nuts"],
             SAMPLER,
         ),
-        agreement_claim(
-            tables["augment_vs_omit"],
+        (
+            "augment_vs_omit",
             "Missing responses can be augmented like the rest (drawn each sweep) or left out: the posterior "
             "is the same",
             "not in the seed (complete data)",
-            "gibbs, gibbs_omit",
+            ["gibbs", "gibbs_omit"],
+            None,
         ),
-        convergence_claim(fits),
-        *coverage_claims(fits),
-        mixture_claim(tables["posterior"]),
-    ]
+    ):
+        row = agreement_claim(tables[name], claim, seed, ", ".join(methods), source)
+        agreement.append(rests_on(row, paired_fits(fits, tables[name], methods), CHAINS_RULE))
+    return [*agreement, convergence_claim(fits), *coverage_claims(fits), mixture_claim(tables["posterior"])]
 
 
 def design_table(tables: dict) -> pd.DataFrame:

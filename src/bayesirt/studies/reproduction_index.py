@@ -73,8 +73,9 @@ def summary_line(study: str, claims: list[Claim]) -> str:
             if capped
             else ""
         )
+        claims_word = "claim" if len(mine) == 1 else "claims"
         parts.append(
-            f"{whose} {len(mine)} claim{'' if len(mine) == 1 else 's'}: {held}; {broken}; {open_}; {len(by['not comparable'])} not comparable."
+            f"{whose} {len(mine)} {claims_word}: {held}; {broken}; {open_}; {len(by['not comparable'])} not comparable."
         )
     return f"- **[{study}]({study}.md)**: " + " ".join(parts)
 

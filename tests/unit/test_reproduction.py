@@ -63,6 +63,8 @@ def test_a_row_says_whose_claim_and_whose_method():
     assert own.source == "this project" and own.judges_seed_method
     assert reproduction.method_cell(own) == "`vibo_seed`, `vibo_average_seed` (the seed's)"
     assert reproduction.method_cell(reproduction.Claim("c", "s", "o", "supported", "w", "em")) == "`em` (ours)"
+    mixed = reproduction.Claim("c", "s", "o", "supported", "w", "vibo_seed, mml")
+    assert reproduction.method_cell(mixed) == "`vibo_seed` (the seed's), `mml` (ours)"
     section = reproduction.claims_section([seed_claim, own])
     assert "| claim | source | method | seed | ours | verdict | why |" in section
 

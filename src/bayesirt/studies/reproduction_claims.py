@@ -100,10 +100,14 @@ def source_cell(c: Claim) -> str:
 
 
 def method_cell(c: Claim) -> str:
+    """Which methods the row judges, each marked the seed's (as written, ``*_seed``) or ours."""
     names = ", ".join(f"`{m}`" for m in c.methods)
     if c.judges_seed_method:
         return f"{names} (the seed's)"
-    return f"{names} (ours, on the seed's claim)" if c.source == "seed" else f"{names} (ours)"
+    if not any(m.endswith("_seed") for m in c.methods):
+        return f"{names} (ours, on the seed's claim)" if c.source == "seed" else f"{names} (ours)"
+    whose = {True: "the seed's", False: "ours"}
+    return ", ".join(f"`{m}` ({whose[m.endswith('_seed')]})" for m in c.methods)
 
 
 # ---- numbers over replications ------------------------------------------------------------------

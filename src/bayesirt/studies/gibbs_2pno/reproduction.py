@@ -97,9 +97,9 @@ def agreement_claim(pairs: pd.DataFrame, claim: str, seed: str, method: str, sou
     ``Z_SHARE_TOLERATED``), sds alike (each replication's median sd ratio, its mean's interval
     within ``SD_RATIO_TOLERANCE`` of 1)."""
     source = source or {}
-    if pairs.empty:
-        return Claim(claim, seed, "not run", "not comparable", "the run made no such comparison", method, **source)
     z = pairs.z.abs().dropna()
+    if z.empty:
+        return Claim(claim, seed, "not run", "not comparable", "the run made no such comparison", method, **source)
     hits = int((z > 3).sum())
     share_word, low, high = share_verdict(hits, len(z), Z_SHARE_TOLERATED, claim_is_above=False)
     medians = pairs.groupby([c for c in ("design", "missing", "rep") if c in pairs]).sd_ratio.median()

@@ -215,9 +215,10 @@ else:
 # ## Which of the seed's claims do these numbers support?
 # Each claim is judged on paired differences, one per design, missingness condition and
 # replication (every method fitted to the same data), by a 95% t interval for their mean:
-# **supported** when the whole interval is on the claimed side, **not supported** when it is on
-# the other side or reaches both, **not comparable** with fewer than two pairs (the words of the
-# claims table at the end). Only the
+# **supported** when the whole interval is on the claimed side, **contradicted** when it is on
+# the other side, **inconclusive** when it reaches both (with the replications that would
+# decide), **not comparable** with fewer than two pairs or no spread between them (the words of
+# the claims table at the end). Only the
 # simulated designs count: the claims are about accuracy against the truth, which real data
 # lack (their designs are described in the next section instead).
 
@@ -275,7 +276,7 @@ def claims(vib="vibo_one_prior"):
         f"From {len(fits)} fits of simulated data; replications per condition: {per_design}.{left_out}\n\n"
         + "\n".join(lines)
         + "\n\nEach verdict's interval is over its pairs: with few pairs it is wide and the verdict "
-        "not supported (or not comparable, below two pairs), whatever the means say."
+        "inconclusive (or not comparable, below two pairs), whatever the means say."
     )
 
 

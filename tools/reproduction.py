@@ -16,7 +16,8 @@ interruption and it resumes. Each sitting (start, end, exit status, commit) is k
 ``docs/reproduction/data/<study>/`` with the run's facts (``run.json``: command, config, commit,
 machine, sittings, wall time up to the study's report, the study's summed job time, and what was left out and why, from
 ``--left-out``); commit that folder. ``page`` writes ``docs/reproduction/<study>.md`` and its
-figures from the committed tables (``bayesirt.studies.reproduction``).
+figures from the committed tables (``bayesirt.studies.reproduction``), and, run without
+studies, the index ``docs/reproduction/index.md`` (``bayesirt.studies.reproduction_index``).
 """
 
 from __future__ import annotations
@@ -177,13 +178,15 @@ def synthetic_ipip(args) -> int:
 
 
 def page(args) -> int:
-    from bayesirt.studies import reproduction
+    from bayesirt.studies import reproduction, reproduction_index
 
     data = Path(args.data)
     studies = args.studies or [s for s in reproduction.STUDIES if (data / s / reproduction.RUN_FILE).is_file()]
     for study in studies:
         written = reproduction.render(study, data / study, Path(args.pages))
         print(f"page: {written}")
+    if not args.studies:  # the index counts every study's claims: written with all of them
+        print(f"page: {reproduction_index.write_index(data, Path(args.pages), studies)}")
     return 0
 
 

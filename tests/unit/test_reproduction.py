@@ -1,11 +1,14 @@
 """Reproduction pages (bayesirt.studies.reproduction, tools/reproduction.py): intervals over
-replications, the verdicts of seed 002's and seed 001's claims on tables whose answer is known,
-and a collect-then-render round trip. The pages of finished runs are built by the same code from
-the committed tables (docs/reproduction/data/), which the last test renders."""
+replications, the four verdicts on tables whose answer is known by construction (with the
+replications an inconclusive one would need, computed by hand), where each claim comes from
+(every seed quote is found in its seed), the index's table against the pages' tallies, and a
+collect-then-render round trip. The pages of finished runs are built by the same code from the
+committed tables (docs/reproduction/data/), which a test renders."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,13 +18,16 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from bayesirt.studies import reproduction
+from bayesirt.evaluation import verdicts
+from bayesirt.studies import reproduction, reproduction_index
 from bayesirt.studies.amortized_ifa import reproduction as ifa_page
 from bayesirt.studies.dcm_bbvi import reproduction as dcm_page
 from bayesirt.studies.gibbs_2pno import reproduction as gibbs_page
 from bayesirt.studies.vibo import reproduction as vibo_page
 
 ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "docs" / "reproduction" / "data"
+SEEDS = ROOT.parent / "shared" / "seeds"  # the seed documents sit beside the checkout
 RUN = {
     "command": "python tools/reproduction.py run dcm_bbvi --config config/paper.yaml",
     "config": "config/paper.yaml",
@@ -38,9 +44,81 @@ RUN = {
 }
 
 
-def test_a_claim_takes_only_the_three_verdicts():
+def test_a_claim_takes_only_the_four_verdicts_and_names_its_method_and_source():
+    for verdict in reproduction.VERDICTS:
+        assert reproduction.Claim("c", "s", "o", verdict, "w", "m").verdict == verdict
     with pytest.raises(ValueError, match="verdict"):
-        reproduction.Claim("c", "s", "o", "inconclusive", "w")
+        reproduction.Claim("c", "s", "o", "not supported", "w", "m")
+    with pytest.raises(ValueError, match="method"):
+        reproduction.Claim("c", "s", "o", "supported", "w", " ")
+    with pytest.raises(ValueError, match="section and a quote"):
+        reproduction.Claim("c", "s", "o", "supported", "w", "m", section="5.1")
+
+
+def test_a_row_says_whose_claim_and_whose_method():
+    seed_claim = reproduction.Claim("c", "s", "o", "supported", "w", "gibbs", **reproduction.seed_source("2", "a b"))
+    assert seed_claim.source == "seed" and reproduction.source_cell(seed_claim) == 'seed, 2: "a b"'
+    assert reproduction.method_cell(seed_claim) == "`gibbs` (ours, on the seed's claim)"
+    own = reproduction.Claim("c", "s", "o", "supported", "w", "vibo_seed, vibo_average_seed")
+    assert own.source == "this project" and own.judges_seed_method
+    assert reproduction.method_cell(own) == "`vibo_seed`, `vibo_average_seed` (the seed's)"
+    assert reproduction.method_cell(reproduction.Claim("c", "s", "o", "supported", "w", "em")) == "`em` (ours)"
+    mixed = reproduction.Claim("c", "s", "o", "supported", "w", "vibo_seed, mml")
+    assert reproduction.method_cell(mixed) == "`vibo_seed` (the seed's), `mml` (ours)"
+    section = reproduction.claims_section([seed_claim, own])
+    assert "| claim | source | method | seed | ours | verdict | why |" in section
+
+
+# differences whose mean is 0.5 and whose sample sd is exactly 1, from four pairs
+HALF_ONE_SD = 0.5 + np.array([-1.5, -0.5, 0.5, 1.5]) / np.sqrt(5 / 3)
+
+
+def test_the_replications_a_decisive_answer_needs_match_a_hand_computation():
+    # mean 0.5, sd 1, threshold 0: n must satisfy t(0.975, n - 1) / sqrt(n) < 0.5. From tables of
+    # Student's t: n = 17 gives 2.120 / 4.123 = 0.514 (not yet), n = 18 gives 2.110 / 4.243 = 0.497
+    assert verdicts.replications_needed(0.5, 1.0, 0.0) == 18
+    assert verdicts.replications_needed(-0.5, 1.0, 0.0) == 18  # either side of the threshold
+    assert verdicts.replications_needed(0.0, 1.0, 0.0) is None  # on the threshold: none would decide
+    assert verdicts.replications_needed(0.5, 0.0, 0.0) is None  # no spread measured
+    assert verdicts.replications_needed(3.0, 1.0, 0.0) == 3  # t(0.975, 2) / sqrt(3) = 2.48 < 3, 12.7 / 1.41 > 3
+
+
+def test_four_verdicts_on_differences_whose_answer_is_known():
+    def row(d, margin=0.0):
+        v = verdicts.paired_verdict(d, subject="x", direction="higher", margin=margin)
+        return reproduction.from_verdict(v), reproduction.page_sentence(v), v
+
+    assert row([1.0, 1.1, 0.9])[0] == "supported"
+    assert row([-1.0, -1.1, -0.9])[0] == "contradicted"  # the interval excludes the claim
+    word, sentence, v = row(HALF_ONE_SD)
+    assert word == "inconclusive" and v.sd == pytest.approx(1.0) and v.replications_needed == 18
+    assert "about 18 replications would decide" in sentence
+    assert row([1.0])[0] == "not comparable"  # one pair: no interval
+    assert row([0.3, 0.3, 0.3])[0] == "not comparable"  # no spread: one figure shared by every pair
+    # a margin moves the threshold: the distance to decide is mean - (-margin)
+    assert row(HALF_ONE_SD - 1.0, margin=0.25)[2].replications_needed == verdicts.replications_needed(-0.5, 1, -0.25)
+
+
+def test_a_tolerance_claim_is_contradicted_only_when_its_interval_is_outside():
+    rng = np.random.default_rng(4)
+    near = 0.9 + 0.005 * rng.standard_normal(20)
+    assert reproduction.tolerance_verdict(near, 0.9, 0.03)[0] == "supported"
+    assert reproduction.tolerance_verdict(near - 0.1, 0.9, 0.03)[0] == "contradicted"
+    word, text = reproduction.tolerance_verdict([0.88, 0.9, 0.93], 0.9, 0.03)
+    assert word == "inconclusive" and "would decide" in text
+    assert reproduction.tolerance_verdict([0.9, 0.9], 0.9, 0.03)[0] == "not comparable"  # zero width
+    assert reproduction.tolerance_verdict([0.9], 0.9, 0.03)[0] == "not comparable"
+
+
+def test_a_verdict_on_fits_that_did_not_all_stop_is_at_most_inconclusive():
+    claim = reproduction.Claim("c", "s", "o", "contradicted", "w.", "m")
+    capped = reproduction.rests_on(claim, pd.DataFrame({"converged": [True, False, True]}))
+    assert capped.verdict == "inconclusive" and "Rests on 2 of 3 fits that met their stopping rule" in capped.why
+    assert capped.fits_met == (2, 3) and capped.numbers_say == "contradicted"
+    assert reproduction.rests_on(claim, pd.DataFrame({"converged": [True, True]})) == claim
+    assert reproduction.rests_on(claim, pd.DataFrame({"x": [1]})) == claim  # the table does not say
+    kept = reproduction.Claim("c", "s", "o", "not comparable", "w.", "m")
+    assert reproduction.rests_on(kept, pd.DataFrame({"converged": [False]})).verdict == "not comparable"
 
 
 def test_the_mean_interval_is_students_t():
@@ -92,7 +170,7 @@ def verdict_of(claims, start: str) -> str:
     return next(c.verdict for c in claims if c.claim.startswith(start))
 
 
-def test_dcm_a_bbvi_near_the_oracle_supports_the_seed_and_one_far_below_does_not():
+def test_dcm_a_bbvi_near_the_oracle_supports_the_seed_and_one_far_below_contradicts_it():
     rng = np.random.default_rng(0)
     good = dcm_page.claims(dcm_tables(20, 0.002, rng))
     assert verdict_of(good, "BBVI classifies") == "supported"
@@ -100,8 +178,15 @@ def test_dcm_a_bbvi_near_the_oracle_supports_the_seed_and_one_far_below_does_not
     assert verdict_of(good, "bbvi classifies as well") == "supported"
     assert verdict_of(good, "bbvi's coefficient") == "supported"
     poor = dcm_page.claims(dcm_tables(20, 0.06, rng))
-    assert verdict_of(poor, "BBVI classifies") == "not supported"
-    assert verdict_of(poor, "bbvi classifies as well") == "not supported"
+    assert verdict_of(poor, "BBVI classifies") == "contradicted"
+    assert verdict_of(poor, "bbvi classifies as well") == "contradicted"
+    # the same fits, two of which did not meet their stopping rule: nothing decided on them
+    tables = dcm_tables(20, 0.06, rng)
+    fits = tables["fits"]
+    fits.loc[(fits.method == "bbvi") & (fits.rep < 2), "converged"] = False
+    row = next(c for c in dcm_page.claims(tables) if c.claim.startswith("BBVI classifies"))
+    assert row.verdict == "inconclusive" and "Rests on 18 of 20 fits that met their stopping rule" in row.why
+    assert row.source == "seed" and row.method == "bbvi"
     assert verdict_of(poor, "bbvi_cv classifies as well") == "supported"
 
 
@@ -129,16 +214,20 @@ def pairs(z, sd_ratio) -> pd.DataFrame:
 
 def test_gibbs_agreement_holds_for_standard_normal_z_and_fails_for_a_shift():
     rng = np.random.default_rng(2)
-    same = gibbs_page.agreement_claim(pairs(rng.standard_normal(2000), 1 + 0.02 * rng.standard_normal(2000)), "c", "s")
+    same = gibbs_page.agreement_claim(
+        pairs(rng.standard_normal(2000), 1 + 0.02 * rng.standard_normal(2000)), "c", "s", "gibbs"
+    )
     assert same.verdict == "supported"
-    shifted = gibbs_page.agreement_claim(pairs(rng.standard_normal(2000) + 1.5, np.ones(2000)), "c", "s")
-    assert shifted.verdict == "not supported"
-    wider = gibbs_page.agreement_claim(pairs(rng.standard_normal(2000), np.full(2000, 1.2)), "c", "s")
-    assert wider.verdict == "not supported"
-    assert gibbs_page.agreement_claim(pairs([], []), "c", "s").verdict == "not comparable"
+    shifted = gibbs_page.agreement_claim(pairs(rng.standard_normal(2000) + 1.5, np.ones(2000)), "c", "s", "gibbs")
+    assert shifted.verdict == "contradicted"
+    wider = gibbs_page.agreement_claim(
+        pairs(rng.standard_normal(2000), 1.2 + 0.01 * rng.standard_normal(2000)), "c", "s", "gibbs"
+    )
+    assert wider.verdict == "contradicted"
+    assert gibbs_page.agreement_claim(pairs([], []), "c", "s", "gibbs").verdict == "not comparable"
 
 
-def test_gibbs_the_mixture_is_supported_only_when_every_truth_is_inside_its_interval():
+def test_gibbs_the_mixture_on_one_data_set_is_inconclusive_whatever_it_covers():
     post = pd.DataFrame(
         {
             "parameter": ["mu", "mu", "pi"],
@@ -151,18 +240,18 @@ def test_gibbs_the_mixture_is_supported_only_when_every_truth_is_inside_its_inte
             "true": [163.0, 177.0, 0.571],
         }
     )
-    assert gibbs_page.mixture_claim(post).verdict == "supported"
-    assert gibbs_page.mixture_claim(post.assign(true=[160.0, 177.0, 0.571])).verdict == "not supported"
+    assert gibbs_page.mixture_claim(post).verdict == "inconclusive"
+    missed = gibbs_page.mixture_claim(post.assign(true=[160.0, 177.0, 0.571]))
+    assert missed.verdict == "inconclusive" and "2 of 3 parameters of one simulated data set" in missed.why
 
 
 def test_a_comparison_on_fewer_than_two_pairs_is_not_comparable():
-    from bayesirt.evaluation import verdicts
-
     def verdict(d):
         return reproduction.from_verdict(verdicts.paired_verdict(d, subject="x", direction="lower"))
 
     assert verdict([]) == verdict([-1.0]) == "not comparable"
-    assert verdict([-1.0, -1.1, -0.9]) == "supported" and verdict([1.0, -1.0, 0.5]) == "not supported"
+    assert verdict([-1.0, -1.1, -0.9]) == "supported" and verdict([1.0, -1.0, 0.5]) == "inconclusive"
+    assert verdict([1.0, 1.1, 0.9]) == "contradicted"
 
 
 def test_vibo_methods_table_pools_a_design_s_conditions_per_method():
@@ -219,6 +308,7 @@ def test_ifa_paired_claims_and_an_ipip_run_of_iwae_alone(tmp_path):
                 "intercept_mse": 0.02 + rng.normal(0, 1e-4),
                 "factor_corr_mse": 0.01 + rng.normal(0, 1e-4),
                 "loglik_independent": -30.0 - base + rng.normal(0, 0.001),
+                "converged": True,
             }
             for m, base in (("iwae", 0.05), ("iwavb", 0.03))
             for r in (15, 35)
@@ -250,7 +340,7 @@ def test_ifa_paired_claims_and_an_ipip_run_of_iwae_alone(tmp_path):
     verdicts = [(r.claim.split(" (")[0], r.verdict) for r in rows]
     higher = "IWAVB's held-out log-likelihood is higher than IWAE's at every number of factors"
     assert verdicts[0] == (higher, "not comparable")
-    assert verdicts[1] == ("The scree plot has its elbow at five factors", "supported")
+    assert verdicts[1] == ("The scree plot has its elbow at five factors", "inconclusive")  # one curve
     assert [v for _, v in verdicts[2:]] == ["not comparable", "not comparable"]  # synthetic data; IWAVB not run
     assert rows[2].ours == "not run" and "IWAE's gain" in rows[1].ours and "(1 refit)" in rows[3].ours
     tables = {"fits": fits, "scree": scree}
@@ -346,27 +436,119 @@ def test_the_committed_pages_rebuild_from_their_committed_tables(tmp_path):
     for study in studies:
         assert f"{study}.md" in out.stdout
         assert (tmp_path / f"{study}.md").read_text() == (ROOT / "docs" / "reproduction" / f"{study}.md").read_text()
+    # the index is written with the pages, from the same tables
+    assert (tmp_path / "index.md").read_text() == (ROOT / "docs" / "reproduction" / "index.md").read_text()
 
 
 def test_prose_names_a_verdict_with_the_table_s_word():
     # a report's sentence and its claims table say the same word for the same verdict
-    from bayesirt.evaluation import verdicts
-
-    for d in ([-1.0, -1.1, -0.9], [1.0, 1.1, 0.9], [1.0, -1.0, 0.5], [-1.0]):
+    for d, word in (
+        ([-1.0, -1.1, -0.9], "supported"),
+        ([1.0, 1.1, 0.9], "contradicted"),
+        ([1.0, -1.0, 0.5], "inconclusive"),
+        ([-1.0], "not comparable"),
+    ):
         v = verdicts.paired_verdict(d, subject="x", direction="lower")
         sentence = reproduction.page_sentence(v)
-        assert f"**{reproduction.from_verdict(v)}**" in sentence, sentence
-        assert "contradicted" not in sentence and "inconclusive" not in sentence, sentence
+        assert reproduction.from_verdict(v) == word and f"**{word}**" in sentence, sentence
     v = verdicts.two_group_verdict([1.0, 2.0, 3.0], [1.5, 2.5], subject="x", direction="higher")
     assert f"**{reproduction.from_verdict(v)}**" in reproduction.page_sentence(v)
 
 
-def test_no_claim_is_supported_on_a_zero_width_interval_or_one_fit():
-    # one fit's two coverages, both exactly 0.9, gave the interval [0.900, 0.900]
-    assert reproduction.reaches([0.9, 0.9], 0.9, 0.03)[0] is False
-    assert reproduction.reaches([0.88, 0.9, 0.93], 0.9, 0.03)[0] is True
+def test_no_claim_is_decided_on_a_zero_width_interval_or_one_fit():
     fit = {"method": "gibbs", "design": "tiny", "missing": "mcar20", "discrimination_rmse": 0.1, "ability_corr": 0.9}
     one = pd.DataFrame([{**fit, "discrimination_coverage_90": 0.85, "difficulty_coverage_90": 0.95}])
-    assert gibbs_page.coverage_claims(one)[0].verdict == "not supported"
+    assert gibbs_page.coverage_claims(one)[0].verdict == "not comparable"
     two = pd.concat([one, one.assign(discrimination_coverage_90=0.9, difficulty_coverage_90=0.9)])
-    assert gibbs_page.coverage_claims(two)[0].verdict == "supported"
+    assert gibbs_page.coverage_claims(two)[0].verdict == "not comparable"  # both fits' means are 0.90
+    rng = np.random.default_rng(6)
+    many = pd.DataFrame(
+        [
+            {**fit, "discrimination_coverage_90": c, "difficulty_coverage_90": c}
+            for c in 0.9 + 0.01 * rng.standard_normal(20)
+        ]
+    )
+    assert gibbs_page.coverage_claims(many)[0].verdict == "supported"
+    stalled = many.assign(converged=[True] * 19 + [False])
+    row = gibbs_page.coverage_claims(stalled)[0]
+    assert row.verdict == "inconclusive" and "Rests on 19 of 20 fits" in row.why
+
+
+def test_timing_rows_show_a_shared_block_as_one_measurement():
+    timings = pd.DataFrame(
+        {
+            "design": "mixture_p1",
+            "method": np.repeat(["iwae", "iwavb"], 3),
+            "n_factors": 1,
+            "importance_samples": 30,
+            "rep": [0, 1, 2] * 2,
+            "wall_seconds": np.repeat([16.5, 1321.2], 3),
+        }
+    )
+    (row,) = ifa_page.time_claims(timings)
+    assert row.verdict == "not comparable" and "[" not in row.ours  # no interval of zero width
+    assert "1321.2 s per fit (one block, shared by 3 fits)" in row.ours and "no spread" in row.why
+
+
+def seed_text(study: str) -> str:
+    import yaml
+
+    name = yaml.safe_load((DATA / study / "seed_settings.yaml").read_text())["seed"]
+    return " ".join((SEEDS / name).read_text().split())
+
+
+@pytest.mark.parametrize("study", reproduction.STUDIES)
+def test_every_seed_quote_is_in_its_seed(study):
+    if not SEEDS.is_dir():
+        pytest.skip("the seed documents are not beside this checkout")
+    claims = reproduction.study_module(study).claims(reproduction.read_tables(study, DATA / study)[0])
+    quoted = [c for c in claims if c.source == "seed"]
+    assert quoted, f"{study}: no claim of the seed's"
+    text = seed_text(study)
+    for c in quoted:
+        assert " ".join(c.quote.split()) in text, (c.claim, c.quote)
+
+
+TALLY = re.compile(r"^\*\*(\d+) claims \((\d+) of the seed's, (\d+) of this project's\): (.*)\.\*\*$", re.M)
+
+
+def page_tally(study: str) -> tuple[int, int, dict]:
+    m = TALLY.search((ROOT / "docs" / "reproduction" / f"{study}.md").read_text())
+    counts = {v: int(n) for n, v in (part.split(" ", 1) for part in m.group(4).split(", "))}
+    return int(m.group(2)), int(m.group(3)), counts
+
+
+def test_the_index_table_agrees_with_the_pages_tallies():
+    text = (ROOT / "docs" / "reproduction" / "index.md").read_text()
+    assert text.startswith("# Reproduction at the seeds' scale")
+    rows = {
+        line.split(" | ")[0].removeprefix("| [").split("]")[0]: line.strip("| ").split(" | ")
+        for line in text.splitlines()
+        if line.startswith("| [")
+    }
+    studies = sorted(p.name for p in DATA.iterdir() if (p / "run.json").is_file())
+    assert sorted(rows) == studies
+    for study in studies:
+        seed_n, project_n, counts = page_tally(study)
+        seed = [int(x) for x in rows[study][3].split(" / ")]
+        project = [int(x) for x in rows[study][4].split(" / ")]
+        assert sum(seed) == seed_n and sum(project) == project_n, study
+        assert [a + b for a, b in zip(seed, project)] == [counts[v] for v in reproduction.VERDICTS], study
+    assert text.index("| study |") < text.index("## How a page is made")  # the table first
+
+
+def test_the_index_counts_seed_and_project_claims_apart(tmp_path):
+    claims = [
+        reproduction.Claim("a", "s", "o", "contradicted", "w", "bbvi", **reproduction.seed_source("x", "y")),
+        reproduction.Claim("b", "s", "o", "supported", "w", "em"),
+        reproduction.rests_on(
+            reproduction.Claim("c", "s", "o", "contradicted", "w.", "em"), pd.DataFrame({"converged": [True, False]})
+        ),
+    ]
+    assert reproduction_index.counts(claims, "seed") == "0 / 1 / 0 / 0"
+    assert reproduction_index.counts(claims, "this project") == "1 / 0 / 1 / 0"
+    line = reproduction_index.summary_line("dcm_bbvi", claims)
+    assert "contradicted: a" in line and "holds: b" in line
+    assert (
+        "(1 of them on fits that did not all meet their stopping rule; on their numbers alone 1 contradicted)" in line
+    )

@@ -106,45 +106,6 @@ def test_paired_differences_average_within_units():
     assert verdicts.paired_differences(frame, "mse", claimed="iwavb", baseline="nuts", units=["design"]).empty
 
 
-def ifa_fits(loading_diffs, design="d", latent="normal"):
-    """fits.csv-like rows: IWAE's loading MSE 1.0, IWAVB's 1.0 + the given difference per replication."""
-    rows = []
-    for rep, diff in enumerate(loading_diffs):
-        for method, mse in (("iwae", 1.0), ("iwavb", 1.0 + diff)):
-            rows.append(
-                {
-                    "design": design,
-                    "latent": latent,
-                    "method": method,
-                    "n_factors": 1,
-                    "importance_samples": 5,
-                    "rep": rep,
-                    "loading_mse": mse,
-                    "intercept_mse": np.nan,
-                    "factor_corr_mse": np.nan,
-                    "loglik_independent": -10.0 + (0.5 if method == "iwavb" else 0.0),
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def test_ifa_claims_from_paired_replications():
-    from bayesirt.studies.amortized_ifa import tables
-
-    fits = pd.concat([ifa_fits([-1.0, -2.0, -3.0, -2.0, -2.0]), ifa_fits([0.01, -0.01], design="m", latent="mixture")])
-    timings = fits[["design", "method", "rep"]].assign(wall_seconds=np.where(fits["method"] == "iwavb", 3.0, 1.0))
-    out = {(c["claim"], c["latent"]): c["verdict"] for c in tables.claim_verdicts(fits, timings)}
-    assert out[("lower or comparable MSE", "normal")].outcome == "supported"
-    # two pairs within +-0.01 of each other; the 10% margin (0.1) is not inside the wide t interval
-    mixture = out[("lower or comparable MSE", "mixture")]
-    assert mixture.outcome == "inconclusive" and "lower in 1 of 2 paired replications" in mixture.text
-    # a constant gain of 0.5 nats in every pair: no spread, the interval is [0.5, 0.5]
-    assert out[("higher held-out log-likelihood", "normal")].outcome == "supported"
-    assert out[("larger gain with a multimodal latent", "both")].outcome == "contradicted"  # 0.5 against 0.5
-    time = out[("higher time cost", "all")]
-    assert time.outcome == "supported" and time.n == 7
-
-
 def test_mse_outliers_name_the_extreme_true_value():
     from bayesirt.studies.amortized_ifa import tables
 

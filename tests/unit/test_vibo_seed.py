@@ -125,7 +125,7 @@ def page_fits(seed_gap: float, hidden_at_zero: bool):
     return pd.DataFrame(rows)
 
 
-@pytest.mark.parametrize("gap, verdict", [(0.05, "supported"), (-0.05, "not supported")])
+@pytest.mark.parametrize("gap, verdict", [(0.05, "supported"), (-0.05, "contradicted")])
 def test_the_page_judges_the_seed_s_comparison_with_the_averaging_encoder(gap, verdict):
     fits = page_fits(gap, hidden_at_zero=False)
     (row,) = vibo_page.comparison_claims(fits)

@@ -48,6 +48,11 @@ class Verdict:
         Level of the interval.
     text : str
         The evidence and the outcome in one sentence.
+    threshold : float
+        The value the interval is judged against (0, or the margin on the wrong side).
+    sd : float
+        Spread of one replication's difference (for two groups, such that the standard error
+        at ``m`` values per group is ``sd / sqrt(m)``); nan where it was not measured.
     """
 
     outcome: str  # one of OUTCOMES
@@ -57,6 +62,50 @@ class Verdict:
     high: float
     level: float
     text: str  # the evidence and the outcome in one sentence
+    threshold: float = 0.0
+    sd: float = np.nan
+
+    @property
+    def replications_needed(self) -> int | None:
+        """Replications (pairs, or values per group) at which an interval at this verdict's mean
+        and spread would exclude its threshold (``replications_needed``)."""
+        return replications_needed(self.mean_difference, self.sd, self.threshold, self.level)
+
+
+def replications_needed(mean: float, sd: float, threshold: float, level: float = 0.95) -> int | None:
+    """How many replications a decisive answer would need, at the spread observed.
+
+    A verdict is decisive once the ``level`` interval of the mean, ``mean ± t·sd/√n`` with
+    Student's ``t`` at ``n − 1`` degrees of freedom, excludes the ``threshold``. Keeping the
+    observed ``mean`` and ``sd``, the smallest such ``n`` solves
+    ``n ≥ (t_{n−1} · sd / |mean − threshold|)²``. Since ``t`` depends on ``n``, the search starts
+    from the normal approximation ``ceil((z · sd / distance)²)`` (a lower bound, as ``t > z``)
+    and steps up until the inequality holds. An estimate, not a promise: further replications
+    move the mean and the sd.
+
+    Parameters
+    ----------
+    mean, sd : float
+        The observed mean difference and the spread (sd) of one replication's difference.
+    threshold : float
+        The value the interval must exclude.
+    level : float
+        Level of the interval, in (0, 1).
+
+    Returns
+    -------
+    int or None
+        At least 2; None where no number of replications would decide (the mean on the
+        threshold, or no finite positive spread).
+    """
+    distance = abs(mean - threshold)
+    if not (np.isfinite(distance) and np.isfinite(sd)) or distance == 0 or sd <= 0:
+        return None
+    quantile = 0.5 + level / 2
+    n = max(2, int(np.ceil((stats.norm.ppf(quantile) * sd / distance) ** 2)))
+    while stats.t.ppf(quantile, n - 1) * sd / np.sqrt(n) >= distance:
+        n += 1
+    return n
 
 
 def number(x: float) -> str:
@@ -177,7 +226,9 @@ def paired_verdict(
     if margin > 0:
         evidence += f" (a difference within {number(margin)} counts as comparable)"
     tail = f"inconclusive at {n} replication{'s' if n != 1 else ''}" if outcome == "inconclusive" else outcome
-    return Verdict(outcome, n, mean, low, high, level, f"{evidence}: **{tail}**.")
+    threshold = margin if direction == "lower" else -margin
+    sd = float(d.std(ddof=1)) if n > 1 else np.nan
+    return Verdict(outcome, n, mean, low, high, level, f"{evidence}: **{tail}**.", threshold, sd)
 
 
 def two_group_verdict(
@@ -246,6 +297,8 @@ def two_group_verdict(
         high,
         level,
         f"{evidence}; difference {number(mean)}, {level:.0%} interval [{number(low)}, {number(high)}]: **{tail}**.",
+        0.0,
+        float(np.sqrt(a.var(ddof=1) + b.var(ddof=1))),
     )
 
 

@@ -21,50 +21,31 @@ from __future__ import annotations
 import importlib
 import json
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from bayesirt.evaluation.verdicts import Verdict
+from bayesirt.studies.reproduction_claims import (  # noqa: F401 (the studies' pages import them from here)
+    VERDICTS,
+    Claim,
+    clean,
+    from_verdict,
+    mean_interval,
+    method_cell,
+    page_sentence,
+    rests_on,
+    seed_source,
+    source_cell,
+    tolerance_verdict,
+)
 from bayesirt.studies.seed_numbers import section as seed_numbers_section
 
-VERDICTS = ("supported", "not supported", "not comparable")
 STUDIES = ("rb_imputation", "amortized_ifa", "vibo", "gibbs_2pno", "dcm_bbvi")
 RUN_FILE = "run.json"
 # committed beside a study's collected tables but written by hand: a new collect keeps them
 KEPT = ("seed_settings.yaml", "seed_numbers.yaml")
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One row of a page: a claim or figure of the seed, and what the run says of it.
-
-    Attributes
-    ----------
-    claim : str
-        What the seed states or shows.
-    seed : str
-        The seed's number or figure.
-    ours : str
-        The run's number, with its interval over replications.
-    verdict : str
-        One of ``VERDICTS``.
-    why : str
-        The numbers behind the verdict, or why the two cannot be compared.
-    """
-
-    claim: str
-    seed: str
-    ours: str
-    verdict: str
-    why: str
-
-    def __post_init__(self):
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict {self.verdict!r} is not one of {VERDICTS}")
 
 
 def study_module(study: str):
@@ -75,32 +56,6 @@ def study_module(study: str):
 
 
 # ---- numbers over replications ------------------------------------------------------------------
-
-
-def mean_interval(values, level: float = 0.95) -> tuple[float, float, float, int]:
-    """Mean of per-replication values and Student's t interval for it: (mean, low, high, n);
-    the interval is nan with fewer than two finite values, and the mean itself when all agree."""
-    x = np.asarray(values, dtype=np.float64)
-    x = x[np.isfinite(x)]
-    n = int(x.size)
-    if n == 0:
-        return np.nan, np.nan, np.nan, 0
-    mean = float(x.mean())
-    if n < 2:
-        return mean, np.nan, np.nan, n
-    if np.all(x == x[0]):
-        return mean, mean, mean, n
-    ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence_level=level)
-    return mean, float(ci.low), float(ci.high), n
-
-
-def reaches(values, target: float, tolerance: float) -> tuple[bool, float, float]:
-    """Whether the 95% interval of the mean of ``values`` (``mean_interval``) comes within
-    ``tolerance`` of ``target``, and the interval; never with fewer than two values, nor on an
-    interval of zero width (values that all agree, as one small fit's can: no spread measured)."""
-    _, low, high, _ = mean_interval(values)
-    ok = bool(np.isfinite(low) and high > low and low <= target + tolerance and high >= target - tolerance)
-    return ok, low, high
 
 
 def describe(values, digits: int = 3, unit: str = "replications") -> str:
@@ -131,37 +86,6 @@ def spread(values, digits: int = 3) -> str:
         return "no values"
     lo, hi = np.quantile(x, [0.05, 0.95])
     return f"5-95%: {lo:.{digits}f} to {hi:.{digits}f}"
-
-
-def from_verdict(verdict: Verdict) -> str:
-    """A page's verdict from a replicated comparison's (``evaluation.verdicts``): an
-    inconclusive interval does not support the claim; fewer than two pairs give no interval at
-    all, so the claim is not comparable on them."""
-    if verdict.n < 2:
-        return "not comparable"
-    return "supported" if verdict.outcome == "supported" else "not supported"
-
-
-def page_sentence(verdict: Verdict) -> str:
-    """A replicated comparison's sentence (``evaluation.verdicts``) ending in the page's word for
-    its verdict (``from_verdict``), so that a report's prose and its claims table name a verdict
-    the same way; why a claim is not supported or not comparable follows in words."""
-    evidence = verdict.text.rpartition(": **")[0] or verdict.text.rstrip(".")
-    word = from_verdict(verdict)
-    if word == "not comparable":
-        why = " (too few pairs for an interval)"
-    elif verdict.outcome == "contradicted":
-        why = " (the interval lies on the other side)"
-    elif verdict.outcome == "inconclusive":
-        why = f" (the interval reaches both sides at {verdict.n} replications)"
-    else:
-        why = ""
-    return f"{evidence}: **{word}**{why}."
-
-
-def clean(text: str) -> str:
-    """A verdict sentence without its Markdown emphasis (the page's table sets its own)."""
-    return text.replace("**", "")
 
 
 # ---- collect ------------------------------------------------------------------------------------
@@ -295,12 +219,28 @@ def claims_section(claims: list[Claim]) -> str:
     lines = [
         "## Claims",
         "",
-        "| claim | seed | ours | verdict | why |",
-        "|---|---|---|---|---|",
-        *(f"| {cell(c.claim)} | {cell(c.seed)} | {cell(c.ours)} | **{c.verdict}** | {cell(c.why)} |" for c in claims),
+        "| claim | source | method | seed | ours | verdict | why |",
+        "|---|---|---|---|---|---|---|",
+        *(
+            f"| {cell(c.claim)} | {cell(source_cell(c))} | {cell(method_cell(c))} | {cell(c.seed)} | {cell(c.ours)} "
+            f"| **{c.verdict}** | {cell(c.why)} |"
+            for c in claims
+        ),
         "",
     ]
     return "\n".join(lines)
+
+
+def tally(claims: list[Claim], source: str | None = None) -> dict[str, int]:
+    """How many claims (of one ``source``: "seed" or "this project"; None: all) got each verdict."""
+    chosen = [c.verdict for c in claims if source is None or c.source == source]
+    return {v: chosen.count(v) for v in VERDICTS}
+
+
+def tally_sentence(claims: list[Claim]) -> str:
+    seed = sum(c.source == "seed" for c in claims)
+    counts = ", ".join(f"{n} {v}" for v, n in tally(claims).items())
+    return f"**{len(claims)} claims ({seed} of the seed's, {len(claims) - seed} of this project's): {counts}.**"
 
 
 def render(study: str, data: Path, pages: Path) -> Path:
@@ -314,8 +254,6 @@ def render(study: str, data: Path, pages: Path) -> Path:
     folder.mkdir(parents=True)
     claims = module.claims(tables)
     figures = module.figures(tables, folder)
-    counts = pd.Series([c.verdict for c in claims]).value_counts()
-    tally = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in VERDICTS)
     parts = [
         f"# {module.TITLE}",
         "",
@@ -324,7 +262,7 @@ def render(study: str, data: Path, pages: Path) -> Path:
         "",
         module.INTRO,
         "",
-        f"**{len(claims)} claims: {tally}.**",
+        tally_sentence(claims),
         "",
         claims_section(claims),
         seed_numbers_section(study, tables, data),  # every number the seed reports, beside ours
@@ -345,5 +283,5 @@ def render(study: str, data: Path, pages: Path) -> Path:
 
 
 def claims_table(claims: list[Claim]) -> pd.DataFrame:
-    """The claims as a table (for tests and notebooks)."""
-    return pd.DataFrame([asdict(c) for c in claims])
+    """The claims as a table (for tests and notebooks), with each claim's source."""
+    return pd.DataFrame([{**asdict(c), "source": c.source} for c in claims])

@@ -20,7 +20,7 @@ the estimates as a ``base.MethodResult``, which ``records.write_fit`` writes.
     settings.check(config); settings.Settings.from_config(config)                 (parse time)
     data.simulate_design(design, seed, heldout_fraction)    -> (train, holdout, truth)
     methods.fit(train, holdout, truth, spec, design, evaluation, seed=...) -> MethodResult
-    tables.aggregate(record_paths, design, truth_attrs)     -> dict of tidy tables; claim_verdicts
+    tables.aggregate(record_paths, design, truth_attrs)     -> dict of tidy tables
     figures.figures(tables, outputs)                        -> PNG figures
 """
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from bayesirt import io, records
 from bayesirt.data import simulate_mgrm as sm
-from bayesirt.evaluation import rotation, verdicts
+from bayesirt.evaluation import rotation
 from bayesirt.studies.amortized_ifa.methods import ITEM_PARAMETERS, KEYS
 from bayesirt.studies.amortized_ifa.settings import Design
 
@@ -154,82 +154,6 @@ def n_replications(fits_df: pd.DataFrame) -> int:
 
 def replications_label(n: int) -> str:
     return f"{n} replication{'s' if n != 1 else ''}"
-
-
-# "lower or comparable" MSE: IWAVB's MSE may exceed IWAE's by up to this share of IWAE's mean
-COMPARABLE_MSE = 0.10
-MSE_LABELS = {"loading": "loading", "intercept": "intercept", "factor_corr": "factor correlation"}
-
-
-def claim_verdicts(fits: pd.DataFrame, timings: pd.DataFrame) -> list[dict]:
-    """The seed's claims on IWAVB against IWAE, each judged on paired replications
-    (``evaluation.verdicts``): one {"claim", "latent", "verdict"} per claim and parameter.
-
-    ``fits``: fits.csv rows of the confirmatory designs with ``design`` and ``latent`` (normal or
-    mixture) added; ``timings``: timings.csv rows of every design with ``design`` added. A pair
-    is one design and replication (IWAE and IWAVB fitted to the same data); the fits at several
-    R of one replication share those data, so they are averaged into its pair, not counted apart.
-    """
-    units = ["design", "rep"]
-    out, gains = [], {}
-    for latent in ("normal", "mixture"):
-        f = fits[fits["latent"] == latent] if len(fits) else fits
-        if f.empty:
-            continue
-        for par, label in MSE_LABELS.items():
-            col = f"{par}_mse"
-            if col not in f or not f[col].notna().any():
-                continue
-            d = verdicts.paired_differences(f, col, claimed="iwavb", baseline="iwae", units=units)
-            margin = COMPARABLE_MSE * float(f.loc[f["method"] == "iwae", col].mean())
-            out.append(
-                {
-                    "claim": "lower or comparable MSE",
-                    "latent": latent,
-                    "verdict": verdicts.paired_verdict(
-                        d,
-                        subject=f"IWAVB's {label} MSE",
-                        direction="lower",
-                        margin=margin if np.isfinite(margin) else 0.0,
-                    ),
-                }
-            )
-        gains[latent] = verdicts.paired_differences(
-            f, "loglik_independent", claimed="iwavb", baseline="iwae", units=units
-        )
-        out.append(
-            {
-                "claim": "higher held-out log-likelihood",
-                "latent": latent,
-                "verdict": verdicts.paired_verdict(
-                    gains[latent], subject="IWAVB's held-out log-likelihood (method-independent)", direction="higher"
-                ),
-            }
-        )
-    if "normal" in gains and "mixture" in gains:
-        out.append(
-            {
-                "claim": "larger gain with a multimodal latent",
-                "latent": "both",
-                "verdict": verdicts.two_group_verdict(
-                    gains["mixture"],
-                    gains["normal"],
-                    direction="higher",
-                    labels=("mixture", "normal latents"),
-                    subject="IWAVB's log-likelihood gain over IWAE per replication",
-                ),
-            }
-        )
-    if len(timings):
-        d = verdicts.paired_differences(timings, "wall_seconds", claimed="iwavb", baseline="iwae", units=units)
-        out.append(
-            {
-                "claim": "higher time cost",
-                "latent": "all",
-                "verdict": verdicts.paired_verdict(d, subject="IWAVB's training time", direction="higher"),
-            }
-        )
-    return out
 
 
 def latent_tables(estimates: dict, design: Design, truth_attrs: dict):

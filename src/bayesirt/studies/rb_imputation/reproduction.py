@@ -18,7 +18,7 @@ import pandas as pd
 
 from bayesirt import plotting
 from bayesirt.studies.rb_imputation import tables as study_tables
-from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict, page_sentence
+from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict, page_sentence, rests_on, seed_source
 
 TITLE = "rb_imputation (seed 000): Rao-Blackwellized imputation for the GRM, on the real RWA data"
 INTRO = (
@@ -70,6 +70,15 @@ def copies_near_seed(s: pd.DataFrame) -> int:
     return min(copies, key=lambda m: (abs(m - SEED_COPIES), m)) if copies else SEED_COPIES
 
 
+def behind(s: pd.DataFrame, *conditions: str) -> pd.DataFrame:
+    """The fits a comparison of ``conditions`` rests on."""
+    return s[s.condition.isin(conditions)]
+
+
+def objectives(s: pd.DataFrame, *conditions: str) -> str:
+    return ", ".join(dict.fromkeys(s[s.condition.isin(conditions)].objective))
+
+
 def jensen_claims(summary: pd.DataFrame) -> list[Claim]:
     rows = []
     for dataset, missing in designs(summary):
@@ -79,16 +88,17 @@ def jensen_claims(summary: pd.DataFrame) -> list[Claim]:
         if rb not in set(s.condition) or naive not in set(s.condition):
             continue
         v = study_tables.jensen_verdict(s, rb, naive)
-        rows.append(
-            Claim(
-                f"Averaging the {m} copies' likelihoods (Rao-Blackwellized) brings the fit closer to the "
-                f"complete-data fit than averaging their log-likelihoods ({dataset}, {missing})",
-                f"Jensen's inequality (section 5), M = {SEED_COPIES}; no number",
-                f"{rb} {describe(s[s.condition == rb][ERROR])}; {naive} {describe(s[s.condition == naive][ERROR])}",
-                from_verdict(v),
-                clean(page_sentence(v)),
-            )
+        claim = Claim(
+            f"Averaging the {m} copies' likelihoods (Rao-Blackwellized) brings the fit closer to the "
+            f"complete-data fit than averaging their log-likelihoods ({dataset}, {missing})",
+            f"Jensen's inequality (section 5), M = {SEED_COPIES}; no number",
+            f"{rb} {describe(s[s.condition == rb][ERROR])}; {naive} {describe(s[s.condition == naive][ERROR])}",
+            from_verdict(v),
+            clean(page_sentence(v)),
+            objectives(s, rb, naive),
+            **seed_source("5.1 The naive approach", "By Jensen's inequality"),
         )
+        rows.append(rests_on(claim, behind(s, rb, naive)))
     return rows
 
 
@@ -105,9 +115,10 @@ def zero_fill_claims(summary: pd.DataFrame) -> list[Claim]:
             if condition == "zero_fill" or (np.isfinite(copies) and copies != m):
                 continue
             v = study_tables.paired_rmse_verdict(s, condition, "zero_fill")
+            in_seed = kind(missing) == "mcar"
             seed = (
                 "zero-fill is the baseline the imputation objectives are meant to improve on"
-                if kind(missing) == "mcar"
+                if in_seed
                 else "not in the seed (15% MCAR only)"
             )
             why = clean(page_sentence(v)) + (
@@ -117,17 +128,18 @@ def zero_fill_claims(summary: pd.DataFrame) -> list[Claim]:
                 else " The hidden cells depend on their own values (not ignorable): zero-fill is biased, and "
                 "so is an imputation model fitted to the observed cells."
             )
-            rows.append(
-                Claim(
-                    f"Imputation by {condition} brings the fit closer to the complete-data fit than zero-fill "
-                    f"({dataset}, {missing}: {KINDS[kind(missing)]})",
-                    seed,
-                    f"{condition} {describe(s[s.condition == condition][ERROR])}; zero-fill "
-                    f"{describe(s[s.condition == 'zero_fill'][ERROR])}",
-                    from_verdict(v),
-                    why,
-                )
+            claim = Claim(
+                f"Imputation by {condition} brings the fit closer to the complete-data fit than zero-fill "
+                f"({dataset}, {missing}: {KINDS[kind(missing)]})",
+                seed,
+                f"{condition} {describe(s[s.condition == condition][ERROR])}; zero-fill "
+                f"{describe(s[s.condition == 'zero_fill'][ERROR])}",
+                from_verdict(v),
+                why,
+                objectives(s, condition, "zero_fill"),
+                **(seed_source("7. Notebook Workflow Summary", "with zero-fill for missing data") if in_seed else {}),
             )
+            rows.append(rests_on(claim, behind(s, condition, "zero_fill")))
     return rows
 
 
@@ -143,16 +155,16 @@ def copies_claims(summary: pd.DataFrame) -> list[Claim]:
             continue
         few, many = f"rao_blackwell_M{int(copies[0])}", f"rao_blackwell_M{int(copies[-1])}"
         v = study_tables.paired_rmse_verdict(s, many, few)
-        rows.append(
-            Claim(
-                f"More imputed copies help the Rao-Blackwellized objective ({dataset}, {missing}: M = "
-                f"{int(copies[-1])} against M = {int(copies[0])})",
-                "section 5.4: lower variance with more copies; no number",
-                f"{many} {describe(s[s.condition == many][ERROR])}; {few} {describe(s[s.condition == few][ERROR])}",
-                from_verdict(v),
-                clean(page_sentence(v)),
-            )
+        claim = Claim(
+            f"More imputed copies help the Rao-Blackwellized objective ({dataset}, {missing}: M = "
+            f"{int(copies[-1])} against M = {int(copies[0])})",
+            f"not in the seed: it fits M = {SEED_COPIES} only",
+            f"{many} {describe(s[s.condition == many][ERROR])}; {few} {describe(s[s.condition == few][ERROR])}",
+            from_verdict(v),
+            clean(page_sentence(v)),
+            "rao_blackwell",
         )
+        rows.append(rests_on(claim, behind(s, many, few)))
     return rows
 
 

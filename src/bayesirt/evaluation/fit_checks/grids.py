@@ -1,5 +1,5 @@
-"""The constructors of a :class:`~bayesirt.evaluation.fit_checks.latent_grid.LatentGrid` for each
-model: the graded response model (binary 2PL when K = 2), the 2PNO and a diagnostic model.
+"""The constructors of a ``LatentGrid`` (``latent_grid``) for each model: the graded response model
+(binary 2PL when K = 2), the two-parameter normal ogive and a diagnostic (latent class) model.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from scipy.special import expit, logsumexp, ndtr
 from scipy.stats import chi2
 
 from bayesirt.evaluation import fit_checks as fc
+from bayesirt.evaluation.fit_checks.grids import _twopno_probs
 
 
 def simulate_2pl(seed, n_persons, a, d, guessing=None):
@@ -431,7 +432,7 @@ def test_item_fit_resolves_narrow_posteriors():
     a = items[items.parameter == "discrimination"].sort_values("item").value.to_numpy()
     d = items[items.parameter == "difficulty"].sort_values("item").value.to_numpy()
     grid = fc.twopno_grid(a, d)
-    assert grid.order.size == fc.nodes_for(lambda theta: fc._twopno_probs(a, d, theta), np.zeros(100, int)) > 41
+    assert grid.order.size == fc.nodes_for(lambda theta: _twopno_probs(a, d, theta), np.zeros(100, int)) > 41
     assert fc.item_fit(rm.responses, grid, n_parameters=0).flagged.sum() <= 12
     assert fc.item_fit(rm.responses, fc.twopno_grid(a, d, n_nodes=41), n_parameters=0).flagged.mean() > 0.5
 
@@ -442,12 +443,12 @@ def test_the_grid_s_nodes_follow_the_items_information():
     a, d = np.full(5, 0.5), np.zeros(5)
     assert fc.twopno_grid(a, d).order.size == fc.MIN_NODES
     theta = np.linspace(-2, 2, 9)
-    info = fc.information(lambda t: fc._twopno_probs(a, d, t), np.zeros(5, int), theta)[:, 0]
+    info = fc.information(lambda t: _twopno_probs(a, d, t), np.zeros(5, int), theta)[:, 0]
     eta = 0.5 * theta
     phi = np.exp(-0.5 * eta**2) / np.sqrt(2 * np.pi)
     np.testing.assert_allclose(info, 5 * 0.25 * phi**2 / (ndtr(eta) * ndtr(-eta)), rtol=1e-6)
     # two scales: each has its own information
-    two = fc.information(lambda t: fc._twopno_probs(np.ones(4), np.zeros(4), t), np.array([0, 0, 0, 1]), theta)
+    two = fc.information(lambda t: _twopno_probs(np.ones(4), np.zeros(4), t), np.array([0, 0, 0, 1]), theta)
     np.testing.assert_allclose(two[:, 0], 3 * two[:, 1], rtol=1e-9)
     wide = fc.grm_grid(np.full(40, 8.0), np.tile(np.linspace(-4, 4, 8), (40, 1)), np.full(40, 9))
     assert wide.order.size == fc.MAX_NODES  # the cap, where even that many are coarser than the rule

@@ -6,5 +6,5 @@
 ``rotation``       rotation and alignment of exploratory factor solutions (seed 003)
 ``irt_tables``     item and person tables in the forms psychometricians read (as mirt or lavaan print them)
 ``verdicts``       verdicts on a report's claims from replicated comparisons
-``fit_checks``     model checks that work with missing responses: item fit, local dependence, person fit
+``fit_checks``     model checks that work with missing responses: item fit, local dependence, person fit (a package)
 """

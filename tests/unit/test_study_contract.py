@@ -18,8 +18,9 @@ from bayesirt.studies import STUDIES, base, check_config
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = {"conditions", "settings", "data", "methods", "tables", "figures", "reproduction"}
 # seed_methods: a study's methods as its seed states them (issue 45); oracle: dcm_bbvi's reference
-# accuracy at the true parameters, kept apart so that methods stays under 400 lines
-OPTIONAL = {"evaluation", "seed_methods", "oracle"}
+# accuracy at the true parameters, and reference_methods: vibo's MML and NUTS, kept apart so that
+# methods stays under 400 lines
+OPTIONAL = {"evaluation", "seed_methods", "oracle", "reference_methods"}
 
 
 def validated(name: str) -> dict:

@@ -187,18 +187,15 @@ def make_encoder(st: irt2pl.Structure, settings: VIBOSettings, n_item_draws: int
 
     Parameters
     ----------
-    st : irt2pl.Structure
-        The model, items, factors and categories.
+    st, n_item_draws
+        The model and the draws of d (0: q(d)'s mean), as ``score_program`` takes them.
     settings : VIBOSettings
-        The fit's settings (missing-data variant).
-    n_item_draws : int
-        Draws of d for the moment matching (0: q(d)'s mean).
+        The fit's settings (the encoder reads the missing-data variant).
 
     Returns
     -------
     callable
-        ``score(params, key, y)``: mean (B, K) and sd (B, K) for responses ``y`` (B, J); cached
-        per arguments.
+        ``score(params, key, y) -> (mean, sd)``, the compiled program (cached).
     """
     return vibo_programs.score_program(product_of_experts, st, settings, n_item_draws)
 

@@ -72,10 +72,8 @@ def embedding_table(embed, items: dict, st: irt2pl.Structure):
     ----------
     embed : list of dict
         The embedding MLP.
-    items : dict
-        Unconstrained item values by item block (e.g. a draw of q(d)).
-    st : irt2pl.Structure
-        The model, items, factors and categories.
+    items, st
+        As for ``vibo_encoder.expert_table`` (item values d by block, and the model).
 
     Returns
     -------

@@ -77,26 +77,14 @@ def score_in_chunks(score, params: dict, st: irt2pl.Structure, key, y, chunk: in
     ----------
     score : callable
         ``score(params, key, y) -> (mean, sd)`` (:func:`score_program`).
-    params : dict
-        The fit's parameters.
-    st : irt2pl.Structure
-        The model, items, factors and categories.
-    key : jax.Array
-        PRNG key of the draws of d (the same for every chunk).
-    y : array (N, J)
-        Responses, -1 for missing.
-    chunk : int
-        Persons per call.
+    params, st, key, y, chunk
+        As for ``vibo.encode``: the fit's parameters, the model, the key of the draws of d (the
+        same for every chunk), the responses (N, J) and persons per call.
 
     Returns
     -------
     tuple of numpy.ndarray
-        Mean (N, K) and sd (N, K).
-
-    Raises
-    ------
-    ValueError
-        If ``y`` is not persons x items or has a response outside the model's categories.
+        Mean (N, K) and sd (N, K); a bad ``y`` raises ``ValueError`` as ``vibo.encode`` says.
     """
     y = np.asarray(y)
     if y.ndim != 2 or y.shape[1] != st.n_items:
@@ -129,12 +117,8 @@ def draws_program(encoder, st: irt2pl.Structure, settings, n_draws: int):
 
     Parameters
     ----------
-    encoder : callable
-        ``encoder(encoder_params, items, y, st, settings) -> (mean, sd)``.
-    st : irt2pl.Structure
-        The model, items, factors and categories.
-    settings : object
-        What ``encoder`` reads of the fit's settings (passed through).
+    encoder, st, settings
+        As for :func:`score_program`.
     n_draws : int
         S, joint draws.
 
@@ -166,12 +150,8 @@ def log_ratios_program(encoder, st: irt2pl.Structure, settings, priors: irt2pl.I
 
     Parameters
     ----------
-    encoder : callable
-        ``encoder(encoder_params, items, y, st, settings) -> (mean, sd)``.
-    st : irt2pl.Structure
-        The model, items, factors and categories.
-    settings : object
-        What ``encoder`` reads of the fit's settings (passed through).
+    encoder, st, settings
+        As for :func:`score_program`.
     priors : irt2pl.ItemPriors
         The item priors of p.
     n_draws : int

@@ -32,7 +32,8 @@ def measure(width: int, chunks: int, n_persons: int) -> dict:
 
     from bayesirt.data import simulate_mgrm as sm
     from bayesirt.inference import bulk, iwae
-    from bayesirt.inference.training import EpochPermutations, TrainSettings, chunk_fn
+    from bayesirt.inference.training import TrainSettings
+    from bayesirt.inference.training_chunks import EpochPermutations, chunk_fn
     from bayesirt.models import mgrm
 
     steps = 100

@@ -18,7 +18,7 @@ from bayesirt.data.missingness import inject
 from bayesirt.data.simulate_binary import simulate_binary
 from bayesirt.evaluation import person_loglik
 from bayesirt.evaluation.recovery import metrics
-from bayesirt.inference import mfvi, mml, vibo
+from bayesirt.inference import mfvi, mml, vibo, vibo_items
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import irt2pl
 
@@ -71,7 +71,7 @@ def run() -> dict:
     vibo_ab = metrics(mean[:, 0], theta[:N])
     cov90 = float(np.mean(np.abs(mean[:, 0] - theta[:N]) < 1.6449 * sd[:, 0]))
     cov50 = float(np.mean(np.abs(mean[:, 0] - theta[:N]) < 0.6745 * sd[:, 0]))
-    items = vibo.item_posterior(fit.params, st)
+    items = vibo_items.item_posterior(fit.params, st)
 
     ml = mml.fit(None, y, mml.Structure(2), mml.MMLSettings(n_nodes=41))
     # EAP on 61 nodes: with 100 items a posterior sd is ~0.25, finer than 21 nodes resolve

@@ -7,7 +7,7 @@ import pytest
 from bayesirt.data.missingness import inject
 from bayesirt.data.simulate_binary import simulate_binary
 from bayesirt.evaluation.recovery import metrics
-from bayesirt.inference import mml, vibo
+from bayesirt.inference import mml, vibo, vibo_items
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import irt2pl
 
@@ -36,7 +36,7 @@ def fit_and_compare(missing, n=3000, j=40, rate=0.15, kind="mcar"):
         "vibo": metrics(mean[:, 0], theta),
         "eap": metrics(eap, theta),
         "cov90": float(np.mean(np.abs(mean[:, 0] - theta) < 1.6449 * sd[:, 0])),
-        "disc": metrics(vibo.item_posterior(fit.params, st)["discrimination"][0][:, 0], a),
+        "disc": metrics(vibo_items.item_posterior(fit.params, st)["discrimination"][0][:, 0], a),
     }
 
 
@@ -81,7 +81,7 @@ def test_vibo_matches_mml_eap_on_the_rwa_shaped_grm():
     mean, sd = vibo.encode(fit.params, st, vs, jax.random.key(1), y)
     ref = mml.fit(None, y, mml.Structure(c), mml.MMLSettings(n_nodes=41))
     _, eap, _ = mml.posterior(y, ref.discrimination, ref.cuts, c, n_nodes=61)
-    post = vibo.item_posterior(fit.params, st)
+    post = vibo_items.item_posterior(fit.params, st)
     v, e = metrics(mean[:, 0], theta), metrics(eap[:, 0], theta)
     assert e["corr"] - v["corr"] < 0.01 and v["rmse"] < 1.08 * e["rmse"]
     assert metrics(post["discrimination"][0][:, 0], a)["rmse"] < metrics(ref.discrimination, a)["rmse"] + 0.1

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from bayesirt.inference import iwavb, networks, seed_training
+from bayesirt.inference import iwavb, iwavb_networks, networks, seed_training
 from bayesirt.inference.stopping import Stopper
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import mgrm
@@ -70,21 +70,21 @@ def test_iwavb_seed_turns_off_our_additions():
     y = jnp.asarray(np.random.default_rng(0).integers(0, 3, (4, 5)), jnp.int8)
     feats = networks.response_features(y, 3)
     eps = jax.random.normal(jax.random.key(2), (7, 4, 1))
-    u, mu, log_sigma = iwavb.encode(params["encoder"], feats, eps, cfg)
+    u, mu, log_sigma = iwavb_networks.encode(params["encoder"], feats, eps, cfg)
     z = networks.apply_mlp(
         params["encoder"]["net"], jnp.concatenate([jnp.broadcast_to(feats, (7, 4, feats.shape[-1])), eps], -1)
     )
     np.testing.assert_allclose(mu + jnp.exp(log_sigma) * u, z, atol=1e-5)  # standardised by the draws' own moments
     np.testing.assert_allclose(u.mean(0), 0.0, atol=1e-5)
     disc = dict(params["discriminator"], log_precision=jnp.ones(1))  # the quadratic term is not used
-    t = iwavb.discriminator(disc, feats, u, cfg)
+    t = iwavb_networks.discriminator(disc, feats, u, cfg)
     t_plain = networks.apply_mlp(
         disc["net"], jnp.concatenate([jnp.broadcast_to(feats, (7, 4, feats.shape[-1])), u], -1)
     )[..., 0]
     np.testing.assert_allclose(t, t_plain, atol=1e-5)
     # Algorithm 2's weight: log q = T - |z~|^2 / 2, no constant and no Jacobian
     np.testing.assert_allclose(
-        iwavb.log_q_from_t(t, u, log_sigma, jacobian=False), t - 0.5 * jnp.sum(u * u, -1), atol=1e-6
+        iwavb_networks.log_q_from_t(t, u, log_sigma, jacobian=False), t - 0.5 * jnp.sum(u * u, -1), atol=1e-6
     )
 
 

@@ -10,7 +10,7 @@ from scipy.stats import norm
 
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.evaluation import loglik
-from bayesirt.inference import iwae, iwavb, networks
+from bayesirt.inference import iw_bound, iwae, iwavb, iwavb_networks, networks
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import mgrm
 
@@ -31,7 +31,7 @@ def test_log_q_change_of_variables_includes_the_jacobian():
     mu, log_sigma = np.array([1.0, -2.0]), np.log(np.array([0.5, 2.0]))
     zt = rng.normal(size=(9, 2))
     t_star = (norm.logpdf(zt, m, s) - norm.logpdf(zt)).sum(-1)
-    got = np.asarray(iwavb.log_q_from_t(jnp.asarray(t_star), jnp.asarray(zt), jnp.asarray(log_sigma)))
+    got = np.asarray(iwavb_networks.log_q_from_t(jnp.asarray(t_star), jnp.asarray(zt), jnp.asarray(log_sigma)))
     z = mu + np.exp(log_sigma) * zt
     want = norm.logpdf(z, mu + np.exp(log_sigma) * m, np.exp(log_sigma) * s).sum(-1)
     np.testing.assert_allclose(got, want, rtol=1e-5)
@@ -72,8 +72,8 @@ def test_reduces_to_iwae_when_q_is_gaussian_and_t_is_zero():
             yy, m_, l_ = aux
             return mgrm.log_joint(mm, yy, zz, st) - iwae.gaussian_log_q(zz, m_, l_)
 
-        lw = iwae.dreg_log_weights(f, model, z, (y, jax.lax.stop_gradient(mu), jax.lax.stop_gradient(ls)))
-        v, sur = iwae.dreg_objective(lw)
+        lw = iw_bound.dreg_log_weights(f, model, z, (y, jax.lax.stop_gradient(mu), jax.lax.stop_gradient(ls)))
+        v, sur = iw_bound.dreg_objective(lw)
         return -jnp.mean(v + sur - jax.lax.stop_gradient(sur))
 
     want_value, want = jax.jit(jax.value_and_grad(iwae_loss, argnums=(0, 1, 2)))(
@@ -100,12 +100,12 @@ def test_discriminator_gradient_only_from_its_objective():
     k_eps, k_zeta = jax.random.split(key)
     feats = networks.response_features(y, st.max_categories)
     eps = jax.random.normal(k_eps, (4, 16, 2))
-    u, _, _ = iwavb.encode(params["encoder"], feats, eps, cfg)
+    u, _, _ = iwavb_networks.encode(params["encoder"], feats, eps, cfg)
     zeta = jax.random.normal(k_zeta, u.shape)
 
     def minus_d(disc):
-        tq = iwavb.discriminator(disc, feats, u, cfg)
-        t0 = iwavb.discriminator(disc, feats, zeta, cfg)
+        tq = iwavb_networks.discriminator(disc, feats, u, cfg)
+        t0 = iwavb_networks.discriminator(disc, feats, zeta, cfg)
         return -jnp.mean(jax.nn.log_sigmoid(tq) + jax.nn.log_sigmoid(-t0))
 
     want = jax.jit(jax.grad(minus_d))(params["discriminator"])
@@ -130,8 +130,8 @@ def test_discriminator_learns_the_log_density_ratio():
 
         def loss(p):
             return -jnp.mean(
-                jax.nn.log_sigmoid(iwavb.discriminator(p, feats, zq, cfg))
-                + jax.nn.log_sigmoid(-iwavb.discriminator(p, feats, z0, cfg))
+                jax.nn.log_sigmoid(iwavb_networks.discriminator(p, feats, zq, cfg))
+                + jax.nn.log_sigmoid(-iwavb_networks.discriminator(p, feats, z0, cfg))
             )
 
         g = jax.grad(loss)(p)
@@ -142,7 +142,7 @@ def test_discriminator_learns_the_log_density_ratio():
     for i in range(1500):
         params, s = step(params, s, jax.random.key(i))
     grid = jnp.linspace(-1, 1, 9)[:, None, None] * jnp.ones((1, 64, 1))
-    t = np.asarray(iwavb.discriminator(params, feats, grid, cfg))[:, 0]
+    t = np.asarray(iwavb_networks.discriminator(params, feats, grid, cfg))[:, 0]
     g = np.linspace(-1, 1, 9)
     want = norm.logpdf(g, 0.5, 0.6) - norm.logpdf(g)
     np.testing.assert_allclose(t, want, atol=0.15)
@@ -200,9 +200,9 @@ def test_no_warmup_is_exactly_the_existing_loss_and_step0_drops_prior_and_entrop
     v_w, g_w = jax.jit(jax.value_and_grad(iwavb.loss_fn(st, cfg)))(params, key, dict(base, step=jnp.asarray(0)))
     k_eps, _ = jax.random.split(key)
     feats = networks.response_features(y, st.max_categories)
-    u, mu, log_sigma = iwavb.encode(params["encoder"], feats, jax.random.normal(k_eps, (4, 16, 2)), cfg)
+    u, mu, log_sigma = iwavb_networks.encode(params["encoder"], feats, jax.random.normal(k_eps, (4, 16, 2)), cfg)
     z = mu + jnp.exp(log_sigma) * u
-    want = -jnp.mean(iwae.iw_elbo(mgrm.log_likelihood(truth, y, z, st)))
+    want = -jnp.mean(iw_bound.iw_elbo(mgrm.log_likelihood(truth, y, z, st)))
     np.testing.assert_allclose(v_w, want, rtol=1e-5)
     assert abs(float(v_w) - float(v_ref)) > 1e-3
     # the discriminator's own objective does not depend on the warm-up

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from bayesirt.inference import missing_cells, missing_log_lik
 from bayesirt.inference import objectives as obj
 from bayesirt.io import Item, ResponseMatrix
 from bayesirt.models import factorized_grm as fgrm
@@ -91,7 +92,7 @@ def test_draws_follow_the_pmf():
     # 20,000 draws of one cell; each category frequency within 4 binomial sds of its probability
     q = np.array([0.1, 0.0, 0.6, 0.3])
     cdf = jnp.asarray(np.cumsum(q)[None, :-1], jnp.float32)
-    draws = obj.draw_imputations(jax.random.key(1), cdf, 20000)
+    draws = missing_log_lik.draw_imputations(jax.random.key(1), cdf, 20000)
     assert draws.shape == (20000, 1)
     freq = np.bincount(np.asarray(draws).ravel(), minlength=4) / 20000
     sd = np.sqrt(q * (1 - q) / 20000)
@@ -132,7 +133,8 @@ def test_single_copy_is_single_imputation_exactly():
     rb_batch = np.asarray(obj.rao_blackwell(st, 1, per="batch")(params, batch, key))
     cell_probs = obj.factorized_cell_probs(st)
     single = np.asarray(
-        obj.zero_fill(st)(params, batch, key) + obj.copies_missing_log_lik(key, params, batch, cell_probs, 1)[0]
+        obj.zero_fill(st)(params, batch, key)
+        + missing_log_lik.copies_missing_log_lik(key, params, batch, cell_probs, 1)[0]
     )
     assert np.array_equal(naive, single) and np.array_equal(rb, single) and np.array_equal(rb_batch, single)
 
@@ -154,8 +156,8 @@ def test_missing_cells_score_the_imputed_categories(ability_scale):
     rm, st, params, batch, _, _ = small_problem()
     params = dict(params, ability=params["ability"] * ability_scale)
     key = jax.random.key(11)
-    view = obj.batch_cells(batch, batch[obj.SHARED][obj.CELLS])
-    y_imp = np.asarray(obj.draw_imputations(key, view.cdf, 1)[0])
+    view = missing_cells.batch_cells(batch, batch[obj.SHARED][obj.CELLS])
+    y_imp = np.asarray(missing_log_lik.draw_imputations(key, view.cdf, 1)[0])
     valid = np.ones(y_imp.shape, bool) if view.valid is None else np.asarray(view.valid)
     persons = np.broadcast_to(np.asarray(view.persons), y_imp.shape)
     items = np.broadcast_to(np.asarray(view.items), y_imp.shape)
@@ -163,7 +165,7 @@ def test_missing_cells_score_the_imputed_categories(ability_scale):
     expected = np.zeros(rm.n_persons)
     for p, i, k in zip(persons[valid], items[valid], y_imp[valid]):
         expected[p] += lp[p, i, k]
-    got = np.asarray(obj.copies_missing_log_lik(key, params, batch, obj.factorized_cell_probs(st), 1)[0])
+    got = np.asarray(missing_log_lik.copies_missing_log_lik(key, params, batch, obj.factorized_cell_probs(st), 1)[0])
     np.testing.assert_allclose(got, expected, atol=1e-4)
 
 

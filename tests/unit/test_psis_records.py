@@ -17,7 +17,7 @@ from scipy import stats
 from scipy.special import expit, log_softmax
 
 from bayesirt.data.simulate_lcdm import simulate_lcdm
-from bayesirt.inference import bbvi, bbvi_family, mfvi, psis, vibo
+from bayesirt.inference import bbvi, bbvi_family, mfvi, psis, vibo, vibo_encoder, vibo_programs
 from bayesirt.models import irt2pl, lcdm
 from bayesirt.studies.dcm_bbvi import conditions as dcm_conditions
 from bayesirt.studies.dcm_bbvi import data as dcm_data
@@ -93,7 +93,7 @@ def test_vibo_log_ratios_are_log_joint_minus_log_q_at_the_draws(model):
     items, theta = vibo.ability_draws(params, st, vs, key, y, S)
     for s in range(S):
         d = {k: v[s] for k, v in items.items()}
-        mean, sd = vibo.product_of_experts(params["encoder"], d, jnp.asarray(y), st, vs)
+        mean, sd = vibo_encoder.product_of_experts(params["encoder"], d, jnp.asarray(y), st, vs)
         d64, th = f64(d), np.asarray(theta[s], np.float64)
         log_q = item_log_q64(f64(params["items"]), d64) + stats.norm.logpdf(th, f64(mean), f64(sd)).sum()
         expected = irt_log_joint(d64, th, y, st, vs.priors) - log_q
@@ -134,14 +134,14 @@ def test_vibo_study_records_carry_psis_per_fit_of_a_block(method):
     # draws, one compiled program for both; it passes the record schema. The program caches are
     # emptied first: another test's fit of other sizes may have compiled the same programs
     mfvi._log_ratios_program.cache_clear()
-    vibo._log_ratios_program.cache_clear()
+    vibo_programs.log_ratios_program.cache_clear()
     study, reps = block_setup(method, n_reps=2)
     block = vibo_methods.fit_block(reps, study)
     khats = []
     for out in block:
         entry = out.record["psis"]
         jsonschema.validate(out.record, RECORD_SCHEMA)
-        assert entry["draws"] == vibo.KHAT_DRAWS and entry["limit"] == psis.KHAT_LIMIT
+        assert entry["draws"] == vibo_programs.KHAT_DRAWS and entry["limit"] == psis.KHAT_LIMIT
         assert entry["khat"] is not None and np.isfinite(entry["khat"])
         assert entry["reliable"] == (entry["khat"] <= psis.KHAT_LIMIT)
         assert out.record["timing"]["psis_seconds"] >= 0
@@ -152,10 +152,12 @@ def test_vibo_study_records_carry_psis_per_fit_of_a_block(method):
     assert khats[0] != khats[1]
     st = irt2pl.Structure("2pl", 8, 1)
     if method == "mfvi":
-        program = mfvi._log_ratios_program(st, irt2pl.ItemPriors(**study.priors), vibo.KHAT_DRAWS)
+        program = mfvi._log_ratios_program(st, irt2pl.ItemPriors(**study.priors), vibo_programs.KHAT_DRAWS)
     else:
         vs = vibo_methods.vibo_problem(vibo_methods.prepare(reps[0], study))[1]
-        program = vibo._log_ratios_program(st, vs, vibo.KHAT_DRAWS)
+        program = vibo_programs.log_ratios_program(
+            vibo_encoder.product_of_experts, st, vs, vs.priors, vibo_programs.KHAT_DRAWS
+        )
     assert program._cache_size() == 1  # compiled once for the block's fits
 
 

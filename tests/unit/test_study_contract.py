@@ -18,10 +18,11 @@ from bayesirt.studies import STUDIES, base, check_config
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = {"conditions", "settings", "data", "methods", "tables", "figures", "reproduction"}
 # seed_methods: a study's methods as its seed states them (issue 45); oracle: dcm_bbvi's reference
-# accuracy at the true parameters, kept apart so that methods stays under 400 lines;
-# reproduction_figures: amortized_ifa's page figures, kept apart so that reproduction stays under
-# 400; seed_numbers: how a study's figures answer the numbers its seed reports (issue 46)
-OPTIONAL = {"evaluation", "seed_methods", "oracle", "reproduction_figures", "seed_numbers"}
+# accuracy at the true parameters, and reference_methods: vibo's MML and NUTS, kept apart so that
+# methods stays under 400 lines; reproduction_figures: amortized_ifa's page figures, kept apart
+# so that reproduction stays under 400; seed_numbers: how a study's figures answer the numbers
+# its seed reports (issue 46)
+OPTIONAL = {"evaluation", "seed_methods", "oracle", "reference_methods", "reproduction_figures", "seed_numbers"}
 
 
 def validated(name: str) -> dict:

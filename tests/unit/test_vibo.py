@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numpyro import distributions as dist
 
-from bayesirt.inference import mfvi, networks, vibo
+from bayesirt.inference import mfvi, networks, vibo, vibo_encoder, vibo_items, vibo_objective, vibo_programs
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import irt2pl
 
@@ -45,13 +45,13 @@ def test_minibatch_losses_average_to_the_full_batch_objective(model, k, missing)
     params = vibo.init(jax.random.key(1), st, vs, y)
     # move q(d) away from its start so every term matters
     params["items"]["log_scale"] = jax.tree.map(lambda v: v + 1.0, params["items"]["log_scale"])
-    loss = jax.jit(vibo.loss_fn(st, vs, y.shape[0]))
+    loss = jax.jit(vibo_objective.loss_fn(st, vs, y.shape[0]))
     key = jax.random.key(2)
     full = loss(params, key, {"y": jnp.asarray(y), "index": jnp.arange(60)})
     perm = np.random.default_rng(3).permutation(60)
     parts = [loss(params, key, {"y": jnp.asarray(y[b]), "index": jnp.asarray(b)}) for b in perm.reshape(4, 15)]
     np.testing.assert_allclose(np.mean(parts), full, rtol=2e-6)
-    values, kl = vibo.person_terms(params, key, jnp.asarray(y), jnp.arange(60), st, vs)
+    values, kl = vibo_objective.person_terms(params, key, jnp.asarray(y), jnp.arange(60), st, vs)
     np.testing.assert_allclose(full, -values.mean() + kl / 60, rtol=1e-6)
 
 
@@ -65,7 +65,7 @@ def test_item_kl_matches_numpyro():
     for name, loc in q["loc"].items():
         mean, sd = vs.priors.of(name)
         expected += dist.kl_divergence(dist.Normal(loc, jnp.exp(q["log_scale"][name])), dist.Normal(mean, sd)).sum()
-    np.testing.assert_allclose(vibo.item_kl(q, vs.priors), expected, rtol=1e-5)
+    np.testing.assert_allclose(vibo_items.item_kl(q, vs.priors), expected, rtol=1e-5)
 
 
 @pytest.mark.parametrize("missing", vibo.MISSING_VARIANTS)
@@ -76,8 +76,8 @@ def test_product_of_experts_is_one_expert_per_observed_response(missing):
     y = small_data()
     params = vibo.init(jax.random.key(0), st, vs, y)
     items = params["items"]["loc"]
-    mean, sd = vibo.product_of_experts(params["encoder"], items, jnp.asarray(y), st, vs)
-    feats = np.asarray(vibo._item_features(items, st))
+    mean, sd = vibo_encoder.product_of_experts(params["encoder"], items, jnp.asarray(y), st, vs)
+    feats = np.asarray(vibo_encoder._item_features(items, st))
     for i in (0, 5):
         prec, pm = np.zeros(2), np.zeros(2)
         for j in range(8):
@@ -88,7 +88,7 @@ def test_product_of_experts_is_one_expert_per_observed_response(missing):
             prec += p
             pm += p * out[:2]
         n_prior = 1 if missing == "one_prior" else int((y[i] < 0).sum())
-        prec += n_prior + vibo.MIN_PRECISION
+        prec += n_prior + vibo_encoder.MIN_PRECISION
         np.testing.assert_allclose(mean[i], pm / prec, rtol=1e-4, atol=1e-6)
         np.testing.assert_allclose(sd[i], prec**-0.5, rtol=1e-4)
 
@@ -100,11 +100,11 @@ def test_variant_b_pulls_toward_the_prior_with_missing_answers_variant_a_does_no
     items = params["items"]["loc"]
     few = np.array([[1, 1, -1, -1, -1, -1, -1, -1]], np.int8)
     full = np.array([[1, 1, 0, 0, 1, 0, 1, 1]], np.int8)
-    _, sd_a = vibo.product_of_experts(params["encoder"], items, jnp.asarray(few), st, vs_a)
-    _, sd_b = vibo.product_of_experts(params["encoder"], items, jnp.asarray(few), st, vs_b)
+    _, sd_a = vibo_encoder.product_of_experts(params["encoder"], items, jnp.asarray(few), st, vs_a)
+    _, sd_b = vibo_encoder.product_of_experts(params["encoder"], items, jnp.asarray(few), st, vs_b)
     assert float(sd_b[0, 0]) < float(sd_a[0, 0])  # six prior experts make q narrower (toward N(0,1))
-    _, sd_a_full = vibo.product_of_experts(params["encoder"], items, jnp.asarray(full), st, vs_a)
-    _, sd_b_full = vibo.product_of_experts(params["encoder"], items, jnp.asarray(full), st, vs_b)
+    _, sd_a_full = vibo_encoder.product_of_experts(params["encoder"], items, jnp.asarray(full), st, vs_a)
+    _, sd_b_full = vibo_encoder.product_of_experts(params["encoder"], items, jnp.asarray(full), st, vs_b)
     assert float(sd_b_full[0, 0]) > float(sd_a_full[0, 0])  # nothing missing: (b) has no prior expert
 
 
@@ -131,7 +131,7 @@ def test_grm_variant_and_mfvi_run():
     settings = TrainSettings(learning_rate=0.05, max_steps=100, min_steps=100, progress_every=0)
     result = vibo.fit(jax.random.key(0), y, st, replace(vs, train=settings))
     assert np.isfinite(result.losses).all()
-    post = vibo.item_posterior(result.params, st)
+    post = vibo_items.item_posterior(result.params, st)
     assert (post["discrimination"][0] > 0).all() and np.all(np.diff(post["cuts"][0], axis=1) > 0)
     mres = mfvi.fit(jax.random.key(0), y, st, mfvi.MFVISettings(train=settings))
     assert np.isfinite(mres.losses).all() and mres.losses[-20:].mean() < mres.losses[:20].mean()
@@ -201,7 +201,7 @@ def test_grm_fit_recovers_simulated_abilities_and_items():
     mean, sd = vibo.encode(result.params, st, vs, jax.random.key(1), y)
     _, ideal, _ = mml.posterior(y, a, a[:, None] * tau, c)
     assert metrics(ideal[:, 0], theta)["corr"] - metrics(mean[:, 0], theta)["corr"] < 0.02
-    post = vibo.item_posterior(result.params, st)
+    post = vibo_items.item_posterior(result.params, st)
     ref = mml.fit(None, y, mml.Structure(c))
     cuts = (a[:, None] * tau).ravel()
     assert metrics(post["discrimination"][0][:, 0], a)["rmse"] < metrics(ref.discrimination, a)["rmse"] + 0.15
@@ -216,12 +216,12 @@ def test_draws_in_batches_are_the_draws_all_at_once(monkeypatch):
     y = small_data(n=50, j=6, seed=2)
     st, vs = spec_for("2pl", 1, j=6)
     params = vibo.init(jax.random.key(0), st, vs, y)
-    vibo._draws_program.cache_clear()
+    vibo_programs.draws_program.cache_clear()
     items, theta = vibo.ability_draws(params, st, vs, jax.random.key(3), y, 7)
-    monkeypatch.setattr(vibo, "DRAW_BATCH_CELLS", 2 * y.size)  # batches of 2 draws and a remainder of 1
-    vibo._draws_program.cache_clear()
+    monkeypatch.setattr(vibo_programs, "DRAW_BATCH_CELLS", 2 * y.size)  # batches of 2 draws and a remainder of 1
+    vibo_programs.draws_program.cache_clear()
     items_b, theta_b = vibo.ability_draws(params, st, vs, jax.random.key(3), y, 7)
-    vibo._draws_program.cache_clear()
+    vibo_programs.draws_program.cache_clear()
     assert theta.shape == theta_b.shape == (7, 50, 1)
     np.testing.assert_allclose(np.asarray(theta_b), np.asarray(theta), rtol=1e-6, atol=1e-6)
     for a, b in zip(jax.tree.leaves(items), jax.tree.leaves(items_b), strict=True):
@@ -235,8 +235,8 @@ def test_the_predictive_in_chunks_of_cells_is_the_predictive_at_once(monkeypatch
     params = vibo.init(jax.random.key(0), st, vs, y)
     items, theta = vibo.ability_draws(params, st, vs, jax.random.key(3), y, 9)
     rows, cols = np.repeat(np.arange(50), 2)[:97], np.tile(np.arange(6), 20)[:97]
-    whole = vibo.predictive_from_draws(items, theta, st, rows, cols)
-    monkeypatch.setattr(vibo, "PREDICTIVE_CELLS", 10)  # 9 full chunks and one padded
-    chunked = vibo.predictive_from_draws(items, theta, st, rows, cols)
+    whole = vibo_programs.predictive_from_draws(items, theta, st, rows, cols)
+    monkeypatch.setattr(vibo_programs, "PREDICTIVE_CELLS", 10)  # 9 full chunks and one padded
+    chunked = vibo_programs.predictive_from_draws(items, theta, st, rows, cols)
     assert chunked.shape == whole.shape == (97, 2)
     np.testing.assert_allclose(chunked, whole, rtol=1e-6, atol=1e-7)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.special import erf
 
-from bayesirt.inference import vibo, vibo_average
+from bayesirt.inference import vibo, vibo_average, vibo_encoder, vibo_items
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import irt2pl
 from tests.unit.test_vibo import small_data
@@ -43,7 +43,7 @@ def by_hand(encoder, items, row, st):
         if r >= 0
     ]
     out = mlp_by_hand(encoder["head"], np.mean(embeddings, axis=0))
-    prec = np.log1p(np.exp(out[1] + 1.0)) + vibo.MIN_PRECISION
+    prec = np.log1p(np.exp(out[1] + 1.0)) + vibo_encoder.MIN_PRECISION
     return out[0], 1 / np.sqrt(prec)
 
 
@@ -51,7 +51,7 @@ def by_hand(encoder, items, row, st):
 def test_the_encoder_averages_the_observed_responses_embeddings(model):
     cats = (4,) * 8 if model == "grm" else ()
     st, _, y, params = setup(model, categories=cats)
-    items = vibo.sample_items(jax.random.key(3), params["items"])
+    items = vibo_items.sample_items(jax.random.key(3), params["items"])
     mean, sd = vibo_average.average_encoder(params["encoder"], items, jnp.asarray(y), st)
     for i in (0, 1, 5, 17):  # person 0 answered two items only
         m, s = by_hand(params["encoder"], items, y[i], st)

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from bayesirt.config import ConfigError, check
-from bayesirt.inference import vibo
+from bayesirt.inference import vibo_programs
 from bayesirt.studies.vibo import conditions, data, methods, settings
 from bayesirt.studies.vibo.conditions import Condition
 
@@ -123,7 +123,7 @@ def test_a_block_fit_gives_the_records_and_estimates_of_single_fits(method, mode
             assert {"block_wall_seconds", "eval_seconds", "score_new_seconds"} <= set(b.record["timing"])
             assert len(b.losses) == len(single.losses)
             # the fit's own PSIS k-hat, that of the single fit up to the block's rounding
-            assert b.record["psis"]["draws"] == single.record["psis"]["draws"] == vibo.KHAT_DRAWS
+            assert b.record["psis"]["draws"] == single.record["psis"]["draws"] == vibo_programs.KHAT_DRAWS
             assert b.record["psis"]["khat"] == pytest.approx(single.record["psis"]["khat"], abs=1e-3)
             # the tables' item values: the Laplace correction's, the fit's own beside them
             entry, single_entry = b.record["item_uncertainty"], single.record["item_uncertainty"]

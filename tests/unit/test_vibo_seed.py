@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesirt.inference import vibo, vibo_average
+from bayesirt.inference import vibo, vibo_average, vibo_encoder
 from bayesirt.models import irt2pl
 from bayesirt.studies.vibo import data, methods, seed_methods
 from bayesirt.studies.vibo import reproduction as vibo_page
@@ -96,9 +96,9 @@ def test_the_complete_condition_hides_no_cell_and_still_scores_the_fits():
     p = methods.prepare(rep, study)
     _, vs = methods.vibo_problem(p)
     params = vibo.init(p.keys["fit"], p.st, vs, p.y)
-    prec, _ = vibo.expert_table(params["encoder"], params["items"]["loc"], p.st)
-    _, sd = vibo.product_of_experts(params["encoder"], params["items"]["loc"], p.y[:3], p.st, vs)
-    by_hand = [prec[np.arange(8), p.y[i]].sum() + vibo.MIN_PRECISION for i in range(3)]
+    prec, _ = vibo_encoder.expert_table(params["encoder"], params["items"]["loc"], p.st)
+    _, sd = vibo_encoder.product_of_experts(params["encoder"], params["items"]["loc"], p.y[:3], p.st, vs)
+    by_hand = [prec[np.arange(8), p.y[i]].sum() + vibo_encoder.MIN_PRECISION for i in range(3)]
     np.testing.assert_allclose(np.asarray(sd[:, 0]) ** -2, by_hand, rtol=1e-5)
 
 

@@ -3,7 +3,7 @@
 A simulation study fits the same model with the same settings to many data sets. Fitted one
 process at a time, each fit pays its start-up, its compilation and a fixed cost per step that
 small problems never amortise (on a GPU, the kernel-launch latency of every step). Here the
-training driver's compiled chunk (``training.chunk_fn``) is vectorized over the fits of a block
+training driver's compiled chunk (``training_chunks.chunk_fn``) is vectorized over the fits of a block
 (``jax.vmap``): one program steps every fit at once, each with its own data, key, initial
 parameters and minibatch order, so step ``t`` of a fit draws the same minibatch and the same
 random numbers as it would alone.
@@ -43,14 +43,8 @@ import numpy as np
 
 from bayesirt import block_plan
 from bayesirt.inference.stopping import Stopper
-from bayesirt.inference.training import (
-    EpochPermutations,
-    FitResult,
-    Problem,
-    chunk_fn,
-    diverged_result,
-    finished,
-)
+from bayesirt.inference.training import FitResult, Problem, diverged_result, finished
+from bayesirt.inference.training_chunks import EpochPermutations, chunk_fn
 
 log = logging.getLogger("bayesirt")
 

@@ -32,7 +32,7 @@ NODES = 61
 
 
 class ItemLaplace(NamedTuple):
-    """The Laplace approximation's item values as ``vibo.item_posterior`` gives a fit's, and
+    """The Laplace approximation's item values as ``vibo_items.item_posterior`` gives a fit's, and
     where it is centred."""
 
     summary: dict  # (mean, sd) numpy arrays by constrained parameter: discrimination (J, K), difficulty or cuts

@@ -21,8 +21,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesirt.inference import vibo
+from bayesirt.inference import vibo_objective, vibo_programs
 from bayesirt.inference.training import FitResult, Problem, TrainSettings, keep_last_good, train, train_problem
+from bayesirt.inference.vibo_items import item_kl, item_log_q, normal_log_pdf, sample_items
 from bayesirt.models import irt2pl
 
 
@@ -89,7 +90,7 @@ def _person_terms(
 
     def one(s):
         k_item, k_ab = jax.random.split(jax.random.fold_in(key, s))
-        items = q_items["loc"] if fixed_items else vibo.sample_items(k_item, q_items)
+        items = q_items["loc"] if fixed_items else sample_items(k_item, q_items)
         eps = jax.vmap(lambda i: jax.random.normal(jax.random.fold_in(k_ab, i), (st.n_factors,)))(index)
         theta = mean + sd * eps
         return irt2pl.log_lik(y, theta, items, st)
@@ -118,7 +119,7 @@ def loss_fn(st: irt2pl.Structure, settings: MFVISettings, n_persons: int):
 
     def loss(params, key, batch):
         values = _person_terms(params["items"], params["abilities"], key, batch["y"], batch["index"], st, settings)
-        return -jnp.mean(values) + vibo.item_kl(params["items"], settings.priors) / n_persons
+        return -jnp.mean(values) + item_kl(params["items"], settings.priors) / n_persons
 
     return loss
 
@@ -160,7 +161,7 @@ def problem(
         kind, the bulk driver (``bulk.train_block``).
     """
     y = irt2pl.check_responses(y, structure)
-    vibo.check_batch(settings.train.batch_size, y.shape[0])
+    vibo_objective.check_batch(settings.train.batch_size, y.shape[0])
     params = _init(structure, settings, y) if init is None else init
     loss = loss_fn(structure, settings, y.shape[0])
     return Problem(loss, params, key, {"y": jnp.asarray(y)}, y.shape[0], settings.train, label=label)
@@ -230,7 +231,7 @@ def _draws_program(n_draws: int):
             k_item, k_ab = jax.random.split(k)
             q = params["abilities"]
             noise = jax.random.normal(k_ab, q["loc"].shape)
-            return vibo.sample_items(k_item, params["items"]), q["loc"] + jnp.exp(q["log_scale"]) * noise
+            return sample_items(k_item, params["items"]), q["loc"] + jnp.exp(q["log_scale"]) * noise
 
         return jax.vmap(one)(jax.random.split(key, n_draws))
 
@@ -269,18 +270,18 @@ def _log_ratios_program(st: irt2pl.Structure, priors: irt2pl.ItemPriors, n_draws
             q = params["abilities"]
             sd = jnp.exp(q["log_scale"])
             theta = q["loc"] + sd * jax.random.normal(k_ab, q["loc"].shape)
-            items = vibo.sample_items(k_item, params["items"])
-            log_q = vibo.item_log_q(params["items"], items) + jnp.sum(vibo.normal_log_pdf(theta, q["loc"], sd))
+            items = sample_items(k_item, params["items"])
+            log_q = item_log_q(params["items"], items) + jnp.sum(normal_log_pdf(theta, q["loc"], sd))
             return irt2pl.log_joint(dict(items, ability=theta), y, st, priors) - log_q
 
-        batch = max(1, min(n_draws, vibo.DRAW_BATCH_CELLS // max(y.size, 1)))
+        batch = max(1, min(n_draws, vibo_programs.DRAW_BATCH_CELLS // max(y.size, 1)))
         return jax.lax.map(one, jax.random.split(key, n_draws), batch_size=batch)
 
     return jax.jit(ratios)
 
 
 def log_ratios(
-    params: dict, st: irt2pl.Structure, settings: MFVISettings, key, y, n_draws: int = vibo.KHAT_DRAWS
+    params: dict, st: irt2pl.Structure, settings: MFVISettings, key, y, n_draws: int = vibo_programs.KHAT_DRAWS
 ) -> np.ndarray:
     """Log importance ratios log p(y, d, a) - log q(d) q(a) of joint draws of the mean-field
     approximation: the input of the fit's PSIS k-hat (``inference.psis``).

@@ -70,7 +70,7 @@ def encode(encoder, feats, eps, log_sigma_bounds, approximate_gelu: bool = False
         z~ (R, B, P); mu (B, P) and log sigma (B, P), the mean and log sd of each person's R
         draws, held fixed in the gradient.
     """
-    # the first layer split as in ``iwavb.discriminator``: its x part once per person, not once
+    # the first layer split as in ``iwavb_networks.discriminator``: its x part once per person, not once
     # per draw (the same function as the layer applied to [x, eps])
     first = encoder["net"][0]
     n_feat = feats.shape[-1]

@@ -1,5 +1,5 @@
 """Seed 003's optimiser and starting values for the amortized GRM methods (``iwae_seed``,
-``iwavb_seed``), as its section 3.4 states them, beside the project's own (``iwae.adamw`` and
+``iwavb_seed``), as its section 3.4 states them, beside the project's own (``iw_bound.adamw`` and
 ``mgrm.init_params`` with data-based cuts).
 
 * AdamW on every parameter, decoder included (eqs. 19-21: beta1 = 0.9, beta2 = 0.999,

@@ -68,7 +68,6 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -77,9 +76,6 @@ import numpy as np
 # the t quantile from scipy.special, not scipy.stats: importing scipy.stats costs about a second
 # in every workflow job
 from scipy.special import stdtrit
-
-if TYPE_CHECKING:  # for the annotation only: the training driver imports this module
-    from bayesirt.inference.training import TrainSettings
 
 STOPPING_RULES = ("noise", "relative", "best")
 # noise rule, full batch: blocks of window // 4 steps, this many per window (2.5 x window steps:
@@ -123,14 +119,14 @@ class Trend:
         }
 
 
-def blocks(n_persons: int, settings: TrainSettings) -> tuple[int, int, str]:
+def blocks(n_persons: int, settings) -> tuple[int, int, str]:
     """Steps per block, blocks per window and the slope's unit for the noise rule.
 
     Parameters
     ----------
     n_persons : int
         N, the number of persons.
-    settings : TrainSettings
+    settings : training.TrainSettings
         The batch size and window settings.
 
     Returns
@@ -214,7 +210,7 @@ def gradient_drift(chunk_sums: list, steps_per_chunk: int) -> tuple[float, str]:
     ----------
     chunk_sums : list
         Per chunk, the sums of the gradients and of their squares (pytrees like the parameters),
-        as the training driver's compiled chunks return them (``inference.training.chunk_fn``).
+        as the training driver's compiled chunks return them (``inference.training_chunks.chunk_fn``).
     steps_per_chunk : int
         Steps per chunk.
 
@@ -270,13 +266,13 @@ class Stopper:
 
     Parameters
     ----------
-    settings : TrainSettings
+    settings : training.TrainSettings
         The stopping rule and its settings.
     n_persons : int
         N, for the noise rule's blocks.
     """
 
-    def __init__(self, settings: TrainSettings, n_persons: int):
+    def __init__(self, settings, n_persons: int):
         self.settings = settings
         self.block, self.per_window, self.unit = blocks(n_persons, settings)
         self.track = settings.stopping == "noise"

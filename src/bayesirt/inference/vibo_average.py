@@ -19,19 +19,21 @@ this project's choice, as are VIBO's own.
 
 As in ``vibo``, one draw of d serves a whole batch, so the embeddings are a J x C table and a
 person's average is a contraction of the one-hot responses with it (no loop over persons).
+The objective, the fit and the uses of a fit are VIBO's own functions (``vibo_objective``,
+``vibo_programs``) called with :func:`average_encoder`; q(d)'s item posterior is
+``vibo_items.item_posterior``.
 """
 
 from __future__ import annotations
-
-import functools
-import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesirt.inference import networks, vibo
+from bayesirt.inference import networks, vibo, vibo_objective, vibo_programs
 from bayesirt.inference.training import FitResult, Problem, keep_last_good, train_problem
+from bayesirt.inference.vibo_encoder import MIN_PRECISION, item_category_inputs, n_item_features, response_onehot
+from bayesirt.inference.vibo_items import init_items
 from bayesirt.models import irt2pl
 
 
@@ -55,13 +57,12 @@ def init(key, st: irt2pl.Structure, settings: vibo.VIBOSettings, y) -> dict:
     dict
         ``{"items": {"loc", "log_scale"}, "encoder": {"embed", "head"}}``.
     """
-    loc = irt2pl.initial_items(y, st)
-    log_scale = jax.tree.map(lambda v: jnp.full_like(v, math.log(settings.init_item_scale)), loc)
     k_embed, k_head = jax.random.split(key)
     widths = [int(h) for h in settings.hidden]
-    embed = networks.init_mlp(k_embed, [vibo.n_item_features(st) + st.n_categories_max, *widths])
+    embed = networks.init_mlp(k_embed, [n_item_features(st) + st.n_categories_max, *widths])
     head = networks.init_mlp(k_head, [widths[-1], widths[-1], 2 * st.n_factors], scale_last=0.1)
-    return {"items": {"loc": loc, "log_scale": log_scale}, "encoder": {"embed": embed, "head": head}}
+    items = init_items(y, st, settings.init_item_scale)
+    return {"items": items, "encoder": {"embed": embed, "head": head}}
 
 
 def embedding_table(embed, items: dict, st: irt2pl.Structure):
@@ -71,30 +72,19 @@ def embedding_table(embed, items: dict, st: irt2pl.Structure):
     ----------
     embed : list of dict
         The embedding MLP.
-    items : dict
-        Unconstrained item values by item block (e.g. a draw of q(d)).
-    st : irt2pl.Structure
-        The model, items, factors and categories.
+    items, st
+        As for ``vibo_encoder.expert_table`` (item values d by block, and the model).
 
     Returns
     -------
     jax.Array
         The embeddings, (J, C, H), C = ``st.n_categories_max``.
     """
-    feats = jnp.concatenate([items[n].reshape(st.n_items, -1) for n in st.item_shapes()], axis=1)
-    cmax = st.n_categories_max
-    x = jnp.concatenate(
-        [
-            jnp.broadcast_to(feats[:, None, :], (st.n_items, cmax, feats.shape[1])),
-            jnp.broadcast_to(jnp.eye(cmax, dtype=feats.dtype)[None], (st.n_items, cmax, cmax)),
-        ],
-        axis=-1,
-    )
     # the last layer activated too: the average runs over nonlinear features of each response
-    return networks.gelu(networks.apply_mlp(embed, x))
+    return networks.gelu(networks.apply_mlp(embed, item_category_inputs(items, st)))
 
 
-def average_encoder(encoder: dict, items: dict, y, st: irt2pl.Structure):
+def average_encoder(encoder: dict, items: dict, y, st: irt2pl.Structure, settings=None):
     """q(a | d, r) for a batch: mean (B, K) and standard deviation (B, K) from the average of
     the embeddings of each person's observed responses.
 
@@ -108,6 +98,8 @@ def average_encoder(encoder: dict, items: dict, y, st: irt2pl.Structure):
         Responses, -1 for missing.
     st : irt2pl.Structure
         The model, items, factors and categories.
+    settings : vibo.VIBOSettings, optional
+        Not read (an encoder's signature, ``vibo_encoder``: no setting shapes this one).
 
     Returns
     -------
@@ -115,65 +107,27 @@ def average_encoder(encoder: dict, items: dict, y, st: irt2pl.Structure):
         Mean (B, K) and standard deviation (B, K).
     """
     table = embedding_table(encoder["embed"], items, st)
-    oh = vibo.response_onehot(y, st.n_categories_max, table.dtype)
+    oh = response_onehot(y, st.n_categories_max, table.dtype)
     n_observed = jnp.sum(y >= 0, axis=1, keepdims=True).astype(table.dtype)
     # every person answers at least one item (irt2pl.check_responses); the floor only keeps an
     # all-missing row of a scoring call finite (it then gets the head's output at zero)
     pooled = (oh @ table.reshape(-1, table.shape[-1])) / jnp.maximum(n_observed, 1.0)
     out = networks.apply_mlp(encoder["head"], pooled)
     k = st.n_factors
-    prec = jax.nn.softplus(out[:, k:] + 1.0) + vibo.MIN_PRECISION
+    prec = jax.nn.softplus(out[:, k:] + 1.0) + MIN_PRECISION
     return out[:, :k], jax.lax.rsqrt(prec)
 
 
-def _ability_kl(mean, sd):
-    return jnp.sum(0.5 * (sd**2 + mean**2 - 1.0) - jnp.log(sd), axis=-1)
-
-
-def person_terms(params, key, y, index, st: irt2pl.Structure, settings: vibo.VIBOSettings):
-    """Per-person VIBO_i without the item KL (B,), averaged over ``settings.n_samples`` draws,
-    and the item KL: ``vibo.person_terms`` with the averaging encoder (same draws and keys).
+def loss_fn(st: irt2pl.Structure, settings: vibo.VIBOSettings, n_persons: int):
+    """The driver's loss, -mean_batch VIBO_i + KL(q(d) || p(d)) / N: ``vibo_objective.loss_fn``
+    with the averaging encoder (the same draws and keys as VIBO's).
 
     Parameters
     ----------
-    params : dict
-        ``{"items", "encoder"}``, as :func:`init` builds them.
-    key : jax.Array
-        PRNG key of the draws.
-    y : array (B, J)
-        The batch's responses, -1 for missing.
-    index : array (B,)
-        The batch persons' rows (the ability draws' keys are folded with them).
     st : irt2pl.Structure
         The model, items, factors and categories.
     settings : vibo.VIBOSettings
         Draws per step (``n_samples``) and item priors.
-
-    Returns
-    -------
-    tuple of jax.Array
-        VIBO_i without the item KL (B,), and KL(q(d) || p(d)), a scalar.
-    """
-
-    def one(s):
-        k_item, k_ab = jax.random.split(jax.random.fold_in(key, s))
-        items = vibo.sample_items(k_item, params["items"])
-        mean, sd = average_encoder(params["encoder"], items, y, st)
-        eps = jax.vmap(lambda i: jax.random.normal(jax.random.fold_in(k_ab, i), (st.n_factors,)))(index)
-        theta = mean + sd * eps.astype(mean.dtype)
-        return irt2pl.log_lik(y, theta, items, st) - _ability_kl(mean, sd)
-
-    values = jax.vmap(one)(jnp.arange(settings.n_samples)).mean(0)
-    return values, vibo.item_kl(params["items"], settings.priors)
-
-
-def loss_fn(st: irt2pl.Structure, settings: vibo.VIBOSettings, n_persons: int):
-    """The driver's loss, -mean_batch VIBO_i + KL(q(d) || p(d)) / N, as ``vibo.loss_fn``.
-
-    Parameters
-    ----------
-    st, settings
-        As for :func:`person_terms`.
     n_persons : int
         N, persons in the data.
 
@@ -182,12 +136,7 @@ def loss_fn(st: irt2pl.Structure, settings: vibo.VIBOSettings, n_persons: int):
     callable
         ``loss(params, key, batch)``, a scalar, for ``batch["y"]`` (B, J) and ``batch["index"]`` (B,).
     """
-
-    def loss(params, key, batch):
-        values, kl_items = person_terms(params, key, batch["y"], batch["index"], st, settings)
-        return -jnp.mean(values) + kl_items / n_persons
-
-    return loss
+    return vibo_objective.loss_fn(st, settings, n_persons, average_encoder)
 
 
 def problem(
@@ -214,12 +163,7 @@ def problem(
     training.Problem
         The fit, started at :func:`init`. Bad responses or a batch larger than N raise ``ValueError``.
     """
-    y = irt2pl.check_responses(y, structure)
-    vibo.check_batch(settings.train.batch_size, y.shape[0])
-    init_key, train_key = jax.random.split(key)
-    params = init(init_key, structure, settings, y)
-    loss = loss_fn(structure, settings, y.shape[0])
-    return Problem(loss, params, train_key, {"y": jnp.asarray(y)}, y.shape[0], settings.train, label=label)
+    return vibo_objective.encoder_problem(key, y, structure, settings, init, average_encoder, None, label)
 
 
 def fit(key, y, structure: irt2pl.Structure, settings: vibo.VIBOSettings, *, label: str = "vibo_average") -> FitResult:
@@ -240,27 +184,8 @@ def fit(key, y, structure: irt2pl.Structure, settings: vibo.VIBOSettings, *, lab
 
 
 # ---------------------------------------------------------------------------------------------
-# using a fit: what ``vibo`` offers, with this encoder. q(d) is VIBO's, so the item posterior is
-# ``vibo.item_posterior``.
-
-item_posterior = vibo.item_posterior
-KHAT_DRAWS = vibo.KHAT_DRAWS
-
-
-@functools.lru_cache(maxsize=32)
-def _score_program(st: irt2pl.Structure, n_item_draws: int):
-    @jax.jit
-    def score(params, key, y):
-        if n_item_draws == 0:
-            return average_encoder(params["encoder"], params["items"]["loc"], y, st)
-        keys = jax.random.split(key, n_item_draws)
-        draw = lambda k: average_encoder(params["encoder"], vibo.sample_items(k, params["items"]), y, st)
-        means, sds = jax.vmap(draw)(keys)
-        mean = means.mean(0)
-        var = (sds**2 + means**2).mean(0) - mean**2
-        return mean, jnp.sqrt(jnp.maximum(var, 0.0))
-
-    return score
+# using a fit: VIBO's programs (``vibo_programs``) with this encoder. Their cache keys hold no
+# settings (``None``): this encoder reads none, so fits of any settings share a program.
 
 
 def encode(
@@ -296,37 +221,8 @@ def encode(
     tuple of numpy.ndarray
         Mean (N, K) and sd (N, K); a bad ``y`` raises ``ValueError`` as in ``vibo.encode``.
     """
-    y = np.asarray(y)
-    if y.ndim != 2 or y.shape[1] != st.n_items:
-        raise ValueError(f"responses must be persons x {st.n_items} items, got shape {y.shape}")
-    top = st.categories[None, :] - 1
-    if np.any((y < -1) | (y > top)):
-        i, j = map(int, np.argwhere((y < -1) | (y > top))[0])
-        raise ValueError(f"response {int(y[i, j])} of person {i} to item {j} is outside the model's categories")
-    score = _score_program(st, int(n_item_draws))
-    parts = [score(params, key, jnp.asarray(y[a : a + chunk])) for a in range(0, y.shape[0], chunk)]
-    return np.concatenate([np.asarray(p[0]) for p in parts]), np.concatenate([np.asarray(p[1]) for p in parts])
-
-
-def _joint_draw(params, k, y, st: irt2pl.Structure):
-    """One joint draw (d, a) of q(d) q(a | d, r), keyed as ``vibo``'s draws are."""
-    k_item, k_ab = jax.random.split(k)
-    items = vibo.sample_items(k_item, params["items"])
-    mean, sd = average_encoder(params["encoder"], items, y, st)
-    return items, mean, sd, mean + sd * jax.random.normal(k_ab, mean.shape)
-
-
-@functools.lru_cache(maxsize=32)
-def _draws_program(st: irt2pl.Structure, n_draws: int):
-    def draws(params, key, y):
-        def one(k):
-            items, _, _, theta = _joint_draw(params, k, y, st)
-            return items, theta
-
-        batch = max(1, min(n_draws, vibo.DRAW_BATCH_CELLS // max(y.size, 1)))  # memory, as in vibo
-        return jax.lax.map(one, jax.random.split(key, n_draws), batch_size=batch)
-
-    return jax.jit(draws)
+    score = vibo_programs.score_program(average_encoder, st, None, int(n_item_draws))
+    return vibo_programs.score_in_chunks(score, params, st, key, y, chunk)
 
 
 def ability_draws(params: dict, st: irt2pl.Structure, settings: vibo.VIBOSettings, key, y, n_draws: int):
@@ -342,24 +238,13 @@ def ability_draws(params: dict, st: irt2pl.Structure, settings: vibo.VIBOSetting
     tuple
         Unconstrained item values, a dict of (S, ...) arrays by block, and abilities (S, N, K).
     """
-    return _draws_program(st, int(n_draws))(params, key, jnp.asarray(y))
+    program = vibo_programs.draws_program(average_encoder, st, None, int(n_draws))
+    return program(params, key, jnp.asarray(y))
 
 
-@functools.lru_cache(maxsize=32)
-def _log_ratios_program(st: irt2pl.Structure, priors: irt2pl.ItemPriors, n_draws: int):
-    def ratios(params, key, y):
-        def one(k):
-            items, mean, sd, theta = _joint_draw(params, k, y, st)
-            log_q = vibo.item_log_q(params["items"], items) + jnp.sum(vibo.normal_log_pdf(theta, mean, sd))
-            return irt2pl.log_joint(dict(items, ability=theta), y, st, priors) - log_q
-
-        batch = max(1, min(n_draws, vibo.DRAW_BATCH_CELLS // max(y.size, 1)))
-        return jax.lax.map(one, jax.random.split(key, n_draws), batch_size=batch)
-
-    return jax.jit(ratios)
-
-
-def log_ratios(params: dict, st: irt2pl.Structure, settings: vibo.VIBOSettings, key, y, n_draws: int = KHAT_DRAWS):
+def log_ratios(
+    params: dict, st: irt2pl.Structure, settings: vibo.VIBOSettings, key, y, n_draws: int = vibo_programs.KHAT_DRAWS
+):
     """(S,) log p(y, d, a) - log q(d) q(a | d, r) of joint draws: the fit's PSIS k-hat input
     (``vibo.log_ratios`` with this encoder).
 
@@ -373,7 +258,8 @@ def log_ratios(params: dict, st: irt2pl.Structure, settings: vibo.VIBOSettings, 
     numpy.ndarray
         (S,) log ratios.
     """
-    return np.asarray(_log_ratios_program(st, settings.priors, int(n_draws))(params, key, jnp.asarray(y)))
+    program = vibo_programs.log_ratios_program(average_encoder, st, None, settings.priors, int(n_draws))
+    return np.asarray(program(params, key, jnp.asarray(y)))
 
 
 def predictive_probs(
@@ -395,4 +281,4 @@ def predictive_probs(
         P(y_ij = c), shape (n_cells, C), C = ``st.n_categories_max``.
     """
     items, theta = ability_draws(params, st, settings, key, y, n_draws)
-    return vibo.predictive_from_draws(items, theta, st, rows, cols)
+    return vibo_programs.predictive_from_draws(items, theta, st, rows, cols)

@@ -139,7 +139,7 @@ def heldout(key, st, items: dict, y_hold, n_samples: int) -> float:
 
 
 def item_estimates(st, posterior: dict) -> dict:
-    """The study's item blocks from ``vibo.item_posterior`` (or any dict of (mean, sd) pairs of
+    """The study's item blocks from ``vibo_items.item_posterior`` (or any dict of (mean, sd) pairs of
     discrimination (J, K), difficulty (J,), cuts (J, C-1)): discrimination (J,) and difficulty
     or cut, each (mean, sd); a 1PL's discriminations are 1 with sd 0."""
     j = st.n_items

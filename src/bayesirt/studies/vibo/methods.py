@@ -6,11 +6,11 @@ empty truth) recovery and calibration are left out.
 
 ``fit_block`` fits the replications of one condition together, as the workflow's fit job does:
 the methods of the training driver (VIBO's two variants and mean-field VI) as one vectorized
-program (``inference.bulk``), MML and NUTS one replication after the other; each replication
-is then evaluated exactly as ``fit`` evaluates it alone.
+program (``inference.bulk``), MML and NUTS (``reference_methods``) one replication after the
+other; each replication is then evaluated exactly as ``fit`` evaluates it alone.
 
 The records of the variational methods (VIBO, mean-field VI) carry the PSIS k-hat of their
-approximation (``psis``: ``vibo.KHAT_DRAWS`` joint draws of items and every person's ability,
+approximation (``psis``: ``vibo_programs.KHAT_DRAWS`` joint draws of items and every person's ability,
 ``inference.vibo.log_ratios`` / ``inference.mfvi.log_ratios``; a warning above 0.7).
 
 Every method of a condition shares the data and the fit seed; the seed is split into the same
@@ -24,13 +24,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from bayesirt import io, records
-from bayesirt.inference import bulk, irt2pl_laplace, mfvi, mml, mml_information, nuts, psis, vibo
-from bayesirt.inference.sampling import SamplerSettings
+from bayesirt import records
+from bayesirt.inference import bulk, irt2pl_laplace, mfvi, psis, vibo, vibo_items, vibo_programs
 from bayesirt.inference.training import FitResult, Problem, TrainSettings, keep_last_good, train_problem
 from bayesirt.models import irt2pl
 from bayesirt.studies.base import MethodResult
@@ -38,6 +36,7 @@ from bayesirt.studies.vibo import seed_methods
 from bayesirt.studies.vibo.conditions import METHODS as METHOD_NAMES
 from bayesirt.studies.vibo.conditions import SEED_METHODS, STUDY, VIBO_VARIANTS, Condition
 from bayesirt.studies.vibo.evaluation import Fitted, Prepared, evaluated, item_estimates
+from bayesirt.studies.vibo.reference_methods import MML_SE_MAX_WORK, fit_mml, fit_nuts
 from bayesirt.studies.vibo.settings import StudySettings, design_model
 
 BLOCK_KEY = f"studies.{STUDY}.designs.{{design}}.block_size"
@@ -129,9 +128,9 @@ def vibo_evaluated(p: Prepared, vs: vibo.VIBOSettings, res: FitResult) -> Method
     t0 = time.perf_counter()
     enc.encode(res.params, p.st, vs, k["new"], p.y_hold)
     timing = {"score_new_seconds": time.perf_counter() - t0}  # the encoder alone, no refit
-    items = item_estimates(p.st, enc.item_posterior(res.params, p.st))
+    items = item_estimates(p.st, vibo_items.item_posterior(res.params, p.st))  # q(d), either encoder
     t0 = time.perf_counter()
-    log_ratios = enc.log_ratios(res.params, p.st, vs, psis_key(p), p.y, n_draws=vibo.KHAT_DRAWS)
+    log_ratios = enc.log_ratios(res.params, p.st, vs, psis_key(p), p.y, n_draws=vibo_programs.KHAT_DRAWS)
     timing["psis_seconds"] = time.perf_counter() - t0
     entry = psis.record(log_ratios, p.cond.folder, KHAT_CONSEQUENCE)
     cfg = seed_methods.method_record(p.cond.method, p.settings.vibo)
@@ -151,7 +150,7 @@ def mfvi_evaluated(p: Prepared, ms: mfvi.MFVISettings, res: FitResult) -> Method
     k, settings = p.keys, ms.train
     ability = mfvi.abilities(res.params)
     draws, theta = mfvi.ability_draws(res.params, k["pred"], p.settings.posterior_draws)
-    probs = vibo.predictive_from_draws(draws, theta, p.st, p.rows, p.cols)
+    probs = vibo_programs.predictive_from_draws(draws, theta, p.st, p.rows, p.cols)
     t0 = time.perf_counter()
     mfvi.score_new(
         res.params,
@@ -162,9 +161,9 @@ def mfvi_evaluated(p: Prepared, ms: mfvi.MFVISettings, res: FitResult) -> Method
         TrainSettings(learning_rate=settings.learning_rate, max_steps=settings.max_steps, progress_every=0),
     )
     timing = {"score_new_seconds": time.perf_counter() - t0}  # a refit of the new persons' q(a)
-    items = item_estimates(p.st, vibo.item_posterior(res.params, p.st))
+    items = item_estimates(p.st, vibo_items.item_posterior(res.params, p.st))
     t0 = time.perf_counter()
-    log_ratios = mfvi.log_ratios(res.params, p.st, ms, psis_key(p), p.y, n_draws=vibo.KHAT_DRAWS)
+    log_ratios = mfvi.log_ratios(res.params, p.st, ms, psis_key(p), p.y, n_draws=vibo_programs.KHAT_DRAWS)
     timing["psis_seconds"] = time.perf_counter() - t0
     entry = psis.record(log_ratios, p.cond.folder, KHAT_CONSEQUENCE)
     fitted = _driver_fitted(res, settings, p.settings.mfvi, items, ability, probs, timing, entry)
@@ -185,8 +184,8 @@ def corrected_items(p: Prepared, params: dict) -> tuple[dict | None, dict]:
     marginal posterior (``inference.irt2pl_laplace``: abilities integrated out, Newton's method
     from the fit's item means to the mode), and the record's ``item_uncertainty`` entry.
 
-    The approximations' own item sds are too narrow (90% intervals of RWA-size GRM
-    discriminations covered 0-62% of the truth) and their means biased. Not corrected, with the
+    The approximations' own item sds are too narrow and their means biased (the Performance
+    page's ``vi_item_calibration`` gives the coverage of their intervals). Not corrected, with the
     reason in the entry: more than one ability dimension, a fit above ``MML_SE_MAX_WORK``
     person x item-value products (the curvature costs a pass over the data per item value), or
     a curvature that is not positive definite.
@@ -281,103 +280,6 @@ def fit_mfvi(p: Prepared) -> MethodResult:
     """Per-person mean-field VI; new persons are scored by a refit of their q(a)."""
     problem, ms = mfvi_problem(p)
     return mfvi_evaluated(p, ms, keep_last_good(train_problem, problem))
-
-
-# The observed information costs about one pass over the data per free item parameter; above
-# this many person-parameter products (the paper's 1,000,000 persons x 200 parameters) the MML
-# fit keeps no standard errors, and its record says so.
-MML_SE_MAX_WORK = 5e7
-
-
-def mml_standard_errors(y, res, cats):
-    """Standard errors of an MML fit's item parameters (``inference.mml_information``) and how
-    they were had; nan, with the reason, where the fit is too large or not at a maximum."""
-    n_free = int(np.sum(mml_information.free_mask(np.broadcast_to(cats, (y.shape[1],)), res.cuts.shape[1] + 1)))
-    nan = mml_information.ItemStandardErrors(
-        np.full(res.discrimination.shape, np.nan), np.full(res.cuts.shape, np.nan), None, None, np.nan
-    )
-    if y.shape[0] * n_free > MML_SE_MAX_WORK:
-        return nan, f"not computed: {y.shape[0]} persons x {n_free} parameters is above {MML_SE_MAX_WORK:.0e}"
-    try:
-        se = mml_information.standard_errors(y, res.discrimination, res.cuts, mml.Structure(cats), n_nodes=41)
-    except ValueError as err:
-        return nan, f"not computed: {err}"
-    return se, f"observed information (condition number {se.condition_number:.3g})"
-
-
-def fit_mml(p: Prepared) -> MethodResult:
-    """Marginal ML by quadrature with EAP abilities (the point-estimate anchor): 41 nodes for
-    the fit, 61 for the person posteriors (with many items a posterior is narrow); the
-    unidimensional GRM by the same quadrature (a 2PL item is a GRM item with 2 categories)."""
-    y = p.y
-    cats = list(p.st.categories) if p.st.model == "grm" else 2
-    res = mml.fit(p.keys["fit"], y, mml.Structure(cats), mml.MMLSettings(n_nodes=41))
-    se, how = mml_standard_errors(y, res, cats)
-    items = {"discrimination": (res.discrimination, se.discrimination)}
-    items.update(
-        {"cut": (res.cuts, se.cuts)} if p.st.model == "grm" else {"difficulty": (res.cuts[:, 0], se.cuts[:, 0])}
-    )
-    _, ab_mean, ab_sd = mml.posterior(y, res.discrimination, res.cuts, cats, n_nodes=61)
-    probs = mml.predictive_probs(y, res.discrimination, res.cuts, p.rows, p.cols, cats, n_nodes=61)
-    t0 = time.perf_counter()
-    mml.posterior(p.y_hold, res.discrimination, res.cuts, cats, n_nodes=61)
-    timing = {"score_new_seconds": time.perf_counter() - t0}  # EAP of the new persons
-
-    def make_record(f):
-        return {
-            **f,
-            "standard_errors": how,
-            "steps": res.iterations,
-            "converged": res.converged,
-            "convergence_reason": res.reason,
-            "diverged_at_step": None,
-            "final_loss": res.mean_nll,
-            "versions": io.library_versions(),
-            "device": io.device_info(),
-            "timing": {"wall_seconds": res.wall_seconds, "compile_seconds": 0.0, **timing},
-        }
-
-    return evaluated(
-        p,
-        Fitted(items, (ab_mean, ab_sd), probs, make_record, losses=records.loss_table(res.loss_history), timing=timing),
-    )
-
-
-def fit_nuts(p: Prepared) -> MethodResult:
-    """NUTS on the joint posterior of items and abilities (the reference posterior)."""
-    ns, st, y = p.settings.nuts, p.st, p.y
-    settings = SamplerSettings(
-        n_chains=int(ns["n_chains"]), n_warmup=int(ns["n_warmup"]), n_samples=int(ns["n_samples"]), progress_every=0
-    )
-    init = dict(irt2pl.initial_items(y, st), ability=jnp.zeros((y.shape[0], 1)))
-    res = nuts.run_nuts(
-        p.keys["fit"],
-        lambda q, data: irt2pl.log_joint(q, data["y"], st, p.priors),
-        init,
-        settings,
-        data={"y": jnp.asarray(y)},
-        label=p.cond.folder,
-    )
-    post = res.idata.posterior
-    theta = post["ability"].values  # chain, draw, person, 1
-    flat = lambda v: jnp.asarray(v.reshape((-1,) + v.shape[2:]))
-    draw_items = {k: flat(post[k].values) for k in irt2pl.initial_items(y, st)}
-    constrained = jax.vmap(lambda d: irt2pl.constrain(d, st))(draw_items)  # every draw, constrained
-    pairs = {k: (np.asarray(v).mean(0), np.asarray(v).std(0)) for k, v in constrained.items()}
-    block = "cuts" if st.model == "grm" else "difficulty"
-    items = item_estimates(st, {"discrimination": pairs["discrimination"], block: pairs[block]})
-    probs = vibo.predictive_from_draws(draw_items, flat(theta), st, p.rows, p.cols)
-    return evaluated(
-        p,
-        Fitted(
-            items,
-            (theta.mean((0, 1)), theta.std((0, 1))),
-            probs,
-            lambda f: records.sample_record(res, f),
-            {"sampler": asdict(settings)},
-            idata=res.idata,
-        ),
-    )
 
 
 METHODS: dict[str, Callable[[Prepared], MethodResult]] = {

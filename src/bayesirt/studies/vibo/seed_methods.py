@@ -24,7 +24,7 @@ seed states its bound per person; summed over persons, the joint evidence bound 
 item KL once, ``inference.vibo``); "p(d_j) N(0, 1)" is applied to every unconstrained value of
 an item (log-discrimination and difficulty of the 2PL, first cut and log gaps of the GRM,
 which the seed, a 1PL note, does not have); and each product of experts has a precision floor
-of 1e-4 (``vibo.MIN_PRECISION``) that keeps it proper.
+of 1e-4 (``vibo_encoder.MIN_PRECISION``) that keeps it proper.
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ import numpy as np
 
 from bayesirt.models import lcdm
 
-if TYPE_CHECKING:  # for the annotation only: bbvi, which defines the settings, imports this module
-    from bayesirt.inference.bbvi import BBVISettings
+if TYPE_CHECKING:  # for the annotation only
+    from bayesirt.inference.bbvi_settings import BBVISettings
 
 
 def chol_factor(chol_off, log_diag, feature_mask):

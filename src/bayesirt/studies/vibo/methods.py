@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import io, records
-from bayesirt.inference import bulk, irt2pl_laplace, mfvi, mml, mml_information, nuts, psis, vibo
+from bayesirt.inference import bulk, irt2pl_laplace, mfvi, mml, mml_information, mml_posterior, nuts, psis, vibo
 from bayesirt.inference.sampling import SamplerSettings
 from bayesirt.inference.training import FitResult, Problem, TrainSettings, keep_last_good, train_problem
 from bayesirt.models import irt2pl
@@ -317,10 +317,10 @@ def fit_mml(p: Prepared) -> MethodResult:
     items.update(
         {"cut": (res.cuts, se.cuts)} if p.st.model == "grm" else {"difficulty": (res.cuts[:, 0], se.cuts[:, 0])}
     )
-    _, ab_mean, ab_sd = mml.posterior(y, res.discrimination, res.cuts, cats, n_nodes=61)
-    probs = mml.predictive_probs(y, res.discrimination, res.cuts, p.rows, p.cols, cats, n_nodes=61)
+    _, ab_mean, ab_sd = mml_posterior.posterior(y, res.discrimination, res.cuts, cats, n_nodes=61)
+    probs = mml_posterior.predictive_probs(y, res.discrimination, res.cuts, p.rows, p.cols, cats, n_nodes=61)
     t0 = time.perf_counter()
-    mml.posterior(p.y_hold, res.discrimination, res.cuts, cats, n_nodes=61)
+    mml_posterior.posterior(p.y_hold, res.discrimination, res.cuts, cats, n_nodes=61)
     timing = {"score_new_seconds": time.perf_counter() - t0}  # EAP of the new persons
 
     def make_record(f):

@@ -11,7 +11,7 @@ A method supplies three pure functions of one chain:
 
 Data (response matrices) should come in through ``sample(..., data=...)``, which makes the two
 functions ``init_fn(key, data)`` and ``step_fn(key, state, data)``: arrays a function closes
-over are compiled into the program as constants, which XLA may spend minutes folding.
+over are compiled into the program as constants, which XLA may spend a long time folding.
 
 The driver owns everything else:
 
@@ -119,8 +119,8 @@ def sample(
     ``data`` (optional, any pytree of arrays): passed to the compiled programs as an argument,
     and then the functions are called as ``init_fn(key, data)`` and ``step_fn(key, state,
     data)``. Give large arrays (response matrices) this way rather than closing over them: XLA
-    folds closed-over arrays into the program as constants, which can make compilation take
-    minutes (the Performance page has a measurement).
+    compiles closed-over arrays into the program as constants and may fold them, which has made
+    compilation take many times longer (the Performance page has the measurements).
 
     ``settings.chain_processes`` > 1 runs the chains in that many worker processes on the CPU
     (see :mod:`bayesirt.inference.chain_processes`); the functions must then be picklable.

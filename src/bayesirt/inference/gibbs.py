@@ -287,8 +287,8 @@ def fit(
     sampling.SampleResult
         Draws (ArviZ InferenceData), summary table, convergence and timings.
     """
-    # here, not at the top: the driver imports pandas (half a second), which the chain worker
-    # processes, which import this module for the kernel's functions, never need
+    # here, not at the top: the driver imports pandas (for its summaries, slow to import), which
+    # the chain worker processes, which import this module for the kernel's functions, never need
     from bayesirt.inference.sampling import sample
 
     k = kernel(y, priors, settings.missing, settings.abilities, item_names, settings.jitter, expand=settings.expand)

@@ -1,6 +1,6 @@
 """Posterior summaries of a paper-size Gibbs fit: 4 chains x 10,000 draws of 1,000 abilities and
 20 discriminations and difficulties (the gibbs_2pno design n1kj20), summarized by
-``sampling.summary_table`` (ArviZ's R-hat, bulk and tail ESS and MCSE, computed for every
+``posterior_summary.summary_table`` (ArviZ's R-hat, bulk and tail ESS and MCSE, computed for every
 parameter at once) and, on the same draws, by ArviZ itself one parameter at a time (what the
 summaries did before).
 
@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from bayesirt.inference import sampling
+from bayesirt.inference import posterior_summary, sampling
 
 N_CHAINS, N_DRAWS, N_PERSONS, N_ITEMS = 4, 10_000, 1_000, 20
 SEED = 0
@@ -65,7 +65,7 @@ def run() -> dict:
     idata = sampling.to_inference_data(posterior, dims=dims)
 
     t0 = time.perf_counter()
-    table = sampling.summary_table(idata)
+    table = posterior_summary.summary_table(idata)
     ours = time.perf_counter() - t0
     t0 = time.perf_counter()
     reference = arviz_summary(idata)

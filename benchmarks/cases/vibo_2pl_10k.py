@@ -18,7 +18,7 @@ from bayesirt.data.missingness import inject
 from bayesirt.data.simulate_binary import simulate_binary
 from bayesirt.evaluation import person_loglik
 from bayesirt.evaluation.recovery import metrics
-from bayesirt.inference import mfvi, mml, vibo, vibo_items
+from bayesirt.inference import mfvi, mml, mml_posterior, vibo, vibo_items
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import irt2pl
 
@@ -75,7 +75,7 @@ def run() -> dict:
 
     ml = mml.fit(None, y, mml.Structure(2), mml.MMLSettings(n_nodes=41))
     # EAP on 61 nodes: with 100 items a posterior sd is ~0.25, finer than 21 nodes resolve
-    eap, psd = (v[:, 0] for v in mml.posterior(y, ml.discrimination, ml.cuts, 2, n_nodes=61)[1:])
+    eap, psd = (v[:, 0] for v in mml_posterior.posterior(y, ml.discrimination, ml.cuts, 2, n_nodes=61)[1:])
     mml_ab = metrics(eap, theta[:N])
 
     # amortized scoring of new persons: compile once, then time
@@ -86,7 +86,7 @@ def run() -> dict:
     new_mean, new_sd = vibo.encode(fit.params, st, vs, jax.random.key(2), y_new)
     score_seconds = time.perf_counter() - t0
     refit = mfvi.score_new(fit.params, st, mfvi.MFVISettings(), jax.random.key(3), y_new, REFIT)
-    new_eap = mml.posterior(y_new, ml.discrimination, ml.cuts, 2, n_nodes=61)[1][:, 0]
+    new_eap = mml_posterior.posterior(y_new, ml.discrimination, ml.cuts, 2, n_nodes=61)[1][:, 0]
 
     # missing-response prediction on the hidden cells of the training persons
     rows, cols = np.nonzero(hidden[:N])
@@ -95,7 +95,9 @@ def run() -> dict:
         vibo.predictive_probs(fit.params, st, vs, jax.random.key(4), y, rows, cols, n_draws=PREDICTIVE_DRAWS),
         truth_cells,
     )
-    mml_pred = scores(mml.predictive_probs(y, ml.discrimination, ml.cuts, rows, cols, 2, n_nodes=61), truth_cells)
+    mml_pred = scores(
+        mml_posterior.predictive_probs(y, ml.discrimination, ml.cuts, rows, cols, 2, n_nodes=61), truth_cells
+    )
 
     # held-out log-likelihood per new person, one evaluator for every set of item estimates
     def heldout(disc, diff):

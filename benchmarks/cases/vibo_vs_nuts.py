@@ -15,7 +15,8 @@ from bayesirt.data.missingness import inject
 from bayesirt.data.simulate_binary import simulate_binary
 from bayesirt.evaluation.recovery import metrics
 from bayesirt.inference import mfvi, nuts, vibo
-from bayesirt.inference.sampling import SamplerSettings, convergence
+from bayesirt.inference.posterior_summary import convergence
+from bayesirt.inference.sampling import SamplerSettings
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import irt2pl
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import io
-from bayesirt.inference.sampling import convergence
+from bayesirt.inference.posterior_summary import convergence
 
 # a block's fields that depend on the machine (its timings, the processes that ran it): they go
 # to a record's "timing", so that the rest of the record is reproducible bit for bit

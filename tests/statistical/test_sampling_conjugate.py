@@ -15,7 +15,8 @@ import numpyro.distributions as dist
 import pytest
 
 from bayesirt.inference.nuts import run_nuts
-from bayesirt.inference.sampling import SamplerSettings, convergence, sample
+from bayesirt.inference.posterior_summary import convergence
+from bayesirt.inference.sampling import SamplerSettings, sample
 
 M0, S0, SIGMA = 0.0, 3.0, 2.0
 Y = np.random.default_rng(0).normal([[1.0, -2.0]], SIGMA, size=(20, 2)).astype(np.float32)

@@ -7,7 +7,7 @@ import pytest
 from bayesirt.data.missingness import inject
 from bayesirt.data.simulate_binary import simulate_binary
 from bayesirt.evaluation.recovery import metrics
-from bayesirt.inference import mml, vibo, vibo_items
+from bayesirt.inference import mml, mml_posterior, vibo, vibo_items
 from bayesirt.inference.training import TrainSettings
 from bayesirt.models import irt2pl
 
@@ -80,7 +80,7 @@ def test_vibo_matches_mml_eap_on_the_rwa_shaped_grm():
     assert fit.converged, fit.reason
     mean, sd = vibo.encode(fit.params, st, vs, jax.random.key(1), y)
     ref = mml.fit(None, y, mml.Structure(c), mml.MMLSettings(n_nodes=41))
-    _, eap, _ = mml.posterior(y, ref.discrimination, ref.cuts, c, n_nodes=61)
+    _, eap, _ = mml_posterior.posterior(y, ref.discrimination, ref.cuts, c, n_nodes=61)
     post = vibo_items.item_posterior(fit.params, st)
     v, e = metrics(mean[:, 0], theta), metrics(eap[:, 0], theta)
     assert e["corr"] - v["corr"] < 0.01 and v["rmse"] < 1.08 * e["rmse"]

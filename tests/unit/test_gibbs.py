@@ -10,7 +10,7 @@ import pytest
 from scipy.special import ndtri as sp_ndtri
 from scipy.stats import truncnorm
 
-from bayesirt.inference import gibbs, gibbs_expansion, gibbs_mixture, truncnormal
+from bayesirt.inference import gibbs, gibbs_expansion, gibbs_mixture, gibbs_sweep, truncnormal
 from bayesirt.models.twopno import Priors
 
 N_DRAWS = 200_000
@@ -49,7 +49,7 @@ def test_z_conditional_moments_far_into_the_tails(eta, y):
     """Z | y, eta ~ N(eta, 1) truncated to the side of y: no NaN or inf, right mean and variance."""
     n = N_DRAWS
     yy = jnp.full((n, 1), y, jnp.int8)
-    z = gibbs.draw_z(jax.random.key(3), yy, jnp.full((n,), 1.0), jnp.array([1.0]), jnp.array([1.0 - eta]))
+    z = gibbs_sweep.draw_z(jax.random.key(3), yy, jnp.full((n,), 1.0), jnp.array([1.0]), jnp.array([1.0 - eta]))
     z = np.asarray(z[:, 0], np.float64)
     assert np.isfinite(z).all()
     assert np.all(z >= 0) if y == 1 else np.all(z <= 0)
@@ -62,9 +62,9 @@ def test_z_of_missing_cells_untruncated_or_zero():
     n = N_DRAWS
     y = jnp.full((n, 1), -1, jnp.int8)
     args = (jnp.full((n,), 2.0), jnp.array([1.5]), jnp.array([1.0]))  # eta = 2
-    z = gibbs.draw_z(jax.random.key(4), y, *args, missing="augment")
+    z = gibbs_sweep.draw_z(jax.random.key(4), y, *args, missing="augment")
     _check_moments(np.asarray(z[:, 0]), 2.0, 1.0)
-    z0 = gibbs.draw_z(jax.random.key(4), y, *args, missing="omit")
+    z0 = gibbs_sweep.draw_z(jax.random.key(4), y, *args, missing="omit")
     assert np.all(np.asarray(z0) == 0.0)
 
 
@@ -95,7 +95,9 @@ def test_theta_conditional_draws_match_closed_form(missing):
     prec = 1 / 2.0 + (obs * a**2).sum(1)
     mean = (0.3 / 2.0 + (obs * a * (zz + d)).sum(1)) / prec
     draws = jax.vmap(
-        lambda k: gibbs.draw_theta(k, jnp.asarray(zz), jnp.asarray(y), jnp.asarray(a), jnp.asarray(d), pri, missing)
+        lambda k: gibbs_sweep.draw_theta(
+            k, jnp.asarray(zz), jnp.asarray(y), jnp.asarray(a), jnp.asarray(d), pri, missing
+        )
     )(jax.random.split(jax.random.key(1), 20_000))
     _check_moments(np.asarray(draws), mean, 1 / prec)
 
@@ -109,9 +111,9 @@ def test_item_conditional_draws_match_closed_form_with_truncation():
     p_prior = np.diag([1 / 1.5, 1 / 2.0])
     p = p_prior + x.T @ x
     cov = np.linalg.inv(p)
-    draws = jax.vmap(lambda k: jnp.stack(gibbs.draw_items(k, jnp.asarray(z), jnp.asarray(y), jnp.asarray(theta), pri)))(
-        jax.random.split(jax.random.key(5), N_DRAWS)
-    )
+    draws = jax.vmap(
+        lambda k: jnp.stack(gibbs_sweep.draw_items(k, jnp.asarray(z), jnp.asarray(y), jnp.asarray(theta), pri))
+    )(jax.random.split(jax.random.key(5), N_DRAWS))
     draws = np.asarray(draws, np.float64)  # (draws, 2, items)
     assert np.all(draws[:, 0] > 0)
     for j in range(4):
@@ -137,7 +139,7 @@ def test_item_conditional_without_truncation_is_the_bivariate_normal(missing):
     zz = np.where(obs, z, 0.0)
     draws = jax.vmap(
         lambda k: jnp.stack(
-            gibbs.draw_items(
+            gibbs_sweep.draw_items(
                 k, jnp.asarray(zz + 2 * theta[:, None] * obs), jnp.asarray(y), jnp.asarray(theta), pri, missing
             )
         )
@@ -178,10 +180,10 @@ def test_missing_as_untruncated_z_gives_the_same_theta_conditional_as_leaving_it
         eta = theta[:, None] * a - d
         z_mis = eta + jax.random.normal(k_z, eta.shape)
         z = jnp.where(jnp.asarray(obs), z_obs, z_mis)
-        return gibbs.draw_theta(k_t, z, y, jnp.asarray(a), jnp.asarray(d), pri, "augment"), None
+        return gibbs_sweep.draw_theta(k_t, z, y, jnp.asarray(a), jnp.asarray(d), pri, "augment"), None
 
     theta, _ = jax.lax.scan(sweep, jnp.zeros(copies), jax.random.split(jax.random.key(2), 60))
-    mean, var = gibbs.theta_conditional(z_obs[:1], y[:1], jnp.asarray(a), jnp.asarray(d), pri, "omit")
+    mean, var = gibbs_sweep.theta_conditional(z_obs[:1], y[:1], jnp.asarray(a), jnp.asarray(d), pri, "omit")
     _check_moments(np.asarray(theta), float(mean[0]), float(var[0]))
 
 
@@ -193,7 +195,7 @@ def test_step_keeps_discriminations_positive_and_finite_with_missing_and_extreme
     state = gibbs.init_from(jax.random.key(0), data)
     # an absurd state: the tail sampler must take the cells predicted wrong by > 10 sd
     state = state._replace(a=state.a * 0 + 20.0, theta=jnp.where(jnp.arange(50) % 2 == 0, 3.0, -3.0))
-    step = jax.jit(lambda k, s: gibbs.step(k, s, data.y, Priors(), "augment"))
+    step = jax.jit(lambda k, s: gibbs_sweep.step(k, s, data.y, Priors(), "augment"))
     for k in jax.random.split(jax.random.key(1), 5):
         state = step(k, state)
         assert all(np.isfinite(np.asarray(v)).all() for v in state)
@@ -276,14 +278,14 @@ def _moved_state(seed=0):
     y = rng.integers(-1, 2, size=(30, 5)).astype(np.int8)
     data = gibbs.make_data(y)
     state = gibbs.init_from(jax.random.key(seed), data)
-    state = gibbs.step(jax.random.key(seed + 1), state, data.y, Priors(), "augment", expand=False)
+    state = gibbs_sweep.step(jax.random.key(seed + 1), state, data.y, Priors(), "augment", expand=False)
     return y, data, state
 
 
 @pytest.mark.parametrize("missing", ["augment", "omit"])
 def test_symmetry_moves_keep_the_likelihood_and_constraints(missing):
     y, data, s = _moved_state()
-    s = s._replace(z=gibbs.draw_z(jax.random.key(9), data.y, s.theta, s.a, s.d, missing))
+    s = s._replace(z=gibbs_sweep.draw_z(jax.random.key(9), data.y, s.theta, s.a, s.d, missing))
     eta = s.theta[:, None] * s.a - s.d
     th, d = gibbs_expansion.shift_location(jax.random.key(1), s.theta, s.a, s.d, Priors())
     np.testing.assert_allclose(np.asarray(th[:, None] * s.a - d), np.asarray(eta), atol=1e-4)
@@ -311,7 +313,7 @@ def test_location_move_draws_its_gaussian():
 
 def test_item_scale_move_draws_its_gamma():
     y, data, s = _moved_state(2)
-    z = gibbs.draw_z(jax.random.key(9), data.y, s.theta, s.a, s.d, "augment")
+    z = gibbs_sweep.draw_z(jax.random.key(9), data.y, s.theta, s.a, s.d, "augment")
     a3 = jax.vmap(lambda k: gibbs_expansion.expand_items(k, z, data.y, s.theta, s.a, s.d, Priors(), "augment")[1])(
         jax.random.split(jax.random.key(0), 50_000)
     )

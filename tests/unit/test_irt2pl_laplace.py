@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from bayesirt.inference import irt2pl_laplace, laplace, mml, mml_information
+from bayesirt.inference import irt2pl_laplace, laplace, mml, mml_information, mml_posterior
 from bayesirt.models import irt2pl
 
 
@@ -31,7 +31,7 @@ def test_the_objective_is_the_marginal_likelihood_and_the_prior():
     st, priors = irt2pl.Structure("2pl", y.shape[1]), irt2pl.ItemPriors()
     f = irt2pl_laplace.negative_log_marginal_posterior(y, st, priors, n_nodes=21)
     items = unconstrained(a, d)
-    marginal = mml.marginal_loglik(y, a, d[:, None], n_categories=2, n_nodes=21).sum()
+    marginal = mml_posterior.marginal_loglik(y, a, d[:, None], n_categories=2, n_nodes=21).sum()
     expected = -(marginal + float(irt2pl.item_log_prior(items, priors)))
     assert float(f(items)) == pytest.approx(expected, rel=1e-5)
 
@@ -79,7 +79,9 @@ def test_the_grm_objective_with_items_of_different_lengths():
     y = y[(y >= 0).any(1)]  # mml's per-person likelihood wants an answer from each person
     priors = irt2pl.ItemPriors()
     c = irt2pl.constrain(items, st)
-    marginal = mml.marginal_loglik(y, np.asarray(c["discrimination"][:, 0]), np.asarray(c["cuts"]), cats, n_nodes=21)
+    marginal = mml_posterior.marginal_loglik(
+        y, np.asarray(c["discrimination"][:, 0]), np.asarray(c["cuts"]), cats, n_nodes=21
+    )
     expected = -(marginal.sum() + float(irt2pl.item_log_prior(items, priors)))
     f = irt2pl_laplace.negative_log_marginal_posterior(y, st, priors, n_nodes=21)
     assert float(f(items)) == pytest.approx(expected, rel=1e-5)

@@ -9,7 +9,7 @@ from scipy.special import expit
 
 from bayesirt.data.grm_sampling import sample_grm
 from bayesirt.data.simulate_binary import simulate_binary
-from bayesirt.inference import mml
+from bayesirt.inference import mml, mml_posterior, mml_quadrature
 
 
 def _tiny_problem():
@@ -60,7 +60,7 @@ def _dense_grid_posterior(y, n_categories, factor, a, cuts):
 def test_marginal_loglik_eap_and_sd_match_a_dense_grid():
     y, n_categories, factor, a, cuts = _tiny_problem()
     with jax.enable_x64(True):
-        loglik, eap, sd = mml.posterior(y, a, cuts, n_categories, factor, n_nodes=61)
+        loglik, eap, sd = mml_posterior.posterior(y, a, cuts, n_categories, factor, n_nodes=61)
     ref_loglik, ref_eap, ref_sd = _dense_grid_posterior(y, n_categories, factor, a, cuts)
     np.testing.assert_allclose(loglik, ref_loglik, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(eap, ref_eap, atol=1e-8)
@@ -70,7 +70,7 @@ def test_marginal_loglik_eap_and_sd_match_a_dense_grid():
     assert abs(loglik[4]) < 1e-12 and np.allclose(eap[4], 0.0) and np.allclose(sd[4], 1.0)
     assert np.isclose(eap[2, 1], 0.0) and np.isclose(sd[2, 1], 1.0)
     # the default 21 nodes (float32) are close to the dense grid on these scales
-    loglik21 = mml.marginal_loglik(y, a, cuts, n_categories, factor)
+    loglik21 = mml_posterior.marginal_loglik(y, a, cuts, n_categories, factor)
     np.testing.assert_allclose(loglik21, ref_loglik, rtol=1e-4, atol=1e-5)
 
 
@@ -80,8 +80,8 @@ def test_missing_cells_equal_dropped_items():
     y_missing = y.copy()
     y_missing[:, 3] = -1
     with jax.enable_x64(True):
-        full = mml.marginal_loglik(y_missing, a, cuts, n_categories, factor)
-        dropped = mml.marginal_loglik(y[:, keep], a[keep], cuts[keep], n_categories[keep], factor[keep])
+        full = mml_posterior.marginal_loglik(y_missing, a, cuts, n_categories, factor)
+        dropped = mml_posterior.marginal_loglik(y[:, keep], a[keep], cuts[keep], n_categories[keep], factor[keep])
     np.testing.assert_allclose(full, dropped, rtol=1e-12)
 
 
@@ -94,9 +94,11 @@ def test_gradient_matches_central_differences():
             cuts,
             cuts[np.arange(5), n_categories - 2][:, None] + 0.5 * np.arange(1, 4),
         )
-        params = mml.unconstrain(jnp.asarray(a), jnp.asarray(cuts))
+        params = mml_quadrature.unconstrain(jnp.asarray(a), jnp.asarray(cuts))
         flat, unravel = jax.flatten_util.ravel_pytree(params)
-        objective = jax.jit(lambda v: mml.mean_nll(mml.Params(*unravel(v)), y, n_categories, factor))
+        objective = jax.jit(
+            lambda v: mml_posterior.mean_nll(mml_quadrature.Params(*unravel(v)), y, n_categories, factor)
+        )
         grad = np.asarray(jax.grad(objective)(flat))
         h = 1e-6
         fd = np.array([(objective(flat + h * e) - objective(flat - h * e)) / (2 * h) for e in np.eye(flat.size)])
@@ -154,7 +156,7 @@ def test_binary_2pl_is_the_two_category_case():
     assert np.abs(fit.discrimination - a).max() < 0.3
     assert np.abs(fit.thresholds - b).max() < 0.25
     # the marginal log-likelihood is the 2PL's: logit P(y = 1) = a theta - cut
-    x, log_w = mml.gauss_hermite(21)
+    x, log_w = mml_quadrature.gauss_hermite(21)
     eta = fit.discrimination[None, :] * x[:, None] - fit.cuts[:, 0]  # (Q, I)
     node = y @ np.log(expit(eta)).T + (1 - y) @ np.log(expit(-eta)).T  # (N, Q)
     ll = np.log(np.exp(node + log_w).sum(1)).sum()
@@ -192,7 +194,7 @@ def test_2pl_with_missing_cells_recovers_items_and_calibrated_eap():
     assert fit.converged
     assert np.sqrt(np.mean((fit.discrimination - a) ** 2)) < 0.12
     assert np.sqrt(np.mean((fit.cuts[:, 0] - d) ** 2)) < 0.1
-    assert fit.loglik > mml.marginal_loglik(y, a, d[:, None], 2).sum()  # the maximum beats the truth
+    assert fit.loglik > mml_posterior.marginal_loglik(y, a, d[:, None], 2).sum()  # the maximum beats the truth
     eap, sd = fit.ability[:, 0], fit.ability_sd[:, 0]
     assert np.corrcoef(eap, theta)[0, 1] > 0.75 and 0.8 < np.mean(np.abs(eap - theta) < 1.645 * sd) < 0.97
 
@@ -203,9 +205,9 @@ def test_predictive_probs_in_chunks_of_cells_are_the_same(monkeypatch):
     rows, cols = np.array([0, 1, 2, 2, 3]), np.array([1, 1, 0, 4, 2])
     hidden = y.copy()
     hidden[rows, cols] = -1
-    whole = mml.predictive_probs(hidden, a, cuts, rows, cols, n_categories, factor, n_nodes=21)
-    monkeypatch.setattr(mml, "PREDICTIVE_CELLS", 2)
-    chunked = mml.predictive_probs(hidden, a, cuts, rows, cols, n_categories, factor, n_nodes=21)
+    whole = mml_posterior.predictive_probs(hidden, a, cuts, rows, cols, n_categories, factor, n_nodes=21)
+    monkeypatch.setattr(mml_posterior, "PREDICTIVE_CELLS", 2)
+    chunked = mml_posterior.predictive_probs(hidden, a, cuts, rows, cols, n_categories, factor, n_nodes=21)
     np.testing.assert_array_equal(chunked, whole)
 
 
@@ -215,7 +217,7 @@ def test_predictive_probs_match_a_dense_grid():
     hidden = y.copy()
     hidden[rows, cols] = -1
     with jax.enable_x64(True):
-        probs = mml.predictive_probs(hidden, a, cuts, rows, cols, n_categories, factor, n_nodes=61)
+        probs = mml_posterior.predictive_probs(hidden, a, cuts, rows, cols, n_categories, factor, n_nodes=61)
     assert probs.shape == (5, 4)
     np.testing.assert_allclose(probs.sum(1), 1.0, atol=1e-12)
     # P(y_ij = k | rest) = p(rest, y_ij = k) / p(rest): ratios of dense-grid marginals

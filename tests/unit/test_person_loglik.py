@@ -6,7 +6,7 @@ import numpy as np
 
 from bayesirt.data.simulate_binary import simulate_binary
 from bayesirt.evaluation import person_loglik
-from bayesirt.inference import mml
+from bayesirt.inference import mml_posterior
 from bayesirt.models import irt2pl
 
 
@@ -26,6 +26,6 @@ def test_importance_sampling_matches_quadrature():
     ll = lambda yb, t: irt2pl.log_lik(yb, t, items, st)
     est = person_loglik.laplace_importance_loglik(jax.random.key(0), ll, y, 1, n_samples=500)
     with jax.enable_x64(True):
-        exact = mml.marginal_loglik(y, a, d[:, None], 2, n_nodes=61)
+        exact = mml_posterior.marginal_loglik(y, a, d[:, None], 2, n_nodes=61)
     err = np.abs(est - exact)
     assert err.max() < 0.05 and err.mean() < 0.01, (err.max(), err.mean())

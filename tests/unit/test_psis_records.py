@@ -17,7 +17,7 @@ from scipy import stats
 from scipy.special import expit, log_softmax
 
 from bayesirt.data.simulate_lcdm import simulate_lcdm
-from bayesirt.inference import bbvi, bbvi_family, mfvi, psis, vibo, vibo_encoder, vibo_programs
+from bayesirt.inference import bbvi, bbvi_family, bbvi_psis, mfvi, psis, vibo, vibo_encoder, vibo_programs
 from bayesirt.models import irt2pl, lcdm
 from bayesirt.studies.dcm_bbvi import conditions as dcm_conditions
 from bayesirt.studies.dcm_bbvi import data as dcm_data
@@ -197,7 +197,7 @@ def test_bbvi_log_ratios_are_log_joint_minus_log_q_at_the_draws(lcdm_small, mono
     settings = bbvi.BBVISettings(monotone=monotone)
     params = moved_bbvi_params(prob, settings)
     key = jax.random.PRNGKey(5)
-    ratios = bbvi.log_ratios(key, params, prob, settings, n_draws=S)
+    ratios = bbvi_psis.log_ratios(key, params, prob, settings, n_draws=S)
     assert ratios.shape == (S,)
     des, pr = prob.design, settings.priors
     fm = des.feature_mask.astype(bool)
@@ -249,7 +249,7 @@ def test_dcm_bbvi_records_carry_psis_per_fit_of_a_block_but_em_records_do_not():
     # seeds 7, 8), BBVI with M = 10 for 160 steps, as one block: each record has its own k-hat
     # from KHAT_DRAWS joint draws, from one compiled program; EM's record has none. The program
     # cache is emptied first: another test's fit of other sizes may have compiled the same program
-    bbvi._log_ratios_program.cache_clear()
+    bbvi_psis._log_ratios_program.cache_clear()
     config = replace(
         dcm_methods.StudyConfig(n_samples=10, variance_repeats=0),
         bbvi_train=replace(dcm_methods.BBVI_TRAIN, max_steps=160, min_steps=160),
@@ -264,11 +264,11 @@ def test_dcm_bbvi_records_carry_psis_per_fit_of_a_block_but_em_records_do_not():
     for out in block:
         jsonschema.validate(out.record, RECORD_SCHEMA)
         entry = out.record["psis"]
-        assert entry["draws"] == bbvi.KHAT_DRAWS and entry["khat"] is not None and np.isfinite(entry["khat"])
+        assert entry["draws"] == bbvi_psis.KHAT_DRAWS and entry["khat"] is not None and np.isfinite(entry["khat"])
         assert entry["reliable"] == (entry["khat"] <= psis.KHAT_LIMIT)
         assert out.record["item_uncertainty"]["method"] == "variational"
         khats.append(entry["khat"])
     assert khats[0] != khats[1]
-    assert bbvi._log_ratios_program(config.priors, False, bbvi.KHAT_DRAWS)._cache_size() == 1
+    assert bbvi_psis._log_ratios_program(config.priors, False, bbvi_psis.KHAT_DRAWS)._cache_size() == 1
     em = dcm_methods.fit("em", reps[0].rm, reps[0].truth, reps[0].q, reps[0].seed, config, reps[0].spec.fields)
     assert "psis" not in em.record

@@ -17,14 +17,8 @@ import pandas as pd
 import pytest
 
 from bayesirt.inference.nuts import run_nuts
-from bayesirt.inference.sampling import (
-    STAT_COLUMNS,
-    SamplerSettings,
-    convergence,
-    sample,
-    summary_table,
-    to_inference_data,
-)
+from bayesirt.inference.posterior_summary import STAT_COLUMNS, convergence, summary_table
+from bayesirt.inference.sampling import SamplerSettings, sample, to_inference_data
 
 M0, S0, SIGMA = 0.0, 3.0, 2.0
 Y = np.random.default_rng(0).normal([[1.0, -2.0]], SIGMA, size=(20, 2)).astype(np.float32)  # persons x groups
@@ -328,7 +322,7 @@ def test_array_wide_diagnostics_equal_arviz(chains, draws):
     never moves."""
     import arviz as az
 
-    from bayesirt.inference import sampling
+    from bayesirt.inference import posterior_summary
 
     rng = np.random.default_rng(0)
     p = 60
@@ -340,7 +334,7 @@ def test_array_wide_diagnostics_equal_arviz(chains, draws):
     x[0, :, :20] += 0.5
     x[:, :, -2] = np.round(x[:, :, -2])  # ties
     x[:, :, -1] = 3.0  # never moves
-    fast = sampling._diagnostics_vectorized(x)
+    fast = posterior_summary._diagnostics_vectorized(x)
     ds = az.convert_to_dataset({"a": x})
     for key, ref in (
         ("r_hat", az.rhat(ds)),
@@ -358,12 +352,12 @@ def test_summary_table_equals_arviz_summary():
     checked against numpy's)."""
     import arviz as az
 
-    from bayesirt.inference import sampling
+    from bayesirt.inference import posterior_summary
 
     rng = np.random.default_rng(2)
     posterior = {"a": rng.normal(size=(4, 500, 3)).cumsum(axis=1), "b": rng.normal(size=(4, 500))}
     idata = az.from_dict(posterior=posterior)
-    ours = sampling.summary_table(idata)
+    ours = posterior_summary.summary_table(idata)
     ref = az.summary(idata, round_to="none", stat_focus="mean")
     for ours_col, ref_col in (
         ("mean", "mean"),
@@ -383,12 +377,12 @@ def test_array_wide_statistics_in_slices_change_no_value(monkeypatch):
     differently: 1e-15 relative measured, 1e-12 allowed)."""
     import arviz as az
 
-    from bayesirt.inference import sampling
+    from bayesirt.inference import posterior_summary
 
     rng = np.random.default_rng(1)
     x = rng.normal(size=(4, 60, 5003)).astype(np.float32).cumsum(axis=1)
     idata = az.from_dict(posterior={"ability": x}, dims={"ability": ["person"]})
-    whole = sampling.summary_table(idata)
-    monkeypatch.setattr(sampling, "VECTORIZED_SLICE_VALUES", 4 * 60 * 7)
-    sliced = sampling.summary_table(idata)
+    whole = posterior_summary.summary_table(idata)
+    monkeypatch.setattr(posterior_summary, "VECTORIZED_SLICE_VALUES", 4 * 60 * 7)
+    sliced = posterior_summary.summary_table(idata)
     pd.testing.assert_frame_equal(sliced, whole, rtol=1e-12, atol=0)

@@ -182,7 +182,7 @@ def test_grm_fit_recovers_simulated_abilities_and_items():
     from bayesirt.data.missingness import inject
     from bayesirt.data.simulate import simulate_factorized_grm
     from bayesirt.evaluation.recovery import metrics
-    from bayesirt.inference import mml
+    from bayesirt.inference import mml, mml_posterior
 
     n, j, c = 400, 10, 5
     rm, truth = simulate_factorized_grm(21, n, [j], c)
@@ -199,7 +199,7 @@ def test_grm_fit_recovers_simulated_abilities_and_items():
     result = vibo.fit(jax.random.key(0), y, st, replace(vs, train=settings))
     assert result.converged, result.reason
     mean, sd = vibo.encode(result.params, st, vs, jax.random.key(1), y)
-    _, ideal, _ = mml.posterior(y, a, a[:, None] * tau, c)
+    _, ideal, _ = mml_posterior.posterior(y, a, a[:, None] * tau, c)
     assert metrics(ideal[:, 0], theta)["corr"] - metrics(mean[:, 0], theta)["corr"] < 0.02
     post = vibo_items.item_posterior(result.params, st)
     ref = mml.fit(None, y, mml.Structure(c))

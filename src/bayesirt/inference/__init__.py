@@ -35,6 +35,7 @@ The method modules:
 ``iwavb``          importance-weighted adversarial VB: IWAE with an implicit encoder
 ``mml``            marginal maximum likelihood of unidimensional GRMs by quadrature (L-BFGS)
 ``gibbs``          data-augmentation Gibbs sampler of the two-parameter normal ogive model
+                   (its sweep: ``gibbs_sweep``)
 ``gibbs_mixture``  Gibbs sampler of a two-component Gaussian mixture (a kernel for ``sampling``)
 ``bbvi``           black-box VI (score-function gradients) of the LCDM; ``prepare`` the data
 ``collapsed_vi``   collapsed VI of the LCDM (profiles summed out)
@@ -45,13 +46,16 @@ The method modules:
 the uncertainty of a fit:
 
 ``mml_information``  standard errors of marginal-ML item parameters (observed information)
+``mml_posterior``    marginal log-likelihood, EAP abilities and predictions at given item parameters
 ``grm_laplace``      the factorized GRM's item posterior by Laplace at its marginal mode (corrects VI's sds)
 ``psis``             Pareto k-hat of a variational approximation (PSIS)
+``bbvi_psis``        the log importance ratios behind a BBVI fit's k-hat
 
 and the drivers they run on (not model fits; key first too):
 
 ``training``       ``train(loss_fn, params, key, ...)``: the optimisation loop, stopping rules
-``sampling``       ``sample(key, init_fn, step_fn, ...)``: the Markov-chain driver, summaries
+``sampling``       ``sample(key, init_fn, step_fn, ...)``: the Markov-chain driver
+``posterior_summary`` ``summary_table(idata)``: R-hat, ESS and MCSE of the draws, ``convergence``
 ``nuts``           ``run_nuts(key, log_density, init, settings)``: numpyro NUTS on a log-density
 
 The modules are imported on first use (``bayesirt.inference.vibo`` or attribute access on this

@@ -25,8 +25,8 @@ import numpy as np
 
 from bayesirt.models import lcdm
 
-if TYPE_CHECKING:  # for the annotation only: bbvi, which defines the settings, imports this module
-    from bayesirt.inference.bbvi import BBVISettings
+if TYPE_CHECKING:  # for the annotation only
+    from bayesirt.inference.bbvi_settings import BBVISettings
 
 
 def chol_factor(chol_off, log_diag, feature_mask):
@@ -310,7 +310,8 @@ def draw(params, key, n_samples: int, rho, feature_mask):
     """M joint samples from q: Z (M, B), beta (M, J, K), log pi (M, L), sigma^2 (M,).
 
     All normals come from one ``jax.random.normal`` call and all uniforms from one
-    ``jax.random.uniform`` call (each random call site costs ~0.5 s of compilation on CPU).
+    ``jax.random.uniform`` call: every random call site adds its own code to the compiled
+    program and to its compilation time (the Performance page has the figure).
 
     Parameters
     ----------

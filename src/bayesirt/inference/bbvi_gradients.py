@@ -35,8 +35,8 @@ from bayesirt.inference import training
 from bayesirt.inference.bbvi_family import draw, log_q_beta, log_q_pi, log_q_sigma2, score_beta
 from bayesirt.models import lcdm
 
-if TYPE_CHECKING:  # for the annotation only: bbvi, which defines the settings, imports this module
-    from bayesirt.inference.bbvi import BBVISettings
+if TYPE_CHECKING:  # for the annotation only
+    from bayesirt.inference.bbvi_settings import BBVISettings
 
 
 def _estimate(h, w, control_variates: bool):

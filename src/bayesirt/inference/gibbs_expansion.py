@@ -4,7 +4,7 @@ The likelihood is unchanged by theta -> theta + h, d -> d + a h (location), by t
 a -> a / g (scale) and, on the augmented model, by (Z_.j, a_j, d_j) -> g_j (Z_.j, a_j, d_j) (one
 item's scale). Only the priors pin these directions down, weakly, so Albert's three blocks
 crawl along them (item ESS a few percent of the draws). After the three blocks, each sweep of
-:func:`bayesirt.inference.gibbs.step` (``expand=True``) draws h exactly (Gaussian,
+:func:`bayesirt.inference.gibbs_sweep.step` (``expand=True``) draws h exactly (Gaussian,
 :func:`shift_location`), g by a Metropolis step (:func:`rescale`) and every g_j exactly (Gamma,
 :func:`expand_items`, when both item prior means are 0: :func:`expansion_applies`): generalized
 Gibbs steps (Liu & Wu 1999, Liu & Sabatti 2000) that leave the posterior invariant, cost

@@ -33,6 +33,11 @@ of equal shapes reuse one compilation.
 Abilities: EAP (posterior mean on the nodes) and posterior sd per person and factor, with the
 item parameters plugged in. Written by hand because no maintained JAX library fits IRT models
 by MML; the optimiser, line search and likelihood are library code.
+
+The parameters, data layout and per-node likelihood are ``inference.mml_quadrature`` (shared
+with the standard errors, ``inference.mml_information``); the marginal log-likelihood, EAP
+abilities and posterior predictive probabilities at given item parameters are
+``inference.mml_posterior``.
 """
 
 from __future__ import annotations
@@ -46,9 +51,17 @@ import numpy as np
 import optax
 import optax.tree_utils as otu
 
-from bayesirt.models import grm
-
-MISSING = grm.MISSING
+from bayesirt.inference.mml_quadrature import (
+    MISSING,
+    Params,
+    _check,
+    _Data,
+    _data,
+    _dtype,
+    _mean_nll,
+    _posterior,
+    item_parameters,
+)
 
 
 class MMLFit(NamedTuple):
@@ -67,145 +80,6 @@ class MMLFit(NamedTuple):
     reason: str
     loss_history: np.ndarray  # (iterations,) mean NLL before each iteration
     wall_seconds: float
-
-
-class Params(NamedTuple):
-    """Unconstrained item parameters."""
-
-    log_a: jax.Array  # (I,)
-    base: jax.Array  # (I,) first cut
-    inc_raw: jax.Array  # (I, Kmax-2) softplus-inverse of the cut increments
-
-
-def gauss_hermite(n_nodes: int = 21):
-    """Nodes and log-weights of the Gauss-Hermite rule for an N(0, 1) ability (numpy float64).
-
-    Parameters
-    ----------
-    n_nodes : int
-        Q, the number of nodes.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        Nodes x_q (Q,) and log weights log w_q (Q,), the weights summing to 1.
-    """
-    x, w = np.polynomial.hermite_e.hermegauss(n_nodes)
-    return x, np.log(w / w.sum())
-
-
-def item_parameters(params: Params):
-    """Discriminations (I,) and increasing cuts (I, Kmax-1) from unconstrained parameters.
-
-    Parameters
-    ----------
-    params : Params
-        Unconstrained item parameters.
-
-    Returns
-    -------
-    tuple of jax.Array
-        Discriminations a = exp(log_a) (I,) and cuts (I, Kmax-1).
-    """
-    return jnp.exp(params.log_a), grm.ordered_cuts(params.base, jax.nn.softplus(params.inc_raw))
-
-
-def unconstrain(discrimination, cuts) -> Params:
-    """Inverse of ``item_parameters`` (cuts must be strictly increasing along the last axis).
-
-    Parameters
-    ----------
-    discrimination : array (I,)
-        Discriminations a_j > 0.
-    cuts : array (I, Kmax-1)
-        Strictly increasing cuts.
-
-    Returns
-    -------
-    Params
-        The unconstrained parameters.
-    """
-    a = jnp.asarray(discrimination)
-    c = jnp.asarray(cuts)
-    inc = jnp.diff(c, axis=-1)
-    return Params(jnp.log(a), c[:, 0], inc + jnp.log(-jnp.expm1(-inc)))  # softplus^-1
-
-
-# ------------------------------------------------------------------------------- data layout
-
-
-class _Data(NamedTuple):
-    onehot: jax.Array  # (N, I*Kmax) indicator of each observed (item, category)
-    member: jax.Array  # (I*Kmax, F) which factor each (item, category) column belongs to
-    n_categories: jax.Array  # (I,)
-    nodes: jax.Array  # (Q,)
-    log_w: jax.Array  # (Q,)
-
-
-def _check(y, n_categories, factor):
-    y = np.asarray(y)
-    if y.ndim != 2:
-        raise ValueError(f"responses must be persons x items, got shape {y.shape}")
-    n_items = y.shape[1]
-    if n_categories is None:
-        n_categories = np.full(n_items, int(y.max()) + 1)
-    n_categories = np.broadcast_to(np.asarray(n_categories, np.int64), (n_items,)).copy()
-    factor = np.zeros(n_items, np.int64) if factor is None else np.asarray(factor, np.int64)
-    if factor.shape != (n_items,):
-        raise ValueError(f"factor must give one factor per item ({n_items}), got shape {factor.shape}")
-    if factor.min() < 0 or set(np.unique(factor)) != set(range(int(factor.max()) + 1)):
-        raise ValueError(f"factors must be numbered 0..F-1 with every factor used, got {np.unique(factor)}")
-    if (n_categories < 2).any():
-        raise ValueError(f"item {int(np.argmax(n_categories < 2))} has fewer than 2 categories")
-    bad = (y != MISSING) & ((y < 0) | (y >= n_categories[None, :]))
-    if bad.any():
-        i, j = map(int, np.argwhere(bad)[0])
-        raise ValueError(
-            f"response {y[i, j]} of person {i} to item {j} is outside 0..{n_categories[j] - 1} "
-            f"and is not {MISSING} (missing)"
-        )
-    return y, n_categories, factor
-
-
-def _data(y, n_categories, factor, n_nodes, dtype) -> _Data:
-    n, n_items = y.shape
-    kmax = int(n_categories.max())
-    n_factors = int(factor.max()) + 1
-    obs = y != MISSING
-    onehot = (y[:, :, None] == np.arange(kmax)) & obs[:, :, None]
-    member = np.repeat(np.eye(n_factors)[factor], kmax, axis=0)
-    x, log_w = gauss_hermite(n_nodes)
-    return _Data(
-        jnp.asarray(onehot.reshape(n, n_items * kmax), dtype),
-        jnp.asarray(member, dtype),
-        jnp.asarray(n_categories, jnp.int32),
-        jnp.asarray(x, dtype),
-        jnp.asarray(log_w, dtype),
-    )
-
-
-def _node_loglik(a, cuts, data: _Data):
-    """(N, F, Q): each person's log-likelihood of its items of factor f at ability x_q."""
-    n_items, kmax = cuts.shape[0], cuts.shape[1] + 1
-    lp = grm.category_log_probs(data.nodes[:, None] * a[None, :], cuts, data.n_categories)  # (Q, I, Kmax)
-    lp = jnp.where(jnp.arange(kmax) < data.n_categories[:, None], lp, 0.0)  # -inf * 0 would be NaN
-    grid = lp.reshape(data.nodes.shape[0], n_items * kmax).T  # (I*Kmax, Q)
-    return jnp.einsum("nc,cf,cq->nfq", data.onehot, data.member, grid)
-
-
-def _mean_nll(params: Params, data: _Data):
-    ll = jax.nn.logsumexp(_node_loglik(*item_parameters(params), data) + data.log_w, axis=-1)  # (N, F)
-    return -ll.sum() / data.onehot.shape[0]
-
-
-def _posterior(a, cuts, data: _Data):
-    """Per-person marginal log-likelihood (N,), EAP (N, F) and posterior sd (N, F)."""
-    lj = _node_loglik(a, cuts, data) + data.log_w
-    norm = jax.nn.logsumexp(lj, axis=-1)
-    post = jnp.exp(lj - norm[..., None])
-    mean = post @ data.nodes
-    var = post @ data.nodes**2 - mean**2
-    return norm.sum(-1), mean, jnp.sqrt(jnp.maximum(var, 0.0))
 
 
 # ------------------------------------------------------------------------------ the program
@@ -247,11 +121,6 @@ def _fit_program(params: Params, data: _Data, tol, max_iter, history_len: int):
 # max_iter is traced; only the length of the loss-history buffer is static (256, or the next
 # power of two above max_iter), so fits with different iteration limits share one compilation
 _fit_jit = jax.jit(_fit_program, static_argnames=("history_len",))
-_posterior_jit = jax.jit(_posterior)
-
-
-def _dtype():
-    return jnp.zeros(()).dtype  # float32, or float64 when x64 is enabled
 
 
 # -------------------------------------------------------------------------------- public API
@@ -412,148 +281,3 @@ def fit_arrays(y, n_categories=None, factor=None, max_iter: int = 200) -> MMLFit
         As :func:`fit` returns it.
     """
     return fit(None, y, Structure(n_categories, factor), MMLSettings(max_iter=max_iter))
-
-
-def marginal_loglik(y, discrimination, cuts, n_categories=None, factor=None, n_nodes: int = 21) -> np.ndarray:
-    """Per-person marginal log-likelihood log p(y_i | a, cuts), summed over factors, (N,).
-
-    Parameters
-    ----------
-    y : array (N, I)
-        Integer categories 0..K_j-1, missing -1.
-    discrimination : array (I,)
-        Discriminations a_j > 0.
-    cuts : array (I, Kmax-1)
-        Cuts, increasing up to each item's K_j - 1.
-    n_categories : array (I,) or int, optional
-        Categories per item, >= 2 (None: max(y) + 1 for every item).
-    factor : array (I,), optional
-        Factor of each item, 0..F-1 (None: one factor).
-    n_nodes : int
-        Gauss-Hermite nodes per factor.
-
-    Returns
-    -------
-    numpy.ndarray
-        Log-likelihoods, shape (N,), float64.
-    """
-    return posterior(y, discrimination, cuts, n_categories, factor, n_nodes)[0]
-
-
-def posterior(y, discrimination, cuts, n_categories=None, factor=None, n_nodes: int = 21):
-    """Per-person marginal log-likelihood (N,), EAP abilities (N, F) and posterior sds (N, F)
-    at given item parameters (``cuts`` increasing up to each item's K_j - 1; later columns unused).
-
-    Parameters
-    ----------
-    y : array (N, I)
-        Integer categories 0..K_j-1, missing -1.
-    discrimination : array (I,)
-        Discriminations a_j > 0.
-    cuts : array (I, Kmax-1)
-        Cuts, increasing up to each item's K_j - 1.
-    n_categories : array (I,) or int, optional
-        Categories per item, >= 2 (None: max(y) + 1 for every item).
-    factor : array (I,), optional
-        Factor of each item, 0..F-1 (None: one factor).
-    n_nodes : int
-        Gauss-Hermite nodes per factor.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        Marginal log-likelihood (N,), EAP abilities (N, F) and posterior sds (N, F), float64.
-
-    Raises
-    ------
-    ValueError
-        If ``y`` is not persons x items, an item has fewer than 2 categories, a response is
-        outside its item's categories, or ``factor`` is not one of 0..F-1 per item with every
-        factor used.
-    """
-    y, n_categories, factor = _check(y, n_categories, factor)
-    dtype = _dtype()
-    data = _data(y, n_categories, factor, n_nodes, dtype)
-    a = jnp.asarray(discrimination, dtype)
-    c = jnp.asarray(cuts, dtype)[:, : int(n_categories.max()) - 1]
-    return tuple(np.asarray(v, np.float64) for v in _posterior_jit(a, c, data))
-
-
-def mean_nll(params: Params, y, n_categories=None, factor=None, n_nodes: int = 21):
-    """The objective of ``fit`` at unconstrained ``params`` (a JAX scalar; differentiable with
-    ``jax.grad`` through a closure over this function's data arguments).
-
-    Parameters
-    ----------
-    params : Params
-        Unconstrained item parameters.
-    y : array (N, I)
-        Integer categories 0..K_j-1, missing -1.
-    n_categories : array (I,) or int, optional
-        Categories per item, >= 2 (None: max(y) + 1 for every item).
-    factor : array (I,), optional
-        Factor of each item, 0..F-1 (None: one factor).
-    n_nodes : int
-        Gauss-Hermite nodes per factor.
-
-    Returns
-    -------
-    jax.Array
-        Mean negative marginal log-likelihood per person, a scalar.
-    """
-    y, n_categories, factor = _check(y, n_categories, factor)
-    return _mean_nll(params, _data(y, n_categories, factor, n_nodes, _dtype()))
-
-
-PREDICTIVE_CELLS = 250_000  # cells per chunk of ``predictive_probs``
-
-
-def predictive_probs(
-    y, discrimination, cuts, rows, cols, n_categories=None, factor=None, n_nodes: int = 21
-) -> np.ndarray:
-    """Posterior predictive P(y_ij = k | person i's observed responses) at the cells (rows, cols),
-    (n_cells, Kmax): the GRM category probabilities at the nodes averaged over the person's
-    posterior on the nodes of the item's factor, item parameters plugged in. The cells are
-    meant to be missing in ``y`` (a hidden response must not inform its own prediction).
-
-    Parameters
-    ----------
-    y : array (N, I)
-        Integer categories 0..K_j-1, missing -1.
-    discrimination : array (I,)
-        Discriminations a_j > 0.
-    cuts : array (I, Kmax-1)
-        Cuts, increasing up to each item's K_j - 1.
-    rows, cols : array (n_cells,)
-        Persons and items of the cells.
-    n_categories : array (I,) or int, optional
-        Categories per item, >= 2 (None: max(y) + 1 for every item).
-    factor : array (I,), optional
-        Factor of each item, 0..F-1 (None: one factor).
-    n_nodes : int
-        Gauss-Hermite nodes per factor.
-
-    Returns
-    -------
-    numpy.ndarray
-        P(y_ij = k), shape (n_cells, Kmax), float64 (0 beyond an item's categories).
-    """
-    y, n_categories, factor = _check(y, n_categories, factor)
-    rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
-    persons, which = np.unique(rows, return_inverse=True)
-    dtype = _dtype()
-    data = _data(y[persons], n_categories, factor, n_nodes, dtype)
-    a = jnp.asarray(discrimination, dtype)
-    c = jnp.asarray(cuts, dtype)[:, : int(n_categories.max()) - 1]
-    lj = _node_loglik(a, c, data) + data.log_w  # (P, F, Q)
-    post = np.asarray(jax.nn.softmax(lj, axis=-1), np.float64)
-    probs = np.exp(
-        np.asarray(grm.category_log_probs(data.nodes[:, None] * a[None, :], c, data.n_categories), np.float64)
-    )  # (Q, I, Kmax)
-    # in chunks of cells: all at once held (cells, Q) and (Q, cells, Kmax) float64 arrays,
-    # 22 GB for the 15 million scored cells of the paper's 1M-person design
-    out = np.empty((len(rows), probs.shape[-1]))
-    for a0 in range(0, len(rows), PREDICTIVE_CELLS):
-        w, j = which[a0 : a0 + PREDICTIVE_CELLS], cols[a0 : a0 + PREDICTIVE_CELLS]
-        out[a0 : a0 + len(j)] = np.einsum("nq,qnk->nk", post[w, factor[j]], probs[:, j])
-    return out

@@ -22,8 +22,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-# the data layout and per-node likelihood are mml's own (one quadrature for the fit and its errors)
-from bayesirt.inference.mml import Structure, _check, _data, _dtype, _node_loglik
+from bayesirt.inference.mml import Structure
+
+# the data layout and per-node likelihood of the fit (one quadrature for the fit and its errors)
+from bayesirt.inference.mml_quadrature import _check, _data, _dtype, _node_loglik
 
 COLUMNS_AT_ONCE = 8  # Hessian columns computed together (memory: about that many gradients)
 

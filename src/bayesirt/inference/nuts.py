@@ -53,7 +53,8 @@ import numpyro.distributions as dist
 from jax import monitoring
 from numpyro.infer import MCMC, NUTS
 
-from bayesirt.inference.sampling import SampleResult, SamplerSettings, summary_table, to_inference_data
+from bayesirt.inference.posterior_summary import summary_table
+from bayesirt.inference.sampling import SampleResult, SamplerSettings, to_inference_data
 
 log = logging.getLogger("bayesirt")
 

@@ -38,7 +38,8 @@ from bayesirt.inference.chain_blocks import (
 )
 from bayesirt.inference.chain_processes import check_picklable
 from bayesirt.inference.chains import ChainFunctions, SamplerSettings
-from bayesirt.inference.sampling import SampleResult, sample, summary_table, to_inference_data
+from bayesirt.inference.posterior_summary import summary_table
+from bayesirt.inference.sampling import SampleResult, sample, to_inference_data
 from bayesirt.inference.worker_processes import key_payload, keys_from, run_workers, usable_cpus, worker_job
 
 log = logging.getLogger("bayesirt")

@@ -16,7 +16,7 @@ stays unconstrained (its record says ``monotone: false``).
 Every fit's record carries the accuracy of the modal profiles against the true ones and the
 recovery of the coefficients (``tables.scored``); a BBVI fit's also the gradient variance with and
 without control variates at its final state, and the PSIS k-hat of its approximation (``psis``,
-``inference.bbvi.log_ratios``, ``bbvi.KHAT_DRAWS`` joint draws; a warning above 0.7).
+``inference.bbvi_psis.log_ratios``, ``bbvi_psis.KHAT_DRAWS`` joint draws; a warning above 0.7).
 
 ``fit`` fits one method to one data set; ``fit_block`` fits the replications of one condition
 (design, missingness, method) in one process, bbvi, bbvi_cv and collapsed_vi as one vectorized
@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import records
-from bayesirt.inference import bbvi, bulk, collapsed_nuts, collapsed_vi, dcm_em, psis, training
+from bayesirt.inference import bbvi, bbvi_psis, bulk, collapsed_nuts, collapsed_vi, dcm_em, psis, training
 from bayesirt.inference.sampling import SamplerSettings
 from bayesirt.inference.training import FitResult, TrainSettings, keep_last_good, train_problem
 from bayesirt.models import lcdm
@@ -170,10 +170,10 @@ def bbvi_scored(method: str, p: Problem, config: StudyConfig, res: FitResult) ->
     est = estimates_table(des, s.beta_mean, s.beta_sd, s.pi_mean, s.pi_sd, s.profile_prob, p.truth)
     record = records.fit_record(res, p.fields, window=config.bbvi_train.window)
     record["elbo"] = -record["final_loss"]
-    # PSIS k-hat of the joint approximation, profiles drawn (``inference.bbvi.log_ratios`` says
+    # PSIS k-hat of the joint approximation, profiles drawn (``inference.bbvi_psis.log_ratios`` says
     # why they are not summed out); its key: the fit's, folded (the other keys stay as they were)
     t0 = time.perf_counter()
-    log_ratios = bbvi.log_ratios(jax.random.fold_in(p.key, 3), res.params, p.prob, bbvi_settings(method, config))
+    log_ratios = bbvi_psis.log_ratios(jax.random.fold_in(p.key, 3), res.params, p.prob, bbvi_settings(method, config))
     record["psis"] = psis.record(
         log_ratios,
         fit_label(method, p),

@@ -38,7 +38,8 @@ from bayesirt.evaluation.recovery import metrics
 from bayesirt.inference import gibbs as gibbs_sampler
 from bayesirt.inference import gibbs_mixture as mixture_sampler
 from bayesirt.inference import nuts as nuts_sampler
-from bayesirt.inference.sampling import SamplerSettings, sample, summary_table, to_inference_data
+from bayesirt.inference.posterior_summary import summary_table
+from bayesirt.inference.sampling import SamplerSettings, sample, to_inference_data
 from bayesirt.inference.sampling_blocks import sample_block
 from bayesirt.models import twopno
 from bayesirt.studies.base import MethodResult

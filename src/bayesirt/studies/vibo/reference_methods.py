@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesirt import io, records
-from bayesirt.inference import mml, mml_information, nuts, vibo_programs
+from bayesirt.inference import mml, mml_information, mml_posterior, nuts, vibo_programs
 from bayesirt.inference.sampling import SamplerSettings
 from bayesirt.models import irt2pl
 from bayesirt.studies.base import MethodResult
@@ -54,10 +54,10 @@ def fit_mml(p: Prepared) -> MethodResult:
     items.update(
         {"cut": (res.cuts, se.cuts)} if p.st.model == "grm" else {"difficulty": (res.cuts[:, 0], se.cuts[:, 0])}
     )
-    _, ab_mean, ab_sd = mml.posterior(y, res.discrimination, res.cuts, cats, n_nodes=61)
-    probs = mml.predictive_probs(y, res.discrimination, res.cuts, p.rows, p.cols, cats, n_nodes=61)
+    _, ab_mean, ab_sd = mml_posterior.posterior(y, res.discrimination, res.cuts, cats, n_nodes=61)
+    probs = mml_posterior.predictive_probs(y, res.discrimination, res.cuts, p.rows, p.cols, cats, n_nodes=61)
     t0 = time.perf_counter()
-    mml.posterior(p.y_hold, res.discrimination, res.cuts, cats, n_nodes=61)
+    mml_posterior.posterior(p.y_hold, res.discrimination, res.cuts, cats, n_nodes=61)
     timing = {"score_new_seconds": time.perf_counter() - t0}  # EAP of the new persons
 
     def make_record(f):

@@ -28,12 +28,47 @@ def x64():
     jax.config.update("jax_enable_x64", False)
 
 
-@pytest.hookimpl(tryfirst=True)
+# Under pytest-xdist (`make test`: two processes, `--dist loadscope`), the tests of these files
+# read the session's run of the test config (tests/workflow/conftest.py: local_run) and go to one
+# process together, so that the run is made once; the long tests start first, so that no process
+# ends with one of them alone.
+TEST_CONFIG_RUN_FILES = (
+    "tests/workflow/test_resume.py",
+    "tests/workflow/test_slurm_cluster.py",
+    "tests/workflow/test_workflow.py",
+)
+LONG_TESTS = (
+    "tests/workflow/test_benchmarks.py::test_every_benchmark_case_smoke_runs",
+    "tests/workflow/test_wheelhouse.py::test_install_from_a_wheelhouse_with_no_index",
+)
+
+
+def _file(nodeid: str) -> str:
+    return nodeid.split("::")[0]
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`make test` runs two processes), every test that reads the session's
-    run of the test config (tests/workflow/conftest.py: local_run) goes to one process, so that
-    the run is made once; its group is named for xdist's loadgroup scheduling (which reads the
-    mark after this hook)."""
+    """The test-config run's tests first, then the long tests, then the rest in their order
+    (xdist hands out the largest group first, then single tests in this order)."""
     for item in items:
-        if "local_run" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("test_config_run"))
+        if "local_run" in item.fixturenames and _file(item.nodeid) not in TEST_CONFIG_RUN_FILES:
+            raise pytest.UsageError(f"{item.nodeid} reads local_run: add its file to TEST_CONFIG_RUN_FILES")
+    items.sort(
+        key=lambda item: 0 if _file(item.nodeid) in TEST_CONFIG_RUN_FILES else 1 if item.nodeid in LONG_TESTS else 2
+    )
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: absent when xdist is not loaded
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadscope` with one scope for the files of TEST_CONFIG_RUN_FILES and one per test
+    elsewhere. xdist's own `loadgroup` cannot do it under pytest 9.2: it renames items by
+    assigning `item._nodeid`, which pytest 9 no longer reads."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class TestConfigRunScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "test_config_run" if _file(nodeid) in TEST_CONFIG_RUN_FILES else nodeid
+
+    return TestConfigRunScheduling(config, log)

@@ -8,8 +8,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # The suite is bound by compilation (hundreds of small programs, each run for a second or
-# less), which XLA's LLVM level 1 shortens (bayesirt.runtime), and `make test` level 0 further
-# (its TEST_XLA_FLAGS: a level already in XLA_FLAGS is kept). Set before any test starts JAX;
+# less), which XLA's LLVM level 1 shortens (bayesirt.runtime; a level already in XLA_FLAGS, such
+# as `make test`'s TEST_XLA_FLAGS, is kept). Set before any test starts JAX;
 # the workflow tests' Snakemake runs inherit it. Every test holds results to a tolerance, or
 # compares runs made under the same flags.
 from bayesirt import runtime  # noqa: E402  (imports no JAX)

@@ -45,15 +45,22 @@ def run_test_config(folder: Path, env=None) -> Path:
     return folder
 
 
-def assert_same_results(a: Path, b: Path) -> int:
+def _of_studies(rel: Path, studies) -> bool:
+    """Whether a run's file belongs to one of ``studies``: data/processed/<study>/...,
+    results/<study>/... or results/reports/<study>.*"""
+    return any(study in rel.parts or (rel.parts[1] == "reports" and rel.stem == study) for study in studies)
+
+
+def assert_same_results(a: Path, b: Path, studies=None) -> int:
     """Every data and result file of run `a` is in run `b` with the same content, bit for bit,
     except what records time: timings tables, the `timing` field of the JSON records, and the
-    executed report notebooks (run timestamps). Returns the number of files compared."""
+    executed report notebooks (run timestamps); with ``studies``, the files of those studies
+    only (a run of part of the config beside a run of all of it). Returns the number of files
+    compared."""
 
     def listing(run):
-        return sorted(
-            p.relative_to(run) for folder in ("results", "data") for p in (run / folder).rglob("*") if p.is_file()
-        )
+        files = [p.relative_to(run) for folder in ("results", "data") for p in (run / folder).rglob("*") if p.is_file()]
+        return sorted(rel for rel in files if studies is None or _of_studies(rel, studies))
 
     files = listing(a)
     assert len(files) >= 10 and files == listing(b), set(files) ^ set(listing(b))

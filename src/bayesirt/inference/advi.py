@@ -191,7 +191,7 @@ def negative_elbo(model: Model, n_persons: int, n_draws: int = 1):
         keys = jax.random.split(key, n_draws)
         # One draw (the fits' default) without vmap: XLA's CPU compiler in jaxlib 0.10 handles the
         # size-1 batch axis badly (the imputation objectives' GRM category-probability gradient
-        # ran 9x slower under a vmap of one); same keys, same draw.
+        # ran several times slower under a vmap of one: the Performance page); same keys, same draw.
         expected = one_draw(keys[0]) if n_draws == 1 else jax.vmap(one_draw)(keys).mean()
         h_g, h_l = _entropy(model, q, index)
         return -(expected + h_g + scale_local * h_l.sum()) / n_persons

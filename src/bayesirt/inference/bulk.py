@@ -25,9 +25,9 @@ the studies treat the block size as part of a fit's settings and record it.
 Groups. A block may also be stepped in consecutive groups of ``width`` fits, one group after
 another to the end, by the same compiled program (``groups_of``). On a CPU the fits of a block
 share no arithmetic, and a program as wide as the block holds every fit's step in memory at
-once: at the paper's ``normal_p5`` IWAE settings a fit-step costs about 0.29 ms alone, 0.28 ms
-in a program of 4 or 8 fits and 0.42 ms in one of 100, the wide program having left the core's
-cache (one core; the Performance page has the figures). A group's results depend on its
+once: at the paper's ``normal_p5`` IWAE settings a fit-step costs about the same alone and in
+a program of 4 or 8 fits, and half as much again in one of 100, the wide program having left the
+core's cache (the Performance page has the figures, ``program_width``). A group's results depend on its
 members as a block's do, so the width is part of a fit's settings too. Groups of one block can
 run in worker processes, one per core (``inference.bulk_processes``).
 """

@@ -20,12 +20,11 @@ single run, while the other replications run to the end.
 Draws agree with a single run's to float32 rounding: the batched program may sum over persons
 or items in another order. With XLA's own reductions (this package's default; the unit tests)
 they were equal bit for bit on the CPU. Where reductions go to the YNNPACK library (the Gibbs
-workflow jobs, ``runtime.use_library_reductions``), sums differ in the last bits (draws by
-about 1e-6, measured at N = 500, J = 20), and a Metropolis step (the scale move,
-``gibbs_expansion.rescale``) can then accept in one run and reject in the other: seen about
-once in 10^4 chain-sweeps there, after which that chain's path differed by a few hundredths
-(at most 0.058 over 10 replications x 4 chains x 1,500 sweeps) for a stretch of sweeps. Both
-runs are then valid chains of the same posterior, whose estimates agree to Monte Carlo error;
+workflow jobs, ``runtime.use_library_reductions``), sums differ in the last bits, and a
+Metropolis step (the scale move, ``gibbs_expansion.rescale``) can then accept in one run and
+reject in the other, after which that chain's path differs by a little for a stretch of sweeps
+(rarely; the Performance page has the figures). Both runs are then valid chains of the same
+posterior, whose estimates agree to Monte Carlo error;
 the studies record the block in every fit record, as part of a fit's settings.
 
 Memory (:func:`check_memory`). Before any sweep the block's working memory as XLA plans it (the
@@ -33,9 +32,8 @@ largest of its compiled programs, ``bulk.working_bytes``) and, on the CPU, where
 share the same memory, the draws (replications x chains x draws x the values recorded per
 draw) are compared with the free memory (``bulk.available_bytes``); a block that would not fit
 is refused with a MemoryError that names the setting to lower. On an accelerator only the
-programs are checked against its memory (the draws go to the host). For scale: 10 replications
-of 10,000 persons x 100 items, 4 chains, chunks of 1,000 sweeps and 10,000 draws kept with
-every ability need 5.0 GB for the programs and 16.3 GB for the draws (measured on the CPU).
+programs are checked against its memory (the draws go to the host). The Performance page gives
+the sizes of a large block.
 """
 
 from __future__ import annotations

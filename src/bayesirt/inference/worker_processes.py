@@ -27,8 +27,8 @@ log = logging.getLogger("bayesirt")
 
 # The worker pins itself to its core (argv[3], "-" for none) before anything is imported: the
 # libraries start threads when imported (numpy's BLAS, JAX), and a process pinned after them ran
-# a block's program up to 30 times slower with two workers side by side (measured: 8 IWAE fits,
-# 1,000 steps, 2.5 s pinned before the imports, 8-125 s pinned after).
+# a block's program many times slower with two workers side by side (the Performance page has
+# the figures).
 _WORKER_COMMAND = (
     "import os, sys\n"
     "if sys.argv[3] != '-' and hasattr(os, 'sched_setaffinity'):\n"

@@ -8,10 +8,10 @@ from bayesirt.seeds import derive
 log = logs.to_file(snakemake.log[0])
 kind = snakemake.wildcards.kind
 rate = float(snakemake.wildcards.percent) / 100.0
-cfg = snakemake.params.options
+cfg = snakemake.params.options  # validated: the schema gives every default
 kind_options = {
-    "mar": {"strength": cfg.get("mar_strength", 1.0), "drivers": cfg.get("mar_drivers")},
-    "mnar": {"strength": cfg.get("mnar_strength", 1.0)},
+    "mar": {"strength": cfg["mar_strength"], "drivers": cfg["mar_drivers"]},
+    "mnar": {"strength": cfg["mnar_strength"]},
 }.get(kind, {})
 wc = snakemake.wildcards
 seed = derive(snakemake.params.base_seed, "missingness", wc.dataset, kind, wc.percent, wc.rep)
@@ -21,8 +21,8 @@ out, hidden = missingness.inject(
     kind=kind,
     rate=rate,
     seed=seed,
-    keep_one_per_person=cfg.get("keep_one_per_person", True),
-    keep_one_per_item=cfg.get("keep_one_per_item", True),
+    keep_one_per_person=cfg["keep_one_per_person"],
+    keep_one_per_item=cfg["keep_one_per_item"],
     **kind_options,
 )
 out.attrs["missingness"]["replication"] = int(snakemake.wildcards.rep)

@@ -9,14 +9,14 @@ from bayesirt.seeds import derive
 
 log = logs.to_file(snakemake.log[0])
 spec = snakemake.params.spec
-options = {**spec.get("preprocess", {}), "seed": snakemake.params.seed}
-member = spec.get("member", "IPIP-FFM-data-8Nov2018/data-final.csv")
+options = {**spec["preprocess"], "seed": snakemake.params.seed}
+member = spec["member"]
 record = io.read_json(snakemake.input.record)
 # errors in the data name the user's file (configured URL or path), not our cached copy
 with download.raw_csv(snakemake.input.download, member, source=download.source_of(record)) as csv:
     rm, counts = ipip.load(csv, fit_grm=mml.fit_arrays, **options)  # marginal ML GRMs for the Guttman cut-offs
 split_seed = derive(snakemake.params.base_seed, "holdout", snakemake.wildcards.dataset)
-train, holdout = split_holdout(rm, spec.get("holdout_fraction", 0.025), split_seed)
+train, holdout = split_holdout(rm, spec["holdout_fraction"], split_seed)
 for part in (train, holdout):
     part.attrs.update({"dataset": snakemake.wildcards.dataset, "download": record})
 io.write_table(counts, snakemake.output.row_counts)

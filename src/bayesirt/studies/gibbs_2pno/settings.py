@@ -114,8 +114,10 @@ class Settings:
     block_sizes: dict = field(default_factory=dict)  # design -> block_size
 
     def block_size(self, design: str) -> int:
-        """The design's ``block_size`` (1 for a design the config does not name)."""
-        return int(self.block_sizes.get(design, 1))
+        """The design's ``block_size`` (the validated config's: the schema gives its default)."""
+        if design not in self.block_sizes:
+            raise KeyError(f"gibbs_2pno has no design '{design}' in the config (designs: {sorted(self.block_sizes)})")
+        return self.block_sizes[design]
 
     @classmethod
     def from_config(cls, config: dict) -> Settings:

@@ -22,8 +22,8 @@ import numpy as np
 
 from bayesirt import runtime
 from bayesirt.inference import gibbs
-from bayesirt.inference.chain_processes import usable_cpus
 from bayesirt.inference.sampling import SamplerSettings
+from bayesirt.inference.worker_processes import usable_cpus
 
 # as the Gibbs fitting jobs: reductions left to YNNPACK (bayesirt.runtime)
 runtime.use_library_reductions()

@@ -1,6 +1,8 @@
 """The layering contracts of pyproject.toml ([tool.importlinter]) hold: models < data,
-inference, evaluation, imputation < studies; nothing in the library imports Snakemake."""
+inference, evaluation, imputation < studies; nothing in the library imports Snakemake; no
+import circles."""
 
+import os
 import pkgutil
 import re
 import subprocess
@@ -44,6 +46,56 @@ def test_the_contracts_named_in_the_readme_exist():
     assert c["nothing in the library imports Snakemake"]["forbidden_modules"] == ["snakemake"]
     assert "bayesirt.data" in c["inference and evaluation take arrays, never files"]["forbidden_modules"]
     assert c["models < data, inference, evaluation, imputation < studies"]["layers"][-1] == "bayesirt.models"
+    assert c["no import circles"]["type"] == "acyclic_siblings"
+    assert c["no import circles"]["ancestors"] == ["bayesirt"]
+
+
+def lint_toy(tmp_path: Path, modules: dict[str, str]) -> subprocess.CompletedProcess:
+    """lint-imports with the library's "no import circles" contract over a toy package ``toy``
+    made of ``modules`` (dotted name below toy -> source)."""
+    for name, source in {"__init__": "", **modules}.items():
+        path = tmp_path / "toy" / (name.replace(".", "/") + ".py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+        (path.parent / "__init__.py").touch()
+    contract = contracts()["no import circles"]
+    config = tmp_path / "toy.toml"
+    config.write_text(
+        f'[tool.importlinter]\nroot_package = "toy"\n\n[[tool.importlinter.contracts]]\nname = "{contract["name"]}"\n'
+        f'type = "{contract["type"]}"\nancestors = ["toy"]\n'
+    )
+    lint = Path(sys.executable).parent / "lint-imports"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    return subprocess.run([str(lint), "--config", str(config), "--no-cache"], capture_output=True, text=True, env=env)
+
+
+def test_the_circle_contract_catches_a_circle_through_a_function_or_a_type_annotation(tmp_path):
+    # the contract must see the two ways a circle hid in this package: an import inside a
+    # function, and one under TYPE_CHECKING (for an annotation), here one of each, a level apart
+    circles = {
+        "settings": "def read():\n    from toy.fit import run\n    return run\n",
+        "fit": "from toy.settings import read\n\ndef run():\n    return read\n",
+        "study.methods": "from toy.study.tables import scored\n",
+        "study.tables": (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from toy.study.methods import Problem\n"
+            "def scored(p: 'Problem'):\n    return p\n"
+        ),
+    }
+    broken = lint_toy(tmp_path / "circles", circles)
+    assert broken.returncode != 0, broken.stdout
+    assert "No cycles are allowed in toy." in broken.stdout
+    assert "No cycles are allowed in toy.study." in broken.stdout
+    # the same modules with the shared piece moved into a module both import: kept
+    kept = {
+        "settings": "def read():\n    return 1\n",
+        "fit": "from toy.settings import read\n\ndef run():\n    return read\n",
+        "study.problem": "class Problem:\n    pass\n",
+        "study.methods": "from toy.study.problem import Problem\nfrom toy.study.tables import scored\n",
+        "study.tables": "from toy.study.problem import Problem\n\ndef scored(p: Problem):\n    return p\n",
+    }
+    fixed = lint_toy(tmp_path / "kept", kept)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "no import circles KEPT" in fixed.stdout
 
 
 def test_parsing_the_workflow_imports_no_jax():

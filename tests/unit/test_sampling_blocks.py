@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from bayesirt.inference import chain_blocks, gibbs
-from bayesirt.inference.chain_processes import usable_cpus
 from bayesirt.inference.sampling import SamplerSettings, sample
 from bayesirt.inference.sampling_blocks import plan_replication_groups, sample_block
+from bayesirt.inference.worker_processes import usable_cpus
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -67,7 +67,7 @@ def _single(k, key, settings):
 
 
 def test_plan_replication_groups(monkeypatch):
-    monkeypatch.setattr("bayesirt.inference.sampling_blocks.usable_cpus", lambda: [0, 1])
+    monkeypatch.setattr("bayesirt.inference.worker_processes.usable_cpus", lambda: [0, 1])
     assert plan_replication_groups(_settings(), 5) == [(0, 5)]
     assert plan_replication_groups(_settings(chain_processes=2), 5) == [(0, 2), (2, 5)]
     # no more workers than the job's cores (min(chain_processes, n_chains)) or replications

@@ -20,9 +20,17 @@ MODULES = {"conditions", "settings", "data", "methods", "tables", "figures", "re
 # seed_methods: a study's methods as its seed states them (issue 45); oracle: dcm_bbvi's reference
 # accuracy at the true parameters, and reference_methods: vibo's MML and NUTS, kept apart so that
 # methods stays under 400 lines; reproduction_figures: amortized_ifa's page figures, kept apart
-# so that reproduction stays under 400; seed_numbers: how a study's figures answer the numbers
-# its seed reports (issue 46)
-OPTIONAL = {"evaluation", "seed_methods", "oracle", "reference_methods", "reproduction_figures", "seed_numbers"}
+# so that reproduction stays under 400, and reproduction_pairs: the fits paired by replication that
+# both of those read; seed_numbers: how a study's figures answer the numbers its seed reports (issue 46)
+OPTIONAL = {
+    "evaluation",
+    "seed_methods",
+    "oracle",
+    "reference_methods",
+    "reproduction_figures",
+    "reproduction_pairs",
+    "seed_numbers",
+}
 
 
 def validated(name: str) -> dict:

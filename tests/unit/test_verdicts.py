@@ -228,3 +228,11 @@ def test_vibo_mnar_and_variant_claims():
     mml = table[table.method == "mml"].iloc[0]
     assert mml["rate"] == 20 and mml["ability_rmse_change"] == pytest.approx(0.05)
     assert mml["ability_rmse_mcar"] == pytest.approx(0.29) and len(table) == 3
+
+
+def test_differences_equal_but_for_rounding_measure_no_spread():
+    # 0.1 + 0.2 is 0.30000000000000004: the pairs agree to rounding, so there is no interval to
+    # judge by (scipy's would be rounding noise), as with exact ties
+    v = verdicts.paired_verdict([0.1 + 0.2, 0.3, 0.3], subject="x", direction="higher")
+    assert v.low == v.high == v.mean_difference
+    assert verdicts.mean_interval([0.1 + 0.2, 0.3, 0.3, np.nan])[1:] == (v.mean_difference, v.mean_difference, 3)

@@ -144,15 +144,25 @@ def _outcome(low: float, high: float, direction: str, margin: float) -> str:
     return "supported" if low > threshold else "contradicted" if high <= threshold else "inconclusive"
 
 
-def _mean_interval(d: np.ndarray, level: float) -> tuple[float, float]:
-    if d.size < 2:
-        return np.nan, np.nan
-    if np.all(d == d[0]):
-        # every pair differs by the same amount (e.g. all ties): no spread, the interval is that
-        # value; scipy would divide by a zero standard error
-        return float(d[0]), float(d[0])
-    ci = stats.ttest_1samp(d, 0.0).confidence_interval(confidence_level=level)
-    return float(ci.low), float(ci.high)
+def mean_interval(values, level: float = 0.95) -> tuple[float, float, float, int]:
+    """Mean of the finite ``values`` and Student's t interval for it: (mean, low, high, n).
+
+    The interval is nan with fewer than two finite values, and the mean itself when all agree
+    to rounding (no spread measured: scipy would divide by a zero standard error, or give an
+    interval of rounding noise).
+    """
+    x = np.asarray(values, dtype=np.float64).ravel()
+    x = x[np.isfinite(x)]
+    n = int(x.size)
+    if n == 0:
+        return np.nan, np.nan, np.nan, 0
+    mean = float(x.mean())
+    if n < 2:
+        return mean, np.nan, np.nan, n
+    if np.ptp(x) <= 1e-12 * max(1.0, abs(mean)):
+        return mean, mean, mean, n
+    ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence_level=level)
+    return mean, float(ci.low), float(ci.high), n
 
 
 def paired_verdict(
@@ -211,8 +221,7 @@ def paired_verdict(
         )
     favour = int(np.sum(d < 0) if direction == "lower" else np.sum(d > 0))
     ties = int(np.sum(d == 0))
-    mean = float(d.mean())
-    low, high = _mean_interval(d, level)
+    mean, low, high, _ = mean_interval(d, level)
     evidence = f"{subject} is {direction} in {favour} of {n} {unit}"
     if ties:
         evidence += f" ({ties} tied)"

@@ -25,9 +25,10 @@ Modelling choices
   all sub-models, and each person gets the value of his cell.
 
 The sub-models themselves (their ordinal likelihood, sufficient statistics and Laplace fit) are
-in ``imputation.stacking_submodels``, the stacking weights in ``imputation.stacking_weights``;
-this module holds the settings and the fitted model, the fit that runs those steps and PSIS-LOO
-in between, the imputation PMFs and their scores, and the model's file.
+in ``imputation.stacking_submodels``, the stacking weights in ``imputation.stacking_weights``,
+the settings (``StackingSettings``, read by both) in ``imputation.stacking_settings``; this
+module holds the fitted model, the fit that runs those steps and PSIS-LOO in between, the
+imputation PMFs and their scores, and the model's file.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import json
 import logging
 import time
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import NamedTuple
 
@@ -46,24 +47,13 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import io
+from bayesirt.imputation.stacking_settings import StackingSettings
 from bayesirt.imputation.stacking_submodels import contingency_tables, design_matrices, fit_all, initial_parameters
 from bayesirt.imputation.stacking_weights import stacking_weights
 
 log = logging.getLogger("bayesirt")
 
 FORMAT = "bayesirt.stacking_imputation/1"
-
-
-@dataclass(frozen=True)
-class StackingSettings:
-    predictor: str = "numeric"  # "numeric" (one slope) or "onehot" (one coefficient per category)
-    slope_scale: float = 2.5  # Normal(0, s) prior on each regression coefficient
-    first_cut_scale: float = 5.0  # Normal(0, s) prior on the first cut (logit scale)
-    increment_scale: float = 3.0  # HalfNormal(s) prior on the gaps between cuts
-    newton_steps: int = 40
-    n_draws: int = 400  # Laplace draws per sub-model (pointwise log-likelihood, PSIS-LOO)
-    ridge: float = 1e-6  # on the stacking logits (the objective is a per-person average per item)
-    seed: int = 0
 
 
 class StackingModel(NamedTuple):

@@ -23,16 +23,12 @@ PSIS-LOO and the stacking to ``imputation.stacking``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesirt.imputation.stacking_settings import StackingSettings
 from bayesirt.models import grm
-
-if TYPE_CHECKING:  # for the annotation only: stacking, which defines the settings, imports this module
-    from bayesirt.imputation.stacking import StackingSettings
 
 
 def contingency_tables(responses: np.ndarray, n_categories: np.ndarray) -> np.ndarray:

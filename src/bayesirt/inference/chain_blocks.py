@@ -38,6 +38,7 @@ the sizes of a large block.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -53,9 +54,8 @@ from bayesirt.inference.chains import (
     CompiledGroup,
     SamplerSettings,
     _bad_fields,
-    _chunk_program,
     _finite_flags,
-    _plan,
+    compile_programs,
 )
 
 log = logging.getLogger("bayesirt")
@@ -144,22 +144,9 @@ def compile_block(fns: ChainFunctions, settings: SamplerSettings, init_keys, cha
     if not fns.takes_data:
         raise ValueError("a block of replications needs chain functions that take each replication's data")
     data = jax.device_put(data)
-    recorder = fns.recorder()
-    plan = _plan(settings)
-    t0 = time.perf_counter()
     vmapped_init = jax.vmap(jax.vmap(fns.init_fn, in_axes=(0, None)), in_axes=(0, 0))
-    init_program = jax.jit(vmapped_init).lower(init_keys, data).compile()
-    state_shape = jax.eval_shape(vmapped_init, init_keys, data)
-    first = jnp.asarray(0, jnp.int32)
-    programs = {}
-    for _, (record, n), _ in plan:
-        if (record, n) not in programs:
-            chunk = _chunk_program(fns.step_fn, recorder, n, settings.thin if record else 1, record)
-            block = jax.vmap(chunk, in_axes=(0, 0, None, 0))
-            programs[record, n] = jax.jit(block).lower(state_shape, chain_keys, first, data).compile()
-    return CompiledGroup(
-        init_program, programs, state_shape, plan, recorder, fns.stats_fn is not None, data, time.perf_counter() - t0
-    )
+    over_replications = functools.partial(jax.vmap, in_axes=(0, 0, None, 0))
+    return compile_programs(fns, vmapped_init, fns.step_fn, settings, init_keys, chain_keys, data, over_replications)
 
 
 def program_bytes(compiled: CompiledGroup) -> int:

@@ -59,7 +59,7 @@ import jax
 import numpy as np
 
 from bayesirt.inference.chains import ChainFunctions, GroupRun, SamplerSettings, compile_group, execute_group
-from bayesirt.inference.worker_processes import key_payload, keys_from, run_workers, usable_cpus, worker_job
+from bayesirt.inference.worker_processes import key_payload, keys_from, run_workers, worker_job, worker_ranges
 
 log = logging.getLogger("bayesirt")
 
@@ -83,22 +83,7 @@ def plan_groups(settings: SamplerSettings) -> list[tuple[int, int]]:
         The chain ranges.
     """
     n = settings.n_chains
-    workers = min(settings.chain_processes, n)
-    if workers > 1 and jax.default_backend() != "cpu":
-        log.warning(
-            "chain_processes=%d applies to the CPU only; running the chains vmapped in this process on the %s",
-            settings.chain_processes,
-            jax.default_backend(),
-        )
-        workers = 1
-    elif workers > len(usable_cpus()):
-        log.warning(
-            "chain_processes=%d but only %d usable cores: the workers share them (same draws, slower)",
-            workers,
-            len(usable_cpus()),
-        )
-    bounds = np.linspace(0, n, workers + 1).round().astype(int)
-    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+    return worker_ranges(n, min(settings.chain_processes, n), settings.chain_processes, "the chains vmapped")
 
 
 def check_picklable(fns: ChainFunctions) -> None:

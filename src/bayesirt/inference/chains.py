@@ -267,17 +267,27 @@ def compile_group(fns: ChainFunctions, settings: SamplerSettings, init_keys, cha
     """
     if data is not None:
         data = jax.device_put(data)  # once, not at every chunk
-    init_with, step_with, recorder = fns.init_with(), fns.step_with(), fns.recorder()
+    vmapped_init = jax.vmap(fns.init_with(), in_axes=(0, None))
+    return compile_programs(fns, vmapped_init, fns.step_with(), settings, init_keys, chain_keys, data)
+
+
+def compile_programs(
+    fns: ChainFunctions, vmapped_init, step, settings: SamplerSettings, init_keys, chain_keys, data, batch=None
+) -> CompiledGroup:
+    """The programs of :func:`compile_group` from the initial-state function over the keys'
+    axes (``vmapped_init``) and the per-chain ``step``; ``batch`` maps a chain's chunk program
+    over further axes (``chain_blocks.compile_block``: over replications, with their data)."""
+    recorder = fns.recorder()
     plan = _plan(settings)
     t0 = time.perf_counter()
-    vmapped_init = jax.vmap(init_with, in_axes=(0, None))
     init_program = jax.jit(vmapped_init).lower(init_keys, data).compile()
     state_shape = jax.eval_shape(vmapped_init, init_keys, data)
     first = jnp.asarray(0, jnp.int32)
     programs = {}
     for _, (record, n), _ in plan:
         if (record, n) not in programs:
-            fn = _chunk_program(step_with, recorder, n, settings.thin if record else 1, record)
+            fn = _chunk_program(step, recorder, n, settings.thin if record else 1, record)
+            fn = fn if batch is None else batch(fn)
             programs[record, n] = jax.jit(fn).lower(state_shape, chain_keys, first, data).compile()
     return CompiledGroup(
         init_program, programs, state_shape, plan, recorder, fns.stats_fn is not None, data, time.perf_counter() - t0

@@ -1,5 +1,6 @@
 """The importance-weighted bound that IWAE (``iwae``) and IWAVB (``iwavb``) maximise, its
-doubly reparameterized gradient, the KL/entropy warm-up, and the AdamW both train with.
+doubly reparameterized gradient, the KL/entropy warm-up, the AdamW both train with, and their
+fit for the training driver (``iw_problem``).
 
 With R draws z_r from the encoder's q(z | x),
 
@@ -37,7 +38,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference import seed_training
+from bayesirt.inference.training import Problem, TrainSettings
 from bayesirt.models import mgrm
 
 sg = jax.lax.stop_gradient
@@ -131,6 +133,27 @@ def adamw(
     transforms = {name: part(lr, 0.0 if name == "model" else weight_decay) for name, lr in learning_rates.items()}
     labels = {name: jax.tree.map(lambda _: name, sub) for name, sub in params.items()}  # noqa: B023  (tree.map calls it at once)
     return optax.chain(optax.clip_by_global_norm(settings.clip_norm), optax.multi_transform(transforms, labels))
+
+
+def iw_problem(key, y, structure: mgrm.Structure, settings, init_fn, learning_rates: dict, loss, init, label):
+    """The training driver's fit of IWAE or IWAVB, built alike for both (``iwae.problem`` and
+    ``iwavb.problem`` give its arguments and document them): the start (``init``, or
+    ``init_fn(key, structure, settings, y)`` on the first half of ``key``, re-drawn as the seed
+    does where ``settings.seed`` is set), the optimizer over the parts named in
+    ``learning_rates`` (the seed's, or this project's AdamW) and the responses as int8; only the
+    parts, the start and the ``loss`` differ between the two methods."""
+    k_init, k_fit = jax.random.split(key)
+    y = np.asarray(y)
+    params = init_fn(k_init, structure, settings, y) if init is None else init
+    if init is None and settings.seed is not None:
+        params = seed_training.init(k_init, structure, params)
+    train_settings = fit_settings(settings.train, settings.warmup_steps)
+    if settings.seed is not None:
+        opt = seed_training.optimizer(settings.seed, learning_rates, params)
+    else:
+        opt = adamw(train_settings, learning_rates, settings.weight_decay, params)
+    data = {"y": jnp.asarray(y, jnp.int8)}
+    return Problem(loss, params, k_fit, data, y.shape[0], train_settings, opt, label)
 
 
 def dreg_log_weights(f, theta, z, aux, beta=None):

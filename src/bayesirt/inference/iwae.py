@@ -26,15 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesirt.inference import networks, seed_training
-from bayesirt.inference.iw_bound import (
-    adamw,
-    dreg_log_weights,
-    dreg_objective,
-    fit_settings,
-    iw_elbo,
-    log_weights,
-    warmup_beta,
-)
+from bayesirt.inference.iw_bound import dreg_log_weights, dreg_objective, iw_elbo, iw_problem, log_weights, warmup_beta
 from bayesirt.inference.training import FitResult, Problem, TrainSettings, train_problem
 from bayesirt.models import mgrm
 
@@ -266,19 +258,8 @@ def problem(
         non-finite raises ``training.FitDivergedError`` (a single fit) or stops that fit alone
         (a block).
     """
-    k_init, k_fit = jax.random.split(key)
-    y = np.asarray(y)
-    params = _init(k_init, structure, settings, y) if init is None else init
-    if init is None and settings.seed is not None:
-        params = seed_training.init(k_init, structure, params)
-    train_settings = fit_settings(settings.train, settings.warmup_steps)
     rates = {"model": settings.learning_rate, "encoder": settings.learning_rate}
-    if settings.seed is not None:
-        opt = seed_training.optimizer(settings.seed, rates, params)
-    else:
-        opt = adamw(train_settings, rates, settings.weight_decay, params)
-    data = {"y": jnp.asarray(y, jnp.int8)}
-    return Problem(loss_fn(structure, settings), params, k_fit, data, y.shape[0], train_settings, opt, label)
+    return iw_problem(key, y, structure, settings, _init, rates, loss_fn(structure, settings), init, label)
 
 
 def fit(

@@ -61,7 +61,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesirt.inference import networks, seed_encoder, seed_training
-from bayesirt.inference.iw_bound import adamw, dreg_log_weights, dreg_objective, fit_settings, log_weights, warmup_beta
+from bayesirt.inference.iw_bound import dreg_log_weights, dreg_objective, iw_problem, log_weights, warmup_beta
 from bayesirt.inference.iwavb_networks import discriminator, encode, log_q_from_t
 from bayesirt.inference.training import FitResult, Problem, TrainSettings, train_problem
 from bayesirt.models import mgrm
@@ -245,23 +245,12 @@ def problem(
         non-finite raises ``training.FitDivergedError`` (a single fit) or stops that fit alone
         (a block).
     """
-    k_init, k_fit = jax.random.split(key)
-    y = np.asarray(y)
-    params = _init(k_init, structure, settings, y) if init is None else init
-    if init is None and settings.seed is not None:
-        params = seed_training.init(k_init, structure, params)
-    train_settings = fit_settings(settings.train, settings.warmup_steps)
     rates = {
         "model": settings.learning_rate,
         "encoder": settings.learning_rate,
         "discriminator": settings.discriminator_learning_rate,
     }
-    if settings.seed is not None:
-        opt = seed_training.optimizer(settings.seed, rates, params)
-    else:
-        opt = adamw(train_settings, rates, settings.weight_decay, params)
-    data = {"y": jnp.asarray(y, jnp.int8)}
-    return Problem(loss_fn(structure, settings), params, k_fit, data, y.shape[0], train_settings, opt, label)
+    return iw_problem(key, y, structure, settings, _init, rates, loss_fn(structure, settings), init, label)
 
 
 def fit(

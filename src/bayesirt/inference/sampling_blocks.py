@@ -40,7 +40,14 @@ from bayesirt.inference.chain_processes import check_picklable
 from bayesirt.inference.chains import ChainFunctions, SamplerSettings
 from bayesirt.inference.posterior_summary import summary_table
 from bayesirt.inference.sampling import SampleResult, sample, to_inference_data
-from bayesirt.inference.worker_processes import key_payload, keys_from, run_workers, usable_cpus, worker_job
+from bayesirt.inference.worker_processes import (
+    key_payload,
+    keys_from,
+    run_workers,
+    usable_cpus,
+    worker_job,
+    worker_ranges,
+)
 
 log = logging.getLogger("bayesirt")
 
@@ -61,17 +68,7 @@ def plan_replication_groups(settings: SamplerSettings, n_reps: int) -> list[tupl
         The ranges; one range means "run in this process".
     """
     workers = min(settings.chain_processes, settings.n_chains, n_reps)
-    if workers > 1 and jax.default_backend() != "cpu":
-        log.warning(
-            "chain_processes=%d applies to the CPU only; running the block in this process on the %s",
-            settings.chain_processes,
-            jax.default_backend(),
-        )
-        workers = 1
-    elif workers > len(usable_cpus()):
-        log.warning("%d worker processes but only %d usable cores: they share them", workers, len(usable_cpus()))
-    bounds = np.linspace(0, n_reps, workers + 1).round().astype(int)
-    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+    return worker_ranges(n_reps, workers, settings.chain_processes, "the block")
 
 
 def sample_block(

@@ -52,6 +52,30 @@ def usable_cpus() -> list[int]:
     return list(range(os.cpu_count() or 1))
 
 
+def worker_ranges(n: int, workers: int, requested: int, in_process: str) -> list[tuple[int, int]]:
+    """Contiguous ranges [start, stop) of ``n`` chains or replications, one per worker process
+    (``workers`` of them; one range means "run in this process"). Worker processes are for
+    the CPU: on another backend the ``requested`` ``chain_processes`` fall back to one range,
+    with a warning that runs ``in_process``; more workers than usable cores share them, with a
+    warning too."""
+    if workers > 1 and jax.default_backend() != "cpu":
+        log.warning(
+            "chain_processes=%d applies to the CPU only; running %s in this process on the %s",
+            requested,
+            in_process,
+            jax.default_backend(),
+        )
+        workers = 1
+    elif workers > len(usable_cpus()):
+        log.warning(
+            "%d worker processes but only %d usable cores: they share them (same draws, slower)",
+            workers,
+            len(usable_cpus()),
+        )
+    bounds = np.linspace(0, n, workers + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
 def key_payload(keys):
     """Typed or raw JAX keys as (numpy data, implementation name or None), for pickling.
 

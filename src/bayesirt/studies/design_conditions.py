@@ -1,5 +1,5 @@
 """What the simulation studies over designs share: one fit's condition (design, missingness,
-method, replication) with its result folder, and the missingness names of their configs
+method, replication) with its result and block folders, and the missingness names of their configs
 (standard library only: the studies' ``conditions`` use it when the workflow is parsed)."""
 
 from __future__ import annotations
@@ -22,6 +22,16 @@ class DesignCondition:
     @property
     def path(self) -> str:
         return f"results/{self.study}/{self.design}/{self.missing}/{self.method}/rep{self.rep}"
+
+    @property
+    def folder(self) -> str:
+        """The fit's result folder, ``results/<study>/<design>/<missing>/<method>/rep<r>``."""
+        return self.path
+
+    def block_folder(self, block: int) -> str:
+        """The folder of block ``block`` of the fit's condition (design, missingness, method):
+        the fits of one job, ``results/<study>/<design>/<missing>/<method>/blocks/block<b>``."""
+        return f"results/{self.study}/{self.design}/{self.missing}/{self.method}/blocks/block{block}"
 
 
 def parse_missing(missing: str) -> tuple[str, float]:

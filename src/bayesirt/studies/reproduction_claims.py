@@ -19,9 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import stats
 
-from bayesirt.evaluation.verdicts import Verdict, replications_needed
+from bayesirt.evaluation.verdicts import Verdict, mean_interval, replications_needed
 
 VERDICTS = ("supported", "contradicted", "inconclusive", "not comparable")
 DECISIVE = ("supported", "contradicted")
@@ -111,24 +110,6 @@ def method_cell(c: Claim) -> str:
 
 
 # ---- numbers over replications ------------------------------------------------------------------
-
-
-def mean_interval(values, level: float = 0.95) -> tuple[float, float, float, int]:
-    """Mean of per-replication values and Student's t interval for it: (mean, low, high, n);
-    the interval is nan with fewer than two finite values, and the mean itself when all agree
-    (to rounding)."""
-    x = np.asarray(values, dtype=np.float64)
-    x = x[np.isfinite(x)]
-    n = int(x.size)
-    if n == 0:
-        return np.nan, np.nan, np.nan, 0
-    mean = float(x.mean())
-    if n < 2:
-        return mean, np.nan, np.nan, n
-    if np.ptp(x) <= 1e-12 * max(1.0, abs(mean)):  # equal but for rounding: no spread measured
-        return mean, mean, mean, n
-    ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence_level=level)
-    return mean, float(ci.low), float(ci.high), n
 
 
 def decides(verdict: Verdict) -> bool:

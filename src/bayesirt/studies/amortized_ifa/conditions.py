@@ -15,6 +15,10 @@ from bayesirt.data.mgrm_presets import PRESETS
 
 STUDY = "amortized_ifa"
 METHODS = ("iwae", "iwavb")  # the default methods; the seed-as-written ones are iwae_seed, iwavb_seed
+# the item parameters of a fit's estimates, scored against the truth, and the columns that key
+# an estimate (here, beside the fits, so that the study's tables need not import the methods)
+ITEM_PARAMETERS = ("loading", "intercept", "factor_corr")
+KEYS = ["parameter", "item", "person", "factor", "factor2", "category"]
 
 
 @dataclass(frozen=True)

@@ -28,14 +28,11 @@ from bayesirt.inference import bulk, bulk_processes, iwae, iwavb
 from bayesirt.inference.training import TrainSettings, keep_last_good, train_problem
 from bayesirt.models import mgrm
 from bayesirt.studies.amortized_ifa import seed_methods
-from bayesirt.studies.amortized_ifa.conditions import STUDY, FitSpec
+from bayesirt.studies.amortized_ifa.conditions import ITEM_PARAMETERS, KEYS, STUDY, FitSpec
 from bayesirt.studies.amortized_ifa.settings import Design, Evaluation, Training
 from bayesirt.studies.base import MethodResult
 
 log = logging.getLogger("bayesirt")
-
-KEYS = ["parameter", "item", "person", "factor", "factor2", "category"]
-ITEM_PARAMETERS = ("loading", "intercept", "factor_corr")
 
 
 def iwae_settings(spec: FitSpec, design: Design) -> iwae.IWAESettings:

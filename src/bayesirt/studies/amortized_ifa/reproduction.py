@@ -14,6 +14,8 @@ from __future__ import annotations
 import pandas as pd
 
 from bayesirt.evaluation import verdicts
+from bayesirt.studies.amortized_ifa.reproduction_figures import figures  # noqa: F401 (the page's figures)
+from bayesirt.studies.amortized_ifa.reproduction_pairs import LATENT, PARAMETERS, per_replication
 from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict, page_sentence, rests_on, seed_source
 from bayesirt.studies.reproduction_claims import block_time
 
@@ -47,8 +49,6 @@ TABLES = {
     "ipip/stability.csv": None,
 }
 OPTIONAL = {"ipip/scree.csv", "ipip/stability.csv"}
-LATENT = {"normal_p5": "normal", "mixture_p1": "mixture", "mixture_p3": "mixture"}
-PARAMETERS = {"loading": "loading", "intercept": "intercept", "factor_corr": "factor correlation"}
 # Table 1 of the paper (IPIP-FFM, 100 refits at P = 5): mean RMSE against the best fit, and time
 TABLE_1 = {
     "iwavb": {"loading": 0.017, "intercept": 0.092, "covariance": 0.085, "seconds": 243.89},
@@ -70,14 +70,6 @@ TIME_SOURCES = (
     seed_source(SECTIONS["normal"], "Both methods exhibited similar computation times"),
     seed_source(SECTIONS["mixture"], "the IWAVB method required more computational time"),
 )
-
-
-def per_replication(fits: pd.DataFrame, column: str) -> pd.DataFrame:
-    """IWAE and IWAVB side by side, one row per design and replication (the fits at several R of
-    one replication share its data, so they are averaged into it); a replication missing only
-    another method's fit (a seed-as-written one) keeps its row."""
-    wide = fits.pivot_table(index=["design", "rep"], columns="method", values=column, aggfunc="mean")
-    return wide.dropna(subset=[m for m in ("iwae", "iwavb") if m in wide.columns] or None)
 
 
 def paired_claim(
@@ -363,10 +355,3 @@ def design_table(tables: dict) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
-
-
-def figures(tables: dict, folder) -> list[tuple[str, str]]:
-    # drawn in their own module, which reads this one's names (imported here, when called, not at the top)
-    from bayesirt.studies.amortized_ifa import reproduction_figures
-
-    return reproduction_figures.figures(tables, folder)

@@ -9,7 +9,7 @@ import pandas as pd
 
 from bayesirt import plotting
 from bayesirt.studies.amortized_ifa import figures as ifa_figures
-from bayesirt.studies.amortized_ifa.reproduction import LATENT, PARAMETERS, per_replication
+from bayesirt.studies.amortized_ifa.reproduction_pairs import LATENT, PARAMETERS, per_replication
 
 
 def mse_figure(fits: pd.DataFrame):

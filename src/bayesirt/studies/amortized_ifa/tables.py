@@ -11,7 +11,7 @@ import pandas as pd
 from bayesirt import io, records
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.evaluation import rotation
-from bayesirt.studies.amortized_ifa.methods import ITEM_PARAMETERS, KEYS
+from bayesirt.studies.amortized_ifa.conditions import ITEM_PARAMETERS, KEYS
 from bayesirt.studies.amortized_ifa.settings import Design
 
 

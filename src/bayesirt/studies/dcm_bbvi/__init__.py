@@ -16,7 +16,7 @@ optimisation methods of the training driver as one vectorized program, EM and NU
 another (``methods.fit_block``); each replication keeps its own data, seed and record.
 
 Modules: ``conditions`` (designs, the fits a config asks for and their blocks; parse time),
-``settings`` (config checks, the methods' settings), ``data`` (simulation), ``methods`` (the
-five methods, single fits and blocks, the oracle accuracy), ``tables`` (a fit's estimates and
-scores; the study's tables), ``figures``.
+``settings`` (config checks, the methods' settings), ``data`` (simulation; ``Problem``, a data
+set as the methods take it), ``methods`` (the five methods, single fits and blocks, the oracle
+accuracy), ``tables`` (a fit's estimates and scores; the study's tables), ``figures``.
 """

@@ -1,8 +1,12 @@
 """The data of one ``dcm_bbvi`` condition: LCDM responses simulated from a design
 (``conditions.DESIGNS``, with the config's sizes) with MCAR missingness at the condition's rate,
-the truth (coefficients, profile probabilities, each person's profile) and the Q-matrix."""
+the truth (coefficients, profile probabilities, each person's profile) and the Q-matrix; and
+``Problem``, one data set as every method takes it (here, where both the methods and the
+tables that score their fits read it)."""
 
 from __future__ import annotations
+
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -48,3 +52,15 @@ def read(responses, truth) -> tuple[io.ResponseMatrix, pd.DataFrame, np.ndarray]
     the responses' sidecar)."""
     rm = io.read_responses(responses)
     return rm, pd.read_csv(truth), np.asarray(rm.attrs["q_matrix"])
+
+
+class Problem(NamedTuple):
+    """One data set as every method takes it."""
+
+    y: np.ndarray  # responses, -1 for missing
+    q: np.ndarray  # Q-matrix
+    prob: Any  # bbvi.prepare(y, q): design and data arrays
+    key: Any  # the fit's PRNG key
+    truth: pd.DataFrame | None
+    fields: dict  # the record's condition fields
+    allow_zero_rows: bool

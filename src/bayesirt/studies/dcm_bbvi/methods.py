@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import numpy as np
@@ -42,6 +42,7 @@ from bayesirt.models import lcdm
 from bayesirt.studies.base import MethodResult
 from bayesirt.studies.dcm_bbvi import seed_methods as seed
 from bayesirt.studies.dcm_bbvi.conditions import MONOTONE_METHODS, STUDY, FitSpec
+from bayesirt.studies.dcm_bbvi.data import Problem
 from bayesirt.studies.dcm_bbvi.settings import Settings
 from bayesirt.studies.dcm_bbvi.tables import estimates_table, scored
 
@@ -97,18 +98,6 @@ def study_config(settings: Settings) -> StudyConfig:
         variance_repeats=settings.variance_repeats,
         monotone=settings.monotone,
     )
-
-
-class Problem(NamedTuple):
-    """One data set as every method takes it."""
-
-    y: np.ndarray  # responses, -1 for missing
-    q: np.ndarray  # Q-matrix
-    prob: Any  # bbvi.prepare(y, q): design and data arrays
-    key: Any  # the fit's PRNG key
-    truth: pd.DataFrame | None
-    fields: dict  # the record's condition fields
-    allow_zero_rows: bool
 
 
 # ---------------------------------------------------------------------------------------------

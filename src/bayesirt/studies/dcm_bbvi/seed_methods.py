@@ -77,7 +77,7 @@ def start(method: str, prob: bbvi.Problem, truth) -> dict:
 
 
 def problem(method: str, p, config) -> training.Problem:
-    """The seed run ``method`` on the study's data set ``p`` (``methods.Problem``) for the training
+    """The seed run ``method`` on the study's data set ``p`` (``data.Problem``) for the training
     or the bulk driver; ``config`` (the study's) is not read: every setting is the seed's."""
     del config
     fit_key, _ = jax.random.split(p.key)  # as ``methods.bbvi_problem``: the other half scores the fit

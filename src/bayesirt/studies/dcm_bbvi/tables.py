@@ -8,7 +8,6 @@ replication, timings."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -17,9 +16,7 @@ from bayesirt import io, records
 from bayesirt.evaluation.recovery import metrics
 from bayesirt.models import lcdm
 from bayesirt.studies.base import MethodResult
-
-if TYPE_CHECKING:  # for the annotation only: methods imports this module
-    from bayesirt.studies.dcm_bbvi.methods import Problem
+from bayesirt.studies.dcm_bbvi.data import Problem
 
 
 def fit_records(paths) -> pd.DataFrame:

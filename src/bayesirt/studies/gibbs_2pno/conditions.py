@@ -29,14 +29,6 @@ class Condition(DesignCondition):
 
     study = STUDY
 
-    @property
-    def folder(self) -> str:
-        return self.path
-
-    def block_folder(self, block: int) -> str:
-        """The folder of block ``block`` of the fit's (design, missingness, method): the fits of a job."""
-        return f"results/{STUDY}/{self.design}/{self.missing}/{self.method}/blocks/block{block}"
-
 
 @dataclass(frozen=True)
 class MixtureCondition:

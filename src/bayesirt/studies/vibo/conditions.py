@@ -24,16 +24,6 @@ class Condition(DesignCondition):
 
     study = STUDY
 
-    @property
-    def folder(self) -> str:
-        """The fit's result folder, ``results/vibo/<design>/<missing>/<method>/rep<r>``."""
-        return self.path
-
-    def block_folder(self, block: int) -> str:
-        """The folder of block ``block`` of the fit's condition (the fits of one job),
-        ``results/vibo/<design>/<missing>/<method>/blocks/block<b>``."""
-        return f"results/{STUDY}/{self.design}/{self.missing}/{self.method}/blocks/block{block}"
-
 
 def study_config(config: dict) -> dict | None:
     """The ``studies.vibo`` block of a whole config (None where the config has none)."""

@@ -26,12 +26,13 @@ class Condition(DesignCondition):
 
     @property
     def folder(self) -> str:
-        """The fit's result folder, ``results/vibo/<design>/<missing>/<method>/rep<r>``."""
+        """The fit's name, ``results/vibo/<design>/<missing>/<method>/rep<r>``; its files lie in
+        ``rep<r>/`` of its block's folder (``block_folder``)."""
         return self.path
 
     def block_folder(self, block: int) -> str:
-        """The folder of block ``block`` of the fit's condition (the fits of one job),
-        ``results/vibo/<design>/<missing>/<method>/blocks/block<b>``."""
+        """The folder of block ``block`` of the fit's condition (the fits of one job, each in
+        ``rep<r>/``), ``results/vibo/<design>/<missing>/<method>/blocks/block<b>``."""
         return f"results/{STUDY}/{self.design}/{self.missing}/{self.method}/blocks/block{block}"
 
 

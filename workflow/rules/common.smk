@@ -8,6 +8,9 @@
 #   REPORT_PARAMETERS[study]()  -> the papermill parameters of notebooks/<study>.py
 # Model-fitting rules are named fit_<what is fitted>: the SLURM profile gives each of them
 # runtime, memory, CPUs and a GPU, and tests/workflow checks that it does.
+# A simulation study's fitting job fits a block of a condition's replications and writes each
+# fit to rep<r>/ in its output folder, .../blocks/block<b>/; the rules after it take the block
+# folders as input and name the fits' files in params (replication_folder, blocks_of).
 import os
 import shlex
 import sys

@@ -74,10 +74,10 @@ GPU_STEP_SECONDS = 0.00031  # assumption: per step of a block on one H100 (IWAVB
 GPU_MEASUREMENTS = ROOT / "docs" / "performance" / "gpu_bulk_replications.json"
 GPU_PLATFORMS = ("gpu", "cuda", "rocm")
 SHARED_RWA = ROOT.parent / "shared" / "data" / "RWAS" / "data.csv"
-SMOKE = {"PROBE": False, "CONFIG": "config/test.yaml", "OVERHEAD_JOBS": 5}
+SMOKE = {"PROBE": False, "CONFIG": "config/test.yaml", "OVERHEAD_JOBS": 2}
 # a workflow of no-op jobs run in Snakemake's own process, to time what Snakemake spends per job
 NOOP_SNAKEFILE = """
-N = int(config["n"])
+N = int(config["n_jobs"])
 
 
 rule all:
@@ -175,7 +175,7 @@ def snakemake_seconds_per_job(folder: Path) -> float:
 
     def wall(n: int) -> float:
         shutil.rmtree(folder / "out", ignore_errors=True)
-        cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--config", f"n={n}", "--quiet"]
+        cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--config", f"n_jobs={n}", "--quiet"]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
         if proc.returncode != 0:

@@ -13,7 +13,8 @@ of the block's folder; the rules after a block job now read that folder): it sho
 Snakemake's own cost. Every job costs Snakemake some seconds of its own, in its process, whatever
 the job does: choosing it, checking and recording its files, its metadata. Measured here as the
 wall seconds per job of a run of OVERHEAD_JOBS no-op local jobs (each writes one byte) beyond a
-run of one such job; ``snakemake_hours_before`` / ``_after`` are the jobs times that figure. A
+run of one such job, with Snakemake's default scheduler as the workflow's profiles leave it;
+``snakemake_hours_before`` / ``_after`` are the jobs times that figure. A
 lower bound for the paper's plan: the measuring workflow's DAG is small, and Snakemake's
 scheduling grows with the DAG.
 

@@ -40,10 +40,8 @@ rule all:
 # Every job's wall time, CPU time and peak memory (Snakemake's benchmark files), beside its log:
 # logs/benchmarks/<the log's path>.tsv (the default_workflow benchmark case reads them). Set here
 # for all rules at once, with the path handling Snakemake gives the rule's outputs.
-# Not for the copies of a block's files into each replication's folder (rules <study>_replication,
-# thousands of local jobs at paper scale, milliseconds each).
 for _rule in workflow.rules:
-    if _rule.benchmark is None and _rule.log and not _rule.name.endswith("_replication"):
+    if _rule.benchmark is None and _rule.log:
         _rule.benchmark_modifier = _rule.output_modifier
         _log = str(_rule.log[0]).removeprefix("logs/").removesuffix(".log")
         _rule.benchmark = f"logs/benchmarks/{_log}.tsv"

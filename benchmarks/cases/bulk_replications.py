@@ -109,8 +109,14 @@ def snakemake(folder: Path, env: dict, targets: list[str], cores: int = 2) -> fl
     return time.perf_counter() - t0
 
 
-def fit_target(method: str, rep: int) -> str:
-    return f"results/amortized_ifa/{DESIGN}/{method}_P5_R{R_SAMPLES}/rep{rep}/fit.json"
+def block_target(method: str, block: int) -> str:
+    """The folder of a block job: its output, what Snakemake is asked for."""
+    return f"results/amortized_ifa/{DESIGN}/{method}_P5_R{R_SAMPLES}/blocks/block{block}"
+
+
+def fit_record(method: str, rep: int, block_size: int) -> str:
+    """A replication's record, in rep<r>/ of its block's folder (blocks of block_size in order)."""
+    return f"{block_target(method, rep // block_size)}/rep{rep}/fit.json"
 
 
 def job_seconds(folder: Path, method: str) -> list[float]:
@@ -123,8 +129,8 @@ def job_seconds(folder: Path, method: str) -> list[float]:
     return out
 
 
-def records(folder: Path, method: str, reps) -> list[dict]:
-    return [json.loads((folder / fit_target(method, r)).read_text()) for r in reps]
+def records(folder: Path, method: str, reps, block_size: int) -> list[dict]:
+    return [json.loads((folder / fit_record(method, r, block_size)).read_text()) for r in reps]
 
 
 def path_figures(wall: float, jobs: list[float], recs: list[dict], scale: float) -> dict:
@@ -200,18 +206,18 @@ def one_method(folder: Path, env: dict, method: str, n_reps: int, sample: int, m
     # today's path: one job per replication; a first job (untimed) fills the compilation cache
     write(1)
     sep_env = dict(env, JAX_COMPILATION_CACHE_DIR=str(folder / ".jax_cache_separate"))
-    snakemake(folder, sep_env, [fit_target(method, n_reps - 1)])
+    snakemake(folder, sep_env, [block_target(method, n_reps - 1)])
     shutil.rmtree(folder / "logs" / "benchmarks", ignore_errors=True)
-    wall_sep = snakemake(folder, sep_env, [fit_target(method, r) for r in range(sample)])
-    separate = records(folder, method, range(sample))
+    wall_sep = snakemake(folder, sep_env, [block_target(method, r) for r in range(sample)])
+    separate = records(folder, method, range(sample), 1)
     jobs_sep = job_seconds(folder, method)
     shutil.rmtree(folder / "results" / "amortized_ifa" / DESIGN)
     shutil.rmtree(folder / "logs" / "benchmarks")
     # bulk: one job, its own empty compilation cache
     write(n_reps)
     bulk_env = dict(env, JAX_COMPILATION_CACHE_DIR=str(folder / ".jax_cache_bulk"))
-    wall_bulk = snakemake(folder, bulk_env, [fit_target(method, r) for r in range(n_reps)])
-    bulk = records(folder, method, range(n_reps))
+    wall_bulk = snakemake(folder, bulk_env, [block_target(method, 0)])
+    bulk = records(folder, method, range(n_reps), n_reps)
     jobs_bulk = job_seconds(folder, method)
     before = path_figures(wall_sep, jobs_sep, separate, n_reps / sample)
     after = path_figures(wall_bulk, jobs_bulk, bulk, 1.0)

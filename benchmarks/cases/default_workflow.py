@@ -67,8 +67,6 @@ def compile_seconds(folder: Path) -> dict:
     """Sum of the JAX compilation seconds the fit records report, by study."""
     out: dict[str, float] = {}
     for path in (folder / "results").rglob("fit.json"):
-        if "blocks" in path.parts:  # a replication's files are copies of its block's
-            continue
         timing = json.loads(path.read_text()).get("timing") or {}
         seconds = sum(v for k, v in timing.items() if "compile" in k and isinstance(v, (int, float)))
         study = path.relative_to(folder / "results").parts[0]

@@ -6,7 +6,17 @@ Counts. Dry runs of config/paper.yaml: "before" with every block_size set to 1 (
 replication, today's path before blocks) and no job groups (every job but the local ones is
 one submission, as the SLURM profile submitted them); "after" as configured, with the SLURM
 profile's job groups. Submissions are counted the way the dry run prints them: one per job that
-is not a local rule, one per group job.
+is not a local rule, one per group job. ``copy_jobs_after`` counts the jobs of rules named
+``*_replication`` (until 2026-11 every replication of a block had one, copying its files out
+of the block's folder; the rules after a block job now read that folder): it should be 0.
+
+Snakemake's own cost. Every job costs Snakemake some seconds of its own, in its process, whatever
+the job does: choosing it, checking and recording its files, its metadata. Measured here as the
+wall seconds per job of a run of OVERHEAD_JOBS no-op local jobs (each writes one byte) beyond a
+run of one such job, with Snakemake's default scheduler as the workflow's profiles leave it;
+``snakemake_hours_before`` / ``_after`` are the jobs times that figure. A
+lower bound for the paper's plan: the measuring workflow's DAG is small, and Snakemake's
+scheduling grows with the DAG.
 
 Timings. A probe run: the paper config in a fresh folder with every design cut to 2 replications
 (one block of 2), training to PROBE_STEPS steps and samplers to PROBE_SWEEPS warm-up plus draws,
@@ -58,13 +68,33 @@ WORKFLOW_FILES = ("Snakefile", "config", "workflow", "notebooks", "environment.y
 PROBE_STEPS = 300
 PROBE_SWEEPS = 100
 PROBE = True  # the probe run (the smoke run leaves it out: counts only)
+OVERHEAD_JOBS = 100  # no-op jobs of the measurement of Snakemake's own seconds per job
 CONFIG = "config/paper.yaml"  # the smoke run counts the test config's jobs instead
 GPU_STEP_SECONDS = 0.00031  # assumption: per step of a block on one H100 (IWAVB's measured step time)
 # a bulk_replications result measured on a GPU, as a docs/performance snapshot (tools/gpu/run.sh)
 GPU_MEASUREMENTS = ROOT / "docs" / "performance" / "gpu_bulk_replications.json"
 GPU_PLATFORMS = ("gpu", "cuda", "rocm")
 SHARED_RWA = ROOT.parent / "shared" / "data" / "RWAS" / "data.csv"
-SMOKE = {"PROBE": False, "CONFIG": "config/test.yaml"}
+SMOKE = {"PROBE": False, "CONFIG": "config/test.yaml", "OVERHEAD_JOBS": 2}
+# a workflow of no-op jobs run in Snakemake's own process, to time what Snakemake spends per job
+NOOP_SNAKEFILE = """
+N = int(config["n_jobs"])
+
+
+rule all:
+    input:
+        expand("out/{i}.txt", i=range(N)),
+    localrule: True
+
+
+rule noop:
+    output:
+        "out/{i}.txt",
+    localrule: True
+    run:
+        with open(output[0], "w") as f:
+            f.write("x")
+"""
 
 
 def paper_config() -> dict:
@@ -138,6 +168,29 @@ def local_rules(folder: Path) -> set[str]:
     return names
 
 
+def snakemake_seconds_per_job(folder: Path) -> float:
+    """Snakemake's own wall seconds per job: a run of OVERHEAD_JOBS no-op local jobs less a run
+    of one, over the difference in jobs (see the module docstring)."""
+    folder.mkdir()
+    (folder / "Snakefile").write_text(NOOP_SNAKEFILE)
+
+    def wall(n: int) -> float:
+        shutil.rmtree(folder / "out", ignore_errors=True)
+        cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--config", f"n_jobs={n}", "--quiet"]
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the no-op run failed:\n{proc.stderr[-3000:]}")
+        return time.perf_counter() - t0
+
+    return max(wall(OVERHEAD_JOBS) - wall(1), 0.0) / (OVERHEAD_JOBS - 1)
+
+
+def copy_jobs(plan: dict) -> int:
+    """Jobs of rules that copy a block's files into a replication's folder (``*_replication``)."""
+    return sum(n for rule, n in plan["jobs_by_rule"].items() if rule.endswith("_replication"))
+
+
 def counts(folder: Path) -> dict:
     config = folder / "config" / "config.yaml"
     config.write_text(yaml.safe_dump(with_block_size(paper_config(), 1)))
@@ -179,8 +232,19 @@ def validated(cfg: dict) -> dict:
     return cfg
 
 
-def probe_targets(cfg: dict) -> list[tuple[str, str, str, str]]:
-    """(study, design, method, fit folder): the first fit of every design and method."""
+def fit_files(spec) -> tuple[str, str]:
+    """(what Snakemake is asked for, the folder of the fit's files) of replication 0 of a
+    condition (or a fit made alone): a block's fits lie in rep<r>/ of the block job's folder,
+    and replication 0 is in block 0."""
+    if getattr(spec, "rep", None) is None or not hasattr(spec, "block_folder"):
+        return f"{spec.folder}/fit.json", spec.folder
+    block = spec.block_folder(0)
+    return block, f"{block}/rep{spec.rep}"
+
+
+def probe_targets(cfg: dict) -> list[tuple[str, str, str, str, str]]:
+    """(study, design, method, target, fit folder): the first fit of every design and method,
+    what Snakemake makes for it (``fit_files``) and where its files lie."""
     import importlib
 
     from bayesirt.studies import STUDIES
@@ -192,7 +256,7 @@ def probe_targets(cfg: dict) -> list[tuple[str, str, str, str]]:
             key = (study, design, spec.method)
             if key not in seen and getattr(spec, "rep", 0) in (0, None):
                 seen.add(key)
-                out.append((*key, spec.folder))
+                out.append((*key, *fit_files(spec)))
     return out
 
 
@@ -216,12 +280,12 @@ def probe(folder: Path, env: dict) -> dict:
     (folder / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
     targets = probe_targets(validated(cfg))
     cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--keep-going", "--workflow-profile"]
-    cmd += ["workflow/profiles/local", *[f"{t[3]}/fit.json" for t in targets]]
+    cmd += ["workflow/profiles/local", *dict.fromkeys(t[3] for t in targets)]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     fits, failed = [], []
-    for study, design, method, fit_folder in targets:
+    for study, design, method, _, fit_folder in targets:
         path = folder / fit_folder / "fit.json"
         if not path.is_file():
             failed.append(f"{study}/{design}/{method}")
@@ -376,11 +440,16 @@ def run() -> dict:
             src = ROOT / name
             (shutil.copytree if src.is_dir() else shutil.copy)(src, folder / name)
         plan = counts(folder)
+        per_job = snakemake_seconds_per_job(folder / "noop")
         result = {
             "jobs_before": plan["before"]["jobs"],
             "jobs_after": plan["after"]["jobs"],
+            "copy_jobs_after": copy_jobs(plan["after"]),
             "submissions_before": plan["before"]["submissions"],
             "submissions_after": plan["after"]["submissions"],
+            "snakemake_seconds_per_job": round(per_job, 3),
+            "snakemake_hours_before": round(plan["before"]["jobs"] * per_job / 3600, 2),
+            "snakemake_hours_after": round(plan["after"]["jobs"] * per_job / 3600, 2),
             "counts": plan,
         }
         print(json.dumps({k: v for k, v in result.items() if k != "counts"}), flush=True)
@@ -416,7 +485,13 @@ def run() -> dict:
                 }
             )
         result["wall_seconds"] = round(time.perf_counter() - t0, 1)
-        result["sizes"] = {"config": CONFIG, "probe_steps": PROBE_STEPS, "probe_sweeps": PROBE_SWEEPS, "probe": PROBE}
+        result["sizes"] = {
+            "config": CONFIG,
+            "probe_steps": PROBE_STEPS,
+            "probe_sweeps": PROBE_SWEEPS,
+            "probe": PROBE,
+            "overhead_jobs": OVERHEAD_JOBS,
+        }
         return result
     finally:
         if os.environ.get("BENCH_KEEP"):

@@ -216,6 +216,15 @@ def is_converged(record: dict) -> bool:
     return convergence_status(record) == CONVERGED
 
 
+def fit_name(path) -> Path:
+    """A fit's path without the block that fitted it, the name a report shows:
+    ``n1k/mcar20/mfvi/blocks/block0/rep3`` -> ``n1k/mcar20/mfvi/rep3`` (a fit's files lie in
+    ``rep<r>/`` of its block job's folder, ``blocks/block<b>/``)."""
+    parts = Path(path).parts
+    kept = [p for i, p in enumerate(parts) if p != "blocks" and (i == 0 or parts[i - 1] != "blocks")]
+    return Path(*kept)
+
+
 def convergence_flags(folder) -> tuple[str, pd.DataFrame]:
     """The fits under ``folder`` that did not converge, with why, for the report notebooks.
 
@@ -234,14 +243,14 @@ def convergence_flags(folder) -> tuple[str, pd.DataFrame]:
     """
     folder = Path(folder)
     rows = []
-    # each fit once: not the files its block's job wrote (``blocks/``), of which it is a copy
-    for path in sorted(p for p in folder.rglob("fit.json") if "blocks" not in p.relative_to(folder).parts):
+    # in the order of the fits' names (a block's fits after the block's number would differ)
+    for path in sorted(folder.rglob("fit.json"), key=lambda p: fit_name(p.relative_to(folder))):
         rec = io.read_json(path)
         if is_converged(rec):
             continue
         rows.append(
             {
-                "fit": str(path.parent.relative_to(folder)),
+                "fit": str(fit_name(path.parent.relative_to(folder))),
                 "method": rec.get("method"),
                 "status": convergence_status(rec),
                 "steps": rec.get("steps"),

@@ -135,3 +135,18 @@ def test_an_lcdm_fit_is_checked_on_its_profiles(tmp_path):
     assert fit_checks.item_fit(y, grid, n_parameters=0)["flagged"].sum() <= 1
     checks = model_checks.write(tmp_path, rm, n_replications=20)
     assert checks.summary["items"] == 6 and checks.summary["persons_checked"] == 3000
+
+
+def test_collected_reads_every_fit_in_its_blocks_folder(tmp_path):
+    # checks as the block jobs write them: <design>/<missing>/<method>/blocks/block<b>/rep<r>/
+    for block, rep in ((0, 0), (0, 1), (1, 2)):
+        folder = tmp_path / "n1k" / "mcar20" / "gibbs" / "blocks" / f"block{block}" / f"rep{rep}"
+        folder.mkdir(parents=True)
+        summary = {"items": 4, "items_flagged": rep, "items_misfit": 0, "items_local_dependence": 0}
+        (folder / "global_fit.json").write_text(json.dumps({**summary, "persons_flagged_share": 0.1}))
+        pd.DataFrame({"item": [0]}).to_csv(folder / "item_fit.csv", index=False)
+        pd.DataFrame({"person": [0]}).to_csv(folder / "person_fit.csv", index=False)
+    fits, items, persons = model_checks.collected(tmp_path)
+    assert list(fits["rep"]) == [0, 1, 2] and list(fits["items flagged"]) == [0.0, 0.25, 0.5]
+    assert set(fits["design"]) == {"n1k"} and set(fits["missing"]) == {"mcar20"} and set(fits["method"]) == {"gibbs"}
+    assert list(items["rep"]) == [0, 1, 2] and len(persons) == 3

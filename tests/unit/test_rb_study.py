@@ -54,7 +54,7 @@ def test_the_study_loads_and_its_conditions_are_result_folders():
     fits = study.conditions(validated())
     # the reference, then test.yaml's two replications of its four objectives (M = 2)
     assert [f.folder for f in fits] == ["results/rb_imputation/rwa_sim/reference"] + [
-        f"results/rb_imputation/rwa_sim/mcar15/rep{r}/{c}"
+        f"results/rb_imputation/rwa_sim/mcar15/{c}/rep{r}"
         for r in (0, 1)
         for c in ("zero_fill", "naive_average_M2", "rao_blackwell_M2", "exact_marginal")
     ]
@@ -75,7 +75,7 @@ def test_each_missingness_design_of_a_list_has_its_own_masks_and_folders():
     fits = conditions.conditions(cfg)
     per_design = {m: [f for f in fits if f.missing == m] for m in ("mcar15", "mar15", "mnar15")}
     assert len(fits) == 1 + 3 * 2 * 4 and all(len(f) == 8 for f in per_design.values())
-    assert per_design["mnar15"][0].folder == "results/rb_imputation/rwa_sim/mnar15/rep0/zero_fill"
+    assert per_design["mnar15"][0].folder == "results/rb_imputation/rwa_sim/mnar15/zero_fill/rep0"
     cfg["studies"]["rb_imputation"]["missing"] = ["mcar15", "mnar0"]
     with pytest.raises(ConfigError, match=r"^config key 'studies.rb_imputation.missing': 'mnar0' — a rate of 0%"):
         settings.check(cfg)

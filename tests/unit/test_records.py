@@ -85,3 +85,16 @@ def test_flags_are_the_fits_whose_word_is_not_converged(tmp_path):
     verdict, flags = records.convergence_flags(tmp_path)
     assert list(flags["fit"]) == ["b", "c"] and list(flags["status"]) == ["still improving", "not converged"]
     assert verdict.startswith("**2 fit(s) flagged**")
+
+
+def test_a_fit_in_a_block_is_named_without_its_block(tmp_path):
+    # a block job writes each fit to rep<r>/ of its folder; reports name the fit without the block,
+    # in the order of the names (rep10 of block 1 after rep1 and before rep2 of block 0)
+    assert records.fit_name("n1k/mcar20/mfvi/blocks/block3/rep7") == Path("n1k/mcar20/mfvi/rep7")
+    assert records.fit_name("rwa_sim/reference") == Path("rwa_sim/reference")
+    for block, rep in ((0, 1), (0, 2), (1, 10)):
+        folder = tmp_path / "d" / "mcar0" / "m" / "blocks" / f"block{block}" / f"rep{rep}"
+        folder.mkdir(parents=True)
+        (folder / "fit.json").write_text(json.dumps({"method": "m", "steps": 1, "converged": False}))
+    verdict, flags = records.convergence_flags(tmp_path)
+    assert list(flags["fit"]) == ["d/mcar0/m/rep1", "d/mcar0/m/rep10", "d/mcar0/m/rep2"]

@@ -36,7 +36,16 @@ FIGURES = {
         "iwae_block_step_seconds",
         "iwavb_block_step_seconds",
     ],
-    "paper_plan": ["jobs_before", "jobs_after", "submissions_before", "submissions_after"],
+    "paper_plan": [
+        "jobs_before",
+        "jobs_after",
+        "copy_jobs_after",
+        "submissions_before",
+        "submissions_after",
+        "snakemake_seconds_per_job",
+        "snakemake_hours_before",
+        "snakemake_hours_after",
+    ],
     "convergence_grid": [
         *TARGETS,
         "iwae_grm_8k",

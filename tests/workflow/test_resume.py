@@ -4,10 +4,10 @@ workflow with no extra flags, rebuilds what the killed jobs left half-written, a
 same files, bit for bit, as a run that was never interrupted.
 
 The part of the test config run here is a chain of rb_imputation's jobs (data, reference fit and
-its table, missingness and imputation model of both replications, two objectives' blocks and the
-copies of replication 0's fits: eleven jobs), so that the kill lands between fits and the test
-stays short. The run that was never interrupted is the session's full run of the test config
-(conftest.local_run), which holds these jobs' files too."""
+its table, missingness and imputation model of both replications, and two objectives' blocks:
+nine jobs), so that the kill lands between fits and the test stays short. The run that was
+never interrupted is the session's full run of the test config (conftest.local_run), which holds
+these jobs' files too."""
 
 import base64
 import json
@@ -24,12 +24,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.workflow
 
-FITS = "results/rb_imputation/rwa_sim/mcar15/rep0"
-TARGETS = [
-    "results/rb_imputation/rwa_sim/recovery.csv",
-    f"{FITS}/zero_fill/fit.json",
-    f"{FITS}/naive_average_M2/fit.json",
-]
+BLOCKS = [f"results/rb_imputation/rwa_sim/mcar15/{c}/blocks/block0" for c in ("zero_fill", "naive_average_M2")]
+TARGETS = ["results/rb_imputation/rwa_sim/recovery.csv", *BLOCKS]
+# the targets' files: the recovery table, and replication 0's fit in each block
+TARGET_FILES = [TARGETS[0], *(f"{block}/rep0/fit.json" for block in BLOCKS)]
 # the workflow's files, and the Makefile whose `run` target is the command under test
 FILES = ("Snakefile", "config", "workflow", "notebooks", "environment.yml", "Makefile")
 
@@ -134,7 +132,7 @@ def test_make_run_resumes_after_kill_9(tmp_path, local_run, compilation_cache):
     # the targets and the outputs the kill cut off among them
     files = result_files(run)
     rebuilt = {rel for rel in interrupted if (run / rel).is_file() or (run / rel).is_dir()}
-    assert set(TARGETS) <= {str(rel) for rel in files} and rebuilt == set(interrupted) and done_before < set(files)
+    assert set(TARGET_FILES) <= {str(rel) for rel in files} and rebuilt == set(interrupted) and done_before < set(files)
     assert set(files) <= set(result_files(local_run)), set(files) - set(result_files(local_run))
     different = [str(rel) for rel in files if not same_content(local_run / rel, run / rel)]
     assert not different

@@ -193,15 +193,15 @@ def test_every_job_went_through_sbatch_with_the_profiles_resources(slurm_runs):
     groups = group_jobs(output)
     submitted = dict(re.findall(r"Job (\S+) has been submitted with SLURM jobid (\d+)", output))
     local = {jobid for jobid, (_, is_local) in started.items() if is_local}
-    # the copies of a fitted block's files into each replication's folder ran in Snakemake's own
-    # process (the target `all` is left out with the other studies)
+    # no job ran in Snakemake's own process: no job copies a block's files, and the target `all`
+    # is left out with the other studies
     local_rules = {started[j][0] for j in local}
-    assert all(r.endswith("_replication") for r in local_rules), local_rules
+    assert local_rules == set(), local_rules
     # both studies ran to their tables and reports, and nothing of the others did
     rules = {rule for rule, _ in started.values()}
     assert {"gibbs_tables", "dcm_bbvi_tables", "report_notebook"} <= rules, rules
     assert not any(rule.startswith(("fit_vibo", "fit_amortized", "fit_objective")) for rule in rules), rules
-    assert len(started) > 15
+    assert len(started) >= 10
     # every other job got a SLURM job id of its own, and only once; each group job one more
     single = {j: sid for j, sid in submitted.items() if j.isdigit()}
     grouped = {j: sid for j, sid in submitted.items() if not j.isdigit()}

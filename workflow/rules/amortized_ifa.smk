@@ -1,6 +1,7 @@
 # amortized_ifa (seed 003): IWAE against IWAVB for multidimensional GRM item factor analysis.
 #   data/processed/amortized_ifa/{design}/rep{rep}/                  simulated data of a design
-#   results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/   one fit
+#   results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/blocks/block{block}/   one job: a block of fits
+#   results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/blocks/block{block}/rep{rep}/   one fit
 #   results/amortized_ifa/{design}/                                  tables and figures
 # The scripts read a design's settings from the validated config (settings.Settings); the
 # rules' params name them too, so that Snakemake reruns a job whose settings changed.
@@ -39,7 +40,7 @@ rule fit_amortized_ifa:
     # (inference.bulk), in groups of fits_per_program spread over the job's cores (one worker
     # process per group, as many as the threads Snakemake gives); each replication's held-out
     # log-likelihood and recovery are evaluated in the job, and its files written to rep{rep}/
-    # in the block's folder.
+    # in the block's folder, which the rules after it read.
     input:
         responses=ifa_block_inputs(ifa_responses),
         holdout=ifa_block_inputs(ifa_holdout),
@@ -69,33 +70,11 @@ rule fit_amortized_ifa:
         "../scripts/ifa_fit.py"
 
 
-rule ifa_replication:
-    # The files of one fit, linked from the folder of the block that fitted it.
-    localrule: True
-    input:
-        block=ifa_block_folder,
-    output:
-        record="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/fit.json",
-        estimates="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/estimates.csv",
-        loss="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/loss.csv",
-        item_table="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/items.csv",
-        person_table="results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}/persons.csv",
-    wildcard_constraints:
-        design=ifa_design_pattern(),
-        method="iwae_seed|iwavb_seed|iwae|iwavb",
-        factors=r"\d+",
-        samples=r"\d+",
-        rep=r"\d+",
-    log:
-        "logs/amortized_ifa/{design}/{method}_P{factors}_R{samples}/rep{rep}.copy.log",
-    run:
-        link_replication(input.block, wildcards.rep, output, log[0])
-
-
 rule ifa_confirmatory_tables:
-    # Confirmatory designs: every fit against the truth (paper Figures 8-9, 11-12).
+    # Confirmatory designs: every fit against the truth (paper Figures 8-9, 11-12). Input: the
+    # blocks' folders; params: the fit records in them (as in ifa_exploratory_tables).
     input:
-        fits=ifa_fit_records,
+        blocks=ifa_fit_blocks,
         sidecar=ifa_first_sidecar,
     output:
         fits="results/amortized_ifa/{design}/fits.csv",
@@ -114,6 +93,7 @@ rule ifa_confirmatory_tables:
                              caption="../report/ifa_latent.rst", category="amortized_ifa", subcategory="{design}"),
     params:
         design=ifa_design_config,
+        fits=ifa_fit_records,
     wildcard_constraints:
         design=ifa_design_pattern("confirmatory"),
     log:
@@ -128,7 +108,7 @@ rule ifa_exploratory_tables:
     # Exploratory designs: scree over P (paper Figure 6) and the stability of repeated fits
     # against the best-likelihood one (Table 1).
     input:
-        fits=ifa_fit_records,
+        blocks=ifa_fit_blocks,
         sidecar=ifa_first_sidecar,
     output:
         fits="results/amortized_ifa/{design}/fits.csv",
@@ -147,6 +127,7 @@ rule ifa_exploratory_tables:
                               caption="../report/ifa_timings.rst", category="amortized_ifa", subcategory="{design}"),
     params:
         design=ifa_design_config,
+        fits=ifa_fit_records,
     wildcard_constraints:
         design=ifa_design_pattern("exploratory"),
     log:

@@ -8,9 +8,11 @@
 #   REPORT_PARAMETERS[study]()  -> the papermill parameters of notebooks/<study>.py
 # Model-fitting rules are named fit_<what is fitted>: the SLURM profile gives each of them
 # runtime, memory, CPUs and a GPU, and tests/workflow checks that it does.
+# A simulation study's fitting job fits a block of a condition's replications and writes each
+# fit to rep<r>/ in its output folder, .../blocks/block<b>/; the rules after it take the block
+# folders as input and name the fits' files in params (replication_folder, blocks_of).
 import os
 import shlex
-import shutil
 import sys
 from pathlib import Path
 
@@ -96,24 +98,16 @@ def truth_of(wildcards):
     return []
 
 
-def link_replication(block, rep, outputs, log=None):
-    """Every file of replication ``rep`` in the folder of the block that fitted it
-    (``<block>/rep<rep>/``), copied to the replication's own folder, the folder of ``outputs``
-    (the rule's output files, which must be among them; other files, such as a sampler's
-    posterior.nc, come along); ``log``, if given, names what was copied. A copy, not a link: a link would share the block's modification
-    times, older than the block folder, and make Snakemake rerun the replication at every run."""
-    source = Path(block) / f"rep{rep}"
-    target = Path(outputs[0]).parent
-    missing = [o for o in outputs if not (source / Path(o).name).is_file()]
-    if missing:
-        raise FileNotFoundError(f"the block {block} has no {missing[0]} for replication {rep}")
-    copied = []
-    for path in sorted(source.iterdir()):
-        if path.is_file():
-            shutil.copyfile(path, target / path.name)
-            copied.append(path.name)
-    if log is not None:
-        Path(log).write_text(f"copied from {source}: {', '.join(copied)}\n")
+def replication_folder(block_folder, rep):
+    """The folder of one fit: rep<rep>/ in the folder of the block job that fitted it. The block
+    folder is the job's output; the rules after it take block folders as input (Snakemake
+    tracks the folder, not the files in it) and name a fit's files in params."""
+    return f"{block_folder}/rep{rep}"
+
+
+def blocks_of(fit_files):
+    """The block folders holding these fit files (``<block>/rep<r>/<file>``), each once, in order."""
+    return list(dict.fromkeys(str(Path(f).parent.parent) for f in fit_files))
 
 
 def study_results(study):

@@ -1,7 +1,7 @@
 # dcm_bbvi (seed 002): black-box VI for the LCDM against EM, collapsed VI and NUTS.
 #   data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/          simulated LCDM data (Q in the sidecar)
-#   results/dcm_bbvi/{design}/{missing}/{method}/blocks/block{b}/   a block of fits (rep{rep}/ each)
-#   results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/         one fit (copied from its block)
+#   results/dcm_bbvi/{design}/{missing}/{method}/blocks/block{b}/   one job: a block of fits
+#   results/dcm_bbvi/{design}/{missing}/{method}/blocks/block{b}/rep{rep}/   one fit
 #   results/dcm_bbvi/                                             tables and figures
 
 
@@ -33,7 +33,8 @@ rule fit_dcm_bbvi:
     # One optimisation method (em | bbvi | bbvi_cv | collapsed_vi | the seed's runs bbvi_seed*) on a
     # block of a condition's replications (the design's block_size of them): the trained ones fitted
     # together as one vectorized program (inference.bulk), em one after another; each
-    # replication is evaluated in the job, and its files written to rep{rep}/ in the block's folder.
+    # replication is evaluated and model-checked in the job, and its files written to rep{rep}/
+    # in the block's folder, which the rules after it read.
     input:
         responses=dcm_block_inputs("data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/responses.parquet"),
         truth=dcm_block_inputs("data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/truth.csv"),
@@ -58,7 +59,7 @@ rule fit_dcm_bbvi:
 
 rule fit_dcm_bbvi_nuts:
     # NUTS on the collapsed LCDM (numpyro), the posterior reference for beta and pi, on a block
-    # of a condition's replications, one after another.
+    # of a condition's replications, one after another; files and model checks as fit_dcm_bbvi.
     input:
         responses=dcm_block_inputs("data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/responses.parquet"),
         truth=dcm_block_inputs("data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/truth.csv"),
@@ -80,73 +81,12 @@ rule fit_dcm_bbvi_nuts:
         "../scripts/dcm_fit.py"
 
 
-rule dcm_replication:
-    # The files of one optimisation fit, copied from the folder of the block that fitted it.
-    localrule: True
-    input:
-        block=dcm_block_folder,
-    output:
-        record="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/fit.json",
-        estimates="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/estimates.csv",
-        loss="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/loss.csv",
-    wildcard_constraints:
-        design=dcm_design_pattern(),
-        missing=r"mcar\d+",
-        method="em|bbvi|bbvi_cv|collapsed_vi|bbvi_seed|bbvi_beta_truth_seed|bbvi_pi_truth_seed",
-        rep=r"\d+",
-    log:
-        "logs/dcm_bbvi/{design}/{missing}/{method}/rep{rep}.copy.log",
-    run:
-        link_replication(input.block, wildcards.rep, output, log[0])
-
-
-rule dcm_nuts_replication:
-    # The files of one NUTS fit, copied from the folder of the block that fitted it.
-    localrule: True
-    input:
-        block=dcm_block_folder,
-    output:
-        record="results/dcm_bbvi/{design}/{missing}/nuts/rep{rep}/fit.json",
-        estimates="results/dcm_bbvi/{design}/{missing}/nuts/rep{rep}/estimates.csv",
-        posterior="results/dcm_bbvi/{design}/{missing}/nuts/rep{rep}/posterior.nc",
-    wildcard_constraints:
-        design=dcm_design_pattern(),
-        missing=r"mcar\d+",
-        rep=r"\d+",
-    log:
-        "logs/dcm_bbvi/{design}/{missing}/nuts/rep{rep}.copy.log",
-    run:
-        link_replication(input.block, wildcards.rep, output, log[0])
-
-
-rule dcm_model_checks:
-    # Model checks beside one fit (bayesirt.studies.model_checks): item fit and local dependence
-    # per item, person fit, and their summary, at the fit's coefficient and profile means.
-    input:
-        record="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/fit.json",
-        estimates="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/estimates.csv",
-        responses="data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/responses.parquet",
-    output:
-        item_fit="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/item_fit.csv",
-        person_fit="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/person_fit.csv",
-        global_fit="results/dcm_bbvi/{design}/{missing}/{method}/rep{rep}/global_fit.json",
-    wildcard_constraints:
-        design=dcm_design_pattern(),
-        missing=r"mcar\d+",
-        rep=r"\d+",
-    log:
-        "logs/dcm_bbvi/{design}/{missing}/{method}/rep{rep}.model_checks.log",
-    conda:
-        ENV
-    script:
-        "../scripts/model_checks.py"
-
-
 rule dcm_bbvi_tables:
     # Every fit of the study: accuracy, recovery, ELBO traces, gradient variance, timings; and
-    # the oracle's accuracy on every data set (modal profiles at the true parameters).
+    # the oracle's accuracy on every data set (modal profiles at the true parameters). Input:
+    # the blocks' folders; params: the fit records in them.
     input:
-        fits=dcm_fit_records,
+        blocks=dcm_fit_blocks,
         responses=dcm_data_files("responses.parquet"),
         truths=dcm_data_files("truth.csv"),
     output:
@@ -167,6 +107,7 @@ rule dcm_bbvi_tables:
         figure_accuracy=report("results/dcm_bbvi/figures/accuracy.png", caption="../report/dcm_accuracy.rst",
                                category="dcm_bbvi"),
     params:
+        fits=dcm_fit_records,
         datasets=dcm_data_sets(),
     log:
         "logs/dcm_bbvi/tables.log",

@@ -1,8 +1,8 @@
 # gibbs_2pno (seed 001): the vectorized data-augmentation Gibbs sampler for the 2PNO model
 # (missing cells augmented or omitted) against NUTS, and the seed's Gaussian mixture example.
 #   data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/        data of one condition
-#   results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/      one fit
-#   results/gibbs_2pno/{design}/{missing}/{method}/blocks/block{block}/   the fits of one job
+#   results/gibbs_2pno/{design}/{missing}/{method}/blocks/block{block}/   one job: a block of fits
+#   results/gibbs_2pno/{design}/{missing}/{method}/blocks/block{block}/rep{rep}/   one fit
 #   results/gibbs_2pno/{design}/                                  tables and figures
 #   results/gibbs_2pno/mixture/                                   the mixture example
 
@@ -38,7 +38,8 @@ rule fit_gibbs_2pno:
     # One method (gibbs | gibbs_omit | gibbs_seed | nuts) on a block of one condition's
     # replications (the design's block_size of them): the Gibbs samplers sweep every replication's chains in one
     # vectorized program, NUTS fits them one after another; each replication's draws,
-    # diagnostics and estimates go to rep{rep}/ in the block's folder.
+    # diagnostics, estimates, item and person tables and model checks go to rep{rep}/ in the
+    # block's folder, which is what the rules after it read.
     input:
         responses=gibbs_block_inputs("data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/responses.parquet"),
         truth=gibbs_block_inputs("data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/truth.csv"),
@@ -61,38 +62,12 @@ rule fit_gibbs_2pno:
         "../scripts/gibbs_fit.py"
 
 
-rule gibbs_replication:
-    # The files of one fit, copied from the folder of the block that fitted it.
-    localrule: True
-    input:
-        block=gibbs_block_folder,
-    output:
-        record="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/fit.json",
-        estimates="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/estimates.csv",
-        posterior="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/posterior.nc",
-        item_table="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/items.csv",
-        person_table="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/persons.csv",
-        # model checks (bayesirt.studies.model_checks), written by the block's job
-        item_fit="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/item_fit.csv",
-        person_fit="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/person_fit.csv",
-        global_fit="results/gibbs_2pno/{design}/{missing}/{method}/rep{rep}/global_fit.json",
-    wildcard_constraints:
-        design=gibbs_design_pattern(),
-        method="gibbs|gibbs_omit|gibbs_seed|nuts",
-        rep=r"\d+",
-    log:
-        "logs/gibbs_2pno/{design}/{missing}/{method}/rep{rep}.copy.log",
-    run:
-        link_replication(input.block, wildcards.rep, output, log[0])
-
-
 rule gibbs_tables:
     # Every fit of a design: recovery, R-hat/ESS, Gibbs against NUTS, augmented against
-    # omitted missing cells, timings with ESS per second, and the figures.
+    # omitted missing cells, timings with ESS per second, and the figures. Input: the blocks'
+    # folders; params: the fits' files in them.
     input:
-        fits=gibbs_fit_records,
-        estimates=gibbs_fit_estimates,
-        posteriors=gibbs_fit_posteriors,
+        blocks=gibbs_fit_blocks,
     output:
         fits="results/gibbs_2pno/{design}/fits.csv",
         recovery="results/gibbs_2pno/{design}/recovery.csv",
@@ -113,6 +88,9 @@ rule gibbs_tables:
         figure_intervals=report("results/gibbs_2pno/{design}/figures/intervals.png",
                                 caption="../report/gibbs_intervals.rst", category="gibbs_2pno",
                                 subcategory="{design}"),
+    params:
+        fits=gibbs_fit_files("fit.json"),
+        estimates=gibbs_fit_files("estimates.csv"),
     wildcard_constraints:
         design=gibbs_design_pattern(),
     log:

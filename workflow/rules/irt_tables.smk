@@ -7,7 +7,7 @@
 # (thousands of fits at paper scale: a job per table would double the workflow's jobs).
 # items.csv: slope-intercept and IRT form (a, b_k = -d_k / a; MDISC, MDIFF for items on several
 # factors); persons.csv: scores and posterior sds per factor with the persons' ids.
-# Included after the study files, whose functions (rb_fits, rb_datasets ...) it uses.
+# Included after the study files, whose functions (rb_datasets, person_ids_of ...) it uses.
 
 
 include: "functions/irt_tables.smk"

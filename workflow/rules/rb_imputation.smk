@@ -2,9 +2,8 @@
 # cells, each imputation objective against the complete-data reference.
 #   results/rb_imputation/{dataset}/reference/                    complete-data fit
 #   results/rb_imputation/{dataset}/{missing}/rep{rep}/imputation/ pairwise ordinal stacking model
-#   results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/ one objective's fit
-#   results/rb_imputation/{dataset}/{missing}/{condition}/blocks/block{block}/rep{rep}/
-#                                                                 the same, as its block's job wrote it
+#   results/rb_imputation/{dataset}/{missing}/{condition}/blocks/block{block}/   one job: a block of fits
+#   results/rb_imputation/{dataset}/{missing}/{condition}/blocks/block{block}/rep{rep}/   one objective's fit
 #   results/rb_imputation/{dataset}/{missing}/                    comparison tables and figures
 # One folder per fit: fit.json, estimates.csv, loss.csv, posterior.nc (and, factorized GRM,
 # items.csv and persons.csv: the objectives' fits write them in their block's job, the
@@ -61,7 +60,8 @@ rule fit_objective:
     # One imputation objective (condition = objective, or objective_M<copies>) on a block of the
     # study's replications (block_size of them, the independent masks), fitted together as one
     # vectorized program (inference.bulk); each replication's files (and its item and person
-    # tables, factorized GRM) are written to rep{rep}/ in the block's folder.
+    # tables, factorized GRM) are written to rep{rep}/ in the block's folder, which the rules
+    # after it read.
     input:
         responses=rb_block_inputs(rb_masked_responses),
         imputation=rb_block_inputs(rb_imputation_model),
@@ -82,23 +82,6 @@ rule fit_objective:
         ENV
     script:
         "../scripts/fit_objective.py"
-
-
-rule rb_replication:
-    # The files of one objective's fit, copied from the folder of the block that fitted it.
-    localrule: True
-    input:
-        block=rb_block_folder,
-    output:
-        record="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/fit.json",
-        estimates="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/estimates.csv",
-        loss="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/loss.csv",
-        posterior="results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}/posterior.nc",
-        **rb_table_outputs(),
-    log:
-        "logs/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}.copy.log",
-    run:
-        link_replication(input.block, wildcards.rep, output, log[0])
 
 
 rule recovery_table:
@@ -126,9 +109,10 @@ rule recovery_table:
 
 rule rb_comparison:
     # Every objective against the complete-data reference (and the truth on simulated data),
-    # over all replications: tidy error table, one summary row per fit, figures.
+    # over all replications: tidy error table, one summary row per fit, figures. Input: the
+    # blocks' folders; params: the fit records in them.
     input:
-        fits=rb_fits,
+        blocks=rb_fit_blocks,
         imputation=rb_imputation_records,
         reference="results/rb_imputation/{dataset}/reference/estimates.csv",
         reference_record="results/rb_imputation/{dataset}/reference/fit.json",
@@ -150,6 +134,8 @@ rule rb_comparison:
         error_figure=report("results/rb_imputation/{dataset}/{missing}/figures/errors.png",
                             caption="../report/rb_errors.rst", category="rb_imputation",
                             subcategory="{dataset}: {missing} objectives"),
+    params:
+        fits=rb_fits,
     log:
         "logs/rb_imputation/{dataset}/{missing}/comparison.log",
     conda:

@@ -2,8 +2,8 @@
 # non-amortized VI, MML-EAP and NUTS, on simulated 2PL and GRM (RWA-shaped) data with missing responses,
 # and on prepared real data sets (a design's `dataset`, e.g. the RWA data by the GRM; no truth).
 #   data/processed/vibo/{design}/{missing}/rep{rep}/               data of one condition
-#   results/vibo/{design}/{missing}/{method}/blocks/block{block}/  one job: a block of fits (rep{rep}/ each)
-#   results/vibo/{design}/{missing}/{method}/rep{rep}/             one fit (copied from its block)
+#   results/vibo/{design}/{missing}/{method}/blocks/block{block}/  one job: a block of fits
+#   results/vibo/{design}/{missing}/{method}/blocks/block{block}/rep{rep}/   one fit
 #   results/vibo/{design}/                                         tables and figures
 
 
@@ -46,7 +46,8 @@ rule fit_vibo:
     # the VIBO methods and mean-field VI fitted
     # together as one vectorized program (inference.bulk), MML and NUTS one after the other;
     # each replication's recovery, calibration, missing-response prediction and held-out
-    # log-likelihood evaluated in the job, and its files written to rep{rep}/ in the block's folder.
+    # log-likelihood evaluated in the job, and its files (with its item and person tables and
+    # model checks) written to rep{rep}/ in the block's folder, which the rules after it read.
     input:
         responses=vibo_block_inputs("responses.parquet"),
         hidden=vibo_block_inputs("hidden.csv"),
@@ -70,36 +71,12 @@ rule fit_vibo:
         "../scripts/vibo_fit.py"
 
 
-rule vibo_replication:
-    # The files of one fit, copied from the folder of the block that fitted it.
-    localrule: True
-    input:
-        block=vibo_block_folder,
-    output:
-        record="results/vibo/{design}/{missing}/{method}/rep{rep}/fit.json",
-        estimates="results/vibo/{design}/{missing}/{method}/rep{rep}/estimates.csv",
-        item_table="results/vibo/{design}/{missing}/{method}/rep{rep}/items.csv",
-        person_table="results/vibo/{design}/{missing}/{method}/rep{rep}/persons.csv",
-        # model checks (bayesirt.studies.model_checks), written by the block's job
-        item_fit="results/vibo/{design}/{missing}/{method}/rep{rep}/item_fit.csv",
-        person_fit="results/vibo/{design}/{missing}/{method}/rep{rep}/person_fit.csv",
-        global_fit="results/vibo/{design}/{missing}/{method}/rep{rep}/global_fit.json",
-    wildcard_constraints:
-        design=vibo_design_pattern(),
-        method="|".join(vibo_conditions.METHODS),
-        rep=r"\d+",
-    log:
-        "logs/vibo/{design}/{missing}/{method}/rep{rep}.copy.log",
-    run:
-        link_replication(input.block, wildcards.rep, output, log[0])
-
-
 rule vibo_tables:
     # Every fit of a simulated design: recovery, calibration, missing-response prediction, held-out
     # log-likelihood and timings, the two missing-data variants side by side, and figures.
+    # Input: the blocks' folders; params: the fits' files in them.
     input:
-        fits=vibo_fit_records,
-        estimates=vibo_fit_estimates,
+        blocks=vibo_fit_blocks,
     output:
         fits="results/vibo/{design}/fits.csv",
         summary="results/vibo/{design}/summary.csv",
@@ -112,6 +89,9 @@ rule vibo_tables:
                                   caption="../report/vibo_calibration.rst", category="vibo", subcategory="{design}"),
         figure_variants=report("results/vibo/{design}/figures/variants.png",
                                caption="../report/vibo_variants.rst", category="vibo", subcategory="{design}"),
+    params:
+        fits=vibo_fit_files("fit.json"),
+        estimates=vibo_fit_files("estimates.csv"),
     wildcard_constraints:
         design=vibo_design_pattern(truth=True),
     log:
@@ -127,8 +107,7 @@ rule vibo_observed_tables:
     # item parameters of every pair of methods, agreement with MML-EAP), missing-response
     # prediction, held-out log-likelihood and timings, and the figure.
     input:
-        fits=vibo_fit_records,
-        estimates=vibo_fit_estimates,
+        blocks=vibo_fit_blocks,
     output:
         fits="results/vibo/{design}/fits.csv",
         summary="results/vibo/{design}/summary.csv",
@@ -139,6 +118,8 @@ rule vibo_observed_tables:
     wildcard_constraints:
         design=vibo_design_pattern(truth=False),
     params:
+        fits=vibo_fit_files("fit.json"),
+        estimates=vibo_fit_files("estimates.csv"),
         observed=True,
     log:
         "logs/vibo/{design}/tables.log",

@@ -1,11 +1,12 @@
 """A block of dcm_bbvi fits of one condition: EM, BBVI (with or without control variates),
 collapsed VI or NUTS on each replication of the block (rules fit_dcm_bbvi*); every fit's files
-go to rep<r>/ in the block's folder (rules dcm_replication and dcm_nuts_replication copy them to
-the fit's own folder)."""
+and its model checks (item fit, person fit, local dependence) go to rep<r>/ in the block's
+folder, where the rules after it read them."""
 
 from pathlib import Path
 
 from bayesirt import logs, records
+from bayesirt.studies import model_checks
 from bayesirt.studies.dcm_bbvi import data, methods
 from bayesirt.studies.dcm_bbvi.conditions import FitSpec
 
@@ -23,4 +24,12 @@ for rep, out in zip(block, outs, strict=True):
     if not out.record["converged"]:
         log.warning("rep%d did not converge: %s", rep.spec.rep, out.record["convergence_reason"])
     log.info("rep%d: %s pattern accuracy %.3f", rep.spec.rep, method, out.record["accuracy"]["pattern_accuracy"])
-    records.write_fit(out, Path(snakemake.output[0]) / f"rep{rep.spec.rep}")
+    folder = Path(snakemake.output[0]) / f"rep{rep.spec.rep}"
+    records.write_fit(out, folder)
+    checks = model_checks.write(folder, rep.rm)
+    log.info(
+        "rep%d: %d of %d items flagged by the model checks",
+        rep.spec.rep,
+        checks.summary["items_flagged"],
+        checks.summary["items"],
+    )

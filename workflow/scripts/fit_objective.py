@@ -1,7 +1,6 @@
 """A block of factorized GRM fits with one imputation objective, one per replication (mask),
 fitted together (rule fit_objective); every fit's files, and its item and person tables
-(factorized GRM), go to rep<r>/ in the block's folder (rule rb_replication copies them to the
-fit's own folder)."""
+(factorized GRM), go to rep<r>/ in the block's folder, where the rules after it read them."""
 
 from pathlib import Path
 

@@ -1,7 +1,7 @@
 """A block of replications of one gibbs_2pno condition fitted by one method (gibbs, gibbs_omit,
 gibbs_seed or nuts; rule fit_gibbs_2pno): the Gibbs samplers sweep every replication's chains in one program,
-NUTS fits them one after another. Every fit's files go to rep<r>/ in the block's folder (rule
-gibbs_replication copies them to the fit's own folder)."""
+NUTS fits them one after another. Every fit's files go to rep<r>/ in the block's folder, where
+the rules after it read them."""
 
 from pathlib import Path
 

@@ -1,6 +1,6 @@
 """A block of IWAE or IWAVB fits of an amortized_ifa condition, fitted together and each evaluated
 on its held-out persons (rule fit_amortized_ifa); every fit's files go to rep<r>/ in the block's
-folder (rule ifa_replication copies them to the fit's own folder)."""
+folder, where the rules after it read them."""
 
 from pathlib import Path
 

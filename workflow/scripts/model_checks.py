@@ -1,6 +1,6 @@
-"""Model checks beside one fit (rules rb_model_checks and dcm_model_checks;
-vibo's and gibbs_2pno's fits write theirs in their block's job): item_fit.csv, person_fit.csv,
-global_fit.json."""
+"""Model checks beside one fit (rule rb_model_checks, for the complete-data reference; the
+fits of vibo, gibbs_2pno and dcm_bbvi write theirs in their block's job): item_fit.csv,
+person_fit.csv, global_fit.json."""
 
 from pathlib import Path
 

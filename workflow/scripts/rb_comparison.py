@@ -1,4 +1,5 @@
-"""Compare every imputation objective with the complete-data reference (rule rb_comparison)."""
+"""Compare every imputation objective with the complete-data reference (rule rb_comparison:
+the fit records, in their blocks' folders, are its params)."""
 
 from pathlib import Path
 
@@ -11,7 +12,7 @@ log = logs.to_file(snakemake.log[0])
 reference = pd.read_csv(snakemake.input.reference)
 fits, estimates, losses = [], {"reference": reference}, {}
 losses["reference"] = pd.read_csv(Path(snakemake.input.reference).parent / "loss.csv")
-for record_path in snakemake.input.fits:
+for record_path in snakemake.params.fits:
     folder, record = Path(record_path).parent, io.read_json(record_path)
     fits.append((record, pd.read_csv(folder / "estimates.csv")))
     if record["replication"] == 0:  # the figures show the first replication

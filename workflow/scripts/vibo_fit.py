@@ -1,6 +1,6 @@
 """A block of one condition's replications of a vibo design, fitted by one method and each
-evaluated (rule fit_vibo); every replication's files go to rep<r>/ in the block's folder (rule
-vibo_replication copies them to the fit's own folder)."""
+evaluated (rule fit_vibo); every replication's files go to rep<r>/ in the block's folder, where
+the rules after it read them."""
 
 from pathlib import Path
 

@@ -1,6 +1,6 @@
 """Tables and figures of one vibo design from all its fits: rule vibo_tables (simulated designs,
 against the truth) and rule vibo_observed_tables (params.observed: real data, no truth, the
-methods compared with each other)."""
+methods compared with each other). The fits' files, in their blocks' folders, are the rules' params."""
 
 import pandas as pd
 
@@ -9,8 +9,8 @@ from bayesirt.studies.vibo import figures, tables
 
 log = logs.to_file(snakemake.log[0])
 observed = getattr(snakemake.params, "observed", False)
-fit_records = [io.read_json(p) for p in snakemake.input.fits]
-estimates = [pd.read_csv(p) for p in snakemake.input.estimates]
+fit_records = [io.read_json(p) for p in snakemake.params.fits]
+estimates = [pd.read_csv(p) for p in snakemake.params.estimates]
 result = tables.aggregate(fit_records, estimates, observed=observed)
 for name, table in result.items():  # timings.csv is the run-dependent table
     io.write_table(table, snakemake.output[name])

@@ -25,7 +25,8 @@ class DesignCondition:
 
     @property
     def folder(self) -> str:
-        """The fit's result folder, ``results/<study>/<design>/<missing>/<method>/rep<r>``."""
+        """The fit's name, ``results/<study>/<design>/<missing>/<method>/rep<r>``; its files lie in
+        ``rep<r>/`` of its block's folder (``block_folder``)."""
         return self.path
 
     def block_folder(self, block: int) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bayesirt import io
+from bayesirt import io, records
 from bayesirt.evaluation import fit_checks
 from bayesirt.models import lcdm
 
@@ -151,7 +151,8 @@ def write(
 
 
 def collected(results_dir) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The checks of every fit under ``results_dir`` (``<design>/<missing>/<method>/rep<r>/``), for
+    """The checks of every fit under ``results_dir``
+    (``<design>/<missing>/<method>/blocks/block<b>/rep<r>/``, as the block jobs wrote them), for
     a report: one row per fit with its flagged shares, and the item and person tables pooled.
 
     Parameters
@@ -168,14 +169,11 @@ def collected(results_dir) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """
     base = Path(results_dir)
     fits, items, persons = [], [], []
-    for path in sorted(base.glob("*/*/*/rep*/global_fit.json")):
+    # in the order of the fits' names, <design>/<missing>/<method>/rep<r>
+    for path in sorted(base.glob("*/*/*/blocks/block*/rep*/global_fit.json"), key=records.fit_name):
         folder = path.parent
-        keys = {
-            "design": folder.parent.parent.parent.name,
-            "missing": folder.parent.parent.name,
-            "method": folder.parent.name,
-            "rep": int(folder.name.removeprefix("rep")),
-        }
+        design, missing, method, rep = records.fit_name(folder.relative_to(base)).parts
+        keys = {"design": design, "missing": missing, "method": method, "rep": int(rep.removeprefix("rep"))}
         summary = io.read_json(path)
         fits.append(
             {

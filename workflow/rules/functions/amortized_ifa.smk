@@ -111,15 +111,20 @@ def ifa_block_inputs(per_replication):
     return inputs
 
 
-def ifa_block_folder(wildcards):
-    """The folder of the block that fits replication ``wildcards.rep`` of a condition."""
-    spec = ifa_conditions.FitSpec(wildcards.design, wildcards.method, int(wildcards.factors), int(wildcards.samples),
-                                  int(wildcards.rep))
-    return spec.block_folder(ifa_conditions.block_of(ifa_design_config(wildcards), spec))
+def ifa_fit_folder(spec):
+    """The folder of one fit: rep<r>/ in the folder of the block that fitted it."""
+    design = ifa_config()["designs"][spec.design]
+    return replication_folder(spec.block_folder(ifa_conditions.block_of(design, spec)), spec.rep)
 
 
 def ifa_fit_records(wildcards):
-    return [f"{f.folder}/fit.json" for f in ifa_conditions.conditions(config) if f.design == wildcards.design]
+    """Every fit record of a design, in the config's order (params of the tables)."""
+    return [f"{ifa_fit_folder(f)}/fit.json" for f in ifa_conditions.conditions(config) if f.design == wildcards.design]
+
+
+def ifa_fit_blocks(wildcards):
+    """The block folders of every fit of a design (the tables' input)."""
+    return blocks_of(ifa_fit_records(wildcards))
 
 
 def ifa_targets():

@@ -59,15 +59,20 @@ def dcm_block_seeds(wildcards):
             for rep in dcm_block_reps(wildcards)]
 
 
-def dcm_block_folder(wildcards):
-    """The folder of the block that fits replication ``wildcards.rep`` of a condition."""
-    method = getattr(wildcards, "method", "nuts")
-    spec = dcm_conditions.FitSpec(wildcards.design, wildcards.missing, method, int(wildcards.rep))
-    return spec.block_folder(dcm_conditions.block_of(dcm_config()["designs"][wildcards.design], spec.rep))
+def dcm_fit_folder(spec):
+    """The folder of one fit: rep<r>/ in the folder of the block that fitted it."""
+    design = dcm_config()["designs"][spec.design]
+    return replication_folder(spec.block_folder(dcm_conditions.block_of(design, spec.rep)), spec.rep)
 
 
 def dcm_fit_records(wildcards):
-    return [f"{f.folder}/fit.json" for f in dcm_fits()]
+    """Every fit record of the study, in the config's order (params of the tables)."""
+    return [f"{dcm_fit_folder(f)}/fit.json" for f in dcm_fits()]
+
+
+def dcm_fit_blocks(wildcards=None):
+    """The block folders of every fit (the tables' input)."""
+    return blocks_of(dcm_fit_records(wildcards))
 
 
 def dcm_data_sets():
@@ -86,8 +91,8 @@ def dcm_targets():
     if not dcm_fits():
         return []
     return [f"results/dcm_bbvi/{name}.csv" for name in ("summary", "fits", "profile_accuracy", "gradient_variance",
-                                                          "estimates", "elbo", "timings", "oracle")] + [
-        f"{f.folder}/global_fit.json" for f in dcm_fits()]  # model checks beside every fit
+                                                          "estimates", "elbo", "timings", "oracle")] + (
+        dcm_fit_blocks())  # the blocks' folders, with the model checks their jobs wrote beside every fit
 
 
 def dcm_report_parameters():

@@ -69,36 +69,33 @@ def gibbs_block_seeds(wildcards):
             for rep in gibbs_block_reps(wildcards)]
 
 
-def gibbs_block_folder(wildcards):
-    """The folder of the block that fits replication ``wildcards.rep``."""
-    cond = gibbs_conditions.Condition(wildcards.design, wildcards.missing, wildcards.method, int(wildcards.rep))
-    return cond.block_folder(gibbs_conditions.block_of(gibbs_design_config(wildcards), cond))
-
-
 def gibbs_design_conditions(wildcards):
     return gibbs_conditions.design_conditions(config, wildcards.design)
 
 
-def gibbs_fit_records(wildcards):
-    return [f"{c.folder}/fit.json" for c in gibbs_design_conditions(wildcards)]
+def gibbs_fit_folder(cond):
+    """The folder of one fit: rep<r>/ in the folder of the block that fitted it."""
+    design = config["studies"][gibbs_conditions.STUDY]["designs"][cond.design]
+    return replication_folder(cond.block_folder(gibbs_conditions.block_of(design, cond)), cond.rep)
 
 
-def gibbs_fit_estimates(wildcards):
-    return [f"{c.folder}/estimates.csv" for c in gibbs_design_conditions(wildcards)]
+def gibbs_fit_files(name):
+    """A params function: file ``name`` of every fit of a design, in the config's order."""
+    def files(wildcards):
+        return [f"{gibbs_fit_folder(c)}/{name}" for c in gibbs_design_conditions(wildcards)]
+    return files
 
 
-def gibbs_fit_posteriors(wildcards):
-    return [f"{c.folder}/posterior.nc" for c in gibbs_design_conditions(wildcards)]
-
-
-def gibbs_check_targets(design):
-    """The model checks beside every fit of a design (written by the fits' block jobs)."""
-    return [f"{c.folder}/global_fit.json" for c in gibbs_conditions.design_conditions(config, design)]
+def gibbs_fit_blocks(wildcards):
+    """The block folders of every fit of a design (the tables' input)."""
+    return blocks_of(gibbs_fit_files("fit.json")(wildcards))
 
 
 def gibbs_targets():
-    out = [f"results/gibbs_2pno/{name}/recovery.csv" for name in gibbs_conditions.designs(config)]
-    out += [f for name in gibbs_conditions.designs(config) for f in gibbs_check_targets(name)]
+    names = gibbs_conditions.designs(config)
+    out = [f"results/gibbs_2pno/{name}/recovery.csv" for name in names]
+    # the blocks' folders, with the model checks their jobs wrote beside every fit
+    out += [b for name in names for b in gibbs_fit_blocks(SimpleNamespace(design=name))]
     if out and gibbs_conditions.mixture_on(config):
         out.append("results/gibbs_2pno/mixture/posterior.csv")
     return out

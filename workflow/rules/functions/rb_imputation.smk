@@ -34,14 +34,6 @@ def rb_tables():
     return rb_config().get("n_dimensions", 1) == 1
 
 
-def rb_table_outputs():
-    """The item and person tables among a replication's outputs (rule rb_replication)."""
-    if not rb_tables():
-        return {}
-    folder = "results/rb_imputation/{dataset}/{missing}/rep{rep}/{condition}"
-    return {"item_table": f"{folder}/items.csv", "person_table": f"{folder}/persons.csv"}
-
-
 def rb_datasets():
     """The study's data set and, where the config names one, the seed's design (seed_dataset)."""
     return rb_study.datasets(rb_config()) if rb_config()["enabled"] else []
@@ -82,22 +74,26 @@ def rb_block_inputs(per_replication):
     return inputs
 
 
-def rb_block_folder(wildcards):
-    """The folder of the block that fits replication ``wildcards.rep`` of a condition."""
-    objective, copies = rb_study.parse_condition(wildcards.condition)
-    fit = rb_study.Fit(wildcards.dataset, wildcards.condition, objective, wildcards.missing, int(wildcards.rep), copies)
-    return fit.block_folder(rb_study.block_of(rb_config(), fit.rep))
-
-
 def imputation_seed(wildcards):
     return job_seed("imputation", "rb_imputation", wildcards.dataset, wildcards.missing, wildcards.rep)
 
 
+def rb_fit_folder(fit):
+    """The folder of one objective's fit: rep<r>/ in the folder of the block that fitted it."""
+    return replication_folder(fit.block_folder(rb_study.block_of(rb_config(), fit.rep)), fit.rep)
+
+
 def rb_fits(wildcards):
     """Every fit record of one data set and missingness design: replication by replication, the
-    objectives with _M<copies> for the copy-based ones (rb_imputation.conditions)."""
-    return [f"{fit.folder}/fit.json" for fit in rb_study.conditions(config)
+    objectives with _M<copies> for the copy-based ones (rb_imputation.conditions); params of
+    rule rb_comparison."""
+    return [f"{rb_fit_folder(fit)}/fit.json" for fit in rb_study.conditions(config)
             if fit.rep is not None and fit.dataset == wildcards.dataset and fit.missing == wildcards.missing]
+
+
+def rb_fit_blocks(wildcards):
+    """The block folders of those fits (the input of rule rb_comparison)."""
+    return blocks_of(rb_fits(wildcards))
 
 
 def rb_imputation_records(wildcards):

@@ -69,23 +69,29 @@ def vibo_block_inputs(name):
     return inputs
 
 
-def vibo_block_folder(wildcards):
-    """The folder of the block that fits replication ``wildcards.rep`` of a condition."""
-    cond = vibo_conditions.Condition(wildcards.design, wildcards.missing, wildcards.method, int(wildcards.rep))
-    return cond.block_folder(vibo_conditions.block_of(vibo_design_config(wildcards), cond.rep))
+def vibo_fit_folder(cond):
+    """The folder of one fit: rep<r>/ in the folder of the block that fitted it."""
+    design = vibo_designs()[cond.design]
+    return replication_folder(cond.block_folder(vibo_conditions.block_of(design, cond.rep)), cond.rep)
 
 
-def vibo_fit_records(wildcards):
-    return [f"{c.folder}/fit.json" for c in vibo_conditions.conditions(config) if c.design == wildcards.design]
+def vibo_fit_files(name):
+    """A params function: file ``name`` of every fit of a design, in the config's order."""
+    def files(wildcards):
+        return [f"{vibo_fit_folder(c)}/{name}" for c in vibo_conditions.conditions(config)
+                if c.design == wildcards.design]
+    return files
 
 
-def vibo_fit_estimates(wildcards):
-    return [f"{c.folder}/estimates.csv" for c in vibo_conditions.conditions(config) if c.design == wildcards.design]
+def vibo_fit_blocks(wildcards):
+    """The block folders of every fit of a design (the tables' input)."""
+    return blocks_of(vibo_fit_files("fit.json")(wildcards))
 
 
 def vibo_targets():
-    checks = [f"{c.folder}/global_fit.json" for c in vibo_conditions.conditions(config)]  # model checks
-    return [f"results/vibo/{name}/summary.csv" for name in vibo_designs()] + checks
+    # the tables, and the blocks' folders with the model checks their jobs wrote beside every fit
+    return [f"results/vibo/{name}/summary.csv" for name in vibo_designs()] + blocks_of(
+        f"{vibo_fit_folder(c)}/fit.json" for c in vibo_conditions.conditions(config))
 
 
 def vibo_report_parameters():

@@ -52,10 +52,12 @@ class FitSpec:
 
     @property
     def folder(self) -> str:
+        """The fit's name; its files lie in ``rep<r>/`` of its block's folder (``block_folder``)."""
         return f"results/{STUDY}/{self.design}/{self.missing}/{self.method}/rep{self.rep}"
 
     def block_folder(self, block: int) -> str:
-        """The folder of block ``block`` of the fit's condition (the fits of one job)."""
+        """The folder of block ``block`` of the fit's condition (the fits of one job, each in
+        ``rep<r>/``)."""
         return f"results/{STUDY}/{self.design}/{self.missing}/{self.method}/blocks/block{block}"
 
     @property

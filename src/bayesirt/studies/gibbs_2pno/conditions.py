@@ -1,10 +1,11 @@
 """The fits a config asks for in the gibbs_2pno study, and the names the study uses (standard
 library only: Snakemake imports this module when it parses the workflow).
 
-A 2PNO condition is (design, missingness, method, replication); its folder is
+A 2PNO condition is (design, missingness, method, replication); its name is
 ``results/gibbs_2pno/<design>/<missing>/<method>/rep<r>``. The replications of one (design,
 missingness, method) are fitted in blocks of the design's ``block_size`` (one job each,
-``condition_blocks``), in ``results/gibbs_2pno/<design>/<missing>/<method>/blocks/block<b>``.
+``condition_blocks``), in ``results/gibbs_2pno/<design>/<missing>/<method>/blocks/block<b>``,
+each fit's files in ``rep<r>/`` there.
 The mixture example is one more fit, ``results/gibbs_2pno/mixture/fit``, made wherever the
 study is on and ``mixture.enabled``.
 """

@@ -77,12 +77,15 @@ class Fit:
 
     @property
     def folder(self) -> str:
+        """The reference's folder; an objective's fit's name, whose files lie in ``rep<r>/`` of
+        its block's folder (``block_folder``)."""
         if self.rep is None:
             return f"results/{STUDY}/{self.dataset}/{REFERENCE}"
-        return f"results/{STUDY}/{self.dataset}/{self.missing}/rep{self.rep}/{self.condition}"
+        return f"results/{STUDY}/{self.dataset}/{self.missing}/{self.condition}/rep{self.rep}"
 
     def block_folder(self, block: int) -> str:
-        """The folder of block ``block`` of the fit's condition (the fits of one job)."""
+        """The folder of block ``block`` of the fit's condition (the fits of one job, each in
+        ``rep<r>/``)."""
         if self.rep is None:
             raise ValueError("the complete-data reference is fitted alone, not in a block")
         return f"results/{STUDY}/{self.dataset}/{self.missing}/{self.condition}/blocks/block{block}"

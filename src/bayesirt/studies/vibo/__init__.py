@@ -29,8 +29,8 @@ Methods: ``vibo_one_prior`` (no expert for a missing response, one prior expert)
 point-estimate anchor, for the unidimensional 2PL and GRM alike) and ``nuts`` (the reference
 posterior; only where a design sets ``nuts: true``).
 
-One fit (rules ``vibo_simulate``, ``fit_vibo``, ``vibo_replication``, ``vibo_tables`` /
-``vibo_observed_tables``); a fit job fits a block of a condition's replications (the design's
+One fit (rules ``vibo_simulate``, ``fit_vibo``, ``vibo_tables`` / ``vibo_observed_tables``);
+a fit job fits a block of a condition's replications (the design's
 ``block_size``, ``conditions.condition_blocks``), each evaluated as a single fit:
 
     conditions.conditions(config)                       -> [Condition]  (parse time, plain Python)

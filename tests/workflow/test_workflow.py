@@ -66,7 +66,7 @@ def test_dry_run_paper_config(paper_dry_run):
     # the VIBO study's GRM on the real RWA data: its conditions read the prepared data set, every
     # method is fitted to them, and the real-data tables rule (no truth) aggregates them
     assert re.search(
-        r"^\s+wildcards: design=rwa_real_grm, missing=mcar20, method=vibo_one_prior, rep=0$", proc.stdout, flags=re.M
+        r"^\s+wildcards: design=rwa_real_grm, missing=mcar20, method=vibo_one_prior, block=0$", proc.stdout, flags=re.M
     )
     # one entry per job; the per-replication data jobs are printed indented, as members of group
     # jobs (SLURM profile)

@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# Finished runs of config/test.yaml made this session besides the local run (conftest.local_run),
-# with the same compilation cache: the SLURM test's run, when the machine can start a cluster.
-# test_workflow's rerun test compares the local run with the first of them instead of making
-# a run of its own.
-OTHER_RUNS: list[Path] = []
+# Finished runs of (part of) config/test.yaml made this session besides the local run
+# (conftest.local_run), with the same compilation cache, each with the studies it ran (None: all):
+# the SLURM test's run of two studies, when the machine can start a cluster. test_workflow's
+# rerun test compares the local run with the first of them, on its studies, instead of making a
+# run of its own.
+OTHER_RUNS: list[tuple[Path, tuple[str, ...] | None]] = []
 
 
 def snakemake(*args, cwd=ROOT, check=True, env=None):

@@ -174,7 +174,7 @@ def slurm_runs(cluster, local_run, compilation_cache, tmp_path_factory):
     )
     try:
         proc = snakemake(*SLURM_ARGS, "--configfile", "config/test.yaml", "--omit-from", *OMIT_FROM, cwd=run, env=env)
-        OTHER_RUNS.append(run)
+        OTHER_RUNS.append((run, SLURM_STUDIES))
     finally:
         failed_output = failing.communicate(timeout=600)[0]
     return {

@@ -274,9 +274,21 @@ def compile_group(fns: ChainFunctions, settings: SamplerSettings, init_keys, cha
 def compile_programs(
     fns: ChainFunctions, vmapped_init, step, settings: SamplerSettings, init_keys, chain_keys, data, batch=None
 ) -> CompiledGroup:
-    """The programs of :func:`compile_group` from the initial-state function over the keys'
-    axes (``vmapped_init``) and the per-chain ``step``; ``batch`` maps a chain's chunk program
-    over further axes (``chain_blocks.compile_block``: over replications, with their data)."""
+    """The programs of :func:`compile_group`, also for ``chain_blocks.compile_block``.
+
+    Parameters
+    ----------
+    fns, settings, init_keys, chain_keys, data
+        As for :func:`compile_group`.
+    vmapped_init, step : callable
+        The initial-state function over the keys' axes; the per-chain step.
+    batch : callable, optional
+        Maps a chain's chunk program over further axes (replications, with their data).
+
+    Returns
+    -------
+    CompiledGroup
+    """
     recorder = fns.recorder()
     plan = _plan(settings)
     t0 = time.perf_counter()

@@ -136,12 +136,30 @@ def adamw(
 
 
 def iw_problem(key, y, structure: mgrm.Structure, settings, init_fn, learning_rates: dict, loss, init, label):
-    """The training driver's fit of IWAE or IWAVB, built alike for both (``iwae.problem`` and
-    ``iwavb.problem`` give its arguments and document them): the start (``init``, or
-    ``init_fn(key, structure, settings, y)`` on the first half of ``key``, re-drawn as the seed
-    does where ``settings.seed`` is set), the optimizer over the parts named in
-    ``learning_rates`` (the seed's, or this project's AdamW) and the responses as int8; only the
-    parts, the start and the ``loss`` differ between the two methods."""
+    """The training driver's fit of IWAE or IWAVB, built alike for both: the start, the
+    optimizer over the parts named in ``learning_rates`` (the seed's, or this project's AdamW)
+    and the responses as int8; only the parts, the start and the ``loss`` differ between the
+    two methods.
+
+    Parameters
+    ----------
+    key : jax.Array
+        PRNG key; its first half draws the start, its second the fit.
+    y, structure, settings, init, label
+        As for ``iwae.problem`` and ``iwavb.problem``, which call this.
+    init_fn : callable
+        ``init_fn(key, structure, settings, y)``: the method's start where ``init`` is None
+        (re-drawn as the seed does where ``settings.seed`` is set).
+    learning_rates : dict
+        Learning rate per part of the parameters.
+    loss : callable
+        The method's loss.
+
+    Returns
+    -------
+    training.Problem
+        The fit for the training driver (or, with others of its kind, the bulk driver).
+    """
     k_init, k_fit = jax.random.split(key)
     y = np.asarray(y)
     params = init_fn(k_init, structure, settings, y) if init is None else init

@@ -54,10 +54,26 @@ def usable_cpus() -> list[int]:
 
 def worker_ranges(n: int, workers: int, requested: int, in_process: str) -> list[tuple[int, int]]:
     """Contiguous ranges [start, stop) of ``n`` chains or replications, one per worker process
-    (``workers`` of them; one range means "run in this process"). Worker processes are for
-    the CPU: on another backend the ``requested`` ``chain_processes`` fall back to one range,
-    with a warning that runs ``in_process``; more workers than usable cores share them, with a
-    warning too."""
+    (one range means "run in this process"). Worker processes are for the CPU: on another
+    backend the request falls back to one range, with a warning; more workers than usable cores
+    share them, with a warning too.
+
+    Parameters
+    ----------
+    n : int
+        Chains or replications to split.
+    workers : int
+        Worker processes wanted.
+    requested : int
+        The ``chain_processes`` setting asked for (for the warning).
+    in_process : str
+        What then runs in this process (for the warning).
+
+    Returns
+    -------
+    list of tuple of int
+        The ranges, in order.
+    """
     if workers > 1 and jax.default_backend() != "cpu":
         log.warning(
             "chain_processes=%d applies to the CPU only; running %s in this process on the %s",

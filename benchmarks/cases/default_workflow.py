@@ -10,8 +10,10 @@ Per job: wall seconds and peak memory from the benchmark file Snakemake writes b
 log (logs/benchmarks/...). Not its CPU time: Snakemake samples that every 0.5 s for the first 15 s
 of a job and every 30 s after, so a job of 15-45 s reports about 15 s whatever it used. The
 run's CPU seconds (user + system of Snakemake and all its jobs, from the operating system) are
-the figure to compare on a busy machine, wall seconds the one a user waits for. Per fit: JAX
-compilation seconds from the fit records, where a method records them.
+the figure to compare on a busy machine, wall seconds the one a user waits for. Where the jobs'
+seconds go (``job_seconds_by_kind``, by study and in total): start-up, JAX's compilation and
+tracing (each job's ``job seconds`` log line, ``bayesirt.job_seconds``), fitting (the fit
+records) and the rest (evaluation, model checks, tables, figures, writing).
 
 The run goes through `make run`'s screen (workflow/screen.py), so the case also counts the lines
 a user sees (``screen_lines``) and prints the screen's last lines. The Performance page's
@@ -35,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bayesirt import runtime
+from bayesirt import job_seconds, runtime
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW_FILES = ("Snakefile", "config", "workflow", "notebooks", "environment.yml")
@@ -63,15 +65,60 @@ def job_times(folder: Path) -> list[dict]:
     return rows
 
 
-def compile_seconds(folder: Path) -> dict:
-    """Sum of the JAX compilation seconds the fit records report, by study."""
+def fit_seconds(folder: Path) -> dict:
+    """Seconds the fits' records give for fitting (compilation apart), by study: a block's
+    (``block_wall_seconds``, shared by its fits) once, a fit outside a block its own."""
     out: dict[str, float] = {}
-    for path in (folder / "results").rglob("fit.json"):
+    blocks: set = set()
+    for path in sorted((folder / "results").rglob("fit.json")):
         timing = json.loads(path.read_text()).get("timing") or {}
-        seconds = sum(v for k, v in timing.items() if "compile" in k and isinstance(v, (int, float)))
         study = path.relative_to(folder / "results").parts[0]
+        if "block_wall_seconds" in timing:
+            if path.parent.parent in blocks:
+                continue
+            blocks.add(path.parent.parent)
+            seconds = timing["block_wall_seconds"]
+        else:
+            seconds = timing.get("wall_seconds", 0.0)
         out[study] = out.get(study, 0.0) + seconds
-    return {k: round(v, 1) for k, v in sorted(out.items())}
+    return out
+
+
+def where_seconds_go(folder: Path, jobs: list[dict]) -> dict:
+    """The jobs' wall seconds by kind and by group (a study, "data", "reports"): start-up (Python,
+    imports and Snakemake's bookkeeping for the job: its wall time less its script's), JAX's
+    compilation and tracing (``bayesirt.job_seconds``, every program of the job), fitting (the
+    fit records' seconds, compilation apart but for a method that does not time it apart, such
+    as MML) and the rest (evaluation, model checks, tables, figures,
+    writing). A job without a ``job seconds`` line in its log (a report notebook) counts whole
+    under ``notebook``. ``floor_seconds``: compilation and fitting spread perfectly over the
+    machine's cores, the least wall time they need whatever the rest costs."""
+    kinds = ("start_up", "compilation", "fitting", "rest", "notebook")
+    out: dict[str, dict] = {}
+    for job in jobs:
+        group = job["job"].split("/")[0]
+        row = out.setdefault(group, dict.fromkeys(kinds, 0.0))
+        log = folder / "logs" / f"{job['job']}.log"
+        lines = log.read_text().splitlines() if log.exists() else []
+        figures = next((f for f in map(job_seconds.parse, reversed(lines)) if f), None)
+        if figures is None:
+            row["notebook"] += job["seconds"]
+            continue
+        row["start_up"] += max(job["seconds"] - figures["script"], 0.0)
+        compilation = figures.get("compile", 0.0) + figures.get("trace", 0.0)
+        row["compilation"] += compilation
+        row["rest"] += figures["script"] - compilation
+    for group, seconds in fit_seconds(folder).items():
+        row = out.setdefault(group, dict.fromkeys(kinds, 0.0))
+        row["fitting"] += seconds
+        row["rest"] -= seconds
+    total = {k: sum(r[k] for r in out.values()) for k in kinds}
+    return {
+        "total": {k: round(v, 1) for k, v in total.items()},
+        # the least wall time compilation and fitting alone need, spread perfectly over the cores
+        "floor_seconds": round((total["compilation"] + total["fitting"]) / (os.cpu_count() or 1), 1),
+        "by_group": {g: {k: round(v, 1) for k, v in r.items()} for g, r in sorted(out.items())},
+    }
 
 
 def dry_run_figures(config: str, cmd: list, wall: float, output: str) -> dict:
@@ -177,7 +224,8 @@ def run() -> dict:
             "slowest_jobs": [{"job": r["job"], "seconds": r["seconds"]} for r in slowest],
             "jobs_seconds_sum": round(sum(r["seconds"] for r in jobs), 1),
             "by_group": {k: {**v, "seconds": round(v["seconds"], 1)} for k, v in sorted(by_group.items())},
-            "fit_compile_seconds": compile_seconds(folder),
+            # the jobs' seconds by kind: start-up, compilation, fitting, the rest
+            "job_seconds_by_kind": where_seconds_go(folder, jobs),
             "jobs": jobs,
             "sizes": {"config": config},
         }

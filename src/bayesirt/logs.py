@@ -8,6 +8,8 @@ import sys
 import traceback
 import warnings
 
+from bayesirt import job_seconds
+
 # Environment switches of a failed job's report (the traceback always goes to the rule's log):
 # BAYESIRT_VERBOSE=1         the traceback on stderr too (`make run VERBOSE=1` sets it);
 # BAYESIRT_ERROR_SUMMARY=1   nothing on stderr: `make run` prints every failed job's error as
@@ -47,7 +49,9 @@ def quiet_libraries() -> None:
 
 
 def to_file(path) -> logging.Logger:
-    """Send the package's log lines to ``path`` (a Snakemake rule's log) and to stderr."""
+    """Send the package's log lines to ``path`` (a Snakemake rule's log) and to stderr; the
+    script's seconds and JAX's compilation within them go to the log when it ends
+    (``job_seconds``)."""
     quiet_libraries()
     fmt = "%(asctime)s %(levelname)s %(message)s"
     root = logging.getLogger()
@@ -60,6 +64,7 @@ def to_file(path) -> logging.Logger:
         root.addHandler(handler)
     log = logging.getLogger("bayesirt")
     log_uncaught_exceptions(log)
+    job_seconds.start(log)
     return log
 
 

@@ -76,6 +76,22 @@ def test_a_block_in_groups_gives_each_group_what_it_gets_as_a_block_of_its_own()
 
 
 @pytest.mark.parametrize(
+    "width, running, spent, compile_seconds, narrowed",
+    [
+        (4, 2, 1.0, 0.5, True),  # half still running, their idle share has paid for a compilation
+        (4, 2, 0.4, 0.5, False),  # not yet paid for
+        (4, 3, 10.0, 0.5, False),  # more than half still running
+        (2, 1, 0.0, 0.0, True),
+        (1, 1, 10.0, 0.0, False),  # one fit: nothing to narrow
+    ],
+)
+def test_a_program_is_narrowed_once_its_stopped_fits_have_cost_a_compilation(
+    width, running, spent, compile_seconds, narrowed
+):
+    assert bulk.narrows(width, running, spent, compile_seconds) is narrowed
+
+
+@pytest.mark.parametrize(
     "n_fits, width, processes, parts",
     [
         (100, 8, 2, [(0, 48), (48, 100)]),  # 13 groups: 6 and 7 of them

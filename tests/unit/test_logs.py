@@ -42,7 +42,8 @@ def test_stderr_gets_one_line_and_the_log_the_traceback(tmp_path):
     )
     assert "Traceback" not in stderr and stderr.count("survey.csv") == 1
     assert "Traceback (most recent call last)" in log and "second line" in log
-    assert "ValueError: survey.csv: line 9" in log.splitlines()[-2]
+    lines = log.splitlines()  # the traceback, then the job's seconds (bayesirt.job_seconds)
+    assert "ValueError: survey.csv: line 9" in lines[-3] and lines[-1].split(" INFO ")[1].startswith("job seconds")
 
 
 @pytest.mark.parametrize(

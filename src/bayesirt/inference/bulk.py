@@ -13,9 +13,14 @@ single driver does. A fit that stops (converged, or its loss became non-finite) 
 the block there: its parameters are the ones it had at that point (the last good ones for a fit
 that diverged), so they stop changing while the others run on, and its result gives its own
 steps and reason. The block ends when every fit has stopped or reached ``max_steps``. Stopped
-fits keep being computed alongside the running ones (their results are discarded) until half
-of the block has stopped; then the program is narrowed to the running fits (one more
-compilation per halving), so a few slow fits do not pay for a full block.
+fits keep being computed alongside the running ones (their results are discarded). Once half
+of the program's fits have stopped, it may be narrowed to the running ones, at the price of one
+more compilation: it is, once the seconds already spent stepping stopped fits (their share of
+each chunk's wall time) reach the seconds the program took to compile. This is the ski-rental
+rule: whenever the running fits stop, the block has spent at most twice what the better of
+"narrow at once" and "never narrow" would have, without knowing when they stop. Small blocks
+of fits that stop close together (the default config's) keep their program; a few slow fits
+in a large block do not pay for a full block for long.
 
 A fit's result depends on its block only through float32 rounding: vectorized arithmetic may
 sum in another order than the single fit's (the tests state the tolerance). Over thousands of
@@ -263,7 +268,7 @@ def train_block(
     t0 = time.perf_counter()
     group = _Group([problems[i] for i in groups[0]], settings, batch_size, init_state)
     program = jitted.lower(*group.arguments(0)).compile()
-    compile_seconds = time.perf_counter() - t0
+    compile_seconds = first_compile = time.perf_counter() - t0
     memory, free = working_bytes(program), available_bytes()
     if free is not None and memory > 0.9 * free:
         raise MemoryError(
@@ -286,8 +291,9 @@ def train_block(
             group = _Group([problems[i] for i in members], settings, batch_size, init_state)
             program = jitted  # compiled at its first call if this group is narrower
         group_label = label if len(groups) == 1 else f"{label} [group {g + 1} of {len(groups)}]"
-        results += group.run(program, jitted, group_label)
-    block_wall = time.perf_counter() - t_block
+        results += group.run(program, jitted, group_label, compile_seconds)
+        compile_seconds += group.recompile_seconds
+    block_wall = time.perf_counter() - t_block - compile_seconds + first_compile
     for g, members in enumerate(groups):
         for i in members:
             results[i].compile_seconds = compile_seconds / n_fits
@@ -305,6 +311,13 @@ def train_block(
     return results
 
 
+def narrows(width: int, running: int, spent_on_stopped: float, compile_seconds: float) -> bool:
+    """Whether a program stepping ``width`` fits, ``running`` of them still running, is narrowed
+    to those: once at most half still run and the seconds spent stepping the stopped ones have
+    reached the seconds a compilation takes (the ski-rental rule of the module docstring)."""
+    return running <= width // 2 and spent_on_stopped >= compile_seconds
+
+
 class _Group:
     """The fits one program steps together: their stacked state, stopping tests and results."""
 
@@ -318,34 +331,46 @@ class _Group:
         self.data = stack([p.data for p in problems])
         self.opt_state = init_state(self.params)
         self.stoppers = [Stopper(settings, n_persons) for _ in problems]
+        self.recompile_seconds = 0.0  # narrowing the program (``run``)
 
     def arguments(self, steps: int) -> tuple:
         return self.params, self.opt_state, self.step_keys, self.permutations.for_chunk(steps), self.data, steps
 
-    def run(self, program, jitted, label: str) -> list[FitResult]:
+    def run(self, program, jitted, label: str, compile_seconds: float) -> list[FitResult]:
         """Step the group until every fit has stopped or reached ``max_steps``; ``program`` is the
-        compiled program for the full group (``jitted`` compiles the narrower ones)."""
+        compiled program for the full group (``jitted`` compiles the narrower ones), which took
+        ``compile_seconds`` (the price of narrowing, see the module docstring). The seconds spent
+        narrowing are ``recompile_seconds`` afterwards, not part of the fits' wall time."""
         settings, problems, stoppers = self.settings, self.problems, self.stoppers
         n_fits, track = len(problems), settings.stopping == "noise"
         results: list = [None] * n_fits
         left_at = [0] * n_fits
         running = np.arange(n_fits)  # the fits the program steps, in its order
         params, opt_state, run_keys, run_data = self.params, self.opt_state, self.step_keys, self.data
-        steps = 0
+        steps, spent_on_stopped = 0, 0.0
         t0 = time.perf_counter()
         while steps < settings.max_steps and any(r is None for r in results):
             active = np.asarray([i for i in running if results[i] is None])
-            if len(active) <= len(running) // 2:  # narrow the program to the fits still running
+            narrow = narrows(len(running), len(active), spent_on_stopped, compile_seconds)
+            if narrow:  # the program narrowed to the fits still running
                 keep = jnp.asarray(np.searchsorted(running, active))
                 params, opt_state = member(params, keep), member(opt_state, keep)
                 running = active
                 run_keys, run_data = self.step_keys[jnp.asarray(running)], member(self.data, jnp.asarray(running))
-                program = jitted  # compiled for the narrower block at its first call
             perms = self.permutations.for_chunk(steps)
             if len(running) < n_fits:  # full batch: one row of zeros per fit, narrowed alike
                 perms = perms[jnp.asarray(running)]
+            if narrow:
+                t_compile = time.perf_counter()
+                program = jitted.lower(params, opt_state, run_keys, perms, run_data, steps).compile()
+                compile_seconds = time.perf_counter() - t_compile
+                self.recompile_seconds += compile_seconds
+                spent_on_stopped = 0.0
+            t_chunk = time.perf_counter()
             new_params, new_state, losses, sums, finite = program(params, opt_state, run_keys, perms, run_data, steps)
             losses, finite = np.asarray(losses), np.asarray(finite)
+            stopped = sum(results[i] is not None for i in running)
+            spent_on_stopped += (time.perf_counter() - t_chunk) * stopped / len(running)
             sums = jax.device_get(sums) if track else None
             for pos, i in enumerate(running):
                 if results[i] is not None:
@@ -382,7 +407,7 @@ class _Group:
                 results[i] = member(params, pos)
                 left_at[i] = steps
         jax.block_until_ready([r if not isinstance(r, FitResult) else r.params for r in results])
-        share = (time.perf_counter() - t0) / n_fits
+        share = (time.perf_counter() - t0 - self.recompile_seconds) / n_fits
         out = []
         for i, r in enumerate(results):
             if not isinstance(r, FitResult):

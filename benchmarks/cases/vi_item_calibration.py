@@ -38,7 +38,7 @@ Z90 = 1.6448536269514722
 SMOKE = {"N_PERSONS": 200, "REPLICATIONS": 1}
 
 
-def study_settings() -> tuple[settings.StudySettings, dict]:
+def study_settings() -> tuple[settings.Settings, dict]:
     """The default config's vibo settings with one design: the RWA-shaped GRM at N_PERSONS."""
     from snakemake.utils import validate
 
@@ -46,7 +46,7 @@ def study_settings() -> tuple[settings.StudySettings, dict]:
     design = {"model": "grm", "preset": "rwa", "n_persons": N_PERSONS, "missing": ["mcar0"]}
     cfg["studies"]["vibo"]["designs"] = {"rwa": {**design, "replications": REPLICATIONS}}
     validate(cfg, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"), set_default=True)
-    study = settings.StudySettings.from_config(cfg)
+    study = settings.Settings.from_config(cfg)
     return study, study.design("rwa")
 
 

@@ -113,7 +113,7 @@ def test_the_seed_runs_end_to_end_and_leave_the_blocks_they_start_at_the_truth(t
         assert (np.asarray(start["rho"]).argmax(1) == true_profile).all()
         assert rec["accuracy"]["pattern_accuracy"] == 1.0
     # a block of two replications gives each its single fit
-    reps = [methods.Replication(rm, truth, q, conditions.FitSpec("seed", "mcar20", method, r), 7) for r in range(2)]
+    reps = [methods.Replication(rm, truth, q, conditions.Condition("seed", "mcar20", method, r), 7) for r in range(2)]
     block = methods.fit_block(reps, config)
     assert block[0].record["steps"] == rec["steps"]
     np.testing.assert_allclose(block[0].estimates["mean"], out.estimates["mean"], atol=1e-3)

@@ -86,30 +86,28 @@ def test_missingness_a_design_cannot_hold():
     assert "score_fraction" in refused(cfg)
 
 
-def test_a_rate_has_one_limit_in_both_spellings():
-    # 1.5 as a fraction (dcm_bbvi) and mcar150 as a name (the other studies): the same limit,
-    # checked after the schema, and the same words
+def test_every_study_spells_missingness_by_one_name_and_one_limit():
+    # dcm_bbvi names its conditions as the other studies do (mcar20), checked by the same rule
     cfg = shipped("test.yaml")
-    cfg["studies"]["dcm_bbvi"]["designs"]["seed"]["missing"] = [0.0, 1.5]
+    cfg["studies"]["dcm_bbvi"]["designs"]["seed"]["missing"] = ["mcar0", "mcar150"]
     config_schema.check(cfg, SCHEMA)  # the schema leaves the limit to the one check
-    fraction = refused(cfg)
+    dcm = refused(cfg)
     cfg = shipped("test.yaml")
     cfg["studies"]["rb_imputation"]["missing"] = "mcar150"
-    name = refused(cfg)
-    assert fraction == "config key 'studies.dcm_bbvi.designs.seed.missing.1': 1.5 — the rate 150% is outside [0, 100)"
-    assert fraction.split(" — ")[1] == name.split(" — ")[1]
-    cfg["studies"]["dcm_bbvi"]["designs"]["seed"]["missing"] = [-0.1]
-    cfg["studies"]["rb_imputation"]["missing"] = "mcar15"
-    assert refused(cfg).endswith("-0.1 — the rate -10% is outside [0, 100)")
+    rb = refused(cfg)
+    assert dcm == "config key 'studies.dcm_bbvi.designs.seed.missing.1': 'mcar150' — the rate 150% is outside [0, 100)"
+    assert dcm.split(" — ")[1] == rb.split(" — ")[1]
 
 
-def test_dcm_rates_are_distinct_whole_percents():
+def test_dcm_missingness_is_mcar_and_fits_the_design():
     cfg = shipped("test.yaml")
-    cfg["studies"]["dcm_bbvi"]["designs"]["seed"]["missing"] = [0.125]
-    assert refused(cfg).startswith("config key 'studies.dcm_bbvi.designs.seed.missing.0': 0.125 — DCM missingness")
-    cfg["studies"]["dcm_bbvi"]["designs"]["seed"]["missing"] = [0.2, 0.20000000000001]
-    assert "repeats the condition mcar20" in refused(cfg)
-    cfg["studies"]["dcm_bbvi"]["designs"]["seed"].update(missing=[0.9], n_items=4)
+    cfg["studies"]["dcm_bbvi"]["designs"]["seed"]["missing"] = [0.2]  # a fraction: the old spelling
+    with pytest.raises(Exception, match="is not of type 'string'"):
+        config_schema.check(cfg, SCHEMA)
+    cfg["studies"]["dcm_bbvi"]["designs"]["seed"]["missing"] = ["mnar20"]  # the DCM data are MCAR only
+    with pytest.raises(Exception, match="does not match"):
+        config_schema.check(cfg, SCHEMA)
+    cfg["studies"]["dcm_bbvi"]["designs"]["seed"].update(missing=["mcar90"], n_items=4)
     assert "at most" in refused(cfg)
 
 

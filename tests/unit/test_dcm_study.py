@@ -43,7 +43,7 @@ def test_the_study_loads_and_its_conditions_are_result_folders():
         "results/dcm_bbvi/seed/mcar20/bbvi/rep1",
     ]
     assert [f.method for f in fits] == ["em", "bbvi", "em", "bbvi"]
-    # NUTS only on nuts_designs; the schema's defaults: missing [0.0, 0.2], one replication
+    # NUTS only on nuts_designs; the schema's defaults: missing [mcar0, mcar20], one replication
     fits = study.conditions(validated(designs={"seed": {}, "larger": {"replications": 2}}, methods=["em", "nuts"]))
     assert [f.folder.removeprefix("results/dcm_bbvi/") for f in fits] == [
         "seed/mcar0/em/rep0",
@@ -73,10 +73,10 @@ def test_settings_defaults_are_the_schemas():
     )
 
 
-def test_check_refuses_rates_the_conditions_cannot_name():
+def test_check_refuses_a_missingness_the_design_cannot_hold():
     settings.check(validated())
-    with pytest.raises(ConfigError, match=r"^config key 'studies.dcm_bbvi.designs.seed.missing.1': 0.2 repeats"):
-        settings.check(validated(designs={"seed": {"missing": [0.2, 0.2]}}))
+    with pytest.raises(ConfigError, match=r"^config key 'studies.dcm_bbvi.designs.seed.missing.0': 'mcar99\.9' — hiding"):
+        settings.check(validated(designs={"seed": {"missing": ["mcar99.9"]}}))
 
 
 def test_accuracy_scores_by_profile_index():
@@ -121,7 +121,7 @@ def test_the_oracle_table_has_a_row_per_data_set_read_from_its_files(tmp_path):
         folder.mkdir()
         io.write_responses(rm, folder / "responses.parquet")
         truth.to_csv(folder / "truth.csv", index=False)
-        datasets.append(("seed", conditions.missing_label(missing), rep))
+        datasets.append(("seed", f"mcar{round(100 * missing)}", rep))
         responses.append(folder / "responses.parquet")
         truths.append(folder / "truth.csv")
         expected.append(oracle.oracle_accuracy(rm, truth, q)["pattern_accuracy"])
@@ -168,7 +168,7 @@ def test_replications_of_a_condition_are_fitted_in_blocks_of_the_design_block_si
     default = validated(designs={"seed": {"replications": 5}})["studies"]["dcm_bbvi"]["designs"]["seed"]
     assert default["block_size"] == 100 and conditions.condition_blocks(default) == [[0, 1, 2, 3, 4]]
     assert conditions.condition_blocks({"replications": 3, "block_size": 3}) == [[0, 1, 2]]
-    spec = conditions.FitSpec("seed", "mcar20", "bbvi_cv", 3)
+    spec = conditions.Condition("seed", "mcar20", "bbvi_cv", 3)
     assert spec.block_folder(1) == "results/dcm_bbvi/seed/mcar20/bbvi_cv/blocks/block1"
     # the fitting jobs' settings carry their design's block size
     config = validated(designs={"seed": {"block_size": 7}, "larger": {}})
@@ -204,7 +204,7 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits(method):
     reps = []
     for r in range(2):
         rm, truth, q = data.simulate(conditions.DESIGNS["seed"], 0.2, 100 + r, n_persons=100)
-        reps.append(methods.Replication(rm, truth, q, conditions.FitSpec("seed", "mcar20", method, r), 7 + r))
+        reps.append(methods.Replication(rm, truth, q, conditions.Condition("seed", "mcar20", method, r), 7 + r))
     block = methods.fit_block(reps, config)
     schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "fit_record.schema.yaml").read_text())
     for position, (b, rep) in enumerate(zip(block, reps, strict=True)):
@@ -239,7 +239,7 @@ def test_replications_that_stop_at_different_steps_leave_the_block_each_at_its_o
     reps = []
     for r in range(2):
         rm, truth, q = data.simulate(conditions.DESIGNS["seed"], 0.2, 100 + r, n_persons=100)
-        reps.append(methods.Replication(rm, truth, q, conditions.FitSpec("seed", "mcar20", "collapsed_vi", r), 7 + r))
+        reps.append(methods.Replication(rm, truth, q, conditions.Condition("seed", "mcar20", "collapsed_vi", r), 7 + r))
     block = methods.fit_block(reps, config)
     singles = [methods.fit("collapsed_vi", r.rm, r.truth, r.q, r.seed, config, r.spec.fields) for r in reps]
     assert [b.record["steps"] for b in block] == [s.record["steps"] for s in singles] == [350, 400]

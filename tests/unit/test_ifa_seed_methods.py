@@ -57,7 +57,7 @@ def test_seed_start_is_xavier_for_the_decoder_and_full_kaiming_for_the_networks(
 def test_iwavb_seed_turns_off_our_additions():
     st = mgrm.structure([3] * 5, 1, None)
     cfg = seed_methods.iwavb_seed_settings(
-        conditions.FitSpec("x", "iwavb_seed", 1, 7, 0), design(preset="mixture_p1", n_persons=50)
+        conditions.Condition("x", "iwavb_seed", 1, 7, 0), design(preset="mixture_p1", n_persons=50)
     )
     assert (cfg.encoder_form, cfg.quadratic_term, cfg.jacobian_in_weight, cfg.gauge_weight) == (
         "seed",
@@ -109,7 +109,7 @@ def test_a_tiny_block_of_a_seed_method_runs_end_to_end(method):
     reps = []
     for r in range(2):
         train, hold, truth = data.simulate_design(d, r, 0.25)
-        reps.append(methods.Replication(train, hold, truth, conditions.FitSpec("tiny", method, 1, 3, r), 10 + r))
+        reps.append(methods.Replication(train, hold, truth, conditions.Condition("tiny", method, 1, 3, r), 10 + r))
     for out in methods.fit_block(reps, d, evaluation):
         rec = out.record
         jsonschema.validate(rec, yaml.safe_load((SCHEMAS / "fit_record.schema.yaml").read_text()))

@@ -96,7 +96,7 @@ def test_design_fits_confirmatory_and_exploratory():
 
 def test_replications_of_a_condition_are_fitted_in_blocks_of_the_design_block_size():
     conf = {"analysis": "confirmatory", "preset": "normal_p5", "replications": 5, "importance_samples": [15]}
-    spec = conditions.FitSpec("normal", "iwae", 5, 15, 3)
+    spec = conditions.Condition("normal", "iwae", 5, 15, 3)
     assert conditions.condition_blocks({**conf, "block_size": 2}, spec) == [[0, 1], [2, 3], [4]]
     assert conditions.block_of({**conf, "block_size": 2}, spec) == 1
     assert conditions.condition_blocks({**conf, "block_size": 100}, spec) == [[0, 1, 2, 3, 4]]  # one block
@@ -104,8 +104,8 @@ def test_replications_of_a_condition_are_fitted_in_blocks_of_the_design_block_si
     # exploratory: the scree's P have replication 0 alone; the repeat P all replications
     expl = {"analysis": "exploratory", "replications": 3, "importance_samples": [25], "factors": [1, 2]}
     expl |= {"repeat_factors": 2, "block_size": 2}
-    assert conditions.condition_blocks(expl, conditions.FitSpec("ipip", "iwae", 1, 25, 0)) == [[0]]
-    assert conditions.condition_blocks(expl, conditions.FitSpec("ipip", "iwae", 2, 25, 0)) == [[0, 1], [2]]
+    assert conditions.condition_blocks(expl, conditions.Condition("ipip", "iwae", 1, 25, 0)) == [[0]]
+    assert conditions.condition_blocks(expl, conditions.Condition("ipip", "iwae", 2, 25, 0)) == [[0, 1], [2]]
 
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5])
@@ -323,7 +323,7 @@ def test_tiny_fit_writes_a_valid_record(method):
         iwavb={"encoder_hidden": 8, "noise_hidden": [4], "discriminator_hidden": [8]},
     )
     train, hold, truth = data.simulate_design(d, 0, 0.25)
-    spec = conditions.FitSpec("tiny", method, 1, 3, 0)
+    spec = conditions.Condition("tiny", method, 1, 3, 0)
     evaluation = settings.Evaluation(heldout_fraction=0.25, eval_samples=20, posterior_draws=5)
     out = methods.fit(train, hold, truth, spec, d, evaluation, seed=1)
     assert isinstance(out, base.MethodResult)
@@ -347,7 +347,7 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits():
     reps = []
     for r in range(3):
         train, hold, truth = data.simulate_design(d, r, 0.25)
-        reps.append(methods.Replication(train, hold, truth, conditions.FitSpec("tiny", "iwae", 1, 3, r), 10 + r))
+        reps.append(methods.Replication(train, hold, truth, conditions.Condition("tiny", "iwae", 1, 3, r), 10 + r))
     block = methods.fit_block(reps, d, evaluation)
     for b, rep in zip(block, reps, strict=True):
         single = methods.fit(rep.train, rep.holdout, rep.truth, rep.spec, d, evaluation, seed=rep.seed)
@@ -369,7 +369,7 @@ def test_a_block_in_worker_processes_gives_the_records_of_one_process():
     reps = []
     for r in range(3):
         train, hold, truth = data.simulate_design(d, r, 0.25)
-        reps.append(methods.Replication(train, hold, truth, conditions.FitSpec("tiny", "iwae", 1, 3, r), 10 + r))
+        reps.append(methods.Replication(train, hold, truth, conditions.Condition("tiny", "iwae", 1, 3, r), 10 + r))
     here = methods.fit_block(reps, d, evaluation, processes=1)
     workers = methods.fit_block(reps, d, evaluation, processes=2)
     for h, w in zip(here, workers, strict=True):  # the same groups: the same bits

@@ -257,7 +257,7 @@ def test_dcm_bbvi_records_carry_psis_per_fit_of_a_block_but_em_records_do_not():
     reps = []
     for r in range(2):
         rm, truth, q = dcm_data.simulate(dcm_conditions.DESIGNS["seed"], 0.2, 100 + r, n_persons=100)
-        spec = dcm_conditions.FitSpec("seed", "mcar20", "bbvi", r)
+        spec = dcm_conditions.Condition("seed", "mcar20", "bbvi", r)
         reps.append(dcm_methods.Replication(rm, truth, q, spec, 7 + r))
     block = dcm_methods.fit_block(reps, config)
     khats = []

@@ -122,10 +122,10 @@ def test_replications_of_a_condition_are_fitted_in_blocks_of_the_block_size():
     assert [conditions.block_of(study, r) for r in range(5)] == [0, 0, 1, 1, 2]
     assert conditions.condition_blocks({**study, "block_size": 100}) == [[0, 1, 2, 3, 4]]  # one block
     assert conditions.condition_blocks({**study, "replications": 0}) == []
-    fit = conditions.Fit("rwa_sim", "rao_blackwell_M3", "rao_blackwell", "mcar15", 3, 3)
+    fit = conditions.Condition("rwa_sim", "rao_blackwell_M3", "rao_blackwell", "mcar15", 3, 3)
     assert fit.block_folder(1) == "results/rb_imputation/rwa_sim/mcar15/rao_blackwell_M3/blocks/block1"
     with pytest.raises(ValueError, match="alone"):
-        conditions.Fit("rwa_sim", "reference", "complete").block_folder(0)
+        conditions.Condition("rwa_sim", "reference", "complete").block_folder(0)
     # test.yaml: its two masks, one block per condition
     assert conditions.condition_blocks(validated()["studies"]["rb_imputation"]) == [[0, 1]]
 

@@ -39,7 +39,7 @@ def test_replications_of_a_condition_are_fitted_in_blocks_of_the_design_block_si
     # the default (100), read from the validated config into the settings
     cfg = validated({"designs": {"a": {"n_persons": 50, "n_items": 5, "replications": 3}}})
     assert cfg["studies"]["vibo"]["designs"]["a"]["block_size"] == 100
-    assert settings.StudySettings.from_config(cfg).block_size("a") == 100
+    assert settings.Settings.from_config(cfg).block_size("a") == 100
     # the test config fits its tiny design's two replications in one block
     test_cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     from snakemake.utils import validate
@@ -66,7 +66,7 @@ def block_setup(method: str, n_reps: int = 3, block_size: int = 100, model: str 
     shape = {"n_items": 8} if model == "2pl" else {"model": "grm", "preset": "rwa"}
     design = {"n_persons": 60, **shape, "missing": ["mcar20"], "replications": n_reps, "block_size": block_size}
     cfg = validated({"designs": {"t": design}, "eval_samples": 20, "posterior_draws": 10, "training": TINY})
-    study = settings.StudySettings.from_config(cfg)
+    study = settings.Settings.from_config(cfg)
     design = study.design("t")
     reps = []
     for r in range(n_reps):

@@ -25,7 +25,7 @@ def replication(method, missing="mcar20", rep=0, n_persons=60):
             "training": TINY,
         }
     )
-    study = study_settings.StudySettings.from_config(cfg)
+    study = study_settings.Settings.from_config(cfg)
     train, hidden, hold, truth = data.condition_data(
         study.design("t"), missing, 40 + rep, score_fraction=0.15, heldout_fraction=0.25, missing_seed=50 + rep
     )

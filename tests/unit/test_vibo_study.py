@@ -49,7 +49,7 @@ def test_the_study_loads_and_its_conditions_are_the_test_configs_fits():
     conds = s.conditions(cfg)
     assert conds and all(c.folder.startswith("results/vibo/") for c in conds)
     assert {c.design for c in conds} == {"tiny", "tiny_grm"} and "nuts" not in {c.method for c in conds}
-    st = settings.StudySettings.from_config(cfg)
+    st = settings.Settings.from_config(cfg)
     assert st.eval_samples == 50 and st.vibo["hidden"] == [16, 16] and st.nuts["n_samples"] == 500
     assert st.design("tiny_grm")["model"] == "grm"
 
@@ -379,7 +379,7 @@ def test_real_data_fit_has_no_recovery_but_scores_the_hidden_cells():
     train, hidden, hold, truth = data.observed_condition(
         rm, design, "mcar10", 1, score_fraction=0.15, heldout_fraction=0.2, missing_seed=2, where="fake"
     )
-    study = settings.StudySettings.from_config(
+    study = settings.Settings.from_config(
         validated({"designs": {"real": design}, "eval_samples": 50, "posterior_draws": 20, "training": {}})
     )
     out = methods.fit(train, hidden, hold, truth, Condition("real", "mcar10", "mml", 0), settings=study, seed=5)

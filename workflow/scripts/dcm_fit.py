@@ -8,7 +8,7 @@ from pathlib import Path
 from bayesirt import logs, records
 from bayesirt.studies import model_checks
 from bayesirt.studies.dcm_bbvi import data, methods
-from bayesirt.studies.dcm_bbvi.conditions import FitSpec
+from bayesirt.studies.dcm_bbvi.conditions import Condition
 
 log = logs.to_file(snakemake.log[0])
 w = snakemake.wildcards
@@ -18,7 +18,7 @@ for rep, seed, responses, truth in zip(
     snakemake.params.reps, snakemake.params.seeds, snakemake.input.responses, snakemake.input.truth, strict=True
 ):
     rm, true_values, q = data.read(responses, truth)
-    block.append(methods.Replication(rm, true_values, q, FitSpec(w.design, w.missing, method, int(rep)), seed))
+    block.append(methods.Replication(rm, true_values, q, Condition(w.design, w.missing, method, int(rep)), seed))
 outs = methods.fit_block(block, config=methods.study_config(snakemake.params.settings))
 for rep, out in zip(block, outs, strict=True):
     if not out.record["converged"]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from bayesirt import logs, records
 from bayesirt.studies import fit_tables
-from bayesirt.studies.amortized_ifa import FitSpec, data, methods, settings
+from bayesirt.studies.amortized_ifa import Condition, data, methods, settings
 
 log = logs.to_file(snakemake.log[0])
 w = snakemake.wildcards
@@ -18,7 +18,7 @@ for rep, seed, responses, holdout, truth in zip(
     reps, snakemake.params.seeds, snakemake.input.responses, snakemake.input.holdout, truths, strict=True
 ):
     train, held_out, true_values = data.read_design_data(responses, holdout, truth)
-    spec = FitSpec(w.design, w.method, int(w.factors), int(w.samples), int(rep))
+    spec = Condition(w.design, w.method, int(w.factors), int(w.samples), int(rep))
     block.append(methods.Replication(train, held_out, true_values, spec, seed))
 outs = methods.fit_block(
     block, study.design(w.design), study.evaluation, dataset=snakemake.params.dataset, processes=snakemake.threads

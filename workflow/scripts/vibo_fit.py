@@ -10,7 +10,7 @@ from bayesirt import io, logs, records
 from bayesirt.studies import fit_tables, model_checks
 from bayesirt.studies.vibo import methods
 from bayesirt.studies.vibo.conditions import Condition
-from bayesirt.studies.vibo.settings import StudySettings
+from bayesirt.studies.vibo.settings import Settings
 
 log = logs.to_file(snakemake.log[0])
 w, i, p = snakemake.wildcards, snakemake.input, snakemake.params
@@ -27,7 +27,7 @@ block = [
         p.reps, p.seeds, i.responses, i.hidden, i.holdout, i.truth, strict=True
     )
 ]
-outs = methods.fit_block(block, StudySettings.from_study(p.study))
+outs = methods.fit_block(block, Settings.from_study(p.study))
 for rep, out in zip(block, outs, strict=True):
     if not out.record["converged"]:
         log.warning("rep%d did not converge: %s", rep.cond.rep, out.record["convergence_reason"])

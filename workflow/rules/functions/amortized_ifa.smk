@@ -86,9 +86,9 @@ def ifa_fit_seed(wildcards):
 
 def ifa_block_specs(wildcards):
     """The fits of block ``wildcards.block`` of a condition (``{method}_P{factors}_R{samples}``)."""
-    spec = ifa_conditions.FitSpec(wildcards.design, wildcards.method, int(wildcards.factors), int(wildcards.samples), 0)
+    spec = ifa_conditions.Condition(wildcards.design, wildcards.method, int(wildcards.factors), int(wildcards.samples), 0)
     blocks = ifa_conditions.condition_blocks(ifa_design_config(wildcards), spec)
-    return [ifa_conditions.FitSpec(spec.design, spec.method, spec.n_factors, spec.n_importance, r)
+    return [ifa_conditions.Condition(spec.design, spec.method, spec.n_factors, spec.n_importance, r)
             for r in blocks[int(wildcards.block)]]
 
 

@@ -16,7 +16,7 @@ evaluation settings; ``data`` simulates (or reads) its training and held-out per
 ``methods.fit`` trains the method (``methods.METHODS``), scores the held-out persons and tabulates
 the estimates as a ``base.MethodResult``, which ``records.write_fit`` writes.
 
-    conditions.conditions(config)                           -> [FitSpec]          (parse time)
+    conditions.conditions(config)                           -> [Condition]          (parse time)
     settings.check(config); settings.Settings.from_config(config)                 (parse time)
     data.simulate_design(design, seed, heldout_fraction)    -> (train, holdout, truth)
     methods.fit(train, holdout, truth, spec, design, evaluation, seed=...) -> MethodResult
@@ -27,6 +27,6 @@ the estimates as a ``base.MethodResult``, which ``records.write_fit`` writes.
 # Only names of the parse-time part are imported here, so that Snakemake's parse stays cheap;
 # the rest is imported by module (``from bayesirt.studies.amortized_ifa import data, methods``).
 # (Not the function ``conditions``: it would hide the module of that name.)
-from bayesirt.studies.amortized_ifa.conditions import METHODS, STUDY, FitSpec
+from bayesirt.studies.amortized_ifa.conditions import METHODS, STUDY, Condition
 
-__all__ = ["STUDY", "METHODS", "FitSpec"]
+__all__ = ["STUDY", "METHODS", "Condition"]

@@ -22,7 +22,7 @@ KEYS = ["parameter", "item", "person", "factor", "factor2", "category"]
 
 
 @dataclass(frozen=True)
-class FitSpec:
+class Condition:
     """One fit of the study: design, method, number of factors P, importance samples R, replication."""
 
     design: str
@@ -50,7 +50,7 @@ def condition_name(method: str, n_factors: int, n_importance: int) -> str:
     return f"{method}_P{n_factors}_R{n_importance}"
 
 
-def conditions(config: dict) -> list[FitSpec]:
+def conditions(config: dict) -> list[Condition]:
     """Every fit the validated config asks for, design by design (none when the study is absent
     or disabled), by the design's own ``methods`` where it names them, else the study's."""
     if STUDY not in config["studies"] or not config["studies"][STUDY]["enabled"]:
@@ -63,7 +63,7 @@ def conditions(config: dict) -> list[FitSpec]:
     ]
 
 
-def design_fits(name: str, design: dict, methods=METHODS) -> list[FitSpec]:
+def design_fits(name: str, design: dict, methods=METHODS) -> list[Condition]:
     """Every fit of a design (see the module docstring for what is fitted)."""
     specs = []
     reps = range(design["replications"])
@@ -71,11 +71,11 @@ def design_fits(name: str, design: dict, methods=METHODS) -> list[FitSpec]:
         for r in design["importance_samples"]:
             if design["analysis"] == "confirmatory":
                 p = design_factors(design)
-                specs += [FitSpec(name, method, p, r, rep) for rep in reps]
+                specs += [Condition(name, method, p, r, rep) for rep in reps]
             else:
                 scree = sorted(set(design["factors"]) | {design["repeat_factors"]})
-                specs += [FitSpec(name, method, p, r, 0) for p in scree]
-                specs += [FitSpec(name, method, design["repeat_factors"], r, rep) for rep in reps if rep > 0]
+                specs += [Condition(name, method, p, r, 0) for p in scree]
+                specs += [Condition(name, method, design["repeat_factors"], r, rep) for rep in reps if rep > 0]
     return specs
 
 
@@ -86,7 +86,7 @@ def design_factors(design: dict) -> int:
     return int(design["n_factors"])
 
 
-def condition_blocks(design: dict, spec: FitSpec) -> list[list[int]]:
+def condition_blocks(design: dict, spec: Condition) -> list[list[int]]:
     """The replications of ``spec``'s condition (its design, method, P and R) in blocks of the
     design's ``block_size``, in order (one block when it exceeds them)."""
     reps = sorted(
@@ -106,7 +106,7 @@ def block_processes(design: dict, n_reps: int) -> int:
     return -(-n_reps // width)
 
 
-def block_of(design: dict, spec: FitSpec) -> int:
+def block_of(design: dict, spec: Condition) -> int:
     """The number of the block that fits ``spec``'s replication."""
     return next(b for b, reps in enumerate(condition_blocks(design, spec)) if spec.rep in reps)
 

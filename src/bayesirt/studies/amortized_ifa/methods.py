@@ -28,18 +28,18 @@ from bayesirt.inference import bulk, bulk_processes, iwae, iwavb
 from bayesirt.inference.training import TrainSettings, keep_last_good, train_problem
 from bayesirt.models import mgrm
 from bayesirt.studies.amortized_ifa import seed_methods
-from bayesirt.studies.amortized_ifa.conditions import ITEM_PARAMETERS, KEYS, STUDY, FitSpec
+from bayesirt.studies.amortized_ifa.conditions import ITEM_PARAMETERS, KEYS, STUDY, Condition
 from bayesirt.studies.amortized_ifa.settings import Design, Evaluation, Training
 from bayesirt.studies.base import MethodResult
 
 log = logging.getLogger("bayesirt")
 
 
-def iwae_settings(spec: FitSpec, design: Design) -> iwae.IWAESettings:
+def iwae_settings(spec: Condition, design: Design) -> iwae.IWAESettings:
     return iwae.IWAESettings(n_importance=int(spec.n_importance), **asdict(design.iwae))
 
 
-def iwavb_settings(spec: FitSpec, design: Design) -> iwavb.IWAVBSettings:
+def iwavb_settings(spec: Condition, design: Design) -> iwavb.IWAVBSettings:
     return iwavb.IWAVBSettings(n_importance=int(spec.n_importance), **asdict(design.iwavb))
 
 
@@ -79,7 +79,7 @@ def fit(
     train: io.ResponseMatrix,
     holdout: io.ResponseMatrix,
     truth,
-    spec: FitSpec,
+    spec: Condition,
     design: Design,
     evaluation: Evaluation,
     *,
@@ -228,7 +228,7 @@ def amortized_fit(
     train: io.ResponseMatrix,
     holdout: io.ResponseMatrix,
     truth,
-    spec: FitSpec,
+    spec: Condition,
     design: Design,
     evaluation: Evaluation,
     *,
@@ -252,7 +252,7 @@ class Replication:
     train: io.ResponseMatrix
     holdout: io.ResponseMatrix
     truth: pd.DataFrame | None
-    spec: FitSpec
+    spec: Condition
     seed: int
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from bayesirt.inference import iwae, iwavb
 from bayesirt.inference.seed_training import SeedOptimizer
 from bayesirt.inference.training import TrainSettings
-from bayesirt.studies.amortized_ifa.conditions import FitSpec
+from bayesirt.studies.amortized_ifa.conditions import Condition
 from bayesirt.studies.amortized_ifa.settings import Design
 
 SEED_METHODS = ("iwae_seed", "iwavb_seed")
@@ -57,7 +57,7 @@ def train_settings(design: Design) -> TrainSettings:
     )
 
 
-def iwae_seed_settings(spec: FitSpec, design: Design) -> iwae.IWAESettings:
+def iwae_seed_settings(spec: Condition, design: Design) -> iwae.IWAESettings:
     s = design.iwae_seed
     return iwae.IWAESettings(
         n_importance=int(spec.n_importance),
@@ -68,7 +68,7 @@ def iwae_seed_settings(spec: FitSpec, design: Design) -> iwae.IWAESettings:
     )
 
 
-def iwavb_seed_settings(spec: FitSpec, design: Design) -> iwavb.IWAVBSettings:
+def iwavb_seed_settings(spec: Condition, design: Design) -> iwavb.IWAVBSettings:
     s = design.iwavb_seed
     return iwavb.IWAVBSettings(
         n_importance=int(spec.n_importance),

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bayesirt.studies.design_conditions import parse_missing
+
 STUDY = "dcm_bbvi"
 # bbvi_seed*: seed 002's runs as its notebook writes them (``seed``)
 METHODS = ("em", "bbvi", "bbvi_cv", "collapsed_vi", "nuts", "bbvi_seed", "bbvi_beta_truth_seed", "bbvi_pi_truth_seed")
@@ -44,7 +46,7 @@ DESIGNS = {
 
 
 @dataclass(frozen=True)
-class FitSpec:
+class Condition:
     design: str
     missing: str  # "mcar0", "mcar20": percent of cells hidden completely at random
     method: str
@@ -71,17 +73,15 @@ class FitSpec:
         }
 
 
-def missing_label(rate: float) -> str:
-    return f"mcar{round(100 * float(rate)):d}"
-
-
 def missing_rate(label: str) -> float:
-    if not label.startswith("mcar"):
-        raise ValueError(f"dcm_bbvi: missingness {label!r} is not of the form mcar<percent>")
-    return float(label[4:]) / 100
+    """The share of cells an ``mcar<percent>`` condition hides (``design_conditions.parse_missing``)."""
+    kind, rate = parse_missing(label)
+    if kind != "mcar":
+        raise ValueError(f"dcm_bbvi: missingness {label!r} is not MCAR (mcar<percent>)")
+    return rate
 
 
-def conditions(config: dict) -> list[FitSpec]:
+def conditions(config: dict) -> list[Condition]:
     """Every fit the validated config asks for. NUTS runs only on the designs listed under
     ``nuts_designs``."""
     study = config["studies"].get(STUDY)  # a config may leave the study out
@@ -89,12 +89,12 @@ def conditions(config: dict) -> list[FitSpec]:
         return []
     fits = []
     for name, design in study["designs"].items():
-        for rate in design["missing"]:
+        for missing in design["missing"]:
             for rep in range(design["replications"]):
                 for method in study["methods"]:
                     if method == "nuts" and name not in study["nuts_designs"]:
                         continue
-                    fits.append(FitSpec(name, missing_label(rate), method, rep))
+                    fits.append(Condition(name, missing, method, rep))
     return fits
 
 

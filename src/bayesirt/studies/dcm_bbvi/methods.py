@@ -41,7 +41,7 @@ from bayesirt.inference.training import FitResult, TrainSettings, keep_last_good
 from bayesirt.models import lcdm
 from bayesirt.studies.base import MethodResult
 from bayesirt.studies.dcm_bbvi import seed_methods as seed
-from bayesirt.studies.dcm_bbvi.conditions import MONOTONE_METHODS, STUDY, FitSpec
+from bayesirt.studies.dcm_bbvi.conditions import MONOTONE_METHODS, STUDY, Condition
 from bayesirt.studies.dcm_bbvi.data import Problem
 from bayesirt.studies.dcm_bbvi.settings import Settings
 from bayesirt.studies.dcm_bbvi.tables import estimates_table, scored
@@ -321,7 +321,7 @@ class Replication:
     rm: Any  # io.ResponseMatrix, -1 for hidden cells
     truth: pd.DataFrame | None
     q: np.ndarray
-    spec: FitSpec
+    spec: Condition
     seed: int
 
 

@@ -11,40 +11,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bayesirt.config import ConfigError
-from bayesirt.studies.dcm_bbvi.conditions import STUDY, design_spec, missing_label
-from bayesirt.studies.design_checks import check_hidden_cells
-from bayesirt.studies.design_conditions import check_rate
+from bayesirt.studies.dcm_bbvi.conditions import STUDY, design_spec
+from bayesirt.studies.design_checks import check_hidden_cells, checked_missing
 
 
 def check(config: dict) -> None:
-    """Raise ConfigError naming the offending key: a missingness rate outside [0, 1) (the limit
-    and message of a rate spelled as a name, ``design_conditions.check_rate``), one that is not a whole
-    percent, two rates of one design that name the same condition, or a rate the design's
-    persons x items matrix cannot hold."""
+    """Raise ConfigError naming the offending key: a missingness name that does not parse
+    (``design_conditions.parse_missing``, as in every study) or a rate the design's persons x
+    items matrix cannot hold (the schema admits MCAR names only)."""
     study = config["studies"].get(STUDY)
     if study is None:
         return
     for name, design in study["designs"].items():
         spec = design_spec(name, design)
-        labels = {}
-        for i, rate in enumerate(design["missing"]):
+        for i, missing in enumerate(design["missing"]):
             key = f"studies.{STUDY}.designs.{name}.missing.{i}"
-            try:
-                check_rate(str(rate), 100 * float(rate))
-            except ValueError as err:
-                raise ConfigError(f"config key '{key}': {err}") from None
-            label = missing_label(rate)
-            # conditions are named and stored by whole percent (mcar20): another rate would be
-            # fitted under a name that says something else
-            if abs(100 * float(rate) - round(100 * float(rate))) > 1e-9:
-                raise ConfigError(
-                    f"config key '{key}': {rate} — DCM missingness rates are whole percents "
-                    f"(the condition is named {label}); write e.g. {round(float(rate), 2)}"
-                )
-            if label in labels:
-                raise ConfigError(f"config key '{key}': {rate} repeats the condition {label} (missing.{labels[label]})")
-            labels[label] = i
-            check_hidden_cells(key, rate, float(rate), int(spec["n_persons"]), int(spec["n_items"]))
+            _, rate = checked_missing(key, missing)
+            check_hidden_cells(key, missing, rate, int(spec["n_persons"]), int(spec["n_items"]))
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ def parse_condition(condition: str) -> tuple[str, int | None]:
 
 
 @dataclass(frozen=True)
-class Fit:
+class Condition:
     """One fit of the study: the complete-data reference of a data set (``rep`` None), or one
     objective (``method``) with its M (``n_copies``) on one replication's masked responses."""
 
@@ -107,7 +107,7 @@ def datasets(study: dict) -> list[str]:
     return [study["dataset"]] + ([seed] if seed else [])
 
 
-def conditions(config: dict) -> list[Fit]:
+def conditions(config: dict) -> list[Condition]:
     """Every fit the validated config asks for, data set by data set (``datasets``): the
     reference, then each replication's conditions in the order of ``condition_names`` (none when
     the study is off)."""
@@ -116,12 +116,12 @@ def conditions(config: dict) -> list[Fit]:
         return []
     fits = []
     for dataset in datasets(study):
-        fits.append(Fit(dataset, REFERENCE, COMPLETE))
+        fits.append(Condition(dataset, REFERENCE, COMPLETE))
         for missing in missing_designs(study, dataset):
             for rep in range(study["replications"]):
                 for name in condition_names(study):
                     objective, copies = parse_condition(name)
-                    fits.append(Fit(dataset, name, objective, missing, rep, copies))
+                    fits.append(Condition(dataset, name, objective, missing, rep, copies))
     return fits
 
 

@@ -34,7 +34,7 @@ a fit job fits a block of a condition's replications (the design's
 ``block_size``, ``conditions.condition_blocks``), each evaluated as a single fit:
 
     conditions.conditions(config)                       -> [Condition]  (parse time, plain Python)
-    settings.check(config); settings.StudySettings.from_config(config)   (parse time / once per job)
+    settings.check(config); settings.Settings.from_config(config)   (parse time / once per job)
     data.condition_data(design, missing, seed, ...)     -> (train, hidden, holdout, truth)
     methods.fit(train, hidden, holdout, truth, cond, settings=..., seed=...) -> base.MethodResult
     methods.fit_block([methods.Replication], settings)  -> [base.MethodResult]  (one job)
@@ -42,7 +42,7 @@ a fit job fits a block of a condition's replications (the design's
     figures.figures(tables, outputs, observed=...)      -> PNG figures
 
 Modules: ``conditions`` (standard library only), ``settings`` (config checks, design shapes,
-``StudySettings``; no JAX), ``data``, ``methods`` (the ``METHODS`` registry, ``fit_block``),
+``Settings``; no JAX), ``data``, ``methods`` (the ``METHODS`` registry, ``fit_block``),
 ``evaluation`` (the evaluation every method shares), ``tables``, ``figures``. This file
 imports nothing: Snakemake imports ``conditions`` and ``settings`` at parse time.
 """

@@ -23,7 +23,7 @@ from bayesirt.evaluation.recovery import metrics
 from bayesirt.models import irt2pl
 from bayesirt.studies.base import MethodResult
 from bayesirt.studies.vibo.conditions import Condition
-from bayesirt.studies.vibo.settings import StudySettings
+from bayesirt.studies.vibo.settings import Settings
 from bayesirt.studies.vibo.tables import AXES, KEYS
 
 Z50, Z90 = 0.6744897501960817, 1.6448536269514722
@@ -36,7 +36,7 @@ class Prepared:
     data), the five keys of the fit seed and the record's fields so far."""
 
     cond: Condition
-    settings: StudySettings
+    settings: Settings
     y: np.ndarray
     y_hold: np.ndarray
     st: irt2pl.Structure

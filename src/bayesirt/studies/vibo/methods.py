@@ -37,7 +37,7 @@ from bayesirt.studies.vibo.conditions import METHODS as METHOD_NAMES
 from bayesirt.studies.vibo.conditions import SEED_METHODS, STUDY, VIBO_VARIANTS, Condition
 from bayesirt.studies.vibo.evaluation import Fitted, Prepared, evaluated, item_estimates
 from bayesirt.studies.vibo.reference_methods import MML_SE_MAX_WORK, fit_mml, fit_nuts
-from bayesirt.studies.vibo.settings import StudySettings, design_model
+from bayesirt.studies.vibo.settings import Settings, design_model
 
 BLOCK_KEY = f"studies.{STUDY}.designs.{{design}}.block_size"
 log = logging.getLogger("bayesirt")
@@ -57,7 +57,7 @@ class Replication:
     seed: int
 
 
-def prepare(rep: Replication, settings: StudySettings) -> Prepared:
+def prepare(rep: Replication, settings: Settings) -> Prepared:
     """The replication's data, ready for any method (``evaluation.Prepared``)."""
     train, hidden, holdout, truth, cond, seed = rep.train, rep.hidden, rep.holdout, rep.truth, rep.cond, rep.seed
     design = settings.design(cond.design)
@@ -299,7 +299,7 @@ def _known(method: str) -> None:
 
 
 def fit(
-    train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Condition, *, settings: StudySettings, seed: int
+    train, hidden: pd.DataFrame, holdout, truth: pd.DataFrame, cond: Condition, *, settings: Settings, seed: int
 ) -> MethodResult:
     """One method (``cond.method``) on one replication's data (``data.condition_data``),
     evaluated (``evaluation.evaluated``). The record's ``dataset`` is the design's data set on
@@ -308,7 +308,7 @@ def fit(
     return METHODS[cond.method](prepare(Replication(train, hidden, holdout, truth, cond, seed), settings))
 
 
-def fit_block(reps: list[Replication], settings: StudySettings) -> list[MethodResult]:
+def fit_block(reps: list[Replication], settings: Settings) -> list[MethodResult]:
     """The replications of one condition (design, missingness, method) fitted together, then
     each evaluated as ``fit`` evaluates a single fit (see the module docstring).
 
@@ -316,7 +316,7 @@ def fit_block(reps: list[Replication], settings: StudySettings) -> list[MethodRe
     ----------
     reps : list of Replication
         The block's replications, all of one condition.
-    settings : StudySettings
+    settings : Settings
         The study's settings.
 
     Returns

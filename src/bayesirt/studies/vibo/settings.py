@@ -1,6 +1,6 @@
 """The vibo study's config: the checks across keys that the schema cannot express (``check``,
 run when the workflow is parsed), the shape of a design, and the settings of its data and fits,
-built once from the validated config (``StudySettings``). Light enough for parse time: no JAX
+built once from the validated config (``Settings``). Light enough for parse time: no JAX
 (``data.simulate`` brings numpy and pandas for its presets, nothing more).
 
 Defaults live in ``workflow/schemas/config.schema.yaml`` only: after validation every key with
@@ -55,7 +55,7 @@ def heldout_persons(n_persons: int, heldout_fraction: float) -> int:
 
 
 @dataclass(frozen=True)
-class StudySettings:
+class Settings:
     """What the study's data and fits read from its config block (validated, defaults filled),
     built once (``from_config``, or ``from_study`` from the block itself, as the workflow's fit
     rule passes it). The method blocks are kept as the config gives them: a fit record writes
@@ -73,7 +73,7 @@ class StudySettings:
     nuts: dict  # n_chains, n_warmup, n_samples
 
     @classmethod
-    def from_study(cls, study: dict) -> StudySettings:
+    def from_study(cls, study: dict) -> Settings:
         return cls(
             designs=study["designs"],
             score_fraction=float(study["score_fraction"]),
@@ -88,7 +88,7 @@ class StudySettings:
         )
 
     @classmethod
-    def from_config(cls, config: dict) -> StudySettings:
+    def from_config(cls, config: dict) -> Settings:
         return cls.from_study(config["studies"][STUDY])
 
     def design(self, name: str) -> dict:

@@ -75,7 +75,8 @@ def test_settings_defaults_are_the_schemas():
 
 def test_check_refuses_a_missingness_the_design_cannot_hold():
     settings.check(validated())
-    with pytest.raises(ConfigError, match=r"^config key 'studies.dcm_bbvi.designs.seed.missing.0': 'mcar99\.9' — hiding"):
+    key = "studies.dcm_bbvi.designs.seed.missing.0"
+    with pytest.raises(ConfigError, match=rf"^config key '{key}': 'mcar99\.9' — hiding"):
         settings.check(validated(designs={"seed": {"missing": ["mcar99.9"]}}))
 
 

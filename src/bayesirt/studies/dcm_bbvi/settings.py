@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bayesirt.config import ConfigError
 from bayesirt.studies.dcm_bbvi.conditions import STUDY, design_spec
 from bayesirt.studies.design_checks import check_hidden_cells, checked_missing
 

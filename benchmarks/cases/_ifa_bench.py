@@ -14,8 +14,8 @@ import numpy as np
 
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.evaluation import loglik
-from bayesirt.inference import iwae, iwavb
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.variational import iwae, iwavb
 from bayesirt.models import mgrm
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -42,8 +42,8 @@ from bayesirt.data import simulate
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.evaluation import loglik
 from bayesirt.evaluation.recovery import recovery_table
-from bayesirt.inference import iwae
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.variational import iwae
 from bayesirt.models import mgrm
 from bayesirt.models.factorized_grm import Priors
 from bayesirt.studies import grm_advi

@@ -1,7 +1,7 @@
 """Calibration and power of the model checks with missing responses (``evaluation.fit_checks``).
 
 Null: data from the GRM itself (10 items, N = 2,000; binary and 4 categories), fitted by
-marginal ML (``inference.mml``), checked at the estimates; at 0%, 20% and 50% MCAR and at 20%
+marginal ML (``inference.marginal.mml``), checked at the estimates; at 0%, 20% and 50% MCAR and at 20%
 MAR (``data.missingness.inject``, driven by the first item, which is never hidden). Over
 ``REPLICATIONS`` data sets x 10 items per condition: the Kolmogorov-Smirnov p-value of the
 item-fit p-values against the uniform, and the rejection rate at 5% with its Monte Carlo
@@ -34,7 +34,7 @@ from scipy.special import expit, logsumexp
 
 from bayesirt.data import missingness, simulate
 from bayesirt.evaluation import fit_checks
-from bayesirt.inference import mml
+from bayesirt.inference.marginal import mml
 
 N_PERSONS = 2000
 N_ITEMS = 10

@@ -1,7 +1,7 @@
 """Cost of every model check of a fitted RWA-size GRM (``evaluation.fit_checks``), after the fit.
 
 Simulated RWA-size data (9,881 persons x 22 items x 9 categories, 2 scales, seed ``SEED``)
-with 20% of the cells hidden at random, fitted by marginal ML (``inference.mml``, not timed);
+with 20% of the cells hidden at random, fitted by marginal ML (``inference.marginal.mml``, not timed);
 then, timed: ``fit_checks.check``, every check a fit gets: the item fit of every item, each
 item's largest residual correlation with a parametric-bootstrap p-value from ``REPLICATIONS``
 replicated data sets (each person's missing cells held fixed), and the person fit of every
@@ -14,7 +14,7 @@ import numpy as np
 
 from bayesirt.data import missingness, simulate
 from bayesirt.evaluation import fit_checks
-from bayesirt.inference import mml
+from bayesirt.inference.marginal import mml
 from bayesirt.models import factorized_grm as fgrm
 
 N_PERSONS = 9881

@@ -21,9 +21,9 @@ import jax
 import numpy as np
 
 from bayesirt import runtime
-from bayesirt.inference import gibbs
-from bayesirt.inference.sampling import SamplerSettings
-from bayesirt.inference.worker_processes import usable_cpus
+from bayesirt.inference.execution.worker_processes import usable_cpus
+from bayesirt.inference.samplers import gibbs
+from bayesirt.inference.samplers.sampling import SamplerSettings
 
 # as the Gibbs fitting jobs: reductions left to YNNPACK (bayesirt.runtime)
 runtime.use_library_reductions()

@@ -16,9 +16,9 @@ import arviz as az
 import jax
 import numpy as np
 
-from bayesirt.inference import gibbs
-from bayesirt.inference.nuts import run_nuts
-from bayesirt.inference.sampling import SamplerSettings
+from bayesirt.inference.samplers import gibbs
+from bayesirt.inference.samplers.nuts import run_nuts
+from bayesirt.inference.samplers.sampling import SamplerSettings
 from bayesirt.models import twopno
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -6,7 +6,7 @@ RMSE against the truth <= 0.1.
 
 from bayesirt.data import simulate
 from bayesirt.evaluation.recovery import recovery_table
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
 from bayesirt.models.factorized_grm import Priors
 from bayesirt.studies import grm_advi
 

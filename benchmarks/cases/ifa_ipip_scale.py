@@ -33,8 +33,8 @@ from _ifa_bench import env_int, peak_rss_gb, use_compilation_cache
 
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.evaluation import loglik
-from bayesirt.inference import iwae, iwavb
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.variational import iwae, iwavb
 from bayesirt.models import mgrm
 
 BATCH = 1024

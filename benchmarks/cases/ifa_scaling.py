@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _ifa_bench import peak_rss_gb, use_compilation_cache
 
 from bayesirt.data import simulate_mgrm as sm
-from bayesirt.inference import iwae
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.variational import iwae
 from bayesirt.models import mgrm
 
 BATCH = 1024

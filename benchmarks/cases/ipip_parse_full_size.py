@@ -3,7 +3,7 @@
 The synthetic file is written by ``bayesirt.data.ipip_synthetic.write_synthetic_raw`` into
 results/benchmarks/ipip_synthetic/ (git-ignored; reused when present with the same size and
 seed). Parsing and the full preprocessing (IPC filter, empty persons, the four careless-responder
-flags with the Guttman bootstrap cut-offs, whose GRMs are fitted by ``bayesirt.inference.mml.fit_arrays``)
+flags with the Guttman bootstrap cut-offs, whose GRMs are fitted by ``bayesirt.inference.marginal.mml.fit_arrays``)
 run in a child process through ``ipip.load``, the same code the workflow uses, so that its peak
 resident memory is measured alone
 (``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss``).
@@ -31,7 +31,7 @@ SMOKE = {"N_ROWS": 3000, "NULL_ROWS": 5, "OUT": ROOT / "results" / "benchmarks" 
 CHILD = """
 import json, sys, time
 from bayesirt.data import ipip
-from bayesirt.inference import mml
+from bayesirt.inference.marginal import mml
 t0 = time.perf_counter()
 rm, counts = ipip.load(sys.argv[1], fit_grm=mml.fit_arrays)
 wall = time.perf_counter() - t0

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from bayesirt.inference import posterior_summary, sampling
+from bayesirt.inference.samplers import posterior_summary, sampling
 
 N_CHAINS, N_DRAWS, N_PERSONS, N_ITEMS = 4, 10_000, 1_000, 20
 SEED = 0

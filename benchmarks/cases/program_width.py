@@ -2,10 +2,10 @@
 
 The paper's ``normal_p5`` IWAE (N 500, 50 items, 5 categories, P 5, batch 32, R 15, encoder
 hidden 100). For each width (fits stepped together by one compiled program, as
-``inference.bulk`` does), a process pinned to one core compiles the driver's chunk of 100
+``inference.execution.bulk`` does), a process pinned to one core compiles the driver's chunk of 100
 steps vectorized over that many fits, runs it once untimed, then times ``CHUNKS`` chunks:
 milliseconds per step of the program and per fit-step. Then the same with two processes side
-by side, one per core, as a block's worker processes run (``inference.bulk_processes``). The
+by side, one per core, as a block's worker processes run (``inference.execution.bulk_processes``). The
 widths' figures set ``block_plan.CPU_PROGRAM_WIDTH``: the narrowest program whose cost per
 fit-step is within a few percent of the best.
 """
@@ -31,9 +31,10 @@ def measure(width: int, chunks: int, n_persons: int) -> dict:
     import numpy as np
 
     from bayesirt.data import simulate_mgrm as sm
-    from bayesirt.inference import bulk, iwae
-    from bayesirt.inference.training import TrainSettings
-    from bayesirt.inference.training_chunks import EpochPermutations, chunk_fn
+    from bayesirt.inference.execution import bulk_group
+    from bayesirt.inference.execution.training import TrainSettings
+    from bayesirt.inference.execution.training_chunks import EpochPermutations, chunk_fn
+    from bayesirt.inference.variational import iwae
     from bayesirt.models import mgrm
 
     steps = 100
@@ -48,7 +49,7 @@ def measure(width: int, chunks: int, n_persons: int) -> dict:
     chunk = chunk_fn(first.loss_fn, first.optimizer, n_persons, 32, steps)
     keys = jnp.stack([jax.random.split(p.key) for p in problems])
     perms = EpochPermutations(keys[:, 1], n_persons, 32, steps, width)
-    params, data = bulk.stack([p.params for p in problems]), bulk.stack([p.data for p in problems])
+    params, data = bulk_group.stack([p.params for p in problems]), bulk_group.stack([p.data for p in problems])
     state = jax.jit(jax.vmap(first.optimizer.init))(params)
     program = jax.jit(jax.vmap(chunk, in_axes=(0, 0, 0, 0, 0, None)))
     t0 = time.perf_counter()

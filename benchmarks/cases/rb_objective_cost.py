@@ -12,7 +12,7 @@ import numpy as np
 
 from bayesirt.data import missingness, simulate
 from bayesirt.imputation import stacking
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
 from bayesirt.studies.rb_imputation import data, methods
 
 N_PERSONS = 9881

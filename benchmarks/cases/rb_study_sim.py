@@ -19,8 +19,8 @@ import numpy as np
 
 from bayesirt.data import missingness, simulate
 from bayesirt.imputation import stacking
-from bayesirt.inference import objectives
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.variational import objectives
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.studies import grm_advi
 from bayesirt.studies.rb_imputation import methods, tables

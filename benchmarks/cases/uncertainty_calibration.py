@@ -4,11 +4,11 @@ Simulated RWA-size data (9,881 persons x 22 items x 9 categories, 2 scales; ``RE
 data sets, seeds from ``DATA_SEED``): the share of items x data sets whose 90% interval of the
 discrimination (estimate +- 1.645 sd) covers the truth, for
 
-* ``mml``: marginal ML (``inference.mml``) with standard errors from the observed information
-  (``inference.mml_information``);
+* ``mml``: marginal ML (``inference.marginal.mml``) with standard errors from the observed information
+  (``inference.marginal.mml_information``);
 * ``advi``: mean-field ADVI (``studies.grm_advi.fit``, default settings), the ``mean`` and ``sd``
   its tables report: a Laplace approximation of the items' marginal posterior at its mode,
-  reached by Newton's method from VI's means (``inference.grm_laplace``; the record's
+  reached by Newton's method from VI's means (``inference.marginal.grm_laplace``; the record's
   ``item_uncertainty``);
 * ``advi_mean_field`` (shown, not a target: the tables keep it as ``vi_mean`` / ``vi_sd`` and
   do not report it as the uncertainty): mean-field VI's own means and sds.
@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from bayesirt.data import rwa, simulate
-from bayesirt.inference import mml, mml_information
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.marginal import mml, mml_information
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.studies import grm_advi
 

@@ -7,7 +7,7 @@ the workflow fits them). Per method, the share of items x data sets whose 90% in
 discrimination covers the truth:
 
 * ``<method>_coverage_90``: the intervals the tables report (``mean`` +- 1.645 ``sd``): a Laplace
-  approximation of the items' marginal posterior at its mode (``inference.irt2pl_laplace``),
+  approximation of the items' marginal posterior at its mode (``inference.marginal.irt2pl_laplace``),
   where the record's ``item_uncertainty`` says it was applied;
 * ``<method>_own_coverage_90`` (shown, not a target): the approximation's own (``vi_mean``,
   ``vi_sd``).

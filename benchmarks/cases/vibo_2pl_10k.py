@@ -18,8 +18,9 @@ from bayesirt.data.missingness import inject
 from bayesirt.data.simulate_binary import simulate_binary
 from bayesirt.evaluation import person_loglik
 from bayesirt.evaluation.recovery import metrics
-from bayesirt.inference import mfvi, mml, mml_posterior, vibo, vibo_items
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.marginal import mml, mml_posterior
+from bayesirt.inference.variational import mfvi, vibo, vibo_items
 from bayesirt.models import irt2pl
 
 N, J, RATE = 10_000, 100, 0.2
@@ -113,7 +114,8 @@ def run() -> dict:
     return {
         "sizes": {"persons": N, "items": J, "missing_rate": RATE, "new_persons": N},
         "reference": (
-            "MML-EAP (inference.mml: L-BFGS on 41 Gauss-Hermite nodes; EAP on 61 nodes); NUTS not run at this size"
+            "MML-EAP (inference.marginal.mml: L-BFGS on 41 Gauss-Hermite nodes; EAP on 61 nodes); "
+            "NUTS not run at this size"
         ),
         "wall_seconds": fit.wall_seconds,
         "compile_seconds": fit.compile_seconds,

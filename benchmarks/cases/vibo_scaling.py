@@ -13,8 +13,8 @@ import resource
 import jax
 import numpy as np
 
-from bayesirt.inference import vibo
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.variational import vibo
 from bayesirt.models import irt2pl
 
 J, RATE, BATCH = 100, 0.2, 500

@@ -14,10 +14,11 @@ import numpy as np
 from bayesirt.data.missingness import inject
 from bayesirt.data.simulate_binary import simulate_binary
 from bayesirt.evaluation.recovery import metrics
-from bayesirt.inference import mfvi, nuts, vibo
-from bayesirt.inference.posterior_summary import convergence
-from bayesirt.inference.sampling import SamplerSettings
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.samplers import nuts
+from bayesirt.inference.samplers.posterior_summary import convergence
+from bayesirt.inference.samplers.sampling import SamplerSettings
+from bayesirt.inference.variational import mfvi, vibo
 from bayesirt.models import irt2pl
 
 N, J, RATE = 1000, 50, 0.2

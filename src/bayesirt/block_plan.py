@@ -1,7 +1,7 @@
 """How many fits of a block one program steps on a CPU: plain Python (no JAX), so that the
-workflow can plan a block's cores from it as the fitting code does (``inference.bulk``)."""
+workflow can plan a block's cores from it as the fitting code does (``inference.execution.bulk``)."""
 
-# Most fits stepped together by one program on a CPU (inference.bulk, where the figures are: 4
+# Most fits stepped together by one program on a CPU (inference.execution.bulk, where the figures are: 4
 # and 8 were the fastest)
 CPU_PROGRAM_WIDTH = 8
 

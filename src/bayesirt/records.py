@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import io
-from bayesirt.inference.posterior_summary import convergence
+from bayesirt.inference.samplers.posterior_summary import convergence
 
 # a block's fields that depend on the machine (its timings, the processes that ran it): they go
 # to a record's "timing", so that the rest of the record is reproducible bit for bit
@@ -33,7 +33,7 @@ def how_converged(result) -> dict:
 
     Parameters
     ----------
-    result : inference.training.FitResult
+    result : inference.execution.training.FitResult
         The fit's result.
 
     Returns
@@ -73,7 +73,7 @@ def fit_record(result, fields: dict, *, window: int, timing: dict | None = None)
 
     Parameters
     ----------
-    result : inference.training.FitResult
+    result : inference.execution.training.FitResult
         The fit's result.
     fields : dict
         The record's leading fields.
@@ -97,7 +97,7 @@ def fit_record(result, fields: dict, *, window: int, timing: dict | None = None)
         **how_converged(result),
         "diverged_at_step": result.extra.get("diverged_at_step"),
         "final_loss": float(np.mean(result.losses[-window:])) if window else float("nan"),
-        # a fit of a block (inference.bulk): the block's size, the fit's position in it, the
+        # a fit of a block (inference.execution.bulk): the block's size, the fit's position in it, the
         # program's width and the fit's group, the step it left the block and the program's
         # working memory; None for a fit on its own
         "block": {k: v for k, v in block.items() if k not in MACHINE_BLOCK_FIELDS} if block else None,
@@ -124,7 +124,7 @@ def fit_record(result, fields: dict, *, window: int, timing: dict | None = None)
 
 
 def sample_record(result, fields: dict, *, max_r_hat: float = 1.01, min_ess: float = 100.0) -> dict:
-    """Like ``fit_record`` for a Markov-chain fit (``inference.sampling.SampleResult``).
+    """Like ``fit_record`` for a Markov-chain fit (``inference.samplers.sampling.SampleResult``).
 
     Sweeps instead of steps, and "converged" means no non-finite state, every R-hat below
     ``max_r_hat`` and every bulk and tail ESS at least ``min_ess``; the reason gives the worst
@@ -132,7 +132,7 @@ def sample_record(result, fields: dict, *, max_r_hat: float = 1.01, min_ess: flo
 
     Parameters
     ----------
-    result : inference.sampling.SampleResult
+    result : inference.samplers.sampling.SampleResult
         The run's result.
     fields : dict
         The record's leading fields.

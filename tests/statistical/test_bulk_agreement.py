@@ -16,8 +16,9 @@ import pytest
 
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.evaluation import loglik
-from bayesirt.inference import bulk, iwae
-from bayesirt.inference.training import TrainSettings, train_problem
+from bayesirt.inference.execution import bulk
+from bayesirt.inference.execution.training import TrainSettings, train_problem
+from bayesirt.inference.variational import iwae
 from bayesirt.models import mgrm
 
 pytestmark = pytest.mark.slow

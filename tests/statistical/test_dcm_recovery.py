@@ -11,8 +11,8 @@ import jax
 import numpy as np
 import pytest
 
-from bayesirt.inference import bbvi, collapsed_nuts, collapsed_vi
-from bayesirt.inference.sampling import SamplerSettings
+from bayesirt.inference.dcm import bbvi, collapsed_nuts, collapsed_vi
+from bayesirt.inference.samplers.sampling import SamplerSettings
 from bayesirt.studies.dcm_bbvi import conditions, data, methods, oracle
 
 SPEC = conditions.DESIGNS["seed"]

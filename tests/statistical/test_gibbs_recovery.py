@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from bayesirt.data.simulate_binary import simulate_2pno_arrays
-from bayesirt.inference import gibbs, gibbs_mixture
-from bayesirt.inference.nuts import run_nuts
-from bayesirt.inference.sampling import SamplerSettings, sample
+from bayesirt.inference.samplers import gibbs, gibbs_mixture
+from bayesirt.inference.samplers.nuts import run_nuts
+from bayesirt.inference.samplers.sampling import SamplerSettings, sample
 from bayesirt.models import twopno
 
 pytestmark = pytest.mark.slow

@@ -14,8 +14,8 @@ import pytest
 
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.evaluation import loglik, rotation
-from bayesirt.inference import iwae, iwavb
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.variational import iwae, iwavb
 from bayesirt.models import mgrm
 
 N_PERSONS = 2000

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bayesirt.data import simulate
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.studies import grm_advi
 

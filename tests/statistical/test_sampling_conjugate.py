@@ -14,9 +14,9 @@ import numpyro
 import numpyro.distributions as dist
 import pytest
 
-from bayesirt.inference.nuts import run_nuts
-from bayesirt.inference.posterior_summary import convergence
-from bayesirt.inference.sampling import SamplerSettings, sample
+from bayesirt.inference.samplers.nuts import run_nuts
+from bayesirt.inference.samplers.posterior_summary import convergence
+from bayesirt.inference.samplers.sampling import SamplerSettings, sample
 
 M0, S0, SIGMA = 0.0, 3.0, 2.0
 Y = np.random.default_rng(0).normal([[1.0, -2.0]], SIGMA, size=(20, 2)).astype(np.float32)

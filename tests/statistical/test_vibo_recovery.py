@@ -7,8 +7,9 @@ import pytest
 from bayesirt.data.missingness import inject
 from bayesirt.data.simulate_binary import simulate_binary
 from bayesirt.evaluation.recovery import metrics
-from bayesirt.inference import mml, mml_posterior, vibo, vibo_items
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.marginal import mml, mml_posterior
+from bayesirt.inference.variational import vibo, vibo_items
 from bayesirt.models import irt2pl
 
 SETTINGS = TrainSettings(

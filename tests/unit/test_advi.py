@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from tensorflow_probability.substrates import jax as tfp
 
-from bayesirt.inference import advi
-from bayesirt.inference.training import FitDivergedError, TrainSettings, train
+from bayesirt.inference.execution.training import FitDivergedError, TrainSettings, train
+from bayesirt.inference.variational import advi
 
 tfd, tfb = tfp.distributions, tfp.bijectors
 N = 400

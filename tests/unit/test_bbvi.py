@@ -9,7 +9,8 @@ import pytest
 from jax.scipy.special import digamma, gammaln
 
 from bayesirt.data.simulate_lcdm import simulate_lcdm
-from bayesirt.inference import bbvi, bbvi_family, bbvi_gradients, bbvi_schedule, training
+from bayesirt.inference.dcm import bbvi, bbvi_family, bbvi_gradients, bbvi_schedule
+from bayesirt.inference.execution import training
 from bayesirt.models import lcdm
 
 Q_SMALL = np.array([[1, 0], [0, 1], [1, 1], [1, 0], [0, 1], [1, 1], [1, 0], [0, 1]])

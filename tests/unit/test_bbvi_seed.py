@@ -1,4 +1,4 @@
-"""Seed 002's BBVI runs as its notebook writes them (``inference.bbvi_seed``,
+"""Seed 002's BBVI runs as its notebook writes them (``inference.dcm.bbvi_seed``,
 ``studies.dcm_bbvi.seed_methods``): plain steps per block, the beta block's step in C itself, the
 sub-experiments' blocks started and left at the truth, and the study's methods end to end at a
 tiny size."""
@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bayesirt.inference import bbvi, bbvi_seed
+from bayesirt.inference.dcm import bbvi, bbvi_seed
 from bayesirt.studies.dcm_bbvi import conditions, data, methods
 from bayesirt.studies.dcm_bbvi import seed_methods as seed
 

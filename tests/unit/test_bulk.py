@@ -1,4 +1,4 @@
-"""The bulk driver (inference/bulk.py): a block of fits as one vectorized program gives each fit
+"""The bulk driver (inference/execution/bulk.py): a block of fits as one vectorized program gives each fit
 what it gets alone, stops each fit on its own test, and lets a diverging fit stop alone."""
 
 from dataclasses import replace
@@ -10,8 +10,9 @@ import pytest
 
 from bayesirt import block_plan
 from bayesirt.data import simulate_mgrm as sm
-from bayesirt.inference import bulk, bulk_processes, iwae, iwavb
-from bayesirt.inference.training import Problem, TrainSettings, train_problem
+from bayesirt.inference.execution import bulk, bulk_group, bulk_processes
+from bayesirt.inference.execution.training import Problem, TrainSettings, train_problem
+from bayesirt.inference.variational import iwae, iwavb
 from bayesirt.models import mgrm
 
 # float32 arithmetic vectorized over fits may sum in another order than a single fit's; over a
@@ -88,7 +89,7 @@ def test_a_block_in_groups_gives_each_group_what_it_gets_as_a_block_of_its_own()
 def test_a_program_is_narrowed_once_its_stopped_fits_have_cost_a_compilation(
     width, running, spent, compile_seconds, narrowed
 ):
-    assert bulk.narrows(width, running, spent, compile_seconds) is narrowed
+    assert bulk_group.narrows(width, running, spent, compile_seconds) is narrowed
 
 
 @pytest.mark.parametrize(

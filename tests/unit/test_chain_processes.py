@@ -11,10 +11,10 @@ import jax
 import numpy as np
 import pytest
 
-from bayesirt.inference import gibbs
-from bayesirt.inference.chain_processes import plan_groups
-from bayesirt.inference.sampling import SamplerSettings, sample
-from bayesirt.inference.worker_processes import usable_cpus
+from bayesirt.inference.execution.chain_processes import plan_groups
+from bayesirt.inference.execution.worker_processes import usable_cpus
+from bayesirt.inference.samplers import gibbs
+from bayesirt.inference.samplers.sampling import SamplerSettings, sample
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -44,7 +44,7 @@ def _blowing(seed, processes):
 
 
 def test_plan_groups_splits_chains_contiguously(monkeypatch):
-    monkeypatch.setattr("bayesirt.inference.worker_processes.usable_cpus", lambda: [0, 1])
+    monkeypatch.setattr("bayesirt.inference.execution.worker_processes.usable_cpus", lambda: [0, 1])
     assert plan_groups(_settings(chain_processes=1)) == [(0, 4)]
     assert plan_groups(_settings(chain_processes=2)) == [(0, 2), (2, 4)]
     # the settings alone decide (the draws must not depend on the machine): more workers than

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bayesirt.data.simulate_lcdm import simulate_lcdm
-from bayesirt.inference import bbvi, dcm_em
+from bayesirt.inference.dcm import bbvi, dcm_em
 from bayesirt.models import lcdm
 
 Q = np.array([[1, 0], [0, 1], [1, 1], [1, 0], [0, 1], [1, 1], [1, 0], [0, 1], [1, 1], [1, 0]])

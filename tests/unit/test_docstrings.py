@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("models", "inference")
-MODULES = sorted(p for pkg in PACKAGES for p in (ROOT / "src" / "bayesirt" / pkg).glob("*.py"))
+MODULES = sorted(p for pkg in PACKAGES for p in (ROOT / "src" / "bayesirt" / pkg).rglob("*.py"))
 
 
 def missing_sections(path: Path) -> list[str]:
@@ -33,6 +33,6 @@ def missing_sections(path: Path) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT / "src" / "bayesirt")))
 def test_public_functions_have_numpy_docstrings(path):
     assert missing_sections(path) == []

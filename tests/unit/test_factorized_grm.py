@@ -8,9 +8,9 @@ from scipy import stats
 
 from bayesirt import records
 from bayesirt.data import simulate
-from bayesirt.inference import advi
-from bayesirt.inference import grm_advi as inference_grm_advi
-from bayesirt.inference.training import FitDivergedError, TrainSettings
+from bayesirt.inference.execution.training import FitDivergedError, TrainSettings
+from bayesirt.inference.variational import advi
+from bayesirt.inference.variational import grm_advi as inference_grm_advi
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import grm
 from bayesirt.studies import grm_advi
@@ -167,7 +167,7 @@ def test_a_grm_fit_reports_corrected_item_sds_and_its_psis_khat():
     # stay in vi_mean / vi_sd, the corrected discrimination sds are wider than VI's (VI ignores
     # the items' coupling with the abilities), abilities keep VI's values, and the k-hat is there
     from bayesirt.data import simulate
-    from bayesirt.inference.training import TrainSettings
+    from bayesirt.inference.execution.training import TrainSettings
     from bayesirt.studies import grm_advi
 
     rm, truth = simulate.simulate_factorized_grm(4, 600, [3, 3], 4, ["A", "B"])

@@ -10,7 +10,7 @@ import pytest
 from scipy.special import ndtri as sp_ndtri
 from scipy.stats import truncnorm
 
-from bayesirt.inference import gibbs, gibbs_expansion, gibbs_mixture, gibbs_sweep, truncnormal
+from bayesirt.inference.samplers import gibbs, gibbs_expansion, gibbs_mixture, gibbs_sweep, truncnormal
 from bayesirt.models.twopno import Priors
 
 N_DRAWS = 200_000

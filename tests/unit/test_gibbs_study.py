@@ -312,10 +312,10 @@ def test_a_block_of_nuts_fits_is_the_single_fits_one_after_another():
 
 
 def test_gibbs_seed_is_the_plain_sampler_of_seed_001():
-    """``gibbs_seed`` draws what ``inference.gibbs`` draws with ``expand=False`` (Albert's three
+    """``gibbs_seed`` draws what ``inference.samplers.gibbs`` draws with ``expand=False`` (Albert's three
     blocks, nothing else) from the same key, and ``gibbs`` (expansion moves on) does not; a block
     of its replications gives its single fits."""
-    from bayesirt.inference import gibbs as gibbs_sampler
+    from bayesirt.inference.samplers import gibbs as gibbs_sampler
     from bayesirt.models import twopno
     from bayesirt.studies.gibbs_2pno import methods
 

@@ -1,11 +1,11 @@
-"""Laplace draws of the factorized GRM's item parameters (inference.grm_laplace): with priors
+"""Laplace draws of the factorized GRM's item parameters (inference.marginal.grm_laplace): with priors
 too wide to matter they spread as marginal ML's standard errors (the same curvature, another
 parameterisation), and estimates far from a mode are refused."""
 
 import numpy as np
 import pytest
 
-from bayesirt.inference import grm_laplace, laplace, mml, mml_information
+from bayesirt.inference.marginal import grm_laplace, laplace, mml, mml_information
 from bayesirt.models import factorized_grm as fgrm
 
 from .test_mml_information import simulated
@@ -41,7 +41,7 @@ def test_estimates_far_from_a_mode_are_refused_when_not_refined():
 
 def test_newton_from_far_estimates_reaches_the_marginal_ml_estimate():
     # with priors too wide to matter, the mode of the unconstrained parameters' marginal
-    # posterior is marginal ML's estimate (inference.mml, an independent optimiser) up to the
+    # posterior is marginal ML's estimate (inference.marginal.mml, an independent optimiser) up to the
     # softplus Jacobian's pull, a small fraction of a standard error: from discriminations 4x
     # too large and thresholds shifted (tens of standard errors away), Newton's method gets
     # within 0.25 standard errors of it

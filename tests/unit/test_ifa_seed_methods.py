@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import yaml
 
-from bayesirt.inference import iwavb, iwavb_networks, networks, seed_training
-from bayesirt.inference.stopping import Stopper
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.stopping import Stopper
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.variational import iwavb, iwavb_networks, networks, seed_training
 from bayesirt.models import mgrm
 from bayesirt.studies.amortized_ifa import conditions, data, methods, seed_methods, settings
 from tests.unit.test_ifa_study import SCHEMAS, design

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bayesirt.data import careless, holdout, ipip, ipip_synthetic
-from bayesirt.inference import mml
+from bayesirt.inference.marginal import mml
 from bayesirt.io import DataFormatError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ipip"
@@ -169,7 +169,7 @@ def test_screening_finds_planted_careless_responders(tmp_path):
     assert 195 <= counts.removed.tolist()[-1] <= 205
     g = rm.attrs["screening"]["guttman"]
     assert g["cutoff_high"] >= g["cutoff_low"] > 0
-    assert g["fit"].startswith("marginal ML") and "bayesirt.inference.mml.fit_arrays" in g["fit"]
+    assert g["fit"].startswith("marginal ML") and "bayesirt.inference.marginal.mml.fit_arrays" in g["fit"]
     assert g["fit_iterations"] <= g["fit_max_iterations"] == 20 and g["fit_grad_norm"] < 1e-2
     assert 50 < g["fit_mean_nll"] < 100  # marginal NLL per person of 50 five-category items
     assert 1.0 < g["discrimination_mean"] < 1.5
@@ -179,7 +179,8 @@ def test_screening_finds_planted_careless_responders(tmp_path):
 
 
 def test_guttman_flag_needs_a_fitter():
-    with pytest.raises(ValueError, match=r"needs a GRM fitter: pass fit_grm=bayesirt\.inference\.mml\.fit_arrays"):
+    fitter = r"bayesirt\.inference\.marginal\.mml\.fit_arrays"
+    with pytest.raises(ValueError, match=rf"needs a GRM fitter: pass fit_grm={fitter}"):
         ipip.load(FIXTURES / "clean.csv", require_all_categories=False)
     # without the Guttman flag no fitter is needed
     rm, counts = ipip.load(FIXTURES / "clean.csv", require_all_categories=False, flag_guttman=False)

@@ -1,13 +1,13 @@
 """The Laplace correction of variational item sds for the models of ``models.irt2pl``
-(``inference.irt2pl_laplace``), against marginal ML by quadrature (``inference.mml``) and its
-observed-information standard errors (``inference.mml_information``), on simulated 2PL data."""
+(``inference.marginal.irt2pl_laplace``), against marginal ML by quadrature (``inference.marginal.mml``) and its
+observed-information standard errors (``inference.marginal.mml_information``), on simulated 2PL data."""
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy.special import expit
 
-from bayesirt.inference import irt2pl_laplace, laplace, mml, mml_information, mml_posterior
+from bayesirt.inference.marginal import irt2pl_laplace, laplace, mml, mml_information, mml_posterior
 from bayesirt.models import irt2pl
 
 

@@ -1,4 +1,4 @@
-"""IWAE with DReG gradients (inference/iwae.py)."""
+"""IWAE with DReG gradients (inference/variational/iwae.py)."""
 
 from dataclasses import replace
 
@@ -9,8 +9,8 @@ import pytest
 
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.evaluation import loglik
-from bayesirt.inference import iwae, networks
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.variational import iwae, networks
 from bayesirt.models import mgrm
 
 

@@ -1,4 +1,4 @@
-"""Importance-weighted adversarial VB (inference/iwavb.py)."""
+"""Importance-weighted adversarial VB (inference/variational/iwavb.py)."""
 
 from dataclasses import replace
 
@@ -10,8 +10,8 @@ from scipy.stats import norm
 
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.evaluation import loglik
-from bayesirt.inference import iw_bound, iwae, iwavb, iwavb_networks, networks
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.variational import iw_bound, iwae, iwavb, iwavb_networks, networks
 from bayesirt.models import mgrm
 
 

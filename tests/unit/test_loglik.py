@@ -102,7 +102,7 @@ def test_eq_27_with_each_methods_own_q_and_the_method_independent_estimate_match
     # takes from T is exact) at their starting weights, near the prior: poor proposals, so
     # 20,000 draws. Seeds 3-5: every person within 0.05 nats (Monte Carlo error), as the prior
     # proposal above.
-    from bayesirt.inference import iwae, iwavb
+    from bayesirt.inference.variational import iwae, iwavb
 
     y, st, params = one_factor_problem(10)
     exact = exact_one_factor(y, st, params)

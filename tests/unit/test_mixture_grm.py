@@ -10,7 +10,7 @@ from scipy.special import expit
 
 from bayesirt import records
 from bayesirt.data import simulate
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import mixture_grm as mix
 from bayesirt.studies import grm_advi
@@ -159,7 +159,7 @@ def test_every_objective_runs_with_the_mixture_model():
     # the mixture plugs into the imputation objectives through their cell-probability hook:
     # with one-hot imputation PMFs at the hidden responses every objective's likelihood is
     # the complete-data likelihood of the mixture, exactly (M copies all equal)
-    from bayesirt.inference import objectives
+    from bayesirt.inference.variational import objectives
     from bayesirt.studies.rb_imputation import methods
 
     rm, truth = simulate.simulate_mixture_grm(6, 50, [3, 2], 4, n_dimensions=2)

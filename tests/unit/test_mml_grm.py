@@ -1,4 +1,4 @@
-"""Marginal ML of unidimensional GRMs by quadrature (bayesirt.inference.mml)."""
+"""Marginal ML of unidimensional GRMs by quadrature (bayesirt.inference.marginal.mml)."""
 
 import jax
 import jax.flatten_util
@@ -9,7 +9,7 @@ from scipy.special import expit
 
 from bayesirt.data.grm_sampling import sample_grm
 from bayesirt.data.simulate_binary import simulate_binary
-from bayesirt.inference import mml, mml_posterior, mml_quadrature
+from bayesirt.inference.marginal import mml, mml_posterior, mml_quadrature
 
 
 def _tiny_problem():

@@ -1,4 +1,4 @@
-"""Standard errors of marginal-ML item parameters (inference.mml_information): the observed
+"""Standard errors of marginal-ML item parameters (inference.marginal.mml_information): the observed
 information against finite differences of the gradient, the delta method for thresholds against
 draws, filler cuts, and (slow) the coverage of the intervals over simulated replications."""
 
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from bayesirt.data.grm_sampling import sample_grm
-from bayesirt.inference import mml
-from bayesirt.inference import mml_information as mi
+from bayesirt.inference.marginal import mml
+from bayesirt.inference.marginal import mml_information as mi
 
 
 def simulated(seed: int, n_persons: int, n_categories, missing: float = 0.0):

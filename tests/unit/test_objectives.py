@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bayesirt.inference import missing_cells, missing_log_lik
-from bayesirt.inference import objectives as obj
+from bayesirt.inference.variational import missing_cells, missing_log_lik
+from bayesirt.inference.variational import objectives as obj
 from bayesirt.io import Item, ResponseMatrix
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import grm
@@ -219,7 +219,7 @@ def test_gradients_are_finite_for_every_objective():
 
 def test_plugs_into_the_fit_routine():
     # a short ADVI run (minibatches of 20) with a copies objective: runs, finite loss and ELBO
-    from bayesirt.inference.training import TrainSettings
+    from bayesirt.inference.execution.training import TrainSettings
     from bayesirt.studies import grm_advi
 
     rm, st, params, batch, (persons, cols, pmf), _ = small_problem(n=60, seed=8)
@@ -384,7 +384,7 @@ def test_category_probs_accurate_and_differentiated_exactly():
 def test_uniform_at_gives_the_numbers_of_jax_uniform():
     # exactly (bit for bit): the numbers jax.random.uniform has at given flat positions of its
     # shape, for typed and raw keys, and under vmap with a key per fit
-    from bayesirt.inference.missing_cells import uniform_at
+    from bayesirt.inference.variational.missing_cells import uniform_at
 
     key = jax.random.fold_in(jax.random.key(3), 7)
     for shape in ((5,), (3, 7), (2, 4, 6)):
@@ -400,7 +400,7 @@ def test_uniform_at_gives_the_numbers_of_jax_uniform():
 
 
 def test_a_block_layout_keeps_every_fit_s_values_and_draws():
-    from bayesirt.inference.bulk import stack
+    from bayesirt.inference.execution.bulk_group import stack
 
     # three fits with different masks (two with item blocks, one with the flat list) padded to
     # one layout (block_data): each objective's values, full batch and minibatch, and alone or

@@ -6,7 +6,7 @@ import numpy as np
 
 from bayesirt.data.simulate_binary import simulate_binary
 from bayesirt.evaluation import person_loglik
-from bayesirt.inference import mml_posterior
+from bayesirt.inference.marginal import mml_posterior
 from bayesirt.models import irt2pl
 
 

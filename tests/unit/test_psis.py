@@ -1,4 +1,4 @@
-"""PSIS k-hat of variational fits (inference.psis, advi.log_ratios_program): the log ratios are
+"""PSIS k-hat of variational fits (inference.variational.psis, advi.log_ratios_program): the log ratios are
 exact where the surrogate is the posterior, k-hat matches its closed form for Gaussians, and a
 GRM fit's record carries both the k-hat and what its item sds are."""
 
@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bayesirt.inference import advi, psis
+from bayesirt.inference.variational import advi, psis
 
 from .test_advi import N, conjugate_model, data
 

@@ -17,7 +17,8 @@ from scipy import stats
 from scipy.special import expit, log_softmax
 
 from bayesirt.data.simulate_lcdm import simulate_lcdm
-from bayesirt.inference import bbvi, bbvi_family, bbvi_psis, mfvi, psis, vibo, vibo_encoder, vibo_programs
+from bayesirt.inference.dcm import bbvi, bbvi_family, bbvi_psis
+from bayesirt.inference.variational import mfvi, psis, vibo, vibo_encoder, vibo_programs
 from bayesirt.models import irt2pl, lcdm
 from bayesirt.studies.dcm_bbvi import conditions as dcm_conditions
 from bayesirt.studies.dcm_bbvi import data as dcm_data

@@ -38,8 +38,8 @@ def test_condition_names_and_parsing():
 
 
 def test_the_objectives_are_those_of_inference_objectives():
-    # conditions.py names them without importing inference.objectives (JAX) at parse time
-    from bayesirt.inference import objectives
+    # conditions.py names them without importing inference.variational.objectives (JAX) at parse time
+    from bayesirt.inference.variational import objectives
 
     assert conditions.OBJECTIVES == objectives.NAMES
     assert set(conditions.COPIES) < set(objectives.NAMES)
@@ -152,8 +152,8 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits():
 
     from bayesirt.data import simulate
     from bayesirt.imputation import stacking
-    from bayesirt.inference import objectives
-    from bayesirt.inference.training import TrainSettings
+    from bayesirt.inference.execution.training import TrainSettings
+    from bayesirt.inference.variational import objectives
     from bayesirt.studies.rb_imputation import data, methods
 
     rm, truth = simulate.simulate_factorized_grm(3, 80, [3, 3], 4, ["A", "B"])

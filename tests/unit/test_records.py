@@ -12,8 +12,8 @@ import pandas as pd
 import yaml
 
 from bayesirt import records
-from bayesirt.inference import sampling
-from bayesirt.inference.training import FitResult
+from bayesirt.inference.execution.training import FitResult
+from bayesirt.inference.samplers import sampling
 from bayesirt.studies.base import MethodResult
 
 SCHEMA = yaml.safe_load(

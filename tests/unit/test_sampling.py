@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesirt.inference.nuts import run_nuts
-from bayesirt.inference.posterior_summary import STAT_COLUMNS, convergence, summary_table
-from bayesirt.inference.sampling import SamplerSettings, sample, to_inference_data
+from bayesirt.inference.samplers.nuts import run_nuts
+from bayesirt.inference.samplers.posterior_summary import STAT_COLUMNS, convergence, summary_table
+from bayesirt.inference.samplers.sampling import SamplerSettings, sample, to_inference_data
 
 M0, S0, SIGMA = 0.0, 3.0, 2.0
 Y = np.random.default_rng(0).normal([[1.0, -2.0]], SIGMA, size=(20, 2)).astype(np.float32)  # persons x groups
@@ -297,7 +297,7 @@ def test_nuts_recovers_conjugate_posterior(nuts_run):
 
 
 def test_chunk_plan_reuses_the_sampling_program_for_burn_in():
-    from bayesirt.inference.chains import _plan
+    from bayesirt.inference.execution.chains import _plan
 
     plan = _plan(SamplerSettings(n_warmup=1100, n_samples=1200, thin=2, chunk=500))
     # 250 draws x thin 2 = 500 sweeps per chunk; burn-in 2 x 500 through that program + 100 alone
@@ -322,7 +322,7 @@ def test_array_wide_diagnostics_equal_arviz(chains, draws):
     never moves."""
     import arviz as az
 
-    from bayesirt.inference import posterior_summary
+    from bayesirt.inference.samplers import posterior_summary
 
     rng = np.random.default_rng(0)
     p = 60
@@ -352,7 +352,7 @@ def test_summary_table_equals_arviz_summary():
     checked against numpy's)."""
     import arviz as az
 
-    from bayesirt.inference import posterior_summary
+    from bayesirt.inference.samplers import posterior_summary
 
     rng = np.random.default_rng(2)
     posterior = {"a": rng.normal(size=(4, 500, 3)).cumsum(axis=1), "b": rng.normal(size=(4, 500))}
@@ -377,7 +377,7 @@ def test_array_wide_statistics_in_slices_change_no_value(monkeypatch):
     differently: 1e-15 relative measured, 1e-12 allowed)."""
     import arviz as az
 
-    from bayesirt.inference import posterior_summary
+    from bayesirt.inference.samplers import posterior_summary
 
     rng = np.random.default_rng(1)
     x = rng.normal(size=(4, 60, 5003)).astype(np.float32).cumsum(axis=1)

@@ -1,10 +1,10 @@
-"""A block of data sets' chains as one program (``inference.sampling_blocks``): each replication's
+"""A block of data sets' chains as one program (``inference.samplers.sampling_blocks``): each replication's
 draws as its single run's, a replication that goes non-finite stopped alone, the block's
 replications in worker processes, and the memory check naming its setting.
 
 Tolerance: with XLA's reductions (the test session's) the block's draws equal the single runs'
 on the CPU (0 difference measured); the tests allow float32 rounding, 1e-5 absolute on draws of
-order 1, with the seeds given in each test (``inference.chain_blocks`` says what YNNPACK's
+order 1, with the seeds given in each test (``inference.execution.chain_blocks`` says what YNNPACK's
 reductions, which the workflow's Gibbs jobs use, change)."""
 
 import os
@@ -15,10 +15,11 @@ import jax
 import numpy as np
 import pytest
 
-from bayesirt.inference import chain_blocks, gibbs
-from bayesirt.inference.sampling import SamplerSettings, sample
-from bayesirt.inference.sampling_blocks import plan_replication_groups, sample_block
-from bayesirt.inference.worker_processes import usable_cpus
+from bayesirt.inference.execution import chain_blocks
+from bayesirt.inference.execution.worker_processes import usable_cpus
+from bayesirt.inference.samplers import gibbs
+from bayesirt.inference.samplers.sampling import SamplerSettings, sample
+from bayesirt.inference.samplers.sampling_blocks import plan_replication_groups, sample_block
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -67,7 +68,7 @@ def _single(k, key, settings):
 
 
 def test_plan_replication_groups(monkeypatch):
-    monkeypatch.setattr("bayesirt.inference.worker_processes.usable_cpus", lambda: [0, 1])
+    monkeypatch.setattr("bayesirt.inference.execution.worker_processes.usable_cpus", lambda: [0, 1])
     assert plan_replication_groups(_settings(), 5) == [(0, 5)]
     assert plan_replication_groups(_settings(chain_processes=2), 5) == [(0, 2), (2, 5)]
     # no more workers than the job's cores (min(chain_processes, n_chains)) or replications

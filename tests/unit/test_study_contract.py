@@ -53,7 +53,7 @@ def test_a_study_has_the_contract_modules_and_entry_points(name):
     assert study.name == name
     for entry in (study.conditions, study.fit, study.aggregate, study.figures):
         assert callable(entry)
-    # the replications of a condition fitted as one block (inference.bulk), each evaluated alike
+    # the replications of a condition fitted as one block (inference.execution.bulk), each evaluated alike
     assert callable(importlib.import_module(f"bayesirt.studies.{name}.methods").fit_block)
     conditions = importlib.import_module(f"bayesirt.studies.{name}.conditions")
     assert conditions.STUDY == name

@@ -12,8 +12,8 @@ import yaml
 from scipy import stats
 
 from bayesirt import records
-from bayesirt.inference.stopping import blocks, trend
-from bayesirt.inference.training import TrainSettings, train
+from bayesirt.inference.execution.stopping import blocks, trend
+from bayesirt.inference.execution.training import TrainSettings, train
 from bayesirt.studies.base import MethodResult
 
 SCHEMA = yaml.safe_load(

@@ -8,9 +8,9 @@ import pytest
 from jax.extend.random import threefry_2x32
 from scipy import stats
 
-from bayesirt.inference import gibbs_expansion
-from bayesirt.inference.truncnormal import uniform_open
-from bayesirt.inference.unrolled_threefry import as_threefry, as_unrolled, hash_2x32
+from bayesirt.inference.samplers import gibbs_expansion
+from bayesirt.inference.samplers.truncnormal import uniform_open
+from bayesirt.inference.samplers.unrolled_threefry import as_threefry, as_unrolled, hash_2x32
 
 KEY = jax.random.key(20261128)
 

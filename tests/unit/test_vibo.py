@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from numpyro import distributions as dist
 
-from bayesirt.inference import mfvi, networks, vibo, vibo_encoder, vibo_items, vibo_objective, vibo_programs
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.variational import mfvi, networks, vibo, vibo_encoder, vibo_items, vibo_objective, vibo_programs
 from bayesirt.models import irt2pl
 
 
@@ -182,7 +182,7 @@ def test_grm_fit_recovers_simulated_abilities_and_items():
     from bayesirt.data.missingness import inject
     from bayesirt.data.simulate import simulate_factorized_grm
     from bayesirt.evaluation.recovery import metrics
-    from bayesirt.inference import mml, mml_posterior
+    from bayesirt.inference.marginal import mml, mml_posterior
 
     n, j, c = 400, 10, 5
     rm, truth = simulate_factorized_grm(21, n, [j], c)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy.special import erf
 
-from bayesirt.inference import vibo, vibo_average, vibo_encoder, vibo_items
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.variational import vibo, vibo_average, vibo_encoder, vibo_items
 from bayesirt.models import irt2pl
 from tests.unit.test_vibo import small_data
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from bayesirt.config import ConfigError, check
-from bayesirt.inference import vibo_programs
+from bayesirt.inference.variational import vibo_programs
 from bayesirt.studies.vibo import conditions, data, methods, settings
 from bayesirt.studies.vibo.conditions import Condition
 

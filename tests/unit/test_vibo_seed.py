@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesirt.inference import vibo, vibo_average, vibo_encoder
+from bayesirt.inference.variational import vibo, vibo_average, vibo_encoder
 from bayesirt.models import irt2pl
 from bayesirt.studies.vibo import data, methods, seed_methods
 from bayesirt.studies.vibo import reproduction as vibo_page

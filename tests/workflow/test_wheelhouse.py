@@ -26,7 +26,8 @@ CHECK = """
 import json, math, jax, jax.numpy as jnp
 from importlib import metadata
 from bayesirt.models import factorized_grm, grm, mgrm
-from bayesirt.inference import advi, nuts
+from bayesirt.inference.variational import advi
+from bayesirt.inference.samplers import nuts
 lp = jax.jit(grm.log_prob)(jnp.array([[1]]), jnp.array([[0.3]]), jnp.array([[-0.5, 0.5]]), jnp.array([3]))
 sig = lambda x: 1 / (1 + math.exp(-x))
 assert abs(float(lp[0, 0]) - math.log(sig(0.8) - sig(-0.2))) < 1e-5, lp

@@ -37,7 +37,7 @@ rule ifa_simulate:
 rule fit_amortized_ifa:
     # One method (iwae | iwavb, or a seed-as-written iwae_seed | iwavb_seed) with P factors and R importance samples on a block of a design's
     # replications (the design's block_size of them), fitted together as one vectorized program
-    # (inference.bulk), in groups of fits_per_program spread over the job's cores (one worker
+    # (inference.execution.bulk), in groups of fits_per_program spread over the job's cores (one worker
     # process per group, as many as the threads Snakemake gives); each replication's held-out
     # log-likelihood and recovery are evaluated in the job, and its files written to rep{rep}/
     # in the block's folder, which the rules after it read.

@@ -32,7 +32,7 @@ rule dcm_simulate:
 rule fit_dcm_bbvi:
     # One optimisation method (em | bbvi | bbvi_cv | collapsed_vi | the seed's runs bbvi_seed*) on a
     # block of a condition's replications (the design's block_size of them): the trained ones fitted
-    # together as one vectorized program (inference.bulk), em one after another; each
+    # together as one vectorized program (inference.execution.bulk), em one after another; each
     # replication is evaluated and model-checked in the job, and its files written to rep{rep}/
     # in the block's folder, which the rules after it read.
     input:

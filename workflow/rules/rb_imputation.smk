@@ -59,7 +59,7 @@ rule fit_imputation_model:
 rule fit_objective:
     # One imputation objective (condition = objective, or objective_M<copies>) on a block of the
     # study's replications (block_size of them, the independent masks), fitted together as one
-    # vectorized program (inference.bulk); each replication's files (and its item and person
+    # vectorized program (inference.execution.bulk); each replication's files (and its item and person
     # tables, factorized GRM) are written to rep{rep}/ in the block's folder, which the rules
     # after it read.
     input:

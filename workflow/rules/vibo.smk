@@ -44,7 +44,7 @@ rule fit_vibo:
     # One method (vibo_one_prior | vibo_prior_per_missing | vibo_seed | vibo_average_seed | mfvi |
     # mml | nuts) on a block of a condition's replications (the design's block_size of them):
     # the VIBO methods and mean-field VI fitted
-    # together as one vectorized program (inference.bulk), MML and NUTS one after the other;
+    # together as one vectorized program (inference.execution.bulk), MML and NUTS one after the other;
     # each replication's recovery, calibration, missing-response prediction and held-out
     # log-likelihood evaluated in the job, and its files (with its item and person tables and
     # model checks) written to rep{rep}/ in the block's folder, which the rules after it read.

@@ -4,7 +4,7 @@ after every preprocessing step (rule prepare_ipip_ffm)."""
 from bayesirt import io, logs
 from bayesirt.data import download, ipip
 from bayesirt.data.holdout import split_holdout
-from bayesirt.inference import mml
+from bayesirt.inference.marginal import mml
 from bayesirt.seeds import derive
 
 log = logs.to_file(snakemake.log[0])

@@ -21,7 +21,7 @@ to a random subsample of ``guttman_fit_persons`` persons, EAP abilities, and
 ``guttman_simulated_persons`` simulated persons, each factor's ability resampled independently
 from the EAPs and responses drawn by ``grm_sampling.sample_grm``; ``info`` records the sizes, the
 fit and the cut-offs. The data layer does not import ``inference``, so the fitter is passed in
-(``fit_grm``; the workflow passes ``bayesirt.inference.mml.fit_arrays``). It is called as
+(``fit_grm``; the workflow passes ``bayesirt.inference.marginal.mml.fit_arrays``). It is called as
 
     fit_grm(y, n_categories, factor, max_iter=...)
 
@@ -133,7 +133,7 @@ def require_fitter(opt, fit_grm) -> None:
     if getattr(opt, "screen_careless", True) and opt.flag_guttman and fit_grm is None:
         raise ValueError(
             "the Guttman flag of the careless-responder screen needs a GRM fitter: pass "
-            "fit_grm=bayesirt.inference.mml.fit_arrays (or set flag_guttman: false)"
+            "fit_grm=bayesirt.inference.marginal.mml.fit_arrays (or set flag_guttman: false)"
         )
 
 

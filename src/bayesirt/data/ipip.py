@@ -281,7 +281,7 @@ def load(path, fit_grm=None, **preprocess_options) -> tuple[ResponseMatrix, pd.D
     path : str or os.PathLike
         The raw ``data-final.csv``.
     fit_grm : callable, optional
-        The GRM fitter behind the Guttman cut-offs (``bayesirt.inference.mml.fit_arrays``; its
+        The GRM fitter behind the Guttman cut-offs (``bayesirt.inference.marginal.mml.fit_arrays``; its
         expected signature is in ``bayesirt.data.careless``), needed unless the Guttman flag or
         the whole careless screen is switched off.
     **preprocess_options

@@ -58,7 +58,7 @@ def _program(name: str, st: mgrm.Structure, build, *static):
     """``jax.jit(build())``, built once per process for a model structure and static settings.
 
     Parameters are arguments of these programs, not constants: the fits of one shape (the
-    replications of a block, ``inference.bulk``) then share one traced and compiled program,
+    replications of a block, ``inference.execution.bulk``) then share one traced and compiled program,
     where a program per call cost a second or two of tracing and compiling per fit."""
     key = (name, structure_key(st), *static)
     if key not in _PROGRAMS:

@@ -13,7 +13,7 @@ evaluator knows nothing of the model. Persons are processed in chunks of ``chunk
 With ``params``, the item values are an argument instead, ``log_lik(params, y, theta)``: the
 compiled programs are then kept per ``log_lik`` function (the same object for every fit of one
 model shape) and shared by every call, where a closure over the values traced and compiled
-them again for every fit (a block's replications, ``inference.bulk``, share them).
+them again for every fit (a block's replications, ``inference.execution.bulk``, share them).
 """
 
 from __future__ import annotations

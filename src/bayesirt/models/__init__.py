@@ -6,7 +6,7 @@ of ``bayesirt.inference`` fit them.
 ``grm``              the graded response model's category probabilities: the one GRM likelihood
 ``grm_cumulative``   the same probabilities from cumulative ones (the imputation objectives' forms)
 ``irt2pl``           logistic IRT with K-dimensional abilities: 1PL, 2PL (binary) and the GRM (ordinal)
-``factorized_grm``   the factorized GRM (seed 000, sections 1-2), fitted by ``inference.grm_advi``
+``factorized_grm``   the factorized GRM (seed 000, sections 1-2), fitted by ``inference.variational.grm_advi``
 ``mixture_grm``      the discrimination-weighted mixture GRM (seed 000, section 1.3)
 ``mgrm``             the multidimensional logistic GRM for item factor analysis (seed 003)
 ``mgrm_structure``   its structure and the maps from its parameters to loadings, cuts, correlations

@@ -32,7 +32,7 @@ A study is a package ``bayesirt.studies.<name>`` of the same modules, each with 
     log-likelihood).
 
 ``methods.py`` also gives ``fit_block(...)``: the replications of one condition fitted as one
-block (``inference.bulk`` for the methods on the training driver, one after another for the
+block (``inference.execution.bulk`` for the methods on the training driver, one after another for the
 others), each evaluated as ``fit`` evaluates a single fit.
 
 Study packages do not import each other (an import contract), and their ``__init__`` imports

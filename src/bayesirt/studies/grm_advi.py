@@ -2,7 +2,7 @@
 1.3) fitted by mean-field ADVI, for a study: a response matrix in, a ``MethodResult`` (tables,
 record, losses, draws) out.
 
-The fit itself is ``inference.grm_advi.fit`` on arrays; this wrapper builds the structure
+The fit itself is ``inference.variational.grm_advi.fit`` on arrays; this wrapper builds the structure
 from the response matrix, labels the estimates with its items and scales, attaches the truth
 and writes the record. Used by the rb_imputation study for every fit (the complete-data
 reference and each imputation objective, which replaces the likelihood).
@@ -19,8 +19,9 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import io, records, tables
-from bayesirt.inference import grm_advi, grm_laplace, psis
-from bayesirt.inference.training import FitResult, Problem, TrainSettings, keep_last_good, train_problem
+from bayesirt.inference.execution.training import FitResult, Problem, TrainSettings, keep_last_good, train_problem
+from bayesirt.inference.marginal import grm_laplace
+from bayesirt.inference.variational import grm_advi, psis
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import mixture_grm
 from bayesirt.studies.base import MethodResult
@@ -66,8 +67,8 @@ class Fit:
 
 
 def problem(spec: Fit) -> Problem:
-    """The fit for the training driver (``inference.grm_advi.problem``); one of a block of fits
-    (``inference.bulk``) when their structures, likelihoods and settings agree."""
+    """The fit for the training driver (``inference.variational.grm_advi.problem``); one of a block of fits
+    (``inference.execution.bulk``) when their structures, likelihoods and settings agree."""
     return grm_advi.problem(
         spec.key(),
         spec.rm.responses,
@@ -94,7 +95,7 @@ def fit(
     n_dimensions: int = 1,
     label: str = "factorized_grm",
 ) -> MethodResult:
-    """Mean-field ADVI fit (``inference.grm_advi.fit`` with ``jax.random.key(seed)``).
+    """Mean-field ADVI fit (``inference.variational.grm_advi.fit`` with ``jax.random.key(seed)``).
     ``fields`` go into the record (study, data set, condition ...); a fit whose loss becomes
     non-finite keeps its last good state and its record says so."""
     spec = Fit(
@@ -116,7 +117,7 @@ def fit(
 
 
 def evaluator(spec: Fit, n_persons: int):
-    """``inference.grm_advi.evaluator`` of ``spec``'s model: its programs serve every fit of a
+    """``inference.variational.grm_advi.evaluator`` of ``spec``'s model: its programs serve every fit of a
     block (one model, data of one shape)."""
     return grm_advi.evaluator(spec.structure(), spec.advi_settings(), n_persons, spec.log_likelihood)
 
@@ -195,7 +196,7 @@ def corrected_items(spec: Fit, samples: dict) -> tuple[dict, dict]:
     (90% intervals covered 9% of RWA-size discriminations), and its item means are biased.
     Where the fit's likelihood is the GRM's own (not an imputation objective's replacement)
     and the model has one dimension, the item draws are replaced by those of a Laplace
-    approximation of the items' marginal posterior at its mode (``inference.grm_laplace``,
+    approximation of the items' marginal posterior at its mode (``inference.marginal.grm_laplace``,
     Newton's method from VI's means); abilities keep VI's draws. Otherwise, or when the
     correction fails, VI's draws stay and the entry says why.
 

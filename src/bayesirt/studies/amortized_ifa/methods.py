@@ -24,8 +24,9 @@ from bayesirt import io, records, tables
 from bayesirt.data import simulate_mgrm as sm
 from bayesirt.evaluation import loglik, rotation
 from bayesirt.evaluation.recovery import metrics
-from bayesirt.inference import bulk, bulk_processes, iwae, iwavb
-from bayesirt.inference.training import TrainSettings, keep_last_good, train_problem
+from bayesirt.inference.execution import bulk, bulk_processes
+from bayesirt.inference.execution.training import TrainSettings, keep_last_good, train_problem
+from bayesirt.inference.variational import iwae, iwavb
 from bayesirt.models import mgrm
 from bayesirt.studies.amortized_ifa import seed_methods
 from bayesirt.studies.amortized_ifa.conditions import ITEM_PARAMETERS, KEYS, STUDY, Condition
@@ -278,9 +279,9 @@ def fit_problem(method: ModuleType, cfg, rep: Replication, design: Design):
 def fit_block(
     reps: list[Replication], design: Design, evaluation: Evaluation, *, dataset=None, processes: int = 1
 ) -> list[MethodResult]:
-    """The replications of one condition (method, P, R) fitted as one block (``inference.bulk``),
+    """The replications of one condition (method, P, R) fitted as one block (``inference.execution.bulk``),
     in groups of the design's ``fits_per_program`` spread over up to ``processes`` worker
-    processes (``inference.bulk_processes``), then each evaluated as ``fit`` evaluates a single
+    processes (``inference.execution.bulk_processes``), then each evaluated as ``fit`` evaluates a single
     fit. Each record's ``block`` gives the block's size, the program's width and the fit's group
     and position."""
     spec = reps[0].spec

@@ -5,13 +5,13 @@ the seed's settings where ours differ:
 
 * AdamW on every parameter, decoder included, at a cyclical learning rate between the base
   and five times it, no clipping, Kaiming and Xavier starting values
-  (``inference.seed_training``), instead of our exponential decay, clipping, decoder without
+  (``inference.variational.seed_training``), instead of our exponential decay, clipping, decoder without
   weight decay and data-based starting cuts;
 * the seed's stopping rule, ``training.TrainSettings(stopping="best")``: every 100 steps the
   mean IW-ELBO of those steps, stopping once 500 of them set no new best; the step cap is ours
   and each record says whether the fit met the seed's rule (``converged``) or hit the cap;
 * IWAVB without our additions: the seed's encoder z = MLP([x, eps]) (no noise branch,
-  ``inference.seed_encoder``), a plain MLP discriminator (no quadratic term), no gauge
+  ``inference.variational.seed_encoder``), a plain MLP discriminator (no quadratic term), no gauge
   penalty, and the weight -T + |z~|^2 / 2 + log p(x, z) of Algorithm 2 (no Jacobian).
 
 Every value comes from the design's ``seed_training``, ``iwae_seed`` and ``iwavb_seed``
@@ -21,14 +21,14 @@ table ``docs/reproduction/data/amortized_ifa/seed_settings.yaml`` ties each to t
 
 from __future__ import annotations
 
-from bayesirt.inference import iwae, iwavb
-from bayesirt.inference.seed_training import SeedOptimizer
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.variational import iwae, iwavb
+from bayesirt.inference.variational.seed_training import SeedOptimizer
 from bayesirt.studies.amortized_ifa.conditions import Condition
 from bayesirt.studies.amortized_ifa.settings import Design
 
 SEED_METHODS = ("iwae_seed", "iwavb_seed")
-# IWAVB as Algorithm 2 writes it, our additions off (``inference.iwavb``'s switches):
+# IWAVB as Algorithm 2 writes it, our additions off (``inference.variational.iwavb``'s switches):
 ENCODER_FORM = "seed"  # z = Encoder(x, eps), one network taking the noise as an input (2.5, 3.1)
 QUADRATIC_TERM = False  # T is a plain feedforward network (3.1)
 GAUGE_WEIGHT = 0.0  # no penalty on the standardised draws (Algorithm 2 has none)

@@ -52,7 +52,7 @@ def _values(section: dict) -> dict:
 @dataclass(frozen=True)
 class Training:
     """A design's ``training`` (schema ``ifa_training``): the driver's settings
-    (``inference.training.TrainSettings``) but the learning rates, which are the methods' own;
+    (``inference.execution.training.TrainSettings``) but the learning rates, which are the methods' own;
     the decay floor is ``lr_floor`` times a method's rate."""
 
     lr_decay_rate: float
@@ -76,7 +76,7 @@ class Training:
 
 @dataclass(frozen=True)
 class IWAE:
-    """A design's ``iwae`` (schema ``ifa_iwae``): keywords of ``inference.iwae.IWAESettings``."""
+    """A design's ``iwae`` (schema ``ifa_iwae``): keywords of ``inference.variational.iwae.IWAESettings``."""
 
     hidden: tuple[int, ...]
     learning_rate: float
@@ -87,7 +87,7 @@ class IWAE:
 
 @dataclass(frozen=True)
 class IWAVB:
-    """A design's ``iwavb`` (schema ``ifa_iwavb``): keywords of ``inference.iwavb.IWAVBSettings``."""
+    """A design's ``iwavb`` (schema ``ifa_iwavb``): keywords of ``inference.variational.iwavb.IWAVBSettings``."""
 
     encoder_hidden: int
     noise_hidden: tuple[int, ...]
@@ -138,7 +138,7 @@ class Design:
     ``simulate`` overrides as pairs) or a prepared ``dataset``; confirmatory (``n_factors`` of a
     data set) or exploratory (``factors`` of the scree, ``repeat_factors``); and the methods'
     and training settings; ``block_size`` replications of a condition are fitted together
-    (``inference.bulk``), ``fits_per_program`` of them stepped by one program (``"auto"``:
+    (``inference.execution.bulk``), ``fits_per_program`` of them stepped by one program (``"auto"``:
     ``program_width``)."""
 
     name: str

@@ -1,11 +1,11 @@
 """The methods of study ``dcm_bbvi``, each fitting the LCDM to one data set (``METHODS``):
 
-    em            EM marginal maximum likelihood (``inference.dcm_em``), standard errors from the
+    em            EM marginal maximum likelihood (``inference.dcm.dcm_em``), standard errors from the
                   observed information
     bbvi          the seed's BBVI: Rao-Blackwellized score-function gradients, block coordinate ascent
     bbvi_cv       the same with (leave-one-out) control variates
     bbvi_seed     the seed notebook's runs as written, and its two sub-experiments (``seed``)
-    collapsed_vi  Z summed out, reparameterised gradients, minibatches (``inference.collapsed_vi``)
+    collapsed_vi  Z summed out, reparameterised gradients, minibatches (``inference.dcm.collapsed_vi``)
     nuts          NUTS on the collapsed model (numpyro), the posterior reference
 
 Monotonicity (``monotone: true``, one key for all of ``MONOTONE_METHODS``): em, bbvi, bbvi_cv and
@@ -16,11 +16,11 @@ stays unconstrained (its record says ``monotone: false``).
 Every fit's record carries the accuracy of the modal profiles against the true ones and the
 recovery of the coefficients (``tables.scored``); a BBVI fit's also the gradient variance with and
 without control variates at its final state, and the PSIS k-hat of its approximation (``psis``,
-``inference.bbvi_psis.log_ratios``, ``bbvi_psis.KHAT_DRAWS`` joint draws; a warning above 0.7).
+``inference.dcm.bbvi_psis.log_ratios``, ``bbvi_psis.KHAT_DRAWS`` joint draws; a warning above 0.7).
 
 ``fit`` fits one method to one data set; ``fit_block`` fits the replications of one condition
 (design, missingness, method) in one process, bbvi, bbvi_cv and collapsed_vi as one vectorized
-program of the bulk driver (``inference.bulk``), em and nuts one after another, and evaluates
+program of the bulk driver (``inference.execution.bulk``), em and nuts one after another, and evaluates
 each replication as ``fit`` does.
 """
 
@@ -35,9 +35,11 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import records
-from bayesirt.inference import bbvi, bbvi_psis, bulk, collapsed_nuts, collapsed_vi, dcm_em, psis, training
-from bayesirt.inference.sampling import SamplerSettings
-from bayesirt.inference.training import FitResult, TrainSettings, keep_last_good, train_problem
+from bayesirt.inference.dcm import bbvi, bbvi_psis, collapsed_nuts, collapsed_vi, dcm_em
+from bayesirt.inference.execution import bulk, training
+from bayesirt.inference.execution.training import FitResult, TrainSettings, keep_last_good, train_problem
+from bayesirt.inference.samplers.sampling import SamplerSettings
+from bayesirt.inference.variational import psis
 from bayesirt.models import lcdm
 from bayesirt.studies.base import MethodResult
 from bayesirt.studies.dcm_bbvi import seed_methods as seed
@@ -159,7 +161,7 @@ def bbvi_scored(method: str, p: Problem, config: StudyConfig, res: FitResult) ->
     est = estimates_table(des, s.beta_mean, s.beta_sd, s.pi_mean, s.pi_sd, s.profile_prob, p.truth)
     record = records.fit_record(res, p.fields, window=config.bbvi_train.window)
     record["elbo"] = -record["final_loss"]
-    # PSIS k-hat of the joint approximation, profiles drawn (``inference.bbvi_psis.log_ratios`` says
+    # PSIS k-hat of the joint approximation, profiles drawn (``inference.dcm.bbvi_psis.log_ratios`` says
     # why they are not summed out); its key: the fit's, folded (the other keys stay as they were)
     t0 = time.perf_counter()
     log_ratios = bbvi_psis.log_ratios(jax.random.fold_in(p.key, 3), res.params, p.prob, bbvi_settings(method, config))
@@ -332,7 +334,7 @@ def fit_block(reps: list[Replication], config: StudyConfig = StudyConfig()) -> l
     """The replications of one condition (design, missingness, method) fitted as one block.
 
     The methods of ``TRAINED`` (bbvi, bbvi_cv, collapsed_vi) fit the block as one vectorized
-    program (``inference.bulk.train_block``: each replication with its own data, key, minibatches
+    program (``inference.execution.bulk.train_block``: each replication with its own data, key, minibatches
     and stopping test); EM and NUTS fit one replication after another. Each replication is then
     evaluated as ``fit`` evaluates a single fit, and its record's ``block`` gives the block's
     size and the replication's position in it (EM and NUTS: the step it left the block is its

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bayesirt.inference import collapsed_vi
+from bayesirt.inference.dcm import collapsed_vi
 from bayesirt.models import lcdm
 from bayesirt.studies.dcm_bbvi import data
 from bayesirt.studies.dcm_bbvi.tables import accuracy

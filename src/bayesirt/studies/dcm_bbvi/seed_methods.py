@@ -1,6 +1,6 @@
 """Seed 002's own BBVI runs, with every setting the notebook states in one place.
 
-Three methods, each a run of the notebook (``inference.bbvi_seed``: plain gradient steps per
+Three methods, each a run of the notebook (``inference.dcm.bbvi_seed``: plain gradient steps per
 block in coordinate ascent, a fixed number of sweeps, BBVI's score-function gradients):
 
     bbvi_seed             "Learn full model": a fresh model, K = 200 sweeps of all four blocks
@@ -13,7 +13,7 @@ block in coordinate ascent, a fixed number of sweeps, BBVI's score-function grad
 
 The seed's model: ``a0 = 1e-2``, ``b0 = 1e-4``, ``d0 = ones``, ``M = 1000``
 (``model = DCModel(obs, d0, a0, b0, M)``). Where the notebook does not show a value (the
-fresh model's start, the beta step's shrinking), ``inference.bbvi_seed`` says what this project
+fresh model's start, the beta step's shrinking), ``inference.dcm.bbvi_seed`` says what this project
 chose. A record's ``accuracy`` gives the overall, per-profile and top-two accuracies the seed
 reports ("Correct classification always in top 2").
 """
@@ -24,7 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesirt.inference import bbvi, bbvi_seed, training
+from bayesirt.inference.dcm import bbvi, bbvi_seed
+from bayesirt.inference.execution import training
 from bayesirt.models import lcdm
 
 SEED_METHODS = ("bbvi_seed", "bbvi_beta_truth_seed", "bbvi_pi_truth_seed")

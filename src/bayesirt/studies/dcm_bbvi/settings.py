@@ -38,7 +38,7 @@ class Settings:
     monotone: bool  # MONOTONE_METHODS: monotone coefficients (models.lcdm.monotone_beta)
     bbvi_training: dict  # overrides of methods.BBVI_TRAIN
     collapsed_training: dict  # overrides of methods.COLLAPSED_TRAIN
-    nuts: dict  # inference.chains.SamplerSettings fields
+    nuts: dict  # inference.execution.chains.SamplerSettings fields
     priors: dict  # models.lcdm.Priors
     # replications of a condition fitted together in one job (the named design's ``block_size``;
     # None when no design is named): science config, as float32 rounding differs with the block

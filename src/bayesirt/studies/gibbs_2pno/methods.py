@@ -5,7 +5,7 @@ sd, 5% and 95% quantiles, MCSE, bulk and tail ESS and R-hat of every parameter (
 where there is one), and whose draws (InferenceData) become ``posterior.nc``.
 
 * ``gibbs``: the 2PNO data-augmentation Gibbs sampler, missing cells' latent normals drawn
-  untruncated (the textbook form; ``inference.gibbs`` with ``missing="augment"``);
+  untruncated (the textbook form; ``inference.samplers.gibbs`` with ``missing="augment"``);
 * ``gibbs_omit``: the same sampler with missing cells left out of every update
   (``missing="omit"``): the same posterior as ``gibbs``;
 * ``gibbs_seed``: seed 001's plain sampler, ``gibbs`` without the moves along the model's
@@ -13,11 +13,11 @@ where there is one), and whose draws (InferenceData) become ``posterior.nc``.
 * ``nuts``: numpyro NUTS on the marginal 2PNO posterior (Phi likelihood, no augmentation), the
   reference;
 * ``gibbs_mixture``: seed 001's two-component Gaussian mixture (known precision 1 / sd^2) by
-  ``inference.gibbs_mixture``; its data are the heights table, its truth the group shares and
+  ``inference.samplers.gibbs_mixture``; its data are the heights table, its truth the group shares and
   generating means.
 
 ``fit_block`` fits the replications of one (design, missingness, method) in one job: the Gibbs
-samplers as one program over the block's data sets (``inference.sampling_blocks``), NUTS one
+samplers as one program over the block's data sets (``inference.samplers.sampling_blocks``), NUTS one
 replication after another; each replication's result is the one ``fit`` gives it alone, up to
 float32 rounding, with the block in its record.
 """
@@ -35,12 +35,12 @@ import pandas as pd
 
 from bayesirt import io, records, tables
 from bayesirt.evaluation.recovery import metrics
-from bayesirt.inference import gibbs as gibbs_sampler
-from bayesirt.inference import gibbs_mixture as mixture_sampler
-from bayesirt.inference import nuts as nuts_sampler
-from bayesirt.inference.posterior_summary import summary_table
-from bayesirt.inference.sampling import SamplerSettings, sample, to_inference_data
-from bayesirt.inference.sampling_blocks import sample_block
+from bayesirt.inference.samplers import gibbs as gibbs_sampler
+from bayesirt.inference.samplers import gibbs_mixture as mixture_sampler
+from bayesirt.inference.samplers import nuts as nuts_sampler
+from bayesirt.inference.samplers.posterior_summary import summary_table
+from bayesirt.inference.samplers.sampling import SamplerSettings, sample, to_inference_data
+from bayesirt.inference.samplers.sampling_blocks import sample_block
 from bayesirt.models import twopno
 from bayesirt.studies.base import MethodResult
 from bayesirt.studies.gibbs_2pno.conditions import ITEM_PARAMETERS, PARAMETERS, STUDY, Condition
@@ -52,7 +52,7 @@ STATS = ["mean", "sd", "q5", "q95", "mcse_mean", "ess_bulk", "ess_tail", "r_hat"
 
 
 def sampler_settings(sampler: Sampler) -> SamplerSettings:
-    """The study's sampler settings for ``inference.sampling``: a progress line per chunk of
+    """The study's sampler settings for ``inference.samplers.sampling``: a progress line per chunk of
     sweeps (a paper-scale block runs for many minutes)."""
     return SamplerSettings(
         n_chains=sampler.n_chains,
@@ -142,7 +142,7 @@ def fit_block(reps: list[Replication], settings: Settings) -> list[MethodResult]
     position, sweeps run, working memory; ``timing``: the block's share and its own times).
 
     The Gibbs samplers sweep every replication's chains in one program
-    (``inference.sampling_blocks.sample_block``); a replication that goes non-finite is
+    (``inference.samplers.sampling_blocks.sample_block``); a replication that goes non-finite is
     recorded as diverged while the others finish. NUTS fits them one after another.
 
     Raises
@@ -319,7 +319,7 @@ def item_ess(summary: pd.DataFrame, wall_seconds: float) -> dict:
 def gibbs_mixture(data: pd.DataFrame, truth, cond, settings: Settings, seed: int) -> MethodResult:
     """The two-component mixture on the heights ``data`` (``truth``: unused, the truth is the
     data's group shares and the generating means), with the ordering mu_0 < mu_1 imposed after
-    every sweep (label switching; see ``inference.gibbs_mixture``). Estimates: pi (weight of
+    every sweep (label switching; see ``inference.samplers.gibbs_mixture``). Estimates: pi (weight of
     component 1, the taller), mu_0, mu_1."""
     mixture = settings.mixture
     priors = mixture_priors(mixture)

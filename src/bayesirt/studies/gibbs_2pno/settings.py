@@ -46,7 +46,7 @@ def check(config: dict) -> None:
 
 @dataclass(frozen=True)
 class Sampler:
-    """One Markov chain sampler's settings (``inference.sampling.SamplerSettings`` less its
+    """One Markov chain sampler's settings (``inference.samplers.sampling.SamplerSettings`` less its
     progress logging, which the study switches off)."""
 
     n_chains: int
@@ -77,7 +77,7 @@ class Sampler:
 @dataclass(frozen=True)
 class Mixture:
     """The mixture example: the heights simulated (two groups, one known sd), the priors of
-    ``inference.gibbs_mixture.MixturePriors`` (but its precision, 1 / sd^2) and the sampler."""
+    ``inference.samplers.gibbs_mixture.MixturePriors`` (but its precision, 1 / sd^2) and the sampler."""
 
     n_women: int
     n_men: int

@@ -3,7 +3,7 @@
 Snakemake imports this module when it parses the workflow, on every run and, on a cluster, in
 every job: standard library only. It also holds the one fact about the imputation objectives
 that naming the conditions needs, which of them draw imputed copies (``COPIES``), so that
-parsing never imports ``inference.objectives`` (JAX).
+parsing never imports ``inference.variational.objectives`` (JAX).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 STUDY = "rb_imputation"
-# the imputation objectives, as ``inference.objectives.NAMES`` (a unit test holds them equal)
+# the imputation objectives, as ``inference.variational.objectives.NAMES`` (a unit test holds them equal)
 OBJECTIVES = (
     "zero_fill",
     "naive_average",

@@ -1,10 +1,10 @@
 """The fits of study ``rb_imputation``: the factorized GRM (or, with ``n_dimensions`` > 1, the
-mixture GRM) by mean-field ADVI (``studies.grm_advi``, around ``inference.grm_advi``), on the
+mixture GRM) by mean-field ADVI (``studies.grm_advi``, around ``inference.variational.grm_advi``), on the
 complete data (``complete``, the reference) or with one imputation objective of
-``inference.objectives`` on a replication's masked responses.
+``inference.variational.objectives`` on a replication's masked responses.
 
 ``METHODS`` maps each method to its function, ``fit`` looks one up; ``fit_block`` fits one
-objective on a block of replications together (``inference.bulk``: the workflow's jobs), each
+objective on a block of replications together (``inference.execution.bulk``: the workflow's jobs), each
 as the single fit would be up to float32 rounding; ``run_replication`` chains
 one replication in one process (benchmarks, statistical tests) through the same functions the
 workflow's jobs call: reference fit -> missingness injection -> imputation model (checked and
@@ -26,8 +26,9 @@ import pandas as pd
 from bayesirt import io
 from bayesirt.imputation import stacking
 from bayesirt.imputation.checks import validate_imputation_model
-from bayesirt.inference import bulk, objectives
-from bayesirt.inference.training import TrainSettings, keep_last_good, train_problem
+from bayesirt.inference.execution import bulk
+from bayesirt.inference.execution.training import TrainSettings, keep_last_good, train_problem
+from bayesirt.inference.variational import objectives
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import mixture_grm
 from bayesirt.studies import grm_advi
@@ -162,7 +163,7 @@ BLOCK_KEY = f"studies.{STUDY}.block_size"
 
 def fit_block(name: str, reps: list[Replication], *, config: StudyConfig) -> list[MethodResult]:
     """One objective (with ``config``'s M) on the replications of a block, fitted together as
-    one program (``inference.bulk``; the masks' missing cells padded to one layout,
+    one program (``inference.execution.bulk``; the masks' missing cells padded to one layout,
     ``objectives.block_data``), then each evaluated and recorded as :func:`objective` does a
     single fit. Each record's ``block`` gives the block's size and the fit's position in it."""
     if name not in OBJECTIVES:

@@ -53,7 +53,7 @@ class Settings:
     priors: dict  # the config's priors (models.factorized_grm.Priors)
     posterior_draws: int  # draws of the fitted surrogate for estimates and posterior.nc
     n_dimensions: int  # abilities per scale (> 1: the mixture GRM)
-    block_size: int = 100  # replications of a condition fitted together (inference.bulk)
+    block_size: int = 100  # replications of a condition fitted together (inference.execution.bulk)
 
     @classmethod
     def from_config(cls, config: dict) -> Settings:

@@ -10,7 +10,7 @@ from bayesirt.studies.design_conditions import DesignCondition, parse_missing
 
 STUDY = "vibo"
 METHODS = ("vibo_one_prior", "vibo_prior_per_missing", "vibo_seed", "vibo_average_seed", "mfvi", "mml", "nuts")
-# VIBO's two treatments of a missing response (``inference.vibo.VIBOSettings.missing``), with
+# VIBO's two treatments of a missing response (``inference.variational.vibo.VIBOSettings.missing``), with
 # this project's settings: the study's comparison of the two (tables, figures)
 VIBO_VARIANTS = {"vibo_one_prior": "one_prior", "vibo_prior_per_missing": "prior_per_missing"}
 # seed 004's VIBO with the settings it states (``seed_methods``), and the averaging encoder it compares

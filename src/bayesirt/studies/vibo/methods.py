@@ -6,12 +6,12 @@ empty truth) recovery and calibration are left out.
 
 ``fit_block`` fits the replications of one condition together, as the workflow's fit job does:
 the methods of the training driver (VIBO's two variants and mean-field VI) as one vectorized
-program (``inference.bulk``), MML and NUTS (``reference_methods``) one replication after the
+program (``inference.execution.bulk``), MML and NUTS (``reference_methods``) one replication after the
 other; each replication is then evaluated exactly as ``fit`` evaluates it alone.
 
 The records of the variational methods (VIBO, mean-field VI) carry the PSIS k-hat of their
 approximation (``psis``: ``vibo_programs.KHAT_DRAWS`` joint draws of items and every person's ability,
-``inference.vibo.log_ratios`` / ``inference.mfvi.log_ratios``; a warning above 0.7).
+``inference.variational.vibo.log_ratios`` / ``inference.variational.mfvi.log_ratios``; a warning above 0.7).
 
 Every method of a condition shares the data and the fit seed; the seed is split into the same
 five keys for each (fit, encoder, predictive draws, held-out evaluator, new persons)."""
@@ -28,8 +28,10 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import records
-from bayesirt.inference import bulk, irt2pl_laplace, mfvi, psis, vibo, vibo_items, vibo_programs
-from bayesirt.inference.training import FitResult, Problem, TrainSettings, keep_last_good, train_problem
+from bayesirt.inference.execution import bulk
+from bayesirt.inference.execution.training import FitResult, Problem, TrainSettings, keep_last_good, train_problem
+from bayesirt.inference.marginal import irt2pl_laplace
+from bayesirt.inference.variational import mfvi, psis, vibo, vibo_items, vibo_programs
 from bayesirt.models import irt2pl
 from bayesirt.studies.base import MethodResult
 from bayesirt.studies.vibo import seed_methods
@@ -170,7 +172,7 @@ def mfvi_evaluated(p: Prepared, ms: mfvi.MFVISettings, res: FitResult) -> Method
     return evaluated(p, _with_corrected_items(p, res.params, fitted, timing))
 
 
-# what a k-hat above the limit means for a variational fit's tables (``inference.psis.record``)
+# what a k-hat above the limit means for a variational fit's tables (``inference.variational.psis.record``)
 KHAT_CONSEQUENCE = "do not read its item and ability sds (nor interval coverage) as calibrated"
 
 
@@ -181,7 +183,7 @@ UNCORRECTED = "variational"
 
 def corrected_items(p: Prepared, params: dict) -> tuple[dict | None, dict]:
     """A variational fit's item values corrected by a Laplace approximation of the items'
-    marginal posterior (``inference.irt2pl_laplace``: abilities integrated out, Newton's method
+    marginal posterior (``inference.marginal.irt2pl_laplace``: abilities integrated out, Newton's method
     from the fit's item means to the mode), and the record's ``item_uncertainty`` entry.
 
     The approximations' own item sds are too narrow and their means biased (the Performance

@@ -14,8 +14,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesirt import io, records
-from bayesirt.inference import mml, mml_information, mml_posterior, nuts, vibo_programs
-from bayesirt.inference.sampling import SamplerSettings
+from bayesirt.inference.marginal import mml, mml_information, mml_posterior
+from bayesirt.inference.samplers import nuts
+from bayesirt.inference.samplers.sampling import SamplerSettings
+from bayesirt.inference.variational import vibo_programs
 from bayesirt.models import irt2pl
 from bayesirt.studies.base import MethodResult
 from bayesirt.studies.vibo.evaluation import Fitted, Prepared, evaluated, item_estimates
@@ -27,7 +29,7 @@ MML_SE_MAX_WORK = 5e7
 
 
 def mml_standard_errors(y, res, cats):
-    """Standard errors of an MML fit's item parameters (``inference.mml_information``) and how
+    """Standard errors of an MML fit's item parameters (``inference.marginal.mml_information``) and how
     they were had; nan, with the reason, where the fit is too large or not at a maximum."""
     n_free = int(np.sum(mml_information.free_mask(np.broadcast_to(cats, (y.shape[1],)), res.cuts.shape[1] + 1)))
     nan = mml_information.ItemStandardErrors(

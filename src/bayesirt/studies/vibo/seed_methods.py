@@ -3,11 +3,11 @@
 Two methods carry the seed's name:
 
 * ``vibo_seed``: the seed's encoder, a product of one Gaussian expert per response in which a
-  missing response's expert "is replaced with the prior" (``inference.vibo``, missing
+  missing response's expert "is replaced with the prior" (``inference.variational.vibo``, missing
   ``prior_per_missing``: no prior expert when nothing is missing), with the seed's priors and
   its single reparameterized sample;
 * ``vibo_average_seed``: the design the seed compares it with, "averaging over non-missing
-  entries" (``inference.vibo_average``), with everything else the same.
+  entries" (``inference.variational.vibo_average``), with everything else the same.
 
 The settings the seed states sit in ``SEED_SETTINGS`` below, each with its words; the table
 ``docs/reproduction/data/vibo/seed_settings.yaml`` points at them and a test holds the two
@@ -21,7 +21,7 @@ that the seed methods and ours differ only in what the seed states.
 
 Three readings of ours, said here once: the item KL enters a minibatch with weight |B|/N (the
 seed states its bound per person; summed over persons, the joint evidence bound counts the
-item KL once, ``inference.vibo``); "p(d_j) N(0, 1)" is applied to every unconstrained value of
+item KL once, ``inference.variational.vibo``); "p(d_j) N(0, 1)" is applied to every unconstrained value of
 an item (log-discrimination and difficulty of the 2PL, first cut and log gaps of the GRM,
 which the seed, a 1PL note, does not have); and each product of experts has a precision floor
 of 1e-4 (``vibo_encoder.MIN_PRECISION``) that keeps it proper.
@@ -32,8 +32,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from types import ModuleType
 
-from bayesirt.inference import vibo, vibo_average
-from bayesirt.inference.training import TrainSettings
+from bayesirt.inference.execution.training import TrainSettings
+from bayesirt.inference.variational import vibo, vibo_average
 from bayesirt.models import irt2pl
 
 
@@ -82,7 +82,7 @@ def vibo_settings(hidden, train: TrainSettings, seed: SeedSettings = SEED_SETTIN
 
 
 def encoder_module(method: str) -> ModuleType:
-    """The inference module of a VIBO method's encoder (``inference.vibo`` but for the seed's
+    """The inference module of a VIBO method's encoder (``inference.variational.vibo`` but for the seed's
     averaging comparison)."""
     return ENCODERS.get(method, vibo)
 

@@ -67,7 +67,7 @@ class Settings:
     eval_samples: int  # importance samples per new person (held-out log-likelihood)
     posterior_draws: int  # joint draws for the posterior predictive of the scored cells
     priors: dict  # models.irt2pl.ItemPriors
-    training: dict  # inference.training.TrainSettings, but the learning rate (a method's own)
+    training: dict  # inference.execution.training.TrainSettings, but the learning rate (a method's own)
     vibo: dict  # hidden, learning_rate
     mfvi: dict  # learning_rate
     nuts: dict  # n_chains, n_warmup, n_samples

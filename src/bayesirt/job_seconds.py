@@ -91,8 +91,8 @@ def _write(log: logging.Logger) -> None:
 def summary() -> dict:
     """The seconds so far: the script's, and JAX's compilation and tracing within them."""
     listening = _listen()  # a script that imported JAX after starting the count: from then on
-    script = time.perf_counter() - (_state["started"] if _state["started"] is not None else time.perf_counter())
-    out = {"script": round(script, 2)}
+    started = _state["started"]
+    out = {"script": round(0.0 if started is None else time.perf_counter() - started, 2)}
     if listening:
         out |= {kind: round(covered(spans), 2) for kind, spans in _spans.items()}
         out["cache_hits"] = _totals["cache_hits"]
@@ -101,5 +101,5 @@ def summary() -> dict:
 
 def parse(line: str) -> dict | None:
     """The figures of a ``job seconds`` log line, or None for any other line."""
-    at = line.find(PREFIX)
+    at = line.find(PREFIX + "{")  # the words alone, in another line, are not the line
     return json.loads(line[at + len(PREFIX) :]) if at >= 0 else None

@@ -55,7 +55,7 @@ def member(tree, i):
 def narrows(width: int, running: int, spent_on_stopped: float, compile_seconds: float) -> bool:
     """Whether a program stepping ``width`` fits is narrowed to those still running: once at
     most half still run and the seconds spent stepping the stopped ones have reached the seconds
-    a compilation takes (the ski-rental rule of the module docstring).
+    a compilation takes (the ski-rental rule of ``bulk``'s module docstring).
 
     Parameters
     ----------

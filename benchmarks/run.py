@@ -4,7 +4,8 @@
     python benchmarks/run.py CASE [CASE ...]         run cases; each writes results/benchmarks/CASE.json
     python benchmarks/run.py --smoke CASE [...]      run cases at a tiny size (seconds each); each
                                                      writes results/benchmarks/smoke/CASE.json
-    python benchmarks/run.py --smoke --all           every case at its tiny size (what CI runs)
+    python benchmarks/run.py --smoke --all           every case at its tiny size (the tests run them all,
+                                                     the longest few under the slow marker)
     python benchmarks/run.py CASE --set NAME=VALUE   run a case with one of its module-level size
                                                      constants changed (repeatable; the value is a
                                                      Python literal: 100, None, "x")

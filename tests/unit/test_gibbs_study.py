@@ -136,7 +136,7 @@ def test_config_errors_name_the_key():
 
 
 @pytest.mark.slow  # compile-bound (~50 s); the workflow test checks the same schemas on its Gibbs fits
-def test_tiny_fit_follows_the_result_schemas():
+def test_tiny_fit_follows_the_result_schemas(schema):
     from bayesirt.studies.gibbs_2pno import data, methods
 
     cfg = config_yaml()
@@ -150,9 +150,8 @@ def test_tiny_fit_follows_the_result_schemas():
     rec = out.record
     jsonschema.validate(rec, yaml.safe_load((SCHEMAS / "fit_record.schema.yaml").read_text()))
     assert rec["steps"] == 50 and rec["n_chains"] == 2 and rec["timing"]["item_min_ess_per_second"] > 0
-    row_schema = yaml.safe_load((SCHEMAS / "estimates.schema.yaml").read_text())
     for row in out.estimates.to_dict("records"):
-        jsonschema.validate(row, row_schema)
+        schema("estimates").validate(row)
     est = out.estimates
     assert len(est) == 4 + 4 + 40 and est["true"].notna().all()
     assert (est["q5"] <= est["mean"]).all() and (est["mean"] <= est["q95"]).all()

@@ -3,20 +3,15 @@ of its items.csv, the files follow their schemas, and a fit without item values 
 the checks do not handle gets a one-line message naming it."""
 
 import json
-from pathlib import Path
 
-import jsonschema
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from scipy.special import expit
 
 from bayesirt import io
 from bayesirt.evaluation import fit_checks
 from bayesirt.studies import model_checks
-
-SCHEMAS = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
 
 
 def fit_folder(tmp_path, model, a, d, factors, seed=5):
@@ -56,7 +51,7 @@ def test_the_2pno_uses_the_probit_link(tmp_path):
     np.testing.assert_allclose(grid.probs, fit_checks.twopno_grid(np.array([1.2, 0.7]), np.array([-0.4, 0.3])).probs)
 
 
-def test_written_files_follow_their_schemas(tmp_path):
+def test_written_files_follow_their_schemas(tmp_path, schema):
     # 1,500 persons x 6 binary items from the 2PL at the values in items.csv (seed 8), 10% missing
     rng = np.random.default_rng(8)
     a, d = rng.uniform(0.8, 2.0, 6), rng.uniform(-1, 1, (6, 1))
@@ -64,12 +59,11 @@ def test_written_files_follow_their_schemas(tmp_path):
     y[rng.random(y.shape) < 0.1] = -1
     folder = fit_folder(tmp_path, "2pl", a, d, ["theta"] * 6)
     checks = model_checks.write(folder, matrix(y, 2, ["A"] * 6), n_replications=10)
-    schema = {n: yaml.safe_load((SCHEMAS / f"{n}.schema.yaml").read_text()) for n in ("item_fit", "person_fit")}
     for name in ("item_fit", "person_fit"):
         for row in pd.read_csv(folder / f"{name}.csv").to_dict("records"):
-            jsonschema.validate({k: (v if v == v else None) for k, v in row.items()}, schema[name])
+            schema(name).validate({k: (v if v == v else None) for k, v in row.items()})
     summary = json.loads((folder / "global_fit.json").read_text())
-    jsonschema.validate(summary, yaml.safe_load((SCHEMAS / "global_fit.schema.yaml").read_text()))
+    schema("global_fit").validate(summary)
     assert summary["model"] == "2pl" and summary["replications"] == 10 and len(checks.persons) == 1500
     assert checks.summary["items_misfit"] <= 2  # data from the model itself
 

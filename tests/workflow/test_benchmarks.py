@@ -1,6 +1,7 @@
-"""Every benchmark case runs end to end at its smoke size (``benchmarks/run.py --smoke --all``)
-and reports its figures: a case broken by a change elsewhere fails CI, not the next person who
-runs it at full size. Not a test of speed: no figure is judged, only that it is there."""
+"""Every benchmark case runs end to end at its smoke size (``benchmarks/run.py --smoke``; the
+longest few under the slow marker) and reports its figures: a case broken by a change elsewhere
+fails the tests, not the next person who runs it at full size. Not a test of speed: no figure
+is judged, only that it is there."""
 
 import importlib.util
 import json
@@ -10,6 +11,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from bayesirt import runtime
 
@@ -202,11 +205,27 @@ def test_every_benchmark_case_has_its_figures_listed():
     )
 
 
-def test_every_benchmark_case_smoke_runs():
-    # one process for all cases: imports and JAX's start-up are paid once
+# Cases whose smoke run alone takes a minute or more in CI (two test processes on two cores;
+# seconds of the last CI run's smoke results): they smoke-run under the slow marker (`make
+# test-all`), so that the default run keeps its 30-minute budget. bulk_replications drives
+# Snakemake's block jobs for the paper config (216 s; the blocks and the workflow have their own
+# tests), program_width times each width in a process of its own (83 s), and the other three fit
+# several small models whose methods the unit and statistical tests fit too (63-84 s).
+LONG_SMOKE_CASES = (
+    "bulk_replications",
+    "program_width",
+    "rb_objective_cost",
+    "uncertainty_calibration",
+    "vi_item_calibration",
+)
+
+
+def smoke_run(names: list[str]) -> None:
+    """Smoke-run ``names`` in one process (imports and JAX's start-up are paid once), then check
+    that each wrote its result with its figures."""
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--smoke", "--all"],
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--smoke", *names],
         cwd=ROOT,
         env=smoke_env(),
         capture_output=True,
@@ -217,10 +236,23 @@ def test_every_benchmark_case_smoke_runs():
     table = proc.stdout[proc.stdout.rfind("smoke run, seconds per case") :]
     print(f"benchmark smoke run: {seconds:.0f} s\n{table}")
     assert proc.returncode == 0, f"{proc.stderr[-6000:]}\n{table}"
-    for name in bench.available():
+    for name in names:
         path = bench.SMOKE_OUT / f"{name}.json"
         assert path.exists(), f"{name}: no smoke result at {path}"
         result = json.loads(path.read_text())
         assert result["smoke"] is True and result["case"] == name
         missing = (COMMON | set(FIGURES.get(name, []))) - set(result)
         assert not missing, f"{name}: the smoke result lacks {sorted(missing)}"
+
+
+def test_the_long_smoke_cases_are_benchmark_cases():
+    assert set(LONG_SMOKE_CASES) <= set(bench.available())
+
+
+def test_every_benchmark_case_smoke_runs():
+    smoke_run([name for name in bench.available() if name not in LONG_SMOKE_CASES])
+
+
+@pytest.mark.slow
+def test_the_long_benchmark_cases_smoke_run():
+    smoke_run(list(LONG_SMOKE_CASES))

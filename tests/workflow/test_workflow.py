@@ -4,7 +4,6 @@ config validated against the result schemas, bit-for-bit reruns, and bad-config 
 import json
 import re
 
-import jsonschema
 import pandas as pd
 import pytest
 import yaml
@@ -20,7 +19,6 @@ from .runs import (
     workflow_copy,
 )
 
-SCHEMAS = ROOT / "workflow" / "schemas"
 pytestmark = pytest.mark.workflow
 
 
@@ -151,14 +149,10 @@ def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, text, message)
     assert "jobid" not in proc.stdout  # stopped at parsing, before any job was planned
 
 
-def load_schema(name):
-    return yaml.safe_load((SCHEMAS / name).read_text())
-
-
-def test_outputs_follow_the_schemas(local_run):
+def test_outputs_follow_the_schemas(local_run, schema):
     run = local_run
     sidecar = json.loads((run / "data/processed/rwa_sim/responses.json").read_text())
-    jsonschema.validate(sidecar, load_schema("responses.schema.yaml"))
+    schema("responses").validate(sidecar)
     fit = run / "results/rb_imputation/rwa_sim/reference"
     records = sorted((run / "results/rb_imputation").rglob("fit.json"))
     # the reference plus one fit per condition (zero_fill, naive_average_M2, rao_blackwell_M2,
@@ -166,11 +160,11 @@ def test_outputs_follow_the_schemas(local_run):
     # folder its job wrote them: nowhere else)
     blocks = [r for r in records if r.parent.parent.name == "block0" and r.parent.parent.parent.name == "blocks"]
     assert len(records) == 1 + 4 * 2 and len(blocks) == 4 * 2
-    row_schema = load_schema("estimates.schema.yaml")
+    row_schema = schema("estimates")
     for record in records:
-        jsonschema.validate(json.loads(record.read_text()), load_schema("fit_record.schema.yaml"))
+        schema("fit_record").validate(json.loads(record.read_text()))
         for row in pd.read_csv(record.parent / "estimates.csv").to_dict("records"):
-            jsonschema.validate(row, row_schema)
+            row_schema.validate(row)
     # the Gibbs sampler's fits (both treatments of missing cells) follow the same schemas, with
     # the sampler's diagnostics in the record and truth beside every estimate
     # (two replications of each method, fitted in one block, in whose folder its job wrote them)
@@ -180,24 +174,20 @@ def test_outputs_follow_the_schemas(local_run):
     ]
     for record in gibbs:
         rec = json.loads(record.read_text())
-        jsonschema.validate(rec, load_schema("fit_record.schema.yaml"))
+        schema("fit_record").validate(rec)
         assert rec["n_chains"] == 2 and rec["timing"]["item_min_ess_per_second"] > 0
         assert rec["block"]["size"] == 2 and rec["block"]["position"] == rec["replication"]
         est = pd.read_csv(record.parent / "estimates.csv")
         for row in est.to_dict("records"):
-            jsonschema.validate(row, row_schema)
+            row_schema.validate(row)
         assert est["true"].notna().all() and (est["q5"] <= est["mean"]).all() and (est["mean"] <= est["q95"]).all()
-        jsonschema.validate(
-            json.loads((record.parent / "global_fit.json").read_text()), load_schema("global_fit.schema.yaml")
-        )
+        schema("global_fit").validate(json.loads((record.parent / "global_fit.json").read_text()))
     # model checks beside every fit of vibo, gibbs_2pno and dcm_bbvi (the mixture example has none)
     for study in ("vibo", "gibbs_2pno", "dcm_bbvi"):
         fits = [r for r in (run / "results" / study).rglob("fit.json") if "mixture" not in r.parts]
         assert fits, study
         for record in fits:
-            jsonschema.validate(
-                json.loads((record.parent / "global_fit.json").read_text()), load_schema("global_fit.schema.yaml")
-            )
+            schema("global_fit").validate(json.loads((record.parent / "global_fit.json").read_text()))
         html = (run / "results" / "reports" / f"{study}.html").read_text()
         assert "Model checks of every fit" in html and "No model checks in this run" not in html, study
     gibbs_html = (run / "results/reports/gibbs_2pno.html").read_text()
@@ -210,10 +200,10 @@ def test_outputs_follow_the_schemas(local_run):
     assert set(idata.posterior.data_vars) == {"discrimination", "base_difficulty", "increments"}
     # the model checks beside the reference fit, and its item sds corrected (VI's own kept)
     for row in pd.read_csv(fit / "item_fit.csv").to_dict("records"):
-        jsonschema.validate({k: (v if v == v else None) for k, v in row.items()}, load_schema("item_fit.schema.yaml"))
+        schema("item_fit").validate({k: (v if v == v else None) for k, v in row.items()})
     for row in pd.read_csv(fit / "person_fit.csv").to_dict("records"):
-        jsonschema.validate({k: (v if v == v else None) for k, v in row.items()}, load_schema("person_fit.schema.yaml"))
-    jsonschema.validate(json.loads((fit / "global_fit.json").read_text()), load_schema("global_fit.schema.yaml"))
+        schema("person_fit").validate({k: (v if v == v else None) for k, v in row.items()})
+    schema("global_fit").validate(json.loads((fit / "global_fit.json").read_text()))
     reference = json.loads((fit / "fit.json").read_text())
     assert reference["item_uncertainty"]["method"] == "laplace_at_marginal_mode" and "khat" in reference["psis"]
     html = (run / "results/reports/rb_imputation.html").read_text()
@@ -249,7 +239,7 @@ def test_a_second_run_of_the_whole_config_is_bit_for_bit_identical(local_run, tm
     assert assert_same_results(local_run, second) >= 10
 
 
-def test_amortized_ifa_outputs_follow_the_schemas(local_run):
+def test_amortized_ifa_outputs_follow_the_schemas(local_run, schema):
     run = local_run
     base = run / "results/amortized_ifa"
     records = sorted(base.rglob("fit.json"))
@@ -258,18 +248,18 @@ def test_amortized_ifa_outputs_follow_the_schemas(local_run):
     # in rep<r>/ of its block's folder, where its job wrote it
     assert len(records) == 2 * (2 + 1 + 2)
     assert all(r.parent.parent.parent.name == "blocks" for r in records), records
-    record_schema, row_schema = load_schema("fit_record.schema.yaml"), load_schema("estimates.schema.yaml")
+    record_schema, row_schema = schema("fit_record"), schema("estimates")
     for record in records:
         rec = json.loads(record.read_text())
-        jsonschema.validate(rec, record_schema)
+        record_schema.validate(rec)
         assert rec["study"] == "amortized_ifa" and rec["condition"] == record.parts[-5]
         est = pd.read_csv(record.parent / "estimates.csv")
         for row in est.to_dict("records"):
-            jsonschema.validate(row, row_schema)
+            row_schema.validate(row)
         assert {"loading", "intercept"} <= set(est.parameter)
         assert pd.read_csv(record.parent / "loss.csv")["loss"].notna().all()
     sidecar = json.loads((run / "data/processed/amortized_ifa/normal/rep0/holdout.json").read_text())
-    jsonschema.validate(sidecar, load_schema("responses.schema.yaml"))
+    schema("responses").validate(sidecar)
     for design, replications in (("normal", 2), ("mixture_p1", 1)):
         fits = pd.read_csv(base / design / "fits.csv")
         assert (

@@ -4,6 +4,7 @@
     python tools/reproduction.py run vibo --config config/paper.yaml config/reproduction/vibo.yaml
     python tools/reproduction.py synthetic-ipip          # before amortized_ifa (its overlay reads it)
     python tools/reproduction.py collect dcm_bbvi --config config/paper.yaml
+    python tools/reproduction.py diagnose dcm_bbvi --config config/paper.yaml
     python tools/reproduction.py page                      # every study with collected tables
 
 ``run`` is ``make run`` on the studies' reports with the given config, at XLA's default
@@ -15,9 +16,13 @@ interruption and it resumes. Each sitting (start, end, exit status, commit) is k
 ``collect`` copies the small tables a study's page reads from ``results/<study>/`` to
 ``docs/reproduction/data/<study>/`` with the run's facts (``run.json``: command, config, commit,
 machine, sittings, wall time up to the study's report, the study's summed job time, and what was left out and why, from
-``--left-out``); commit that folder. ``page`` writes ``docs/reproduction/<study>.md`` and its
-figures from the committed tables (``bayesirt.studies.reproduction``), and, run without
-studies, the index ``docs/reproduction/index.md`` (``bayesirt.studies.reproduction_index``).
+``--left-out``); commit that folder. ``diagnose`` runs a study's diagnostics (fits apart from
+the study's run that say whether a figure unlike the seed's is the seed's method's or this
+implementation's; the config gives the data sets' seed) into
+``docs/reproduction/data/<study>/diagnostics/``; commit it too. ``page`` writes
+``docs/reproduction/<study>.md`` and its figures from the committed tables
+(``bayesirt.studies.reproduction``), and, run without studies, the index
+``docs/reproduction/index.md`` (``bayesirt.studies.reproduction_index``).
 """
 
 from __future__ import annotations
@@ -158,6 +163,34 @@ def collect(args) -> int:
     return 0
 
 
+def diagnose(args) -> int:
+    import time
+
+    import yaml
+
+    from bayesirt.studies import reproduction
+
+    seed = None
+    for path in args.config:  # later files override earlier ones; the seed is all this reads
+        seed = yaml.safe_load((ROOT / path).read_text()).get("seed", seed)
+    facts = {
+        "command": shlex.join(["python", "tools/reproduction.py", *sys.argv[1:]]),
+        "config": " ".join(args.config),
+        "commit": commit(),
+        "machine": machine(),
+        "data_sets": args.data_sets,
+        "started": now(),
+    }
+    t0 = time.perf_counter()
+    out = ROOT / DATA / args.study / reproduction.DIAGNOSTICS
+    # the facts' end and seconds are known only after the run: written once more with them
+    reproduction.diagnose(args.study, seed, args.data_sets, out, facts)
+    facts.update(finished=now(), seconds=round(time.perf_counter() - t0, 1), seed=seed)
+    (out / f"{reproduction.DIAGNOSTICS}.json").write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n")
+    print(f"diagnose: {args.study} -> {out.relative_to(ROOT)}")
+    return 0
+
+
 SYNTHETIC_IPIP = Path("data/raw/ipip_ffm_synthetic/data-final.csv")
 
 
@@ -204,6 +237,11 @@ def main(argv=None) -> int:
     p.add_argument("--left-out", action="append", default=[], help="what the run left out, and why (repeatable)")
     p.add_argument("--note", default="", help="a sentence about the run for its page")
     p.set_defaults(step_function=collect)
+    p = sub.add_parser("diagnose", help="run a study's diagnostics into docs/reproduction/data/<study>/diagnostics/")
+    p.add_argument("study")
+    p.add_argument("--config", nargs="+", default=["config/paper.yaml"], help="its seed: the data sets' seeds")
+    p.add_argument("--data-sets", type=int, default=20, help="how many of the study's data sets")
+    p.set_defaults(step_function=diagnose)
     p = sub.add_parser("synthetic-ipip", help="write the full-size synthetic IPIP-FFM file for amortized_ifa")
     p.add_argument("--rows", type=int, default=1_015_000)
     p.add_argument("--seed", type=int, default=20181108)

@@ -13,6 +13,11 @@ Each study says what its seed claimed in ``bayesirt.studies.<study>.reproduction
 kept, or None for all of them; those in ``OPTIONAL`` may be absent from a run),
 ``claims(tables) -> list[Claim]``, ``design_table(tables)`` (what ran) and
 ``figures(tables, folder) -> list[(file, caption)]``.
+A study may also have diagnostics: fits run apart from the study's run to say whether a figure
+that differs from the seed's comes from the seed's method or from this implementation
+(``diagnose(seed, n_data_sets) -> {name: table}`` and ``diagnostics_section(tables, facts)``);
+``tools/reproduction.py diagnose`` writes them to ``docs/reproduction/data/<study>/diagnostics/``,
+which a later collect keeps, and the page shows them.
 The page is never typed by hand: ``tools/reproduction.py`` runs both steps.
 """
 
@@ -44,8 +49,10 @@ from bayesirt.studies.seed_numbers import section as seed_numbers_section
 
 STUDIES = ("rb_imputation", "amortized_ifa", "vibo", "gibbs_2pno", "dcm_bbvi")
 RUN_FILE = "run.json"
-# committed beside a study's collected tables but written by hand: a new collect keeps them
-KEPT = ("seed_settings.yaml", "seed_numbers.yaml")
+DIAGNOSTICS = "diagnostics"  # a study's diagnostic tables and their facts (diagnostics.json)
+# committed beside a study's collected tables but written by hand or by the diagnostics, not by
+# the run: a new collect keeps them
+KEPT = ("seed_settings.yaml", "seed_numbers.yaml", DIAGNOSTICS)
 
 
 def study_module(study: str):
@@ -158,6 +165,33 @@ def load_tables(study: str, data: Path) -> dict[str, pd.DataFrame]:
     return tables
 
 
+def diagnose(study: str, seed: int, n_data_sets: int, out: Path, facts: dict) -> Path:
+    """Run a study's diagnostics (its module's ``diagnose``) and write each table as
+    ``out/<name>.csv`` (``out``: ``docs/reproduction/data/<study>/diagnostics``) with ``facts``
+    (command, commit, machine, times) as ``diagnostics.json``. Returns ``out``."""
+    module, out = study_module(study), Path(out)
+    if not hasattr(module, "diagnose"):
+        raise ValueError(f"{study} has no diagnostics")
+    tables = module.diagnose(seed, n_data_sets)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    for name, table in tables.items():
+        table.to_csv(out / f"{name}.csv", index=False)
+    (out / f"{DIAGNOSTICS}.json").write_text(json.dumps({**facts, "seed": seed}, indent=2, sort_keys=True) + "\n")
+    return out
+
+
+def diagnostics_section(study: str, data: Path) -> str:
+    """The page's section of a study's diagnostics, from ``data/diagnostics/`` (empty where the
+    study has none or they were not run)."""
+    module, folder = study_module(study), Path(data) / DIAGNOSTICS
+    if not hasattr(module, "diagnostics_section") or not (folder / f"{DIAGNOSTICS}.json").is_file():
+        return ""
+    tables = {path.stem: pd.read_csv(path) for path in sorted(folder.glob("*.csv"))}
+    return module.diagnostics_section(tables, json.loads((folder / f"{DIAGNOSTICS}.json").read_text()))
+
+
 def claims_of(study: str, results: Path) -> pd.DataFrame:
     """The seed's claims judged on a run's own tables (``results/<study>``), as a table: what a
     study's report shows, the same rows as its reproduction page."""
@@ -266,6 +300,7 @@ def render(study: str, data: Path, pages: Path) -> Path:
         "",
         claims_section(claims),
         seed_numbers_section(study, tables, data),  # every number the seed reports, beside ours
+        diagnostics_section(study, data),  # where a figure differs from the seed's: the paper's or ours?
         design_section(module.design_table(tables)),
         # a study's own tables beside its claims (optional: ``sections(tables) -> list[str]``)
         *(module.sections(tables) if hasattr(module, "sections") else []),

@@ -17,6 +17,7 @@ import pandas as pd
 
 from bayesirt import plotting
 from bayesirt.evaluation import verdicts
+from bayesirt.studies.dcm_bbvi import diagnostics
 from bayesirt.studies.dcm_bbvi import figures as study_figures
 from bayesirt.studies.dcm_bbvi.conditions import SEED_ACCURACY
 from bayesirt.studies.reproduction import (
@@ -259,3 +260,9 @@ def figures(tables: dict, folder) -> list[tuple[str, str]]:
             )
         )
     return out
+
+
+def diagnose(seed: int, n_data_sets: int) -> dict[str, pd.DataFrame]:
+    """The page's diagnostics (``dcm_bbvi.diagnostics``): the seed's runs as written and this
+    project's BBVI, on the study's data sets of the seed's design."""
+    return {"seed_design_fits": diagnostics.run(seed, n_data_sets)}

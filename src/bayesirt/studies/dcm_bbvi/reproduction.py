@@ -266,3 +266,6 @@ def diagnose(seed: int, n_data_sets: int) -> dict[str, pd.DataFrame]:
     """The page's diagnostics (``dcm_bbvi.diagnostics``): the seed's runs as written and this
     project's BBVI, on the study's data sets of the seed's design."""
     return {"seed_design_fits": diagnostics.run(seed, n_data_sets)}
+
+
+diagnostics_section = diagnostics.section

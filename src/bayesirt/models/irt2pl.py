@@ -177,17 +177,17 @@ def constrain(items: dict, st: Structure) -> dict:
     return out
 
 
-def cell_log_prob(y, theta, items: dict, st: Structure):
+def cell_log_likelihood(items: dict, y, theta, st: Structure):
     """log p(y_ij | theta_i, item j) per cell, 0 where missing. theta: (..., B, K); y: (B, J).
 
     Parameters
     ----------
+    items : dict
+        Unconstrained item blocks (``Structure.item_shapes``).
     y : array (B, J)
         Integer responses, -1 for missing.
     theta : array (..., B, K)
         Abilities.
-    items : dict
-        Unconstrained item blocks (``Structure.item_shapes``).
     st : Structure
         The model's structure.
 
@@ -203,17 +203,17 @@ def cell_log_prob(y, theta, items: dict, st: Structure):
     return twopno.cell_log_prob(y, score - c["difficulty"], link="logit")
 
 
-def log_lik(y, theta, items: dict, st: Structure):
+def log_likelihood(items: dict, y, theta, st: Structure):
     """Per-person log-likelihood, (..., B).
 
     Parameters
     ----------
+    items : dict
+        Unconstrained item blocks (``Structure.item_shapes``).
     y : array (B, J)
         Integer responses, -1 for missing.
     theta : array (..., B, K)
         Abilities.
-    items : dict
-        Unconstrained item blocks (``Structure.item_shapes``).
     st : Structure
         The model's structure.
 
@@ -222,7 +222,7 @@ def log_lik(y, theta, items: dict, st: Structure):
     jax.Array
         Sum over the observed items of each person, shape (..., B).
     """
-    return cell_log_prob(y, theta, items, st).sum(-1)
+    return cell_log_likelihood(items, y, theta, st).sum(-1)
 
 
 def category_probs(theta, items: dict, st: Structure):
@@ -381,4 +381,4 @@ def log_joint(params: dict, y, st: Structure, priors: ItemPriors):
     """
     items = {k: v for k, v in params.items() if k != "ability"}
     theta = params["ability"]
-    return log_lik(y, theta, items, st).sum() + ability_log_prior(theta).sum() + item_log_prior(items, priors)
+    return log_likelihood(items, y, theta, st).sum() + ability_log_prior(theta).sum() + item_log_prior(items, priors)

@@ -130,6 +130,28 @@ def marginal_loglik(beta, log_pi, delta, y_obs, n_obs):
     return logsumexp(profile_loglik(beta, delta, y_obs, n_obs) + log_pi, axis=-1)
 
 
+def log_likelihood(params: dict, y, des: Design):
+    """(N,): each person's log-likelihood with the profile summed out, in the models' one
+    signature (``bayesirt.models``): ``log_likelihood(params, y, ...)``.
+
+    Parameters
+    ----------
+    params : dict
+        ``beta`` (J, K), padded coefficients, and ``log_pi`` (L,), log profile probabilities.
+    y : array (N, J)
+        Responses 0/1, -1 for missing.
+    des : Design
+        The Q-matrix's design (``design``).
+
+    Returns
+    -------
+    jax.Array
+        Shape (N,): ``marginal_loglik`` of the responses' observed cells.
+    """
+    y_obs, n_obs = observed_counts(y)
+    return marginal_loglik(params["beta"], params["log_pi"], des.delta, y_obs, n_obs)
+
+
 def posterior_profiles(beta, log_pi, delta, y_obs, n_obs):
     """(N, L): log p(z_i = l | y_i, beta, pi).
 

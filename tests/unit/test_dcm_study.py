@@ -56,6 +56,13 @@ def test_the_study_loads_and_its_conditions_are_result_folders():
         "larger/mcar20/em/rep1",
     ]
     assert study.conditions(validated(enabled=False)) == []
+    # the seed's runs only on seed_method_designs (the schema's default: the seed's own design)
+    fits = study.conditions(validated(designs={"seed": {}, "larger": {}}, methods=["bbvi_seed", "em"]))
+    assert [(f.design, f.method) for f in fits if f.missing == "mcar0"] == [
+        ("seed", "bbvi_seed"),
+        ("seed", "em"),
+        ("larger", "em"),
+    ]
 
 
 def test_settings_defaults_are_the_schemas():

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 from bayesirt.studies.design_conditions import parse_missing
 
+# seed 002's notebook runs (``seed_methods``), named here so that the conditions load without JAX
+SEED_METHODS = ("bbvi_seed", "bbvi_beta_truth_seed", "bbvi_pi_truth_seed")
+
 STUDY = "dcm_bbvi"
 # bbvi_seed*: seed 002's runs as its notebook writes them (``seed``)
 METHODS = ("em", "bbvi", "bbvi_cv", "collapsed_vi", "nuts", "bbvi_seed", "bbvi_beta_truth_seed", "bbvi_pi_truth_seed")
@@ -83,7 +86,7 @@ def missing_rate(label: str) -> float:
 
 def conditions(config: dict) -> list[Condition]:
     """Every fit the validated config asks for. NUTS runs only on the designs listed under
-    ``nuts_designs``."""
+    ``nuts_designs``, the seed's runs (``SEED_METHODS``) only on those under ``seed_method_designs``."""
     study = config["studies"].get(STUDY)  # a config may leave the study out
     if not study or not study["enabled"]:
         return []
@@ -93,6 +96,8 @@ def conditions(config: dict) -> list[Condition]:
             for rep in range(design["replications"]):
                 for method in study["methods"]:
                     if method == "nuts" and name not in study["nuts_designs"]:
+                        continue
+                    if method in SEED_METHODS and name not in study["seed_method_designs"]:
                         continue
                     fits.append(Condition(name, missing, method, rep))
     return fits

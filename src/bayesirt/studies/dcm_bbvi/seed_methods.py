@@ -27,8 +27,7 @@ import numpy as np
 from bayesirt.inference.dcm import bbvi, bbvi_seed
 from bayesirt.inference.execution import training
 from bayesirt.models import lcdm
-
-SEED_METHODS = ("bbvi_seed", "bbvi_beta_truth_seed", "bbvi_pi_truth_seed")
+from bayesirt.studies.dcm_bbvi.conditions import SEED_METHODS  # noqa: F401 (the study names them here too)
 
 # "a0 = 1e-2 / b0 = 1e-4 / d0 = ones(size(obs.D[1], 1)) / M = 1000 / model = DCModel(obs, d0, a0, b0, M)"
 SEED_PRIORS = lcdm.Priors(a0=1e-2, b0=1e-4, d0=1.0)

@@ -53,6 +53,13 @@ def test_bbvi_moves_from_its_start(tiny):
     assert row["beta_move_rms"] > 0 and 0 <= row["start_pattern_accuracy"] <= 1 and row["status"]
 
 
+def test_the_probe_runs_one_sweep_of_the_seed_s_run_with_a_smaller_beta_step(tiny):
+    rm, truth, q, fit_seed = tiny
+    row = diagnostics.one_fit(diagnostics.PROBE, 0, rm, truth, q, fit_seed)
+    assert row["steps_planned"] == sum(seed.FULL_MODEL.iterations) and diagnostics.PROBE_SCHEDULE.steps[1] == 1e-2
+    assert row["beta_move_rms"] > 0  # unlike the seed runs that stop in their first sweep, it moves q(beta)
+
+
 def table(**by_method) -> pd.DataFrame:
     rows = []
     for method, (status, steps, planned, acc, start_acc, rmse_start, rmse_end) in by_method.items():
@@ -83,14 +90,18 @@ def test_the_findings_say_what_a_table_whose_answer_is_known_says():
         bbvi_seed=("diverged", 41, 16000, 0.23, 0.23, 1.7, 1.7),
         bbvi_beta_truth_seed=("reached max_steps", 150, 150, 0.96, 0.96, 0.0, 0.0),
     )
-    text = "\n".join(diagnostics.findings(fits))
+    probe = table(**{diagnostics.PROBE: ("reached max_steps", 80, 80, 0.23, 0.23, 1.7, 36.0)})
+    text = "\n".join(diagnostics.findings(pd.concat([fits, probe])))
+    assert "the first sweep (80 steps) ended finite on 4 of 4 data sets, with q(beta)'s RMSE" in text
+    assert "going from 1.70 to 36.00 (medians). The step's size, not the gradient" in text
+    assert "even a hundredth of it moves q(beta) away from the truth" in text
     assert "`bbvi_seed`: 4 of 4 runs became non-finite, after 41 to 44 of their 16000 planned steps" in text
     assert "within the first sweep (80 steps), so the accuracy shown for these runs is their start's" in text
     assert "`bbvi_beta_truth_seed`: all 4 runs took their planned steps" in text
-    assert "came nearer the true coefficients on 0 of 4 data sets" in text
+    assert "their RMSE to the true coefficients ends farther (0.540 -> 0.550; nearer on 0 of 4 data sets)" in text
     assert "mostly its start's, not the optimiser's" in text
-    gained = table(bbvi=("converged", 600, 4000, 0.95, 0.80, 0.9, 0.3))
-    assert "The optimiser, not the start" in "\n".join(diagnostics.findings(gained))
+    gained = "\n".join(diagnostics.findings(table(bbvi=("converged", 600, 4000, 0.95, 0.80, 0.9, 0.3))))
+    assert "The optimiser adds +0.150 to the start's accuracy" in gained and "ends nearer (0.900 -> 0.300" in gained
 
 
 def test_the_page_shows_the_diagnostics_and_a_new_collect_keeps_them(tmp_path):

@@ -300,7 +300,8 @@ def render(study: str, data: Path, pages: Path) -> Path:
         "",
         claims_section(claims),
         seed_numbers_section(study, tables, data),  # every number the seed reports, beside ours
-        diagnostics_section(study, data),  # where a figure differs from the seed's: the paper's or ours?
+        # where a figure differs from the seed's: the paper's method or this implementation? (if run)
+        *[text for text in (diagnostics_section(study, data),) if text],
         design_section(module.design_table(tables)),
         # a study's own tables beside its claims (optional: ``sections(tables) -> list[str]``)
         *(module.sections(tables) if hasattr(module, "sections") else []),

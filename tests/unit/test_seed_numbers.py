@@ -106,7 +106,8 @@ def test_a_sound_list_passes_and_shows_its_values():
 
 
 def fits(rows) -> dict:
-    columns = ["design", "missing", "method", "rep", "pattern_accuracy"]
+    columns = ["design", "missing", "method", "rep", "pattern_accuracy", "status"]
+    rows = [row if len(row) == 6 else (*row, "converged") for row in rows]
     oracle = pd.DataFrame({"design": "seed", "missing": "mcar0", "rep": [0, 1], "pattern_accuracy": [0.97, 0.95]})
     return {"fits": pd.DataFrame(rows, columns=columns), "oracle": oracle}
 
@@ -122,8 +123,13 @@ def test_dcm_overall_accuracy_prefers_the_seeds_run_and_says_when_it_stands_in()
             ("seed", "mcar0", "bbvi_seed", 1, 0.96),
         ]
     )
-    assert dcm_numbers.overall_accuracy(ours).value.startswith("0.960")
+    figure = dcm_numbers.overall_accuracy(ours)
+    assert figure.value.startswith("0.960") and "this project's BBVI (bbvi) 0.900 (1 replication)" in figure.note
+    assert "non-finite" not in figure.note
     assert dcm_numbers.beta_truth_accuracy(ours).value is None  # no bbvi_beta_truth_seed fit: a reason instead
+    # runs that became non-finite are named as such
+    ours = fits([("seed", "mcar0", "bbvi_seed", 0, 0.24, "diverged"), ("seed", "mcar0", "bbvi_seed", 1, 0.25)])
+    assert "; 1 of 2 runs became non-finite before their last step" in dcm_numbers.overall_accuracy(ours).note
 
 
 def test_gibbs_groups_are_the_share_times_the_persons():

@@ -90,14 +90,49 @@ def paired(fits: pd.DataFrame, oracle: pd.DataFrame, method: str, design: str, m
     return f.merge(o, on=["design", "missing", "rep"], suffixes=("", "_oracle"))
 
 
+ACCURACY_CLAIM = (
+    "BBVI classifies persons' profiles with overall accuracy 0.967 on a data set of the seed's design "
+    "(complete responses)"
+)
+
+
+def seed_run_claim(s: pd.DataFrame) -> Claim:
+    """The seed's 0.967 judged on the seed's own run (``bbvi_seed``); runs that became non-finite
+    before their last step cannot say what the finished run reaches (not comparable)."""
+    diverged = int((s.status == "diverged").sum())
+    if diverged:
+        return Claim(
+            ACCURACY_CLAIM,
+            f"{SEED_ACCURACY} (one data set)",
+            f"bbvi_seed {describe(s.pattern_accuracy)}, each at its last good state",
+            "not comparable",
+            f"the seed's run as written became non-finite on {diverged} of {len(s)} data sets before its last "
+            "step, so no run finished to be compared (the section on diagnostics says why).",
+            "bbvi_seed",
+            **ACCURACY,
+        )
+    word, text = within_middle(s.pattern_accuracy, SEED_ACCURACY)
+    claim = Claim(
+        ACCURACY_CLAIM,
+        f"{SEED_ACCURACY} (one data set)",
+        f"bbvi_seed {describe(s.pattern_accuracy)}; {spread(s.pattern_accuracy)}",
+        word,
+        f"{text} (the seed's run's).",
+        "bbvi_seed",
+        **ACCURACY,
+    )
+    return rests_on(claim, s, "planned steps")
+
+
 def seed_claims(fits: pd.DataFrame, oracle: pd.DataFrame) -> list[Claim]:
     o = oracle[(oracle.design == "seed") & (oracle.missing == "mcar0")].pattern_accuracy
     b = paired(fits, oracle, "bbvi", "seed", "mcar0")
-    if b.empty:
+    s = paired(fits, oracle, "bbvi_seed", "seed", "mcar0")
+    rows = [seed_run_claim(s)] if len(s) else []
+    if b.empty and not rows:
         return [
             Claim(
-                "BBVI classifies persons' profiles with overall accuracy 0.967 on a data set of the seed's design "
-                "(complete responses)",
+                ACCURACY_CLAIM,
                 f"{SEED_ACCURACY} (one data set)",
                 "not run",
                 "not comparable",
@@ -106,19 +141,18 @@ def seed_claims(fits: pd.DataFrame, oracle: pd.DataFrame) -> list[Claim]:
                 **ACCURACY,
             )
         ]
-    rows = []
-    word, text = within_middle(b.pattern_accuracy, SEED_ACCURACY)
-    claim = Claim(
-        "BBVI classifies persons' profiles with overall accuracy 0.967 on a data set of the seed's design "
-        "(complete responses)",
-        f"{SEED_ACCURACY} (one data set)",
-        f"BBVI {describe(b.pattern_accuracy)}; {spread(b.pattern_accuracy)}",
-        word,
-        f"{text} (BBVI's).",
-        "bbvi",
-        **ACCURACY,
-    )
-    rows.append(rests_on(claim, b))
+    if len(b):
+        word, text = within_middle(b.pattern_accuracy, SEED_ACCURACY)
+        claim = Claim(
+            ACCURACY_CLAIM,
+            f"{SEED_ACCURACY} (one data set)",
+            f"BBVI {describe(b.pattern_accuracy)}; {spread(b.pattern_accuracy)}",
+            word,
+            f"{text} (BBVI's: this project's method, not the seed's run).",
+            "bbvi",
+            **ACCURACY,
+        )
+        rows.append(rests_on(claim, b))
     word, text = within_middle(o, SEED_ACCURACY)
     rows.append(
         Claim(

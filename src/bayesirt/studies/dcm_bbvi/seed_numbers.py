@@ -30,6 +30,18 @@ def absent(method: str, what: str) -> Ours:
     )
 
 
+def how_they_ended(f: pd.DataFrame) -> str:
+    """``"; 20 of 20 runs became non-finite ..."``: a note on runs that did not reach their last
+    step (empty when every run did)."""
+    diverged = int((f.status == "diverged").sum())
+    if not diverged:
+        return ""
+    return (
+        f"; {diverged} of {len(f)} runs became non-finite before their last step and are scored at their last "
+        "good state (the section on diagnostics says why)"
+    )
+
+
 def overall_accuracy(tables: dict) -> Ours:
     """The seed's full-model run: bbvi_seed where the run has it, else this project's BBVI."""
     oracle = tables["oracle"]
@@ -38,10 +50,12 @@ def overall_accuracy(tables: dict) -> Ours:
         f = seed_fits(tables, method)
         if len(f):
             stand_in = "" if method == "bbvi_seed" else " (bbvi_seed, the notebook's own run, is not in the tables)"
+            ours = seed_fits(tables, "bbvi") if method == "bbvi_seed" else f.iloc[:0]
+            beside = f"; this project's BBVI (bbvi) {describe(ours.pattern_accuracy)}" if len(ours) else ""
             return Ours(
                 describe(f.pattern_accuracy),
-                f"{method}: {who}{stand_in}, pattern accuracy over data sets of the seed's design; "
-                f"the oracle (modal profiles at the true parameters) {describe(oracle)}",
+                f"{method}: {who}{stand_in}, pattern accuracy over data sets of the seed's design"
+                f"{how_they_ended(f)}{beside}; the oracle (modal profiles at the true parameters) {describe(oracle)}",
             )
     return absent("bbvi_seed", "the seed's overall accuracy")
 
@@ -51,7 +65,9 @@ def beta_truth_accuracy(tables: dict) -> Ours:
     f = seed_fits(tables, "bbvi_beta_truth_seed")
     if f.empty:
         return absent("bbvi_beta_truth_seed", "the accuracy with q(beta) started at the truth")
-    return Ours(describe(f.pattern_accuracy), "bbvi_beta_truth_seed: pattern accuracy over data sets")
+    return Ours(
+        describe(f.pattern_accuracy), f"bbvi_beta_truth_seed: pattern accuracy over data sets{how_they_ended(f)}"
+    )
 
 
 def pi_truth_coefficients(tables: dict) -> Ours:
@@ -62,7 +78,7 @@ def pi_truth_coefficients(tables: dict) -> Ours:
     return Ours(
         describe(f.beta_rmse),
         "bbvi_pi_truth_seed: the coefficients' RMSE against the truth over data sets (the seed prints the "
-        "estimates of one data set)",
+        f"estimates of one data set){how_they_ended(f)}",
     )
 
 

@@ -190,6 +190,20 @@ def test_dcm_a_bbvi_near_the_oracle_supports_the_seed_and_one_far_below_contradi
     assert verdict_of(poor, "bbvi_cv classifies as well") == "supported"
 
 
+def test_dcm_the_seeds_claim_is_judged_on_the_seeds_run_first_and_not_on_runs_that_became_non_finite():
+    rng = np.random.default_rng(3)
+    tables = dcm_tables(20, 0.002, rng)
+    seed_run = tables["fits"][tables["fits"].method == "bbvi"].assign(method="bbvi_seed")
+    tables["fits"] = pd.concat([tables["fits"], seed_run], ignore_index=True)
+    rows = [c for c in dcm_page.claims(tables) if c.claim.startswith("BBVI classifies")]
+    assert [(c.method, c.verdict) for c in rows] == [("bbvi_seed", "supported"), ("bbvi", "supported")]
+    assert "(the seed's run's)" in rows[0].why and "this project's method, not the seed's run" in rows[1].why
+    fits = tables["fits"]
+    fits.loc[fits.method == "bbvi_seed", ["status", "converged", "pattern_accuracy"]] = ["diverged", False, 0.24]
+    row = next(c for c in dcm_page.claims(tables) if c.method == "bbvi_seed")
+    assert row.verdict == "not comparable" and "became non-finite on 20 of 20 data sets" in row.why
+
+
 def test_dcm_a_run_without_the_seed_condition_is_not_comparable():
     tables = dcm_tables(3, 0.0, np.random.default_rng(1))
     tables = {k: v.assign(missing="mcar20") for k, v in tables.items()}

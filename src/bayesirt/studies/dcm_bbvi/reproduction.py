@@ -11,6 +11,8 @@ allowed).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -99,19 +101,7 @@ ACCURACY_CLAIM = (
 def seed_run_claim(s: pd.DataFrame) -> Claim:
     """The seed's 0.967 judged on the seed's own run (``bbvi_seed``); runs that became non-finite
     before their last step cannot say what the finished run reaches (not comparable)."""
-    diverged = int((s.status == "diverged").sum())
-    if diverged:
-        return Claim(
-            ACCURACY_CLAIM,
-            f"{SEED_ACCURACY} (one data set)",
-            f"bbvi_seed {describe(s.pattern_accuracy)}, each at its last good state",
-            "not comparable",
-            f"the seed's run as written became non-finite on {diverged} of {len(s)} data sets before its last "
-            "step, so no run finished to be compared (the section on diagnostics says why).",
-            "bbvi_seed",
-            **ACCURACY,
-        )
-    return accuracy_claim(s, "bbvi_seed", "bbvi_seed", "the seed's run's", "planned steps")
+    return unless_non_finite(accuracy_claim(s, "bbvi_seed", "bbvi_seed", "the seed's run's", "planned steps"), s)
 
 
 def accuracy_claim(f: pd.DataFrame, method: str, name: str, whose: str, rule: str = "stopping rule") -> Claim:
@@ -186,8 +176,24 @@ def method_claims(fits: pd.DataFrame, oracle: pd.DataFrame) -> list[Claim]:
                 clean(page_sentence(v)),
                 method,
             )
-            rows.append(rests_on(claim, p))
+            rows.append(unless_non_finite(rests_on(claim, p), p))
     return rows
+
+
+def unless_non_finite(claim: Claim, fits: pd.DataFrame) -> Claim:
+    """A claim on runs that became non-finite before their last step is not comparable: their
+    figures are those of the last good state, not of a finished run."""
+    diverged = int((fits.status == "diverged").sum()) if "status" in fits else 0
+    if not diverged:
+        return claim
+    return replace(
+        claim,
+        verdict="not comparable",
+        why=f"{diverged} of {len(fits)} runs became non-finite before their last step (the section on diagnostics "
+        "says why); their figures are those of their last good state.",
+        fits_met=None,
+        numbers_say="",
+    )
 
 
 def recovery_claims(fits: pd.DataFrame) -> list[Claim]:

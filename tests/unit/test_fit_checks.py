@@ -359,6 +359,20 @@ def test_predictive_p_values_and_an_lcdm_grid():
     assert (p > 0.05).sum() >= 4  # the true model: most items not extreme
 
 
+def test_a_saturated_binary_fit_keeps_both_categories_of_its_items():
+    # a fit whose probabilities round to exactly 0 or 1 at every state (an LCDM logit of -800, a
+    # 2PNO predictor of -60): answers of the impossible category are still answers of a binary
+    # item, checked (and misfitting), not refused as out of range
+    correct = np.array([[expit(-800.0), 0.5], [expit(-800.0), 0.6]])  # (C, I)
+    assert correct[0, 0] == 0.0
+    y = np.array([[1, 0], [0, 1], [1, 1], [0, 0]] * 10)
+    checks = fc.check(y, fc.lcdm_grid(np.log([0.5, 0.5]), correct), n_replications=5)
+    assert checks.items.loc[0, "statistic"] > 1e6  # the impossible answers show as misfit
+    grid = fc.twopno_grid(np.array([1.0, 1.0]), np.array([60.0, 0.0]), n_nodes=11)
+    assert (grid.probs > 0).all()
+    assert len(fc.check(y, grid, n_replications=5).items) == 2
+
+
 def test_item_fit_is_calibrated_on_complete_binary_data_with_tied_rest_patterns():
     # Complete binary data have many persons with the same other responses, hence exactly the
     # same leave-one-out score; the groups must not sort such a tie block by the response

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, ndtr
 
-from bayesirt.evaluation.fit_checks.latent_grid import LatentGrid, _logsumexp
+from bayesirt.evaluation.fit_checks.latent_grid import _TINY, LatentGrid, _logsumexp
 from bayesirt.evaluation.fit_checks.nodes import _normal_nodes, nodes_for
 
 
@@ -109,7 +109,18 @@ def _twopno_probs(a, d, nodes) -> np.ndarray:
     """P(Y_j = k | theta) of the 2PNO at the ``nodes`` (Q,): (Q, I, 2)."""
     eta = nodes[:, None] * a[None, :] - d[None, :]
     # both tails through ndtr of +-eta, never 1 - Phi
-    return np.stack([ndtr(-eta), ndtr(eta)], axis=-1)
+    return binary_probs(np.stack([ndtr(-eta), ndtr(eta)], axis=-1))
+
+
+def binary_probs(probs: np.ndarray) -> np.ndarray:
+    """(..., 2) probabilities of a binary item's two categories, each at least ``_TINY``.
+
+    A grid reads an item's categories from the probabilities that are not 0, and a saturated
+    fit (a logit past about 37, or a 2PNO predictor past 38) rounds one of them to exactly 0 at
+    every state: the item would read as having one category and every observed answer of the
+    other as out of range. Held at ``_TINY``, the floor every check's logarithm already takes,
+    both categories stay and no figure moves."""
+    return np.maximum(probs, _TINY)
 
 
 def lcdm_grid(class_log_probs, correct_probs) -> LatentGrid:
@@ -132,5 +143,5 @@ def lcdm_grid(class_log_probs, correct_probs) -> LatentGrid:
     p = np.asarray(correct_probs, dtype=np.float64)
     if p.ndim != 2 or p.shape[0] != lw.shape[0]:
         raise ValueError(f"correct_probs must be (C, I) with C = {lw.shape[0]}, got {p.shape}")
-    probs = np.stack([1.0 - p, p], axis=-1)
+    probs = binary_probs(np.stack([1.0 - p, p], axis=-1))
     return LatentGrid(lw, probs, np.zeros(p.shape[1], dtype=np.int64), None)

@@ -193,11 +193,16 @@ def test_dcm_a_bbvi_near_the_oracle_supports_the_seed_and_one_far_below_contradi
 def test_dcm_the_seeds_claim_is_judged_on_the_seeds_run_first_and_not_on_runs_that_became_non_finite():
     rng = np.random.default_rng(3)
     tables = dcm_tables(20, 0.002, rng)
-    seed_run = tables["fits"][tables["fits"].method == "bbvi"].assign(method="bbvi_seed")
+    # the seed's run has no stopping rule: it meets its rule by taking every planned step
+    seed_run = tables["fits"][tables["fits"].method == "bbvi"].assign(method="bbvi_seed", converged=False, steps=16000)
     tables["fits"] = pd.concat([tables["fits"], seed_run], ignore_index=True)
     rows = [c for c in dcm_page.claims(tables) if c.claim.startswith("BBVI classifies")]
     assert [(c.method, c.verdict) for c in rows] == [("bbvi_seed", "supported"), ("bbvi", "supported")]
     assert "(the seed's run's)" in rows[0].why and "this project's method, not the seed's run" in rows[1].why
+    fits = tables["fits"]
+    fits.loc[(fits.method == "bbvi_seed") & (fits.rep < 3), "steps"] = 800
+    row = next(c for c in dcm_page.claims(tables) if c.method == "bbvi_seed")
+    assert row.verdict == "inconclusive" and "Rests on 17 of 20 fits that met their planned steps" in row.why
     fits = tables["fits"]
     fits.loc[fits.method == "bbvi_seed", ["status", "converged", "pattern_accuracy"]] = ["diverged", False, 0.24]
     row = next(c for c in dcm_page.claims(tables) if c.method == "bbvi_seed")

@@ -19,9 +19,9 @@ import pandas as pd
 
 from bayesirt import plotting
 from bayesirt.evaluation import verdicts
-from bayesirt.studies.dcm_bbvi import diagnostics
+from bayesirt.studies.dcm_bbvi import diagnostics, seed_methods
 from bayesirt.studies.dcm_bbvi import figures as study_figures
-from bayesirt.studies.dcm_bbvi.conditions import SEED_ACCURACY
+from bayesirt.studies.dcm_bbvi.conditions import SEED_ACCURACY, SEED_METHODS
 from bayesirt.studies.reproduction import (
     Claim,
     clean,
@@ -86,10 +86,25 @@ def within_middle(values, target: float) -> tuple[str, str]:
 
 
 def paired(fits: pd.DataFrame, oracle: pd.DataFrame, method: str, design: str, missing: str) -> pd.DataFrame:
-    """A method's accuracy beside the oracle's, one row per replication of a condition."""
+    """A method's accuracy beside the oracle's, one row per replication of a condition; for the
+    seed's runs, ``converged`` says whether the run met the seed's rule (``rule_of``)."""
     f = fits[(fits.method == method) & (fits.design == design) & (fits.missing == missing)]
     o = oracle[(oracle.design == design) & (oracle.missing == missing)]
-    return f.merge(o, on=["design", "missing", "rep"], suffixes=("", "_oracle"))
+    p = f.merge(o, on=["design", "missing", "rep"], suffixes=("", "_oracle"))
+    if method in SEED_METHODS and len(p):
+        planned = seed_methods.SCHEDULES[method].n_steps
+        p = p.assign(converged=(p.status != "diverged") & (p.steps >= planned))
+    return p
+
+
+def rule_of(method: str) -> str:
+    """What a fit of ``method`` must meet for a verdict to rest on it: the seed's runs have no
+    stopping rule, they run a fixed number of sweeps, so every planned step."""
+    return (
+        "planned steps (the seed's runs stop after a fixed number of sweeps)"
+        if method in SEED_METHODS
+        else ("stopping rule")
+    )
 
 
 ACCURACY_CLAIM = (
@@ -101,7 +116,7 @@ ACCURACY_CLAIM = (
 def seed_run_claim(s: pd.DataFrame) -> Claim:
     """The seed's 0.967 judged on the seed's own run (``bbvi_seed``); runs that became non-finite
     before their last step cannot say what the finished run reaches (not comparable)."""
-    return unless_non_finite(accuracy_claim(s, "bbvi_seed", "bbvi_seed", "the seed's run's", "planned steps"), s)
+    return unless_non_finite(accuracy_claim(s, "bbvi_seed", "bbvi_seed", "the seed's run's", rule_of("bbvi_seed")), s)
 
 
 def accuracy_claim(f: pd.DataFrame, method: str, name: str, whose: str, rule: str = "stopping rule") -> Claim:
@@ -176,7 +191,7 @@ def method_claims(fits: pd.DataFrame, oracle: pd.DataFrame) -> list[Claim]:
                 clean(page_sentence(v)),
                 method,
             )
-            rows.append(unless_non_finite(rests_on(claim, p), p))
+            rows.append(unless_non_finite(rests_on(claim, p, rule_of(method)), p))
     return rows
 
 

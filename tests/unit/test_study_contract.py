@@ -21,8 +21,10 @@ MODULES = {"conditions", "settings", "data", "methods", "tables", "figures", "re
 # accuracy at the true parameters, and reference_methods: vibo's MML and NUTS, kept apart so that
 # methods stays under 400 lines; reproduction_figures: amortized_ifa's page figures, kept apart
 # so that reproduction stays under 400, and reproduction_pairs: the fits paired by replication that
-# both of those read; seed_numbers: how a study's figures answer the numbers its seed reports (issue 46)
+# both of those read; seed_numbers: how a study's figures answer the numbers its seed reports (issue 46);
+# diagnostics: fits beside the run's that tell the seed's method from this implementation (issue 46)
 OPTIONAL = {
+    "diagnostics",
     "evaluation",
     "seed_methods",
     "oracle",

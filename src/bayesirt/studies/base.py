@@ -30,6 +30,9 @@ A study is a package ``bayesirt.studies.<name>`` of the same modules, each with 
     What a study computes of every fit alike, whatever the method, when ``methods.py`` would
     otherwise outgrow its one job (vibo: recovery, calibration, scored cells, held-out
     log-likelihood).
+``diagnostics.py`` (optional)
+    Fits beside the run's that say whether a figure unlike the seed's comes from the seed's
+    method or from this implementation, shown on the reproduction page (dcm_bbvi).
 
 ``methods.py`` also gives ``fit_block(...)``: the replications of one condition fitted as one
 block (``inference.execution.bulk`` for the methods on the training driver, one after another for the

@@ -205,18 +205,23 @@ def test_every_benchmark_case_has_its_figures_listed():
     )
 
 
-# Cases whose smoke run alone takes a minute or more in CI (two test processes on two cores;
-# seconds of the last CI run's smoke results): they smoke-run under the slow marker (`make
-# test-all`), so that the default run keeps its 30-minute budget. bulk_replications drives
-# Snakemake's block jobs for the paper config (216 s; the blocks and the workflow have their own
-# tests), program_width times each width in a process of its own (83 s), and the other three fit
-# several small models whose methods the unit and statistical tests fit too (63-84 s).
+# Cases whose smoke run alone takes half a minute or more in CI (two test processes on two cores;
+# seconds of a CI run's smoke results): they smoke-run under the slow marker (`make test-all`), so
+# that the default run keeps its 30-minute budget. bulk_replications drives Snakemake's block jobs
+# for the paper config (216 s; the blocks and the workflow have their own tests), program_width
+# times each width in a process of its own (83 s), and the others fit several small models whose
+# methods the unit and statistical tests fit too (33-84 s).
 LONG_SMOKE_CASES = (
     "bulk_replications",
     "program_width",
     "rb_objective_cost",
     "uncertainty_calibration",
     "vi_item_calibration",
+    "convergence_grid",
+    "fit_checks_calibration",
+    "dcm_bbvi_seed_design",
+    "ifa_ipip_scale",
+    "vibo_vs_nuts",
 )
 
 

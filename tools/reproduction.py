@@ -164,8 +164,6 @@ def collect(args) -> int:
 
 
 def diagnose(args) -> int:
-    import time
-
     import yaml
 
     from bayesirt.studies import reproduction
@@ -179,14 +177,9 @@ def diagnose(args) -> int:
         "commit": commit(),
         "machine": machine(),
         "data_sets": args.data_sets,
-        "started": now(),
     }
-    t0 = time.perf_counter()
     out = ROOT / DATA / args.study / reproduction.DIAGNOSTICS
-    # the facts' end and seconds are known only after the run: written once more with them
     reproduction.diagnose(args.study, seed, args.data_sets, out, facts)
-    facts.update(finished=now(), seconds=round(time.perf_counter() - t0, 1), seed=seed)
-    (out / f"{reproduction.DIAGNOSTICS}.json").write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n")
     print(f"diagnose: {args.study} -> {out.relative_to(ROOT)}")
     return 0
 

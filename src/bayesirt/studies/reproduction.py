@@ -23,9 +23,11 @@ The page is never typed by hand: ``tools/reproduction.py`` runs both steps.
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import json
 import shutil
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -165,20 +167,28 @@ def load_tables(study: str, data: Path) -> dict[str, pd.DataFrame]:
     return tables
 
 
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def diagnose(study: str, seed: int, n_data_sets: int, out: Path, facts: dict) -> Path:
     """Run a study's diagnostics (its module's ``diagnose``) and write each table as
     ``out/<name>.csv`` (``out``: ``docs/reproduction/data/<study>/diagnostics``) with ``facts``
-    (command, commit, machine, times) as ``diagnostics.json``. Returns ``out``."""
+    (command, commit, machine), the seed and the run's start, end and seconds as
+    ``diagnostics.json``. Returns ``out``."""
     module, out = study_module(study), Path(out)
     if not hasattr(module, "diagnose"):
         raise ValueError(f"{study} has no diagnostics")
+    started, t0 = now(), time.perf_counter()
     tables = module.diagnose(seed, n_data_sets)
+    seconds = round(time.perf_counter() - t0, 1)
+    facts = {**facts, "seed": seed, "started": started, "finished": now(), "seconds": seconds}
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     for name, table in tables.items():
         table.to_csv(out / f"{name}.csv", index=False)
-    (out / f"{DIAGNOSTICS}.json").write_text(json.dumps({**facts, "seed": seed}, indent=2, sort_keys=True) + "\n")
+    (out / f"{DIAGNOSTICS}.json").write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n")
     return out
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 from bayesirt import io
 from bayesirt.data import missingness
 from bayesirt.data.simulate_lcdm import simulate_lcdm
+from bayesirt.models import lcdm
 
 
 def q_matrix(spec: dict, rng: np.random.Generator) -> np.ndarray | None:
@@ -52,6 +53,18 @@ def read(responses, truth) -> tuple[io.ResponseMatrix, pd.DataFrame, np.ndarray]
     the responses' sidecar)."""
     rm = io.read_responses(responses)
     return rm, pd.read_csv(truth), np.asarray(rm.attrs["q_matrix"])
+
+
+def true_beta(truth: pd.DataFrame, des: lcdm.Design) -> np.ndarray:
+    """The truth table's coefficients, padded as the models hold them (J, K)."""
+    tb = truth[truth.parameter == "beta"]
+    items = range(des.delta.shape[0])
+    return np.asarray(lcdm.pack_beta([tb[tb.item == j].value.to_numpy() for j in items], des.delta.shape[2]))
+
+
+def true_profiles(truth: pd.DataFrame) -> np.ndarray:
+    """Each person's true profile index (N,), from the truth table."""
+    return truth[truth.parameter == "profile"].value.to_numpy().astype(int)
 
 
 class Problem(NamedTuple):

@@ -28,14 +28,13 @@ import jax
 import numpy as np
 import pandas as pd
 
-from bayesirt.inference.dcm import bbvi, bbvi_seed, collapsed_vi
+from bayesirt.inference.dcm import bbvi, bbvi_seed
 from bayesirt.inference.dcm.bbvi_family import init_params
 from bayesirt.inference.execution.training import keep_last_good, train_problem
-from bayesirt.models import lcdm
 from bayesirt.seeds import derive
 from bayesirt.studies.dcm_bbvi import conditions, data, methods
 from bayesirt.studies.dcm_bbvi import seed_methods as seed
-from bayesirt.studies.dcm_bbvi.oracle import oracle_accuracy
+from bayesirt.studies.dcm_bbvi.oracle import modal_accuracy, oracle_accuracy
 from bayesirt.studies.dcm_bbvi.tables import accuracy
 
 # this project's probe, not a seed run: the full-model run's first sweep with the q(beta) block's
@@ -71,13 +70,6 @@ def data_set(base_seed: int, rep: int, design: dict | None = None):
     return rm, truth, q, derive(base_seed, "fit", "dcm_bbvi", DESIGN, MISSING, rep)
 
 
-def true_beta(truth: pd.DataFrame, des: lcdm.Design) -> np.ndarray:
-    tb = truth[truth.parameter == "beta"]
-    return np.asarray(
-        lcdm.pack_beta([tb[tb.item == j].value.to_numpy() for j in range(des.delta.shape[0])], des.delta.shape[2])
-    )
-
-
 def start_of(method: str, prob: bbvi.Problem, truth: pd.DataFrame) -> dict:
     """The variational parameters ``method``'s fit starts from (as ``methods.TRAINED`` builds it)."""
     if method == PROBE:
@@ -87,25 +79,9 @@ def start_of(method: str, prob: bbvi.Problem, truth: pd.DataFrame) -> dict:
     return init_params(prob.n_persons, prob.design, methods.bbvi_settings(method, methods.StudyConfig()))
 
 
-def modal_accuracy(beta: np.ndarray, rm, truth: pd.DataFrame, q: np.ndarray) -> float:
-    """Pattern accuracy of the modal profiles at coefficients ``beta`` with uniform profile
-    probabilities."""
-    des = lcdm.design(q)
-    n_prof = des.delta.shape[1]
-    y_obs, n_obs = lcdm.observed_counts(rm.responses)
-    post = collapsed_vi.profile_posterior(
-        np.asarray(beta, np.float32),
-        np.full(n_prof, -np.log(n_prof), np.float32),
-        np.asarray(des.delta, np.float32),
-        y_obs,
-        n_obs,
-    )
-    true_profile = truth[truth.parameter == "profile"].value.to_numpy().astype(int)
-    return accuracy(np.asarray(post), true_profile, q.shape[1])["pattern_accuracy"]
-
-
-def one_fit(method: str, rep: int, rm, truth, q, fit_seed: int) -> dict:
-    """One row of the diagnostic table: ``method`` fitted to one data set."""
+def one_fit(method: str, rep: int, rm, truth, q, fit_seed: int, oracle: float) -> dict:
+    """One row of the diagnostic table: ``method`` fitted to one data set (``oracle``: its
+    oracle's pattern accuracy)."""
     config = methods.StudyConfig(variance_repeats=0)
     fields = {"condition": method, "replication": rep}
     p = methods.data_problem("bbvi_seed" if method == PROBE else method, rm, truth, q, fit_seed, config, fields)
@@ -121,8 +97,10 @@ def one_fit(method: str, rep: int, rm, truth, q, fit_seed: int) -> dict:
     res = keep_last_good(train_problem, problem)
     seconds = time.perf_counter() - t0
     s = bbvi.summarize(res.params, des, key=jax.random.fold_in(p.key, 2))
-    end, beta = np.asarray(s.beta_mean), true_beta(truth, des)
-    acc = accuracy(s.profile_prob, truth[truth.parameter == "profile"].value.to_numpy().astype(int), q.shape[1])
+    end, beta = np.asarray(s.beta_mean), data.true_beta(truth, des)
+    acc = accuracy(s.profile_prob, data.true_profiles(truth), q.shape[1])
+    n_prof = des.delta.shape[1]
+    start_acc = modal_accuracy(start, np.full(n_prof, -np.log(n_prof)), rm, truth, q)["pattern_accuracy"]
     rms = lambda x: float(np.sqrt(np.mean(np.square(x[mask]))))
     schedule = PROBE_SCHEDULE if method == PROBE else seed.SCHEDULES.get(method)
     planned = schedule.n_steps if schedule else config.bbvi_train.max_steps
@@ -134,8 +112,8 @@ def one_fit(method: str, rep: int, rm, truth, q, fit_seed: int) -> dict:
         "status": "diverged" if "diverged_at_step" in res.extra else ("converged" if res.converged else res.reason),
         "pattern_accuracy": acc["pattern_accuracy"],
         "top2_accuracy": acc["top2_accuracy"],
-        "start_pattern_accuracy": modal_accuracy(start, rm, truth, q),
-        "oracle_pattern_accuracy": oracle_accuracy(rm, truth, q)["pattern_accuracy"],
+        "start_pattern_accuracy": start_acc,
+        "oracle_pattern_accuracy": oracle,
         "beta_rmse_start": rms(start - beta),
         "beta_rmse_end": rms(end - beta),
         "beta_move_rms": rms(end - start),
@@ -148,8 +126,9 @@ def run(base_seed: int, n_data_sets: int = 20, design: dict | None = None, progr
     rows = []
     for rep in range(n_data_sets):
         rm, truth, q, fit_seed = data_set(base_seed, rep, design)
+        oracle = oracle_accuracy(rm, truth, q)["pattern_accuracy"]
         for method in METHODS:
-            rows.append(one_fit(method, rep, rm, truth, q, fit_seed))
+            rows.append(one_fit(method, rep, rm, truth, q, fit_seed, oracle))
             r = rows[-1]
             progress(
                 f"rep {rep} {method}: {r['steps']} of {r['steps_planned']} steps ({r['status']}), "

@@ -12,19 +12,22 @@ from bayesirt.studies.dcm_bbvi import data
 from bayesirt.studies.dcm_bbvi.tables import accuracy
 
 
-def oracle_accuracy(rm, truth, q) -> dict:
-    """Accuracy of the modal posterior profile at the true beta and pi: the ceiling any
-    estimator of this data set can be expected to reach (up to chance)."""
+def modal_accuracy(beta, log_pi, rm, truth, q) -> dict:
+    """Accuracy of the modal posterior profiles at coefficients ``beta`` (J, K) and log profile
+    probabilities ``log_pi`` (L,) against the true profiles."""
     des = lcdm.design(q)
-    tb = truth[truth.parameter == "beta"]
-    beta = lcdm.pack_beta([tb[tb.item == j].value.to_numpy() for j in range(q.shape[0])], des.delta.shape[2])
-    log_pi = np.log(truth[truth.parameter == "profile_probability"].value.to_numpy())
     y_obs, n_obs = lcdm.observed_counts(rm.responses)
     post = collapsed_vi.profile_posterior(
         np.asarray(beta, np.float32), np.asarray(log_pi, np.float32), np.asarray(des.delta, np.float32), y_obs, n_obs
     )
-    true_profile = truth[truth.parameter == "profile"].value.to_numpy().astype(int)
-    return accuracy(np.asarray(post), true_profile, q.shape[1])
+    return accuracy(np.asarray(post), data.true_profiles(truth), q.shape[1])
+
+
+def oracle_accuracy(rm, truth, q) -> dict:
+    """Accuracy of the modal posterior profile at the true beta and pi: the ceiling any
+    estimator of this data set can be expected to reach (up to chance)."""
+    log_pi = np.log(truth[truth.parameter == "profile_probability"].value.to_numpy())
+    return modal_accuracy(data.true_beta(truth, lcdm.design(q)), log_pi, rm, truth, q)
 
 
 def oracle_table(datasets, responses, truths) -> pd.DataFrame:

@@ -27,6 +27,7 @@ import numpy as np
 from bayesirt.inference.dcm import bbvi, bbvi_seed
 from bayesirt.inference.execution import training
 from bayesirt.models import lcdm
+from bayesirt.studies.dcm_bbvi import data
 from bayesirt.studies.dcm_bbvi.conditions import SEED_METHODS  # noqa: F401 (the study names them here too)
 
 # "a0 = 1e-2 / b0 = 1e-4 / d0 = ones(size(obs.D[1], 1)) / M = 1000 / model = DCModel(obs, d0, a0, b0, M)"
@@ -65,11 +66,9 @@ def start(method: str, prob: bbvi.Problem, truth) -> dict:
     if truth is None:
         raise ValueError(f"dcm_bbvi: {method} starts at the true values and needs a simulated data set's truth")
     if method == "bbvi_beta_truth_seed":
-        tb = truth[truth.parameter == "beta"]
-        k = prob.design.delta.shape[2]
-        beta = lcdm.pack_beta([tb[tb.item == j].value.to_numpy() for j in range(prob.design.delta.shape[0])], k)
+        beta = data.true_beta(truth, prob.design)
         return params | {"mu": jnp.asarray(beta * prob.design.feature_mask, jnp.float32)}
-    profile = truth[truth.parameter == "profile"].value.to_numpy().astype(int)
+    profile = data.true_profiles(truth)
     n_prof = prob.design.delta.shape[1]
     other = (1.0 - PI_AT_TRUTH_MASS) / (n_prof - 1)
     pi_star = np.where(np.arange(n_prof)[None, :] == profile[:, None], PI_AT_TRUTH_MASS, other)

@@ -16,7 +16,7 @@ from bayesirt import io, records
 from bayesirt.evaluation.recovery import metrics
 from bayesirt.models import lcdm
 from bayesirt.studies.base import MethodResult
-from bayesirt.studies.dcm_bbvi.data import Problem
+from bayesirt.studies.dcm_bbvi.data import Problem, true_profiles
 
 
 def fit_records(paths) -> pd.DataFrame:
@@ -127,8 +127,7 @@ def scored(p: Problem, result: MethodResult, profile_prob, extra: dict | None = 
     (where the truth is known), then ``extra``."""
     record = result.record
     if p.truth is not None:
-        true_profile = p.truth[p.truth.parameter == "profile"].value.to_numpy().astype(int)
-        record["accuracy"] = accuracy(profile_prob, true_profile, p.q.shape[1])
+        record["accuracy"] = accuracy(profile_prob, true_profiles(p.truth), p.q.shape[1])
         b = result.estimates[result.estimates.parameter == "beta"]
         record["recovery"] = {
             "beta": metrics(b["mean"], b["true"]),

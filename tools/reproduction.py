@@ -163,14 +163,33 @@ def collect(args) -> int:
     return 0
 
 
-def diagnose(args) -> int:
+def load_config(paths) -> dict:
+    """The config files merged as Snakemake merges them (later ones key by key over earlier ones),
+    validated against the workflow's schema with its defaults filled in: what a job's rules see."""
     import yaml
+    from snakemake.utils import update_config, validate
 
+    config = {}
+    for path in paths:
+        update_config(config, yaml.safe_load((ROOT / path).read_text()))
+    validate(config, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"), set_default=True)
+    return config
+
+
+def diagnose(args) -> int:
     from bayesirt.studies import reproduction
 
-    seed = None
-    for path in args.config:  # later files override earlier ones; the seed is all this reads
-        seed = yaml.safe_load((ROOT / path).read_text()).get("seed", seed)
+    config = load_config(args.config)
+    module = reproduction.study_module(args.study)
+    # a study whose diagnostics read the run's files (``diagnostic_inputs``) has them built (or
+    # found up to date) by the workflow first, with the same config
+    files = module.diagnostic_inputs(config, args.data_sets) if hasattr(module, "diagnostic_inputs") else []
+    if files:
+        command = ["make", "run", f"ARGS={' '.join(files)} --configfile {' '.join(args.config)}"]
+        print(f"diagnose: {shlex.join(command)}", flush=True)
+        status = subprocess.run(command, cwd=ROOT, env={**os.environ, "XLA_FLAGS": ""}).returncode
+        if status:
+            return status
     facts = {
         "command": shlex.join(["python", "tools/reproduction.py", *sys.argv[1:]]),
         "config": " ".join(args.config),
@@ -179,7 +198,8 @@ def diagnose(args) -> int:
         "data_sets": args.data_sets,
     }
     out = ROOT / DATA / args.study / reproduction.DIAGNOSTICS
-    reproduction.diagnose(args.study, seed, args.data_sets, out, facts)
+    os.chdir(ROOT)  # the run's files are named relative to the repository
+    reproduction.diagnose(args.study, config, args.data_sets, out, facts)
     print(f"diagnose: {args.study} -> {out.relative_to(ROOT)}")
     return 0
 
@@ -232,7 +252,12 @@ def main(argv=None) -> int:
     p.set_defaults(step_function=collect)
     p = sub.add_parser("diagnose", help="run a study's diagnostics into docs/reproduction/data/<study>/diagnostics/")
     p.add_argument("study")
-    p.add_argument("--config", nargs="+", default=["config/paper.yaml"], help="its seed: the data sets' seeds")
+    p.add_argument(
+        "--config",
+        nargs="+",
+        default=["config/paper.yaml"],
+        help="the run's config files (its seeds, designs, settings)",
+    )
     p.add_argument("--data-sets", type=int, default=20, help="how many of the study's data sets")
     p.set_defaults(step_function=diagnose)
     p = sub.add_parser("synthetic-ipip", help="write the full-size synthetic IPIP-FFM file for amortized_ifa")

@@ -15,7 +15,8 @@ kept, or None for all of them; those in ``OPTIONAL`` may be absent from a run),
 ``figures(tables, folder) -> list[(file, caption)]``.
 A study may also have diagnostics: fits run apart from the study's run to say whether a figure
 that differs from the seed's comes from the seed's method or from this implementation
-(``diagnose(seed, n_data_sets) -> {name: table}`` and ``diagnostics_section(tables, facts)``);
+(``diagnose(config, n_data_sets) -> {name: table}``, optionally ``diagnostic_inputs(config,
+n_data_sets)``: the workflow's files it reads, and ``diagnostics_section(tables, facts)``);
 ``tools/reproduction.py diagnose`` writes them to ``docs/reproduction/data/<study>/diagnostics/``,
 which a later collect keeps, and the page shows them.
 The page is never typed by hand: ``tools/reproduction.py`` runs both steps.
@@ -164,6 +165,9 @@ def load_tables(study: str, data: Path) -> dict[str, pd.DataFrame]:
                     table.insert(0, column, path.relative_to(data).parts[position])
             parts.append(table)
         tables[key] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    # the diagnostics' tables (where they were run), which a module's claims may read
+    for path in sorted((Path(data) / DIAGNOSTICS).glob("*.csv")):
+        tables[f"{DIAGNOSTICS}/{path.stem}"] = pd.read_csv(path)
     return tables
 
 
@@ -171,18 +175,18 @@ def now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def diagnose(study: str, seed: int, n_data_sets: int, out: Path, facts: dict) -> Path:
-    """Run a study's diagnostics (its module's ``diagnose``) and write each table as
-    ``out/<name>.csv`` (``out``: ``docs/reproduction/data/<study>/diagnostics``) with ``facts``
-    (command, commit, machine), the seed and the run's start, end and seconds as
-    ``diagnostics.json``. Returns ``out``."""
+def diagnose(study: str, config: dict, n_data_sets: int, out: Path, facts: dict) -> Path:
+    """Run a study's diagnostics (its module's ``diagnose(config, n_data_sets)``, ``config`` the
+    run's, validated with its defaults) and write each table as ``out/<name>.csv`` (``out``:
+    ``docs/reproduction/data/<study>/diagnostics``) with ``facts`` (command, commit, machine),
+    the config's seed and the run's start, end and seconds as ``diagnostics.json``. Returns ``out``."""
     module, out = study_module(study), Path(out)
     if not hasattr(module, "diagnose"):
         raise ValueError(f"{study} has no diagnostics")
     started, t0 = now(), time.perf_counter()
-    tables = module.diagnose(seed, n_data_sets)
+    tables = module.diagnose(config, n_data_sets)
     seconds = round(time.perf_counter() - t0, 1)
-    facts = {**facts, "seed": seed, "started": started, "finished": now(), "seconds": seconds}
+    facts = {**facts, "seed": config["seed"], "started": started, "finished": now(), "seconds": seconds}
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)

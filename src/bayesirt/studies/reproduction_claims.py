@@ -175,17 +175,23 @@ def tolerance_verdict(values, target: float, tolerance: float) -> tuple[str, str
     return "inconclusive", f"{text}: across a bound; {needed_text(replications_needed(mean, sd, bound))}."
 
 
-def rests_on(claim: Claim, fits, rule: str = "stopping rule") -> Claim:
+def rests_on(claim: Claim, fits, rule: str = "stopping rule", doubling: tuple[bool, str] | None = None) -> Claim:
     """A claim whose ``fits`` (a table with a ``converged`` column: whether each met its stopping
     rule) did not all meet it decides nothing: a supported or contradicted verdict becomes
-    inconclusive, and the row says how many fits met it. Fits whose table has no such column
-    leave the claim as it is (nothing to say either way)."""
+    inconclusive, and the row says how many fits met it; unless ``doubling`` (whether doubling
+    the fits' steps moves the claim's figure by less than its interval, and the sentence that
+    says so) holds, when the verdict stands with that sentence. Fits whose table has no such
+    column leave the claim as it is (nothing to say either way)."""
     if "converged" not in fits:
         return claim
     flags = np.asarray(fits["converged"], dtype=bool)
     met, total = int(flags.sum()), int(flags.size)
     if total == 0 or met == total:
         return claim
+    if doubling is not None and doubling[0]:
+        return replace(
+            claim, why=f"{claim.why.rstrip()} Rests on {met} of {total} fits that met their {rule}. {doubling[1]}"
+        )
     capped = claim.verdict in DECISIVE
     why = (
         claim.why.rstrip()

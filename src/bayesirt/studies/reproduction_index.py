@@ -21,7 +21,9 @@ METHOD_COLUMNS = ("method", "objective")  # rb_imputation names its fits' object
 def methods_of(tables: dict[str, pd.DataFrame]) -> list[str]:
     """Every method (or objective) that any of a run's tables names, in order of appearance."""
     names = {}
-    for table in tables.values():
+    for key, table in tables.items():
+        if key.startswith(f"{reproduction.DIAGNOSTICS}/"):  # fits apart from the run
+            continue
         for column in METHOD_COLUMNS:
             if column in table:
                 names |= dict.fromkeys(str(m) for m in table[column].dropna())

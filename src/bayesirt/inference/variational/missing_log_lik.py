@@ -101,8 +101,10 @@ def select_log_prob(probs, y):
     return jnp.moveaxis(jnp.log(jnp.maximum(p, TINY)), -1, 0)
 
 
-def copies_missing_log_lik(key, params, batch, cell_probs, n_copies: int):
-    """(M, B): each copy's log-likelihood of its imputed cells (0 for persons without any).
+def copies_missing_log_lik(key, params, batch, cell_probs, n_copies: int, weighted: bool = False):
+    """(M, B): each copy's log-likelihood of its imputed cells (0 for persons without any), or
+    with ``weighted`` its log importance weight, log p(y) - log q(y) summed over the cells (q the
+    imputation PMF the cell was drawn from).
 
     Parameters
     ----------
@@ -116,16 +118,22 @@ def copies_missing_log_lik(key, params, batch, cell_probs, n_copies: int):
         ``cell_probs(params, persons, items)``, see ``objectives``.
     n_copies : int
         M, imputed copies.
+    weighted : bool
+        Subtract each drawn category's log imputation probability (an importance weight whose
+        mean over the draws is exactly 1 when p sums to one: ``objectives.importance_weighted``).
 
     Returns
     -------
     jax.Array
-        Log-likelihoods, shape (M, B).
+        Log-likelihoods (or log weights), shape (M, B).
     """
     view = batch_cells(batch, missing_cells(batch))
     probs = cell_probs(params, view.persons, view.items)
     y_imp = draw_imputations(key, view.cdf, n_copies, view)
-    return per_person(select_log_prob(probs, y_imp), view, batch["miss_count"].shape[0])
+    values = select_log_prob(probs, y_imp)
+    if weighted:  # q does not depend on the parameters: a constant of the gradient, not of the weights
+        values = values - select_log_prob(view.pmf, y_imp)
+    return per_person(values, view, batch["miss_count"].shape[0])
 
 
 def exact_missing_log_lik(params, batch, cell_probs):

@@ -12,6 +12,11 @@ With y_obs the observed cells of person n and q_c the imputation PMF of missing 
 * ``naive_average``  sum_obs log p(y) + 1/M sum_m sum_c log p(y_c^(m))       (seed 5.1)
 * ``rao_blackwell``  sum_obs log p(y) + log 1/M sum_m exp(sum_c log p(y_c^(m)))  (seed 5.2-5.3)
 * ``exact_marginal`` sum_obs log p(y) + sum_c log sum_k q_c(k) p(Y_c = k)  (the M -> inf limit)
+* ``importance_weighted`` sum_obs log p(y) + log 1/M sum_m exp(sum_c [log p(y_c^(m)) - log q_c(y_c^(m))])
+                     (this project's, not the seed's: the copies divided by the probability of
+                     their imputation; the mean of the weights is 1 for every parameter value, so
+                     as M grows the objective tends to zero_fill's observed-data likelihood,
+                     which is the right one under MCAR and MAR, whatever the imputation model)
 
 Because log p(Y_obs, Y_mis^(m)) = log p(Y_obs) + log p(Y_mis^(m)) given the parameters, the
 observed part is computed once and only the missing cells are evaluated per copy; it factors
@@ -73,7 +78,16 @@ from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import grm
 
 # rao_blackwell_seed: seed 000's name for rao_blackwell_batch's estimator (run at the seed's M)
-NAMES = ("zero_fill", "naive_average", "rao_blackwell", "rao_blackwell_batch", "exact_marginal", "rao_blackwell_seed")
+# importance_weighted: this project's, the copies divided by their imputation probability
+NAMES = (
+    "zero_fill",
+    "naive_average",
+    "rao_blackwell",
+    "rao_blackwell_batch",
+    "exact_marginal",
+    "rao_blackwell_seed",
+    "importance_weighted",
+)
 
 
 # ----------------------------------------------------------------------------- the model's part
@@ -161,7 +175,7 @@ def zero_fill(st: fgrm.Structure, observed_log_lik: Callable | None = None):
     return log_likelihood
 
 
-def _copies_objective(st, n_copies: int, combine, observed_log_lik=None, cell_probs=None):
+def _copies_objective(st, n_copies: int, combine, observed_log_lik=None, cell_probs=None, weighted=False):
     if int(n_copies) != n_copies or n_copies < 1:
         raise ValueError(f"number of imputed copies must be a positive integer, got {n_copies!r}")
     observed, cell_probs = _defaults(st, observed_log_lik, cell_probs)
@@ -170,7 +184,7 @@ def _copies_objective(st, n_copies: int, combine, observed_log_lik=None, cell_pr
         obs = observed(params, batch)
         if missing_cells(batch) is None:  # seed 5.5: nothing to impute, fall through
             return obs
-        miss = copies_missing_log_lik(key, params, batch, cell_probs, n_copies)  # (M, B)
+        miss = copies_missing_log_lik(key, params, batch, cell_probs, n_copies, weighted)  # (M, B)
         if n_copies == 1:  # seed 5.5: single imputation, exactly
             return obs + miss[0]
         return obs + combine(miss)
@@ -249,6 +263,40 @@ def rao_blackwell(st: fgrm.Structure, n_copies: int, per: str = "person", observ
     return _copies_objective(st, n_copies, combine, observed_log_lik, cell_probs)
 
 
+def importance_weighted(st: fgrm.Structure, n_copies: int, observed_log_lik=None, cell_probs=None):
+    """The ``importance_weighted`` objective (this project's): observed part plus, per person,
+    the log-mean-exp over M copies of the imputed cells' log-likelihood minus the log
+    probability of their imputation (module docstring). An unbiased estimate of each person's
+    observed-data likelihood times 1 (Jensen makes its log a lower bound that tightens with M),
+    so it targets zero-fill's likelihood with the imputations as a proposal.
+
+    Parameters
+    ----------
+    st : fgrm.Structure
+        Scales and categories per item (used only for the defaults of the model's part).
+    n_copies : int
+        M, imputed copies per step.
+    observed_log_lik : callable, optional
+        ``observed_log_lik(params, batch) -> (B,)`` (default: ``factorized_observed(st)``).
+    cell_probs : callable, optional
+        ``cell_probs(params, persons, items)`` (default: ``factorized_cell_probs(st)``).
+
+    Returns
+    -------
+    callable
+        ``log_likelihood(params, batch, key) -> (B,)``.
+
+    Raises
+    ------
+    ValueError
+        If ``n_copies`` is not a positive integer.
+    """
+    log_m = math.log(n_copies) if n_copies >= 1 else 0.0
+    return _copies_objective(
+        st, n_copies, lambda miss: jax.nn.logsumexp(miss, axis=0) - log_m, observed_log_lik, cell_probs, weighted=True
+    )
+
+
 def exact_marginal(st: fgrm.Structure, observed_log_lik=None, cell_probs=None):
     """The ``exact_marginal`` objective: observed part plus sum_c log sum_k q_c(k) P(Y_c = k)
     over the missing cells (the M -> inf limit; no draws, ``key`` is unused).
@@ -324,4 +372,6 @@ def make(
         return rao_blackwell(st, n_copies, "batch", observed_log_lik, cell_probs)
     if name == "exact_marginal":
         return exact_marginal(st, observed_log_lik, cell_probs)
+    if name == "importance_weighted":
+        return importance_weighted(st, n_copies, observed_log_lik, cell_probs)
     raise ValueError(f"unknown objective {name!r}; known: {', '.join(NAMES)}")

@@ -312,10 +312,11 @@ def figures(tables: dict, folder) -> list[tuple[str, str]]:
     return out
 
 
-def diagnose(seed: int, n_data_sets: int) -> dict[str, pd.DataFrame]:
+def diagnose(config: dict, n_data_sets: int) -> dict[str, pd.DataFrame]:
     """The page's diagnostics (``dcm_bbvi.diagnostics``): the seed's runs as written and this
-    project's BBVI, on the study's data sets of the seed's design."""
-    return {"seed_design_fits": diagnostics.run(seed, n_data_sets)}
+    project's BBVI, on the study's data sets of the seed's design (simulated again from the
+    config's seed)."""
+    return {"seed_design_fits": diagnostics.run(config["seed"], n_data_sets)}
 
 
 diagnostics_section = diagnostics.section

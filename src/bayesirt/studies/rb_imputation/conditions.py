@@ -20,9 +20,10 @@ OBJECTIVES = (
     "rao_blackwell_batch",
     "exact_marginal",
     "rao_blackwell_seed",
+    "importance_weighted",
 )
 # the objectives that average over M imputed copies: their conditions carry _M<copies>
-COPIES = ("naive_average", "rao_blackwell", "rao_blackwell_batch", "rao_blackwell_seed")
+COPIES = ("naive_average", "rao_blackwell", "rao_blackwell_batch", "rao_blackwell_seed", "importance_weighted")
 
 # Seed 000 as written (section 7, "Notebook Workflow Summary"), where the pipeline runs it:
 # ``rao_blackwell_seed`` is the seed's objective, "logsumexp(stack(results)) - log(M)" over the

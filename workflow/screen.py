@@ -9,7 +9,8 @@ for the default config. Everything stays where it was written (Snakemake's own l
 
 - one line per finished job: time, count, rule and wildcards;
 - each warning that is expected at demo scale once, marked so, with where to read about it
-  (further ones of the same kind are counted, and the count is shown at the end);
+  (further ones of the same kind are counted, and the count is shown at the end); in a run of
+  another config (``--configfile``) the same kinds are marked as expected at demo scale only;
 - every other line Snakemake or a job prints that is not a job's INFO line: errors, unknown
   warnings, a config error, Snakemake's own messages;
 - at the end, how long the run took and where the reports and tables are.
@@ -96,11 +97,29 @@ def duration(seconds: float) -> str:
     return f"{minutes} min {secs} s" if minutes else f"{secs} s"
 
 
-class Screen:
-    """Condenses Snakemake's merged output, a line at a time (``feed``), into ``write``."""
+def demo_scale(command: list[str]) -> bool:
+    """Whether a run is the default config's demo (no ``--configfile``, or only config/config.yaml):
+    only there are the ``EXPECTED`` warnings expected; in a run of another config they are a known
+    kind, to be read in the fits' records."""
+    files, taking = [], False
+    for arg in command:
+        for part in arg.split():  # make passes Snakemake's options in one ARGS word
+            if part in ("--configfile", "--configfiles"):
+                taking = True
+            elif taking and not part.startswith("-"):
+                files.append(part)
+            else:
+                taking = False
+    return all(Path(f).as_posix().endswith("config/config.yaml") for f in files)
 
-    def __init__(self, write=print):
+
+class Screen:
+    """Condenses Snakemake's merged output, a line at a time (``feed``), into ``write``; ``demo``:
+    whether the run is the default config's (``demo_scale``), which says how a known warning reads."""
+
+    def __init__(self, write=print, demo: bool = True):
         self.write = write
+        self.demo = demo
         self.jobs: dict[str, str] = {}  # jobid -> "rule (wildcards)"
         self.in_job = self.in_header = self.in_stats = self.skip_code_line = False
         self.job_id = self.job_rule = self.job_wildcards = ""
@@ -176,12 +195,18 @@ class Screen:
         name, meaning = kind
         self.counts[name] = self.counts.get(name, 0) + 1
         if self.counts[name] == 1:
-            self.write(f"warning (expected at demo scale: {meaning}; more in {DOCS}): {message}")
+            where = "expected at demo scale" if self.demo else "a known kind, expected at demo scale only"
+            self.write(f"warning ({where}: {meaning}; more in {DOCS}): {message}")
 
     def summary(self, seconds: float, status: int, reports: list[str]) -> list[str]:
         lines = [""]
         if self.counts:
-            lines.append(f"Warnings expected at demo scale (read more: {DOCS}):")
+            what = (
+                "expected at demo scale"
+                if self.demo
+                else "of kinds expected at demo scale only; read the fits' records"
+            )
+            lines.append(f"Warnings {what} (read more: {DOCS}):")
             lines += [f"  {n} x {name} (the first shown above)" for name, n in self.counts.items()]
         if status != 0:
             lines.append(f"Stopped after {duration(seconds)} with status {status} ({self.done} jobs finished).")
@@ -205,7 +230,7 @@ def main(argv: list[str]) -> int:
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     # Ctrl-C goes to the whole process group: Snakemake stops its jobs and exits; keep reading
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    screen = Screen(lambda text: print(text, flush=True))
+    screen = Screen(lambda text: print(text, flush=True), demo=demo_scale(command))
     assert proc.stdout is not None
     for line in proc.stdout:
         try:

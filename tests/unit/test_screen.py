@@ -96,6 +96,19 @@ def test_a_line_per_job_and_each_expected_warning_once():
     ]
 
 
+def test_a_run_of_another_config_does_not_call_its_warnings_expected():
+    assert screen.demo_scale(["snakemake", "--cores", "all", "results/reports/vibo.html"])
+    assert screen.demo_scale(["snakemake", "--configfile", "config/config.yaml"])
+    assert not screen.demo_scale(["snakemake", "--cores", "all", "--configfile config/paper.yaml x.html"])
+    assert not screen.demo_scale(["snakemake", "--configfile", "config/paper.yaml", "config/reproduction/vibo.yaml"])
+    out = []
+    s = screen.Screen(out.append, demo=False)
+    for line in SNAKEMAKE.splitlines(keepends=True):
+        s.feed(line)
+    assert out[2].startswith("warning (a known kind, expected at demo scale only: few persons per item")
+    assert "Warnings of kinds expected at demo scale only; read the fits' records" in s.summary(1.0, 0, [])[1]
+
+
 def test_a_run_with_nothing_to_do_still_says_where_the_reports_are():
     nothing = "Nothing to be done (all requested files are present and up to date)."
     out, s = condensed(f"Building DAG of jobs...\n{nothing}\n")

@@ -121,3 +121,19 @@ def test_the_page_shows_the_diagnostics_and_a_new_collect_keeps_them(tmp_path):
     assert reproduction.diagnostics_section("gibbs_2pno", out) == ""  # a study without diagnostics
     assert reproduction.diagnostics_section("dcm_bbvi", tmp_path / "none") == ""  # not run
     assert reproduction.DIAGNOSTICS in reproduction.KEPT
+
+
+@pytest.mark.slow
+def test_the_doubled_fits_are_the_config_s_then_twice_the_longest_one_s_steps():
+    # config/test.yaml's dcm_bbvi (seed design at 200 persons, 20% MCAR, EM and BBVI with
+    # 80-160 steps): BBVI on both data sets, as configured and with the steps doubled; EM is not
+    # trained by steps and is left out
+    from tests.unit.test_rb_study import validated
+
+    config = validated()
+    doubled = diagnostics.doubled_fits(config, 5, progress=lambda line: None)
+    assert list(doubled.columns) == diagnostics.DOUBLED_COLUMNS and len(doubled) == 2
+    assert set(doubled.method) == {"bbvi"} and set(doubled.missing) == {"mcar20"} and list(doubled.rep) == [0, 1]
+    assert (doubled.steps <= 160).all() and (doubled.steps_doubled == 2 * doubled.steps.max()).all()
+    assert doubled[["pattern_accuracy", "pattern_accuracy_doubled"]].apply(lambda c: c.between(0, 1)).all().all()
+    assert np.isfinite(doubled[["beta_rmse", "beta_rmse_doubled"]]).all().all()

@@ -190,6 +190,50 @@ def test_dcm_a_bbvi_near_the_oracle_supports_the_seed_and_one_far_below_contradi
     assert verdict_of(poor, "bbvi_cv classifies as well") == "supported"
 
 
+def test_dcm_unconverged_fits_keep_a_verdict_only_where_doubling_their_steps_does_not_move_it():
+    rng = np.random.default_rng(5)
+    tables = dcm_tables(20, 0.06, rng)
+    fits = tables["fits"]
+    fits.loc[fits.method == "bbvi", "converged"] = False
+    bbvi = fits[fits.method == "bbvi"]
+
+    def doubled(moved: float) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "design": "seed",
+                "missing": "mcar0",
+                "method": "bbvi",
+                "rep": bbvi.rep,
+                "steps": 100,
+                "converged": False,
+                "pattern_accuracy": bbvi.pattern_accuracy,
+                "beta_rmse": bbvi.beta_rmse,
+                "steps_doubled": 200,
+                "pattern_accuracy_doubled": bbvi.pattern_accuracy + moved,
+                "beta_rmse_doubled": bbvi.beta_rmse,
+                "seconds": 1.0,
+            }
+        )
+
+    def row(tables, start):
+        return next(c for c in dcm_page.claims(tables) if c.claim.startswith(start))
+
+    assert row(tables, "bbvi classifies as well").verdict == "inconclusive"
+    held = {**tables, f"{reproduction.DIAGNOSTICS}/doubled_fits": doubled(0.00001)}
+    for start in ("bbvi classifies as well", "BBVI classifies"):
+        claim = row(held, start)
+        assert claim.verdict == "contradicted" and "Rests on 0 of 20 fits that met their stopping rule." in claim.why
+        assert (
+            "Doubling every fit's steps (the diagnostics below) moves" in claim.why
+            and "so the verdict stands" in claim.why
+        )
+    # coefficients unmoved by doubling: the recovery claim stands as well
+    assert row(held, "bbvi's coefficient").verdict == "supported"
+    moved = {**tables, f"{reproduction.DIAGNOSTICS}/doubled_fits": doubled(0.05)}
+    assert row(moved, "bbvi classifies as well").verdict == "inconclusive"
+    assert "not less than its interval's half-width" in row(moved, "bbvi classifies as well").why
+
+
 def test_dcm_the_seeds_claim_is_judged_on_the_seeds_run_first_and_not_on_runs_that_became_non_finite():
     rng = np.random.default_rng(3)
     tables = dcm_tables(20, 0.002, rng)

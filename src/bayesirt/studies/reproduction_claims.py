@@ -175,6 +175,26 @@ def tolerance_verdict(values, target: float, tolerance: float) -> tuple[str, str
     return "inconclusive", f"{text}: across a bound; {needed_text(replications_needed(mean, sd, bound))}."
 
 
+def doubling(diff, diff_doubled, what: str = "the mean difference") -> tuple[bool, str]:
+    """Whether doubling the fits' steps moves a claim's figure, the mean of ``diff`` (one value per
+    replication: a paired difference, or the figure itself), by less than the half-width of its 95%
+    interval (Student's t, as the verdicts'); ``diff_doubled`` the same values from the doubled
+    fits. Returns that, and the sentence that says so (empty where there is no interval)."""
+    mean, low, high, n = mean_interval(diff)
+    if n < 2 or not np.isfinite(low) or high <= low:
+        return False, ""
+    moved, half = abs(float(np.nanmean(np.asarray(diff_doubled, float))) - mean), (high - low) / 2
+    holds = bool(moved < half)
+    return holds, (
+        f"Doubling every fit's steps (the diagnostics below) moves {what} by {moved:.4f}, "
+        + (
+            f"less than its interval's half-width {half:.4f}, so the verdict stands."
+            if holds
+            else f"not less than its interval's half-width {half:.4f}."
+        )
+    )
+
+
 def rests_on(claim: Claim, fits, rule: str = "stopping rule", doubling: tuple[bool, str] | None = None) -> Claim:
     """A claim whose ``fits`` (a table with a ``converged`` column: whether each met its stopping
     rule) did not all meet it decides nothing: a supported or contradicted verdict becomes
@@ -193,11 +213,18 @@ def rests_on(claim: Claim, fits, rule: str = "stopping rule", doubling: tuple[bo
             claim, why=f"{claim.why.rstrip()} Rests on {met} of {total} fits that met their {rule}. {doubling[1]}"
         )
     capped = claim.verdict in DECISIVE
+    tried = f" {doubling[1].rstrip('.')};" if doubling is not None and doubling[1] else ""  # a check that failed
     why = (
         claim.why.rstrip()
         + f" Rests on {met} of {total} fits that met their {rule}"
-        + (f", so the verdict is at most inconclusive (the numbers alone say {claim.verdict})." if capped else ".")
+        + ("." + tried if tried else "")
+        + (
+            f"{'' if tried else ','} so the verdict is at most inconclusive (the numbers alone say {claim.verdict})."
+            if capped
+            else ("" if tried else ".")
+        )
     )
+    why = why.rstrip(";") + ("." if why.endswith(";") else "")
     return replace(
         claim,
         verdict="inconclusive" if capped else claim.verdict,

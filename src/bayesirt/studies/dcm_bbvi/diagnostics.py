@@ -15,6 +15,12 @@ workflow builds them, ``derive(seed, "data", "dcm_bbvi", "seed", "mcar0", rep)``
    itself (modal profiles at the start's coefficients, uniform profile probabilities) beside the
    fit's. An accuracy the start already has is not the optimiser's.
 
+3. **Would longer fits move the verdicts?** (issue 46 item 5) This project's trained methods
+   (``DOUBLED``) on the seed design's data sets, complete and with the run's missingness, with the
+   run's settings (the config's) and again with twice the steps the block's longest fit took (no
+   early stop): pattern accuracy and coefficient RMSE at both. A claim whose fits did not meet
+   their stopping rule keeps its verdict where doubling moves its figure by less than its interval.
+
 Every fit is trained as the study trains it (``methods.TRAINED``, the last good state kept), with
 the study's fit seed of its data set; the fits are scored here without the study's PSIS and
 gradient-variance steps, which these questions do not need.
@@ -23,6 +29,7 @@ gradient-variance steps, which these questions do not need.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import jax
 import numpy as np
@@ -34,6 +41,7 @@ from bayesirt.inference.execution.training import keep_last_good, train_problem
 from bayesirt.seeds import derive
 from bayesirt.studies.dcm_bbvi import conditions, data, methods
 from bayesirt.studies.dcm_bbvi import seed_methods as seed
+from bayesirt.studies.dcm_bbvi import settings as study_settings
 from bayesirt.studies.dcm_bbvi.oracle import modal_accuracy, oracle_accuracy
 from bayesirt.studies.dcm_bbvi.tables import accuracy
 
@@ -62,12 +70,14 @@ COLUMNS = [
 ]
 
 
-def data_set(base_seed: int, rep: int, design: dict | None = None):
-    """(responses, truth, Q-matrix, fit seed) of replication ``rep`` of the seed's design with
-    complete responses, as the workflow simulates and fits it under config seed ``base_seed``."""
+def data_set(base_seed: int, rep: int, design: dict | None = None, missing: str = MISSING):
+    """(responses, truth, Q-matrix, fit seed) of replication ``rep`` of the seed's design (with
+    complete responses unless ``missing`` says otherwise), as the workflow simulates and fits it
+    under config seed ``base_seed``."""
     spec = conditions.design_spec(DESIGN, design or {})
-    rm, truth, q = data.simulate(spec, 0.0, derive(base_seed, "data", "dcm_bbvi", DESIGN, MISSING, rep))
-    return rm, truth, q, derive(base_seed, "fit", "dcm_bbvi", DESIGN, MISSING, rep)
+    rate = conditions.missing_rate(missing)
+    rm, truth, q = data.simulate(spec, rate, derive(base_seed, "data", "dcm_bbvi", DESIGN, missing, rep))
+    return rm, truth, q, derive(base_seed, "fit", "dcm_bbvi", DESIGN, missing, rep)
 
 
 def start_of(method: str, prob: bbvi.Problem, truth: pd.DataFrame) -> dict:
@@ -135,6 +145,83 @@ def run(base_seed: int, n_data_sets: int = 20, design: dict | None = None, progr
                 f"accuracy {r['pattern_accuracy']:.3f}, {r['seconds']:.0f} s"
             )
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+# this project's trained methods, refitted with the steps doubled (question 3)
+DOUBLED = ("bbvi", "bbvi_cv", "collapsed_vi")
+DOUBLED_COLUMNS = [
+    "design",
+    "missing",
+    "method",
+    "rep",
+    "steps",
+    "converged",
+    "pattern_accuracy",
+    "beta_rmse",
+    "steps_doubled",
+    "pattern_accuracy_doubled",
+    "beta_rmse_doubled",
+    "seconds",
+]
+
+
+def with_steps(config: methods.StudyConfig, steps: int) -> methods.StudyConfig:
+    """``config`` with every trained method run for exactly ``steps`` steps."""
+    fixed = {"min_steps": steps, "max_steps": steps}
+    return replace(
+        config, bbvi_train=replace(config.bbvi_train, **fixed), collapsed_train=replace(config.collapsed_train, **fixed)
+    )
+
+
+def figures_of(out) -> dict:
+    rec = out.record
+    return {
+        "steps": int(rec["steps"]),
+        "converged": bool(rec["converged"]),
+        "pattern_accuracy": rec["accuracy"]["pattern_accuracy"],
+        "beta_rmse": rec.get("recovery", {}).get("beta", {}).get("rmse"),
+    }
+
+
+def doubled_fits(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame:
+    """``DOUBLED`` on the first ``n_data_sets`` data sets of the seed's design, for each of the
+    config's missingness conditions of it, at the config's settings and with the steps doubled."""
+    study = config["studies"]["dcm_bbvi"]
+    design = study["designs"][DESIGN]
+    base = replace(methods.study_config(study_settings.Settings.from_config(config, DESIGN)), variance_repeats=0)
+    n = min(n_data_sets, design["replications"])
+    rows = []
+    for missing in design["missing"]:
+        sets = [data_set(config["seed"], rep, design, missing) for rep in range(n)]
+        for method in DOUBLED:
+            if method not in study["methods"]:
+                continue
+            reps = [
+                methods.Replication(rm, truth, q, conditions.Condition(DESIGN, missing, method, rep), fit_seed)
+                for rep, (rm, truth, q, fit_seed) in enumerate(sets)
+            ]
+            t0 = time.perf_counter()
+            first = [figures_of(o) for o in methods.fit_block(reps, base)]
+            steps = 2 * max(f["steps"] for f in first)
+            second = [figures_of(o) for o in methods.fit_block(reps, with_steps(base, steps))]
+            seconds = (time.perf_counter() - t0) / n
+            for rep, (a, b) in enumerate(zip(first, second, strict=True)):
+                rows.append(
+                    {
+                        "design": DESIGN,
+                        "missing": missing,
+                        "method": method,
+                        "rep": rep,
+                        **a,
+                        "steps_doubled": b["steps"],
+                        "pattern_accuracy_doubled": b["pattern_accuracy"],
+                        "beta_rmse_doubled": b["beta_rmse"],
+                        "seconds": round(seconds, 2),
+                    }
+                )
+            acc = np.mean([f["pattern_accuracy"] for f in first]), np.mean([f["pattern_accuracy"] for f in second])
+            progress(f"{missing} {method}: accuracy {acc[0]:.4f} -> {acc[1]:.4f} with {steps} steps")
+    return pd.DataFrame(rows, columns=DOUBLED_COLUMNS)
 
 
 # ---- the page's section ---------------------------------------------------------------------------
@@ -253,7 +340,7 @@ def section(tables: dict, facts: dict) -> str:
     """The reproduction page's section: the table of ``summary`` and the ``findings``."""
     from bayesirt.studies.reproduction import markdown_table
 
-    fits = tables.get("seed_design_fits")
+    fits, doubled = tables.get("seed_design_fits"), tables.get("doubled_fits")
     if fits is None or fits.empty:
         return ""
     return "\n".join(
@@ -271,5 +358,45 @@ def section(tables: dict, facts: dict) -> str:
             "",
             *[f"- {line}" for line in findings(fits)],
             "",
+            *doubled_section(doubled),
         ]
     )
+
+
+def doubled_summary(doubled: pd.DataFrame) -> pd.DataFrame:
+    """A row per condition and method: steps, accuracy and coefficient RMSE, at the run's
+    settings and doubled."""
+    rows = []
+    for (missing, method), d in doubled.groupby(["missing", "method"], sort=False):
+        moved = d.pattern_accuracy_doubled - d.pattern_accuracy
+        rows.append(
+            {
+                "condition": f"seed, {missing}",
+                "method": f"`{method}`",
+                "data sets": len(d),
+                "met their stopping rule": f"{int(d.converged.sum())} of {len(d)}",
+                "steps (median) -> doubled": f"{d.steps.median():.0f} -> {d.steps_doubled.iloc[0]}",
+                "pattern accuracy -> doubled": f"{d.pattern_accuracy.mean():.4f} -> "
+                f"{d.pattern_accuracy_doubled.mean():.4f}",
+                "largest move of one data set's accuracy": f"{moved.abs().max():.4f}",
+                "coefficient RMSE -> doubled": f"{d.beta_rmse.mean():.3f} -> {d.beta_rmse_doubled.mean():.3f}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def doubled_section(doubled: pd.DataFrame | None) -> list[str]:
+    """The doubling check's table (issue 46 item 5); the claims above use it row by row."""
+    from bayesirt.studies.reproduction import markdown_table
+
+    if doubled is None or doubled.empty:
+        return []
+    return [
+        "This project's trained methods on the same data sets of the seed's design (complete and with the run's "
+        "missingness), at the run's settings and again for twice the steps the longest fit of each took, with no "
+        "early stop: where the fits behind a claim did not all meet their stopping rule, the claim keeps its "
+        "verdict only if doubling moves its figure by less than its interval (the row says so).",
+        "",
+        *markdown_table(doubled_summary(doubled)),
+        "",
+    ]

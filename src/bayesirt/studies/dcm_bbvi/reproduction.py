@@ -23,6 +23,7 @@ from bayesirt.studies.dcm_bbvi import diagnostics, seed_methods
 from bayesirt.studies.dcm_bbvi import figures as study_figures
 from bayesirt.studies.dcm_bbvi.conditions import SEED_ACCURACY, SEED_METHODS
 from bayesirt.studies.reproduction import (
+    DIAGNOSTICS,
     Claim,
     clean,
     describe,
@@ -32,6 +33,7 @@ from bayesirt.studies.reproduction import (
     seed_source,
     spread,
 )
+from bayesirt.studies.reproduction_claims import doubling
 
 TITLE = "dcm_bbvi (seed 002): black-box VI for the LCDM, at the seed's scale"
 INTRO = (
@@ -107,6 +109,21 @@ def rule_of(method: str) -> str:
     )
 
 
+def doubling_check(
+    doubled, method: str, design: str, missing: str, figure: str, baseline=None, what: str = "the mean difference"
+):
+    """The diagnostics' doubling check (``diagnostics.doubled_fits``, where they ran) of a claim on
+    ``method``'s ``figure`` in a condition: the figure itself, or its difference from ``baseline``
+    (a Series by replication: the oracle's accuracy, EM's RMSE); None where not refitted."""
+    if doubled is None or doubled.empty:
+        return None
+    d = doubled[(doubled.method == method) & (doubled.design == design) & (doubled.missing == missing)]
+    if d.empty:
+        return None
+    base = 0.0 if baseline is None else baseline.reindex(d.rep).to_numpy()
+    return doubling(d[figure].to_numpy() - base, d[f"{figure}_doubled"].to_numpy() - base, what)
+
+
 ACCURACY_CLAIM = (
     "BBVI classifies persons' profiles with overall accuracy 0.967 on a data set of the seed's design "
     "(complete responses)"
@@ -119,7 +136,9 @@ def seed_run_claim(s: pd.DataFrame) -> Claim:
     return unless_non_finite(accuracy_claim(s, "bbvi_seed", "bbvi_seed", "the seed's run's", rule_of("bbvi_seed")), s)
 
 
-def accuracy_claim(f: pd.DataFrame, method: str, name: str, whose: str, rule: str = "stopping rule") -> Claim:
+def accuracy_claim(
+    f: pd.DataFrame, method: str, name: str, whose: str, rule: str = "stopping rule", check=None
+) -> Claim:
     """The seed's 0.967 against the middle 95% of ``method``'s accuracies over data sets."""
     word, text = within_middle(f.pattern_accuracy, SEED_ACCURACY)
     claim = Claim(
@@ -131,10 +150,10 @@ def accuracy_claim(f: pd.DataFrame, method: str, name: str, whose: str, rule: st
         method,
         **ACCURACY,
     )
-    return rests_on(claim, f, rule)
+    return rests_on(claim, f, rule, doubling=check)
 
 
-def seed_claims(fits: pd.DataFrame, oracle: pd.DataFrame) -> list[Claim]:
+def seed_claims(fits: pd.DataFrame, oracle: pd.DataFrame, doubled=None) -> list[Claim]:
     o = oracle[(oracle.design == "seed") & (oracle.missing == "mcar0")].pattern_accuracy
     b = paired(fits, oracle, "bbvi", "seed", "mcar0")
     s = paired(fits, oracle, "bbvi_seed", "seed", "mcar0")
@@ -152,7 +171,8 @@ def seed_claims(fits: pd.DataFrame, oracle: pd.DataFrame) -> list[Claim]:
             )
         ]
     if len(b):
-        rows.append(accuracy_claim(b, "bbvi", "BBVI", "BBVI's: this project's method, not the seed's run"))
+        check = doubling_check(doubled, "bbvi", "seed", "mcar0", "pattern_accuracy", what="the mean accuracy")
+        rows.append(accuracy_claim(b, "bbvi", "BBVI", "BBVI's: this project's method, not the seed's run", check=check))
     word, text = within_middle(o, SEED_ACCURACY)
     rows.append(
         Claim(
@@ -167,7 +187,7 @@ def seed_claims(fits: pd.DataFrame, oracle: pd.DataFrame) -> list[Claim]:
     return rows
 
 
-def method_claims(fits: pd.DataFrame, oracle: pd.DataFrame) -> list[Claim]:
+def method_claims(fits: pd.DataFrame, oracle: pd.DataFrame, doubled=None) -> list[Claim]:
     """Each method against the oracle, on every condition of the run."""
     rows = []
     conditions = fits[["design", "missing"]].drop_duplicates().itertuples(index=False)
@@ -191,7 +211,9 @@ def method_claims(fits: pd.DataFrame, oracle: pd.DataFrame) -> list[Claim]:
                 clean(page_sentence(v)),
                 method,
             )
-            rows.append(unless_non_finite(rests_on(claim, p, rule_of(method)), p))
+            oracle_by_rep = p.set_index("rep").pattern_accuracy_oracle
+            check = doubling_check(doubled, method, design, missing, "pattern_accuracy", oracle_by_rep)
+            rows.append(unless_non_finite(rests_on(claim, p, rule_of(method), doubling=check), p))
     return rows
 
 
@@ -211,7 +233,7 @@ def unless_non_finite(claim: Claim, fits: pd.DataFrame) -> Claim:
     )
 
 
-def recovery_claims(fits: pd.DataFrame) -> list[Claim]:
+def recovery_claims(fits: pd.DataFrame, doubled=None) -> list[Claim]:
     """The seed's figure of estimated against true coefficients: BBVI against EM's recovery."""
     rows = []
     seed = fits[(fits.design == "seed") & (fits.missing == "mcar0")]
@@ -237,14 +259,16 @@ def recovery_claims(fits: pd.DataFrame) -> list[Claim]:
             clean(page_sentence(v)),
             f"{method}, em",
         )
-        rows.append(rests_on(claim, both))
+        em_by_rep = both.set_index("rep").beta_rmse_em
+        check = doubling_check(doubled, method, "seed", "mcar0", "beta_rmse", em_by_rep)
+        rows.append(rests_on(claim, both, doubling=check))
     return rows
 
 
 def claims(tables: dict) -> list[Claim]:
     """The page's rows: the seed's 0.967, each method against the oracle, coefficient recovery."""
-    fits, oracle = tables["fits"], tables["oracle"]
-    return seed_claims(fits, oracle) + recovery_claims(fits) + method_claims(fits, oracle)
+    fits, oracle, doubled = tables["fits"], tables["oracle"], tables.get(f"{DIAGNOSTICS}/doubled_fits")
+    return seed_claims(fits, oracle, doubled) + recovery_claims(fits, doubled) + method_claims(fits, oracle, doubled)
 
 
 def design_table(tables: dict) -> pd.DataFrame:
@@ -316,7 +340,10 @@ def diagnose(config: dict, n_data_sets: int) -> dict[str, pd.DataFrame]:
     """The page's diagnostics (``dcm_bbvi.diagnostics``): the seed's runs as written and this
     project's BBVI, on the study's data sets of the seed's design (simulated again from the
     config's seed)."""
-    return {"seed_design_fits": diagnostics.run(config["seed"], n_data_sets)}
+    return {
+        "seed_design_fits": diagnostics.run(config["seed"], n_data_sets),
+        "doubled_fits": diagnostics.doubled_fits(config, n_data_sets),
+    }
 
 
 diagnostics_section = diagnostics.section

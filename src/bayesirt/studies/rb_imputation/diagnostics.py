@@ -270,22 +270,14 @@ def summary(fits: pd.DataFrame) -> pd.DataFrame:
 def doubling_holds(fits: pd.DataFrame, *conditions: str) -> tuple[bool, str]:
     """Whether doubling the steps moves the paired difference of two conditions' discrimination
     RMSE (``conditions``: the one judged, then its baseline) by less than the half-width of its
-    95% interval, and the sentence that says so."""
+    95% interval (``reproduction_claims.doubling``), and the sentence that says so."""
+    from bayesirt.studies.reproduction_claims import doubling
+
     a, b = (fits[fits.condition == c].set_index("rep") for c in conditions)
     if a.empty or b.empty:
         return False, ""
-    diff = a.discrimination_rmse - b.discrimination_rmse
-    diff2 = a.discrimination_rmse_doubled - b.discrimination_rmse_doubled
-    _, half = interval(diff)
-    moved = abs(diff2.mean() - diff.mean())
-    holds = bool(np.isfinite(half) and moved < half)
-    return holds, (
-        f"Doubling every fit's steps (the diagnostics below) moves the mean difference by {moved:.4f}, "
-        + (
-            f"less than its interval's half-width {half:.4f}, so the verdict stands."
-            if holds
-            else f"not less than its interval's half-width {half:.4f}."
-        )
+    return doubling(
+        a.discrimination_rmse - b.discrimination_rmse, a.discrimination_rmse_doubled - b.discrimination_rmse_doubled
     )
 
 

@@ -336,3 +336,17 @@ def figures(tables: dict, folder) -> list[tuple[str, str]]:
         ),
         ("time.png", "Median wall time of one fit per method and design, evaluation excluded (log scale)."),
     ]
+
+
+def diagnose(config: dict, n_data_sets: int) -> dict[str, pd.DataFrame]:
+    """The page's diagnostics (``vibo.diagnostics``): VIBO's abilities by its encoder and by the
+    exact posterior at its fitted items, on the study's own data sets."""
+    from bayesirt.studies.vibo import diagnostics
+
+    return diagnostics.diagnose(config, n_data_sets)
+
+
+def diagnostics_section(tables: dict, facts: dict) -> str:
+    from bayesirt.studies.vibo import diagnostics
+
+    return diagnostics.section(tables, facts)

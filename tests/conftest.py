@@ -69,6 +69,13 @@ def _file(nodeid: str) -> str:
     return nodeid.split("::")[0]
 
 
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown to a run without xdist
+def pytest_xdist_make_scope(nodeid: str) -> str | None:
+    """``--dist loadscope`` groups tests by module; the files of the test-config run form one
+    group, so that one process makes that run (a session fixture is per process)."""
+    return "test-config-run" if _file(nodeid) in TEST_CONFIG_RUN_FILES else None
+
+
 def pytest_collection_modifyitems(config, items):
     """The test-config run's tests first, then the long tests, then the rest in their order
     (xdist hands out the largest group first, then single tests in this order)."""

@@ -23,6 +23,7 @@ def fit_and_score(n_persons, data_seed, fit_seed, batch_size=None):
     return out.record, table[table.scale == "all"].set_index("parameter")
 
 
+@pytest.mark.slow  # a minute in CI; the minibatch fit below checks recovery in the default run
 def test_recovery_2000_persons_full_batch():
     # seeds 11/12; tolerances ~2x the errors seen at this size (disc RMSE ~0.07)
     record, t = fit_and_score(2000, 11, 12)

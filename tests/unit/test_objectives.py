@@ -212,7 +212,7 @@ def test_importance_weighted_tends_to_the_observed_data_likelihood():
     # Dividing each copy by its imputation probability makes exp(missing part) an unbiased
     # estimate of 1 for any parameters: the objective is zero-fill's plus a term that is 0 in the
     # limit. Imputation PMFs half the model's own probabilities and half random (so that every
-    # weight is below 2 per cell and the Monte Carlo mean has a finite variance). Over 400 keys
+    # weight is below 2 per cell and the Monte Carlo mean has a finite variance). Over 200 keys
     # (seed 11): the mean weight of each person is 1 within 4 standard errors; at M = 512 the
     # missing part is 0 within 4 of its standard errors (the weights' variance over 512, by the
     # delta method) for every person, and the gradient of the item parameters is nearer to
@@ -222,18 +222,18 @@ def test_importance_weighted_tends_to_the_observed_data_likelihood():
     pmf = 0.5 * model / model.sum(-1, keepdims=True) + 0.5 * pmf
     batch = {"y": batch["y"], **obj.imputation_data(np.asarray(batch["y"]), persons, cols, pmf, rm.n_categories)}
     zero = np.asarray(obj.zero_fill(st)(params, batch, None))
-    keys = jax.random.split(jax.random.key(11), 400)
+    keys = jax.random.split(jax.random.key(11), 200)
     weights = jax.jit(jax.vmap(lambda k, p, b: obj.importance_weighted(st, 1)(p, b, k), in_axes=(0, None, None)))
     w = np.exp(np.asarray(weights(keys, params, batch), np.float64) - zero)  # (keys, persons)
     has_cells = np.asarray(batch["miss_count"]) > 0
     assert has_cells.sum() >= 10
     mean, se = w.mean(0), w.std(0) / np.sqrt(w.shape[0])
     assert np.all(np.abs(mean[has_cells] - 1) <= 4 * se[has_cells] + 1e-3), (mean, se)
-    big = np.asarray(obj.importance_weighted(st, 512)(params, batch, jax.random.key(3)))
+    big = np.asarray(jax.jit(obj.importance_weighted(st, 512))(params, batch, jax.random.key(3)))
     assert np.all(np.abs(big - zero) <= 4 * np.sqrt(w.var(0) / 512) + 1e-3)
 
     def grad(f):
-        g = jax.grad(lambda p: f(p, batch, jax.random.key(3)).sum())(params)
+        g = jax.jit(jax.grad(lambda p, b: f(p, b, jax.random.key(3)).sum()))(params, batch)
         return np.concatenate([np.ravel(g[k]) for k in ("discrimination", "base_difficulty")])
 
     g_zero = grad(obj.zero_fill(st))

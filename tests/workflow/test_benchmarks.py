@@ -209,8 +209,10 @@ def test_every_benchmark_case_has_its_figures_listed():
 # seconds of a CI run's smoke results): they smoke-run under the slow marker (`make test-all`), so
 # that the default run keeps its 30-minute budget. bulk_replications drives Snakemake's block jobs
 # for the paper config (216 s; the blocks and the workflow have their own tests), program_width
-# times each width in a process of its own (83 s), and the others fit several small models whose
-# methods the unit and statistical tests fit too (33-84 s).
+# times each width in a process of its own (83 s), paper_plan plans the paper config's DAG (51 s),
+# and the others fit several small models whose methods the unit and statistical tests fit too
+# (30-105 s: rb_study_sim 105, dcm_monotone_seed_design 48, gibbs_vs_nuts_ess 48, iwae_grm_8k 40,
+# vibo_2pl_10k 40, dcm_scaling 34, iwavb_grm_8k 33, grm_advi_rwa_size 30, in the last CI run).
 LONG_SMOKE_CASES = (
     "bulk_replications",
     "program_width",
@@ -222,6 +224,15 @@ LONG_SMOKE_CASES = (
     "dcm_bbvi_seed_design",
     "ifa_ipip_scale",
     "vibo_vs_nuts",
+    "rb_study_sim",
+    "paper_plan",
+    "dcm_monotone_seed_design",
+    "gibbs_vs_nuts_ess",
+    "iwae_grm_8k",
+    "vibo_2pl_10k",
+    "dcm_scaling",
+    "iwavb_grm_8k",
+    "grm_advi_rwa_size",
 )
 
 

@@ -53,6 +53,9 @@ def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
     return proc
 
 
+# four minutes in CI (building and installing every pinned wheel): under the slow marker, with
+# the device script's own test (test_gpu_script.py) in the default run
+@pytest.mark.slow
 def test_install_from_a_wheelhouse_with_no_index(tmp_path):
     wheelhouse, venv = tmp_path / "wheelhouse", tmp_path / "venv"
     _run([sys.executable, str(ROOT / "tools" / "wheelhouse.py"), "--dest", str(wheelhouse), "--with-jax"])

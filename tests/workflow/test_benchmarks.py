@@ -205,14 +205,15 @@ def test_every_benchmark_case_has_its_figures_listed():
     )
 
 
-# Cases whose smoke run alone takes half a minute or more in CI (two test processes on two cores;
+# Cases whose smoke run alone takes 20 s or more in CI (two test processes on two cores;
 # seconds of a CI run's smoke results): they smoke-run under the slow marker (`make test-all`), so
 # that the default run keeps its 30-minute budget. bulk_replications drives Snakemake's block jobs
 # for the paper config (216 s; the blocks and the workflow have their own tests), program_width
 # times each width in a process of its own (83 s), paper_plan plans the paper config's DAG (51 s),
 # and the others fit several small models whose methods the unit and statistical tests fit too
-# (30-105 s: rb_study_sim 105, dcm_monotone_seed_design 48, gibbs_vs_nuts_ess 48, iwae_grm_8k 40,
-# vibo_2pl_10k 40, dcm_scaling 34, iwavb_grm_8k 33, grm_advi_rwa_size 30, in the last CI run).
+# (23-105 s: rb_study_sim 105, dcm_monotone_seed_design 48, gibbs_vs_nuts_ess 48, iwae_grm_8k 40,
+# vibo_2pl_10k 40, dcm_scaling 34, iwavb_grm_8k 33, grm_advi_rwa_size 30, gibbs_2pno_10k100 29,
+# gibbs_2pno_1k30 27, imputation_model_rwa 26, ipip_parse_full_size 23, in a CI run of 2026-11-29).
 LONG_SMOKE_CASES = (
     "bulk_replications",
     "program_width",
@@ -233,6 +234,10 @@ LONG_SMOKE_CASES = (
     "dcm_scaling",
     "iwavb_grm_8k",
     "grm_advi_rwa_size",
+    "gibbs_2pno_10k100",
+    "gibbs_2pno_1k30",
+    "imputation_model_rwa",
+    "ipip_parse_full_size",
 )
 
 

@@ -213,18 +213,13 @@ def rests_on(claim: Claim, fits, rule: str = "stopping rule", doubling: tuple[bo
             claim, why=f"{claim.why.rstrip()} Rests on {met} of {total} fits that met their {rule}. {doubling[1]}"
         )
     capped = claim.verdict in DECISIVE
-    tried = f" {doubling[1].rstrip('.')};" if doubling is not None and doubling[1] else ""  # a check that failed
-    why = (
-        claim.why.rstrip()
-        + f" Rests on {met} of {total} fits that met their {rule}"
-        + ("." + tried if tried else "")
-        + (
-            f"{'' if tried else ','} so the verdict is at most inconclusive (the numbers alone say {claim.verdict})."
-            if capped
-            else ("" if tried else ".")
-        )
-    )
-    why = why.rstrip(";") + ("." if why.endswith(";") else "")
+    why = f"{claim.why.rstrip()} Rests on {met} of {total} fits that met their {rule}"
+    if doubling is not None and doubling[1]:  # a doubling check that did not hold
+        why += f". {doubling[1].rstrip('.')}" + ("; so" if capped else ".")
+    else:
+        why += ", so" if capped else "."
+    if capped:
+        why += f" the verdict is at most inconclusive (the numbers alone say {claim.verdict})."
     return replace(
         claim,
         verdict="inconclusive" if capped else claim.verdict,

@@ -34,8 +34,16 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import records
+from bayesirt.evaluation.verdicts import mean_interval
 from bayesirt.seeds import derive
-from bayesirt.studies.rb_imputation.conditions import SEED_MISSING, STUDY, condition_names, parse_condition
+from bayesirt.studies.rb_imputation.conditions import (
+    SEED_MISSING,
+    STUDY,
+    block_of,
+    condition_names,
+    missing_designs,
+    parse_condition,
+)
 
 # (objective, M): every condition a claim of the page compares on the seed's design (zero-fill,
 # the copies objectives at the seed's M = 3, the seed's own among them, the M -> inf limit of the
@@ -104,8 +112,6 @@ def inputs(config: dict, n_data_sets: int) -> list[str]:
     files = [reference_file(dataset)]
     for rep in range(min(n_data_sets, study["replications"])):
         files += mask_files(dataset, rep)
-    from bayesirt.studies.rb_imputation.conditions import missing_designs
-
     files += [f"results/{STUDY}/{study['dataset']}/{m}/summary.csv" for m in missing_designs(study)]
     return files
 
@@ -206,8 +212,6 @@ def seed_design_fits(config: dict, n_data_sets: int, root: Path = Path("."), pro
 def full_data_bias(config: dict, root: Path = Path(".")) -> pd.DataFrame:
     """The signed log-discrimination bias of every fit of the study's full data set, read from
     the run's folder (its blocks' estimates and the reference's)."""
-    from bayesirt.studies.rb_imputation.conditions import block_of, missing_designs
-
     study, root = config["studies"][STUDY], Path(root)
     dataset = study["dataset"]
     reference = pd.read_csv(root / reference_file(dataset))
@@ -240,25 +244,18 @@ def diagnose(config: dict, n_data_sets: int) -> dict[str, pd.DataFrame]:
 # ---- the page's section ---------------------------------------------------------------------------
 
 
-def interval(values) -> tuple[float, float]:
-    """Mean and 95% half-width (normal, over masks) of a figure."""
-    v = np.asarray(values, float)
-    half = 1.96 * v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else np.nan
-    return float(v.mean()), float(half)
-
-
 def summary(fits: pd.DataFrame) -> pd.DataFrame:
     """A row per condition: the figure at the run's steps and doubled, and the pull."""
     rows = []
     for name, f in fits.groupby("condition", sort=False):
-        mean, half = interval(f.discrimination_rmse)
+        mean, low, high, _ = mean_interval(f.discrimination_rmse)  # Student's t, as the verdicts'
         moved = f.discrimination_rmse_doubled - f.discrimination_rmse
         rows.append(
             {
                 "condition": f"`{name}`" + (" (the seed's)" if name.startswith("rao_blackwell_seed") else ""),
                 "masks": len(f),
                 "steps (median); doubled": f"{f.steps.median():.0f}; {f.steps_doubled.iloc[0]}",
-                "discrimination RMSE (95% interval)": f"{mean:.3f} ± {half:.3f}",
+                "discrimination RMSE (95% interval)": f"{mean:.3f} ± {(high - low) / 2:.3f}",
                 "doubled": f"{f.discrimination_rmse_doubled.mean():.3f}",
                 "largest move on doubling": f"{moved.abs().max():.3f}",
                 "mean log(a / a complete)": f"{f.log_discrimination_bias.mean():+.3f}",
@@ -299,14 +296,13 @@ def findings(fits: pd.DataFrame, bias: pd.DataFrame | None = None) -> list[str]:
         ]
         lines.append(
             f"Against the complete-data fit, zero-fill's discriminations are off by {b[zero]:+.3f} on the log scale "
-            f"(mean over items and masks): no pull. "
+            "(mean over items and masks). "
             + (
-                "The imputation objectives pull every item one way: " + "; ".join(pulls) + ". "
-                "The imputation model is fitted to the observed cells of the same persons; its PMFs are smoother "
-                "than the GRM's, so a likelihood that scores the imputed copies as data fits items that "
-                "discriminate less (or more) than the observed data say."
+                "On average over items and masks, the imputation objectives move them one way: "
+                + "; ".join(pulls)
+                + "."
                 if pulls
-                else "No imputation objective pulls the discriminations more than twice as far."
+                else "No imputation objective moves them more than twice as far on average."
             )
         )
     iw = [c for c in rmse.index if c.startswith("importance_weighted")]
@@ -333,11 +329,7 @@ def findings(fits: pd.DataFrame, bias: pd.DataFrame | None = None) -> list[str]:
         f"Doubling the steps (from {fits.steps.median():.0f} to at least {fits.steps_doubled.min()}) moves a fit's "
         f"discrimination RMSE by {moved.median():.4f} (median; at most {moved.max():.4f}), against a spread over "
         f"masks of {spread:.4f} (median standard deviation of a condition): "
-        + (
-            "the figures are those of converged fits for the page's purpose."
-            if moved.max() < spread
-            else "longer fits would move the figures."
-        )
+        + ("every move is smaller than that spread." if moved.max() < spread else "some moves are not.")
     )
     if bias is not None and not bias.empty:
         pulled = bias.groupby(["missing", "condition"], sort=False).log_discrimination_bias.mean().unstack(0)

@@ -7,8 +7,14 @@ ArviZ's bulk ESS of every discrimination and difficulty (NUTS: of exp(log a)).
 Targets (issue 10): ESS per second at least 10x NUTS's, max R-hat of the Gibbs sampler < 1.01.
 The ratio is reported for the minimum over parameters (the slowest-mixing parameter decides
 how long a run must be) and for the median.
+The Gibbs chains run in worker processes pinned to one core each (as many as the machine's
+usable cores, at most one per chain), as the study's fitting jobs run them; NUTS runs its chains
+vectorized (``nuts.run_nuts``). Reductions are left to YNNPACK
+(``bayesirt.runtime.use_library_reductions``), as in those jobs: it speeds the Gibbs sweeps'
+sums over persons and leaves NUTS's time as it is (the Performance page has the figures).
 """
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -16,24 +22,31 @@ import arviz as az
 import jax
 import numpy as np
 
+from bayesirt import runtime
+from bayesirt.inference.execution.worker_processes import usable_cpus
 from bayesirt.inference.samplers import gibbs
 from bayesirt.inference.samplers.nuts import run_nuts
 from bayesirt.inference.samplers.sampling import SamplerSettings
 from bayesirt.models import twopno
 
+# as the Gibbs fitting jobs: reductions left to YNNPACK (bayesirt.runtime)
+runtime.use_library_reductions()
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _gibbs_bench import item_stats, load_average, simulate
+from _gibbs_bench import item_stats, load_average, simulate  # noqa: E402
 
 N, J = 500, 20
 GIBBS = SamplerSettings(n_chains=4, n_warmup=1000, n_samples=10_000, chunk=1000, progress_every=0)
 NUTS = SamplerSettings(n_chains=4, n_warmup=500, n_samples=1000, progress_every=0)
 DATA_SEED, FIT_SEED = 20261012, 3
+CHAIN_PROCESSES = None  # Gibbs' worker processes; None: one per usable core (at most one per chain)
 # benchmarks/run.py --smoke
 SMOKE = {
     "N": 50,
     "J": 5,
     "GIBBS": SamplerSettings(n_chains=4, n_warmup=50, n_samples=100, chunk=50, progress_every=0),
     "NUTS": SamplerSettings(n_chains=4, n_warmup=30, n_samples=30, progress_every=0),
+    "CHAIN_PROCESSES": 1,  # worker start-up is seconds of compilation; test_chain_processes covers them
 }
 
 
@@ -53,7 +66,9 @@ def _nuts_item_ess(idata):
 def run() -> dict:
     load_before = load_average()
     y, *_ = simulate(DATA_SEED, N, J)
-    g = gibbs.fit(jax.random.key(FIT_SEED), y, None, gibbs.GibbsSettings(GIBBS, abilities=False))
+    processes = min(CHAIN_PROCESSES or len(usable_cpus()), GIBBS.n_chains)
+    sampler = dataclasses.replace(GIBBS, chain_processes=processes)
+    g = gibbs.fit(jax.random.key(FIT_SEED), y, None, gibbs.GibbsSettings(sampler, abilities=False))
     gs = item_stats(g.summary)
     start = twopno.unconstrain(twopno.initial_values(y))
     nt = run_nuts(jax.random.key(FIT_SEED), twopno.make_log_density(y), start, NUTS)
@@ -67,6 +82,7 @@ def run() -> dict:
         "gibbs_wall_seconds": g.wall_seconds,
         "gibbs_compile_seconds": g.compile_seconds,
         "gibbs_sweeps": g.n_sweeps,
+        "gibbs_chain_processes": processes,
         "nuts_wall_seconds": nt.wall_seconds,
         "nuts_compile_seconds": nt.compile_seconds,
         "nuts_iterations": nt.n_sweeps,

@@ -2,6 +2,7 @@
 conditions and settings of a config, blocks of replications."""
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import yaml
 from bayesirt import io
 from bayesirt.config import ConfigError, check
 from bayesirt.models import lcdm
-from bayesirt.studies import base
+from bayesirt.studies import base, design_conditions
 from bayesirt.studies.dcm_bbvi import conditions, data, methods, oracle, settings, tables
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -169,14 +170,16 @@ def test_the_monotone_key_reaches_em_and_bbvi(method):
 
 
 def test_replications_of_a_condition_are_fitted_in_blocks_of_the_design_block_size():
-    design = validated(designs={"seed": {"replications": 5, "block_size": 2}})["studies"]["dcm_bbvi"]["designs"]["seed"]
-    assert conditions.condition_blocks(design) == [[0, 1], [2, 3], [4]]
-    assert [conditions.block_of(design, r) for r in range(5)] == [0, 0, 1, 1, 2]
-    # the default (100) and any size above the replications: one block
-    default = validated(designs={"seed": {"replications": 5}})["studies"]["dcm_bbvi"]["designs"]["seed"]
-    assert default["block_size"] == 100 and conditions.condition_blocks(default) == [[0, 1, 2, 3, 4]]
-    assert conditions.condition_blocks({"replications": 3, "block_size": 3}) == [[0, 1, 2]]
+    cfg = validated(designs={"seed": {"replications": 5, "block_size": 2}})
     spec = conditions.Condition("seed", "mcar20", "bbvi_cv", 3)
+    assert conditions.condition_blocks(cfg, spec) == [[0, 1], [2, 3], [4]]
+    assert [design_conditions.block_number(conditions, cfg, replace(spec, rep=r)) for r in range(5)] == [0, 0, 1, 1, 2]
+    # the default (100) and any size above the replications: one block
+    default = validated(designs={"seed": {"replications": 5}})
+    assert default["studies"]["dcm_bbvi"]["designs"]["seed"]["block_size"] == 100
+    assert conditions.condition_blocks(default, spec) == [[0, 1, 2, 3, 4]]
+    three = {"studies": {"dcm_bbvi": {"designs": {"seed": {"replications": 3, "block_size": 3}}}}}
+    assert conditions.condition_blocks(three, spec) == [[0, 1, 2]]
     assert spec.block_folder(1) == "results/dcm_bbvi/seed/mcar20/bbvi_cv/blocks/block1"
     # the fitting jobs' settings carry their design's block size
     config = validated(designs={"seed": {"block_size": 7}, "larger": {}})

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from bayesirt.config import ConfigError, check
-from bayesirt.studies import base
+from bayesirt.studies import base, design_conditions
 from bayesirt.studies.design_conditions import parse_missing
 from bayesirt.studies.gibbs_2pno import conditions, settings
 
@@ -229,10 +229,18 @@ def test_real_data_example_config_passes_the_schema():
 
 def test_replications_of_a_condition_are_fitted_in_blocks_of_the_design_block_size():
     cond = conditions.Condition("a", "mcar20", "gibbs", 3)
-    assert conditions.condition_blocks({"replications": 5, "block_size": 2}, cond) == [[0, 1], [2, 3], [4]]
-    assert conditions.block_of({"replications": 5, "block_size": 2}, cond) == 1
-    assert conditions.condition_blocks({"replications": 5, "block_size": 100}, cond) == [[0, 1, 2, 3, 4]]  # one block
+
+    def of(design):
+        return {"studies": {"gibbs_2pno": {"designs": {"a": design}}}}
+
+    assert conditions.condition_blocks(of({"replications": 5, "block_size": 2}), cond) == [[0, 1], [2, 3], [4]]
+    assert design_conditions.block_number(conditions, of({"replications": 5, "block_size": 2}), cond) == 1
+    assert conditions.condition_blocks(of({"replications": 5, "block_size": 100}), cond) == [[0, 1, 2, 3, 4]]
     assert cond.block_folder(1) == "results/gibbs_2pno/a/mcar20/gibbs/blocks/block1"
+    assert (
+        design_conditions.fit_folder(conditions, of({"replications": 5, "block_size": 2}), cond)
+        == "results/gibbs_2pno/a/mcar20/gibbs/blocks/block1/rep3"
+    )
     cfg = with_study(study(block_size=3))
     assert cfg["studies"]["gibbs_2pno"]["designs"]["a"]["block_size"] == 100  # the default
     s = settings.Settings.from_config(cfg)

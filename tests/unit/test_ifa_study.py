@@ -18,7 +18,7 @@ from snakemake.utils import validate
 
 from bayesirt.config import ConfigError
 from bayesirt.models import mgrm
-from bayesirt.studies import base
+from bayesirt.studies import base, design_conditions
 from bayesirt.studies.amortized_ifa import conditions, data, methods, seed_methods, settings, tables
 from bayesirt.tables import mgrm_table
 
@@ -97,15 +97,20 @@ def test_design_fits_confirmatory_and_exploratory():
 def test_replications_of_a_condition_are_fitted_in_blocks_of_the_design_block_size():
     conf = {"analysis": "confirmatory", "preset": "normal_p5", "replications": 5, "importance_samples": [15]}
     spec = conditions.Condition("normal", "iwae", 5, 15, 3)
-    assert conditions.condition_blocks({**conf, "block_size": 2}, spec) == [[0, 1], [2, 3], [4]]
-    assert conditions.block_of({**conf, "block_size": 2}, spec) == 1
-    assert conditions.condition_blocks({**conf, "block_size": 100}, spec) == [[0, 1, 2, 3, 4]]  # one block
+
+    def of(name, design):
+        return {"studies": {"amortized_ifa": {"designs": {name: design}}}}
+
+    assert conditions.condition_blocks(of("normal", {**conf, "block_size": 2}), spec) == [[0, 1], [2, 3], [4]]
+    assert design_conditions.block_number(conditions, of("normal", {**conf, "block_size": 2}), spec) == 1
+    assert conditions.condition_blocks(of("normal", {**conf, "block_size": 100}), spec) == [[0, 1, 2, 3, 4]]
     assert spec.block_folder(1) == "results/amortized_ifa/normal/iwae_P5_R15/blocks/block1"
     # exploratory: the scree's P have replication 0 alone; the repeat P all replications
     expl = {"analysis": "exploratory", "replications": 3, "importance_samples": [25], "factors": [1, 2]}
     expl |= {"repeat_factors": 2, "block_size": 2}
-    assert conditions.condition_blocks(expl, conditions.Condition("ipip", "iwae", 1, 25, 0)) == [[0]]
-    assert conditions.condition_blocks(expl, conditions.Condition("ipip", "iwae", 2, 25, 0)) == [[0, 1], [2]]
+    scree, repeat = conditions.Condition("ipip", "iwae", 1, 25, 0), conditions.Condition("ipip", "iwae", 2, 25, 0)
+    assert conditions.condition_blocks(of("ipip", expl), scree) == [[0]]
+    assert conditions.condition_blocks(of("ipip", expl), repeat) == [[0, 1], [2]]
 
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5])

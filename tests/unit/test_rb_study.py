@@ -1,6 +1,7 @@
 """rb_imputation study: conditions, config errors naming the key, error tables against a reference fit."""
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 import yaml
 
 from bayesirt.config import ConfigError
-from bayesirt.studies import base
+from bayesirt.studies import base, design_conditions
 from bayesirt.studies.rb_imputation import conditions, settings, tables
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,16 +119,25 @@ def test_config_errors_name_the_key(bad, message):
 
 def test_replications_of_a_condition_are_fitted_in_blocks_of_the_block_size():
     study = {"replications": 5, "block_size": 2}
-    assert conditions.condition_blocks(study) == [[0, 1], [2, 3], [4]]
-    assert [conditions.block_of(study, r) for r in range(5)] == [0, 0, 1, 1, 2]
-    assert conditions.condition_blocks({**study, "block_size": 100}) == [[0, 1, 2, 3, 4]]  # one block
-    assert conditions.condition_blocks({**study, "replications": 0}) == []
+
+    def of(study):
+        return {"studies": {"rb_imputation": study}}
+
     fit = conditions.Condition("rwa_sim", "rao_blackwell_M3", "rao_blackwell", "mcar15", 3, 3)
+    assert conditions.condition_blocks(of(study), fit) == [[0, 1], [2, 3], [4]]
+    blocks = [design_conditions.block_number(conditions, of(study), replace(fit, rep=r)) for r in range(5)]
+    assert blocks == [0, 0, 1, 1, 2]
+    assert conditions.condition_blocks(of({**study, "block_size": 100}), fit) == [[0, 1, 2, 3, 4]]  # one block
+    assert conditions.condition_blocks(of({**study, "replications": 0}), fit) == []
     assert fit.block_folder(1) == "results/rb_imputation/rwa_sim/mcar15/rao_blackwell_M3/blocks/block1"
+    assert (
+        design_conditions.fit_folder(conditions, of(study), fit)
+        == "results/rb_imputation/rwa_sim/mcar15/rao_blackwell_M3/blocks/block1/rep3"
+    )
     with pytest.raises(ValueError, match="alone"):
         conditions.Condition("rwa_sim", "reference", "complete").block_folder(0)
     # test.yaml: its two masks, one block per condition
-    assert conditions.condition_blocks(validated()["studies"]["rb_imputation"]) == [[0, 1]]
+    assert conditions.condition_blocks(validated(), fit) == [[0, 1]]
 
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5])

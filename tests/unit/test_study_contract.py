@@ -13,7 +13,7 @@ import yaml
 from snakemake.utils import validate
 
 from bayesirt import records
-from bayesirt.studies import STUDIES, base, check_config
+from bayesirt.studies import STUDIES, base, check_config, design_conditions
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = {"conditions", "settings", "data", "methods", "tables", "figures", "reproduction"}
@@ -89,6 +89,26 @@ def test_the_test_config_conditions_are_in_the_study_folder(name):
         assert fit.folder.startswith(f"results/{name}/"), fit.folder
         assert fit.method in methods, fit
     assert len({fit.folder for fit in fits}) == len(fits)  # one folder per fit
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_every_fit_of_a_block_lies_in_its_own_folder_of_one_block_of_its_condition(name):
+    # the block contract the workflow reads (condition_blocks(config, fit), design_conditions.fit_folder):
+    # on the paper config, each fit made in a block is in exactly one block of its condition, its
+    # folder is rep<r>/ of that block's, and no two fits share a folder
+    config = validated("paper.yaml")
+    conditions = importlib.import_module(f"bayesirt.studies.{name}.conditions")
+    folders = set()
+    for fit in conditions.conditions(config):
+        if not hasattr(fit, "block_folder") or fit.rep is None:
+            continue  # a fit made alone (rb_imputation's reference, gibbs_2pno's mixture)
+        blocks = conditions.condition_blocks(config, fit)
+        assert sum(fit.rep in reps for reps in blocks) == 1, fit
+        folder = design_conditions.fit_folder(conditions, config, fit)
+        assert folder.startswith(fit.block_folder(design_conditions.block_number(conditions, config, fit))), folder
+        assert folder.endswith(f"/rep{fit.rep}") and folder not in folders, folder
+        folders.add(folder)
+    assert folders, f"config/paper.yaml asks {name} for no fit in a block"
 
 
 @pytest.mark.parametrize("config", ["config.yaml", "test.yaml", "paper.yaml"])

@@ -12,6 +12,7 @@ import yaml
 
 from bayesirt.config import ConfigError, check
 from bayesirt.inference.variational import vibo_programs
+from bayesirt.studies import design_conditions
 from bayesirt.studies.vibo import conditions, data, methods, settings
 from bayesirt.studies.vibo.conditions import Condition
 
@@ -29,12 +30,19 @@ def validated(study: dict) -> dict:
 
 
 def test_replications_of_a_condition_are_fitted_in_blocks_of_the_design_block_size():
-    design = {"replications": 5, "block_size": 2}
-    assert conditions.condition_blocks(design) == [[0, 1], [2, 3], [4]]
-    assert [conditions.block_of(design, r) for r in range(5)] == [0, 0, 1, 1, 2]
-    assert conditions.condition_blocks({"replications": 5, "block_size": 100}) == [[0, 1, 2, 3, 4]]  # one block
-    assert conditions.condition_blocks({"replications": 1, "block_size": 1}) == [[0]]
     cond = Condition("n1k", "mcar20", "mfvi", 3)
+
+    def of(design):
+        return {"studies": {"vibo": {"designs": {"n1k": design}}}}
+
+    assert conditions.condition_blocks(of({"replications": 5, "block_size": 2}), cond) == [[0, 1], [2, 3], [4]]
+    blocks = [
+        design_conditions.block_number(conditions, of({"replications": 5, "block_size": 2}), replace(cond, rep=r))
+        for r in range(5)
+    ]
+    assert blocks == [0, 0, 1, 1, 2]
+    assert conditions.condition_blocks(of({"replications": 5, "block_size": 100}), cond) == [[0, 1, 2, 3, 4]]
+    assert conditions.condition_blocks(of({"replications": 1, "block_size": 1}), cond) == [[0]]
     assert cond.block_folder(1) == "results/vibo/n1k/mcar20/mfvi/blocks/block1"
     # the default (100), read from the validated config into the settings
     cfg = validated({"designs": {"a": {"n_persons": 50, "n_items": 5, "replications": 3}}})
@@ -45,7 +53,7 @@ def test_replications_of_a_condition_are_fitted_in_blocks_of_the_design_block_si
     from snakemake.utils import validate
 
     validate(test_cfg, str(SCHEMA), set_default=True)
-    assert conditions.condition_blocks(test_cfg["studies"]["vibo"]["designs"]["tiny"]) == [[0, 1]]
+    assert conditions.condition_blocks(test_cfg, Condition("tiny", "mcar0", "mfvi", 0)) == [[0, 1]]
 
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5])

@@ -42,9 +42,9 @@ rule fit_amortized_ifa:
     # log-likelihood and recovery are evaluated in the job, and its files written to rep{rep}/
     # in the block's folder, which the rules after it read.
     input:
-        responses=ifa_block_inputs(ifa_responses),
-        holdout=ifa_block_inputs(ifa_holdout),
-        truth=ifa_block_inputs(ifa_truth),
+        responses=each_fit(ifa_block, ifa_responses),
+        holdout=each_fit(ifa_block, ifa_holdout),
+        truth=each_fit(ifa_block, ifa_truth),
         person_ids=ifa_fit_person_ids,
     output:
         directory("results/amortized_ifa/{design}/{method}_P{factors}_R{samples}/blocks/block{block}"),
@@ -53,8 +53,8 @@ rule fit_amortized_ifa:
         dataset=ifa_dataset_name,
         eval_samples=ifa_setting("eval_samples"),
         posterior_draws=ifa_setting("posterior_draws"),
-        reps=ifa_block_reps,
-        seeds=ifa_block_inputs(ifa_fit_seed),
+        reps=each_fit(ifa_block, rep_of),
+        seeds=each_fit(ifa_block, ifa_fit_seed),
     wildcard_constraints:
         design=ifa_design_pattern(),
         method="iwae_seed|iwavb_seed|iwae|iwavb",

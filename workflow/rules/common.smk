@@ -10,10 +10,15 @@
 # runtime, memory, CPUs and a GPU, and tests/workflow checks that it does.
 # A simulation study's fitting job fits a block of a condition's replications and writes each
 # fit to rep<r>/ in its output folder, .../blocks/block<b>/; the rules after it take the block
-# folders as input and name the fits' files in params (replication_folder, blocks_of).
+# folders as input and name the fits' files in params. Every study's blocks come from its
+# conditions module's condition_blocks(config, fit) alone (bayesirt.studies.design_conditions),
+# through the helpers here: block_fits and each_fit for a block job, fit_folder, fit_files and
+# blocks_of for the rules after it.
 import os
 import shlex
 import sys
+from dataclasses import asdict
+from dataclasses import replace as replace_fit
 from pathlib import Path
 
 from snakemake.utils import validate
@@ -22,6 +27,7 @@ from bayesirt.config import ConfigError
 from bayesirt.config import check as check_config
 from bayesirt.seeds import derive
 from bayesirt.studies import check_config as check_study_configs
+from bayesirt.studies import design_conditions
 
 
 def config_files():
@@ -98,11 +104,42 @@ def truth_of(wildcards):
     return []
 
 
-def replication_folder(block_folder, rep):
-    """The folder of one fit: rep<rep>/ in the folder of the block job that fitted it. The block
-    folder is the job's output; the rules after it take block folders as input (Snakemake
-    tracks the folder, not the files in it) and name a fit's files in params."""
-    return f"{block_folder}/rep{rep}"
+def fit_folder(conditions, fit):
+    """The folder of one fit of the study whose ``conditions`` module is given: rep<r>/ in the
+    folder of the block job that fitted it. The block folder is the job's output; the rules
+    after it take block folders as input (Snakemake tracks the folder, not the files in it) and
+    name a fit's files in params."""
+    return design_conditions.fit_folder(conditions, config, fit)
+
+
+def fit_files(conditions, fits, name):
+    """File ``name`` of each of ``fits`` (conditions of one study), in order."""
+    return [f"{fit_folder(conditions, fit)}/{name}" for fit in fits]
+
+
+def block_fits(conditions, block_condition):
+    """A function of a block job's wildcards: the fits of its block ``{block}`` of the condition
+    that ``block_condition(wildcards)`` names (at any replication), in order."""
+    def fits(wildcards):
+        fit = block_condition(wildcards)
+        return [replace_fit(fit, rep=rep) for rep in conditions.condition_blocks(config, fit)[int(wildcards.block)]]
+    return fits
+
+
+def each_fit(fits, value):
+    """An input or params function of a block job: for each fit of ``fits(wildcards)``
+    (``block_fits``), ``value(fit)``, or ``value`` formatted with the fit's fields where it is a
+    path pattern such as ``data/{design}/rep{rep}/responses.parquet``; empty values (the truth
+    of real data) are left out."""
+    def values(wildcards):
+        out = [value.format(**asdict(fit)) if isinstance(value, str) else value(fit) for fit in fits(wildcards)]
+        return [v for v in out if v != []]
+    return values
+
+
+def rep_of(fit):
+    """A fit's replication (the ``reps`` params of a block job: ``each_fit(fits, rep_of)``)."""
+    return fit.rep
 
 
 def blocks_of(fit_files):

@@ -36,14 +36,14 @@ rule fit_dcm_bbvi:
     # replication is evaluated and model-checked in the job, and its files written to rep{rep}/
     # in the block's folder, which the rules after it read.
     input:
-        responses=dcm_block_inputs("data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/responses.parquet"),
-        truth=dcm_block_inputs("data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/truth.csv"),
+        responses=each_fit(dcm_block, "data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/responses.parquet"),
+        truth=each_fit(dcm_block, "data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/truth.csv"),
     output:
         directory("results/dcm_bbvi/{design}/{missing}/{method}/blocks/block{block}"),
     params:
         settings=dcm_fit_settings,
-        reps=dcm_block_reps,
-        seeds=dcm_block_seeds,
+        reps=each_fit(dcm_block, rep_of),
+        seeds=each_fit(dcm_block, dcm_fit_seed),
     wildcard_constraints:
         design=dcm_design_pattern(),
         missing=r"mcar\d+",
@@ -61,14 +61,14 @@ rule fit_dcm_bbvi_nuts:
     # NUTS on the collapsed LCDM (numpyro), the posterior reference for beta and pi, on a block
     # of a condition's replications, one after another; files and model checks as fit_dcm_bbvi.
     input:
-        responses=dcm_block_inputs("data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/responses.parquet"),
-        truth=dcm_block_inputs("data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/truth.csv"),
+        responses=each_fit(dcm_block, "data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/responses.parquet"),
+        truth=each_fit(dcm_block, "data/processed/dcm_bbvi/{design}/{missing}/rep{rep}/truth.csv"),
     output:
         directory("results/dcm_bbvi/{design}/{missing}/nuts/blocks/block{block}"),
     params:
         settings=dcm_fit_settings,
-        reps=dcm_block_reps,
-        seeds=dcm_block_seeds,
+        reps=each_fit(dcm_block, rep_of),
+        seeds=each_fit(dcm_block, dcm_fit_seed),
     wildcard_constraints:
         design=dcm_design_pattern(),
         missing=r"mcar\d+",

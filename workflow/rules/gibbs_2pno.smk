@@ -41,14 +41,14 @@ rule fit_gibbs_2pno:
     # diagnostics, estimates, item and person tables and model checks go to rep{rep}/ in the
     # block's folder, which is what the rules after it read.
     input:
-        responses=gibbs_block_inputs("data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/responses.parquet"),
-        truth=gibbs_block_inputs("data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/truth.csv"),
+        responses=each_fit(gibbs_block, "data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/responses.parquet"),
+        truth=each_fit(gibbs_block, "data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/truth.csv"),
     output:
         directory("results/gibbs_2pno/{design}/{missing}/{method}/blocks/block{block}"),
     params:
         study=gibbs_study_config,  # a rerun trigger: the script reads its settings from the config
-        reps=gibbs_block_reps,
-        seeds=gibbs_block_seeds,
+        reps=each_fit(gibbs_block, rep_of),
+        seeds=each_fit(gibbs_block, gibbs_fit_seed),
     wildcard_constraints:
         design=gibbs_design_pattern(),
         method="gibbs|gibbs_omit|gibbs_seed|nuts",

@@ -63,16 +63,16 @@ rule fit_objective:
     # tables, factorized GRM) are written to rep{rep}/ in the block's folder, which the rules
     # after it read.
     input:
-        responses=rb_block_inputs(rb_masked_responses),
-        imputation=rb_block_inputs(rb_imputation_model),
+        responses=each_fit(rb_block, rb_masked_responses),
+        imputation=each_fit(rb_block, rb_imputation_model),
         truth=truth_of,
         person_ids=rb_person_ids,
     output:
         directory("results/rb_imputation/{dataset}/{missing}/{condition}/blocks/block{block}"),
     params:
         settings=rb_fit_settings,
-        reps=rb_block_reps,
-        seeds=rb_block_inputs(replication_seed),
+        reps=each_fit(rb_block, rep_of),
+        seeds=each_fit(rb_block, replication_seed),
         tables=lambda wildcards: rb_tables(),
     wildcard_constraints:
         block=r"\d+",

@@ -49,16 +49,16 @@ rule fit_vibo:
     # log-likelihood evaluated in the job, and its files (with its item and person tables and
     # model checks) written to rep{rep}/ in the block's folder, which the rules after it read.
     input:
-        responses=vibo_block_inputs("responses.parquet"),
-        hidden=vibo_block_inputs("hidden.csv"),
-        holdout=vibo_block_inputs("holdout.parquet"),
-        truth=vibo_block_inputs("truth.csv"),
+        responses=each_fit(vibo_block, "data/processed/vibo/{design}/{missing}/rep{rep}/responses.parquet"),
+        hidden=each_fit(vibo_block, "data/processed/vibo/{design}/{missing}/rep{rep}/hidden.csv"),
+        holdout=each_fit(vibo_block, "data/processed/vibo/{design}/{missing}/rep{rep}/holdout.parquet"),
+        truth=each_fit(vibo_block, "data/processed/vibo/{design}/{missing}/rep{rep}/truth.csv"),
     output:
         directory("results/vibo/{design}/{missing}/{method}/blocks/block{block}"),
     params:
         study=vibo_config(),
-        reps=vibo_block_reps,
-        seeds=vibo_block_seeds,
+        reps=each_fit(vibo_block, rep_of),
+        seeds=each_fit(vibo_block, vibo_fit_seed),
     wildcard_constraints:
         design=vibo_design_pattern(),
         method="|".join(vibo_conditions.METHODS),

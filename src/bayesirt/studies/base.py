@@ -5,9 +5,12 @@ A study is a package ``bayesirt.studies.<name>`` of the same modules, each with 
 ``conditions.py``
     ``STUDY`` (the config key), ``METHODS`` (method names) and ``conditions(config)``: every fit
     the whole validated config asks for, as frozen dataclasses with a ``folder`` property, the
-    fit's name (``results/<study>/.../rep<r>``); a fit made in a block lies in ``rep<r>/`` of
-    its block job's folder (``.../blocks/block<b>/rep<r>``, which ``records.fit_name`` turns
-    back into the name). Standard library only: Snakemake imports it when it parses
+    fit's name (``results/<study>/.../rep<r>``), a ``rep`` and a ``block_folder(b)``; and
+    ``condition_blocks(config, fit)``, the replications of the fit's condition in the blocks its
+    jobs fit (``design_conditions.split_blocks``). A fit made in a block lies in ``rep<r>/`` of
+    its block job's folder (``design_conditions.fit_folder``: ``.../blocks/block<b>/rep<r>``,
+    which ``records.fit_name`` turns back into the name); the workflow's block rules read the
+    blocks through these alone. Standard library only: Snakemake imports it when it parses
     the workflow, on every run and in every cluster job (an import contract keeps JAX, numpyro,
     TFP and matplotlib out).
 ``settings.py``

@@ -1,6 +1,13 @@
-"""What the simulation studies over designs share: one fit's condition (design, missingness,
-method, replication) with its result and block folders, and the missingness names of their configs
-(standard library only: the studies' ``conditions`` use it when the workflow is parsed)."""
+"""What the simulation studies share: one fit's condition (design, missingness, method,
+replication) with its result and block folders, the blocks their replications are fitted in, and
+the missingness names of their configs (standard library only: the studies' ``conditions`` use it
+when the workflow is parsed).
+
+Blocks: every study's ``conditions`` module gives ``condition_blocks(config, fit)``, the
+replications of ``fit``'s condition (all but the replication) cut into the blocks its jobs fit,
+in order (``split_blocks``); a fit made in a block lies in ``rep<r>/`` of its block's folder
+(``fit_folder``). The workflow reads blocks through these two alone.
+"""
 
 from __future__ import annotations
 
@@ -33,6 +40,25 @@ class DesignCondition:
         """The folder of block ``block`` of the fit's condition (design, missingness, method):
         the fits of one job, ``results/<study>/<design>/<missing>/<method>/blocks/block<b>``."""
         return f"results/{self.study}/{self.design}/{self.missing}/{self.method}/blocks/block{block}"
+
+
+def split_blocks(reps, size: int) -> list[list[int]]:
+    """Replications ``reps`` in blocks of ``size``, in order (one block when ``size`` exceeds
+    them): the fits of one block job each."""
+    reps, size = list(reps), int(size)
+    return [reps[i : i + size] for i in range(0, len(reps), size)]
+
+
+def block_number(conditions, config: dict, fit) -> int:
+    """The number of the block that fits ``fit`` (a condition of the study whose ``conditions``
+    module is given, with its ``rep``)."""
+    return next(b for b, reps in enumerate(conditions.condition_blocks(config, fit)) if fit.rep in reps)
+
+
+def fit_folder(conditions, config: dict, fit) -> str:
+    """Where a fit made in a block lies: ``rep<r>/`` in the folder of its block
+    (``fit.block_folder``), for the study whose ``conditions`` module is given."""
+    return f"{fit.block_folder(block_number(conditions, config, fit))}/rep{fit.rep}"
 
 
 def parse_missing(missing: str) -> tuple[str, float]:

@@ -1,8 +1,6 @@
 # Input, params and target functions of the amortized_ifa rules (workflow/rules/amortized_ifa.smk);
 # kept apart from the rules so that `snakemake --lint` stays clean. Parse time imports only the
 # study's conditions (standard library).
-from types import SimpleNamespace
-
 from bayesirt.studies.amortized_ifa import conditions as ifa_conditions
 
 
@@ -84,42 +82,25 @@ def ifa_fit_seed(wildcards):
     return job_seed("fit", "amortized_ifa", wildcards.design, wildcards.rep)
 
 
-def ifa_block_specs(wildcards):
-    """The fits of block ``wildcards.block`` of a condition (``{method}_P{factors}_R{samples}``)."""
-    spec = ifa_conditions.Condition(wildcards.design, wildcards.method, int(wildcards.factors), int(wildcards.samples), 0)
-    blocks = ifa_conditions.condition_blocks(ifa_design_config(wildcards), spec)
-    return [ifa_conditions.Condition(spec.design, spec.method, spec.n_factors, spec.n_importance, r)
-            for r in blocks[int(wildcards.block)]]
+def ifa_block_condition(wildcards):
+    """The condition a block job fits (``{method}_P{factors}_R{samples}``; its replications:
+    ``ifa_block``)."""
+    return ifa_conditions.Condition(wildcards.design, wildcards.method, int(wildcards.factors),
+                                    int(wildcards.samples), 0)
 
 
-def ifa_block_reps(wildcards):
-    return [s.rep for s in ifa_block_specs(wildcards)]
+ifa_block = block_fits(ifa_conditions, ifa_block_condition)
 
 
 def ifa_fit_threads(wildcards):
     """A block's cores: one worker process per group of fits (studies.amortized_ifa.conditions)."""
-    return ifa_conditions.block_processes(ifa_design_config(wildcards), len(ifa_block_specs(wildcards)))
-
-
-def ifa_block_inputs(per_replication):
-    """An input (or params) function: ``per_replication`` of each replication of the block, in
-    order (the empty truth of real data stays empty)."""
-    def inputs(wildcards):
-        values = [per_replication(SimpleNamespace(design=wildcards.design, rep=str(s.rep)))
-                  for s in ifa_block_specs(wildcards)]
-        return [v for v in values if v != []]
-    return inputs
-
-
-def ifa_fit_folder(spec):
-    """The folder of one fit: rep<r>/ in the folder of the block that fitted it."""
-    design = ifa_config()["designs"][spec.design]
-    return replication_folder(spec.block_folder(ifa_conditions.block_of(design, spec)), spec.rep)
+    return ifa_conditions.block_processes(ifa_design_config(wildcards), len(ifa_block(wildcards)))
 
 
 def ifa_fit_records(wildcards):
     """Every fit record of a design, in the config's order (params of the tables)."""
-    return [f"{ifa_fit_folder(f)}/fit.json" for f in ifa_conditions.conditions(config) if f.design == wildcards.design]
+    fits = [f for f in ifa_conditions.conditions(config) if f.design == wildcards.design]
+    return fit_files(ifa_conditions, fits, "fit.json")
 
 
 def ifa_fit_blocks(wildcards):

@@ -1,7 +1,5 @@
 # Input, params and target functions of the dcm_bbvi rules (workflow/rules/dcm_bbvi.smk);
 # kept apart from the rules so that `snakemake --lint` stays clean.
-from types import SimpleNamespace
-
 from bayesirt.studies.dcm_bbvi import conditions as dcm_conditions
 from bayesirt.studies.dcm_bbvi import settings as dcm_settings
 
@@ -38,36 +36,18 @@ def dcm_fit_seed(wildcards):
     return job_seed("fit", "dcm_bbvi", wildcards.design, wildcards.missing, wildcards.rep)
 
 
-def dcm_block_reps(wildcards):
-    """The replications of block ``wildcards.block`` of a condition."""
-    blocks = dcm_conditions.condition_blocks(dcm_config()["designs"][wildcards.design])
-    return blocks[int(wildcards.block)]
+def dcm_block_condition(wildcards):
+    """The condition a block job fits (its replications: ``dcm_block``); the NUTS rule's
+    method is in its path, not a wildcard."""
+    return dcm_conditions.Condition(wildcards.design, wildcards.missing, wildcards.get("method", "nuts"), 0)
 
 
-def dcm_block_inputs(pattern):
-    """An input function: ``pattern`` (with ``{design}``, ``{missing}``, ``{rep}``) for each
-    replication of the block, in order."""
-    def inputs(wildcards):
-        return [pattern.format(design=wildcards.design, missing=wildcards.missing, rep=rep)
-                for rep in dcm_block_reps(wildcards)]
-    return inputs
-
-
-def dcm_block_seeds(wildcards):
-    """The fit seed of each replication of the block (``dcm_fit_seed``, as a single fit had)."""
-    return [dcm_fit_seed(SimpleNamespace(design=wildcards.design, missing=wildcards.missing, rep=str(rep)))
-            for rep in dcm_block_reps(wildcards)]
-
-
-def dcm_fit_folder(spec):
-    """The folder of one fit: rep<r>/ in the folder of the block that fitted it."""
-    design = dcm_config()["designs"][spec.design]
-    return replication_folder(spec.block_folder(dcm_conditions.block_of(design, spec.rep)), spec.rep)
+dcm_block = block_fits(dcm_conditions, dcm_block_condition)
 
 
 def dcm_fit_records(wildcards):
     """Every fit record of the study, in the config's order (params of the tables)."""
-    return [f"{dcm_fit_folder(f)}/fit.json" for f in dcm_fits()]
+    return fit_files(dcm_conditions, dcm_fits(), "fit.json")
 
 
 def dcm_fit_blocks(wildcards=None):

@@ -48,42 +48,21 @@ def gibbs_fit_seed(wildcards):
     return job_seed("fit", "gibbs_2pno", wildcards.design, wildcards.missing, wildcards.rep)
 
 
-def gibbs_block_reps(wildcards):
-    """The replications of block ``wildcards.block`` of a (design, missingness, method)."""
-    cond = gibbs_conditions.Condition(wildcards.design, wildcards.missing, wildcards.method, 0)
-    return gibbs_conditions.condition_blocks(gibbs_design_config(wildcards), cond)[int(wildcards.block)]
+def gibbs_block_condition(wildcards):
+    """The condition a block job fits (its replications: ``gibbs_block``)."""
+    return gibbs_conditions.Condition(wildcards.design, wildcards.missing, wildcards.method, 0)
 
 
-def gibbs_block_inputs(pattern):
-    """An input function: ``pattern`` (with {design}, {missing} and {rep}) for each replication of
-    the block, in order."""
-    def inputs(wildcards):
-        return [pattern.format(design=wildcards.design, missing=wildcards.missing, rep=rep)
-                for rep in gibbs_block_reps(wildcards)]
-    return inputs
-
-
-def gibbs_block_seeds(wildcards):
-    """Each replication's fit seed, as its single fit had it."""
-    return [gibbs_fit_seed(SimpleNamespace(design=wildcards.design, missing=wildcards.missing, rep=str(rep)))
-            for rep in gibbs_block_reps(wildcards)]
+gibbs_block = block_fits(gibbs_conditions, gibbs_block_condition)
 
 
 def gibbs_design_conditions(wildcards):
     return gibbs_conditions.design_conditions(config, wildcards.design)
 
 
-def gibbs_fit_folder(cond):
-    """The folder of one fit: rep<r>/ in the folder of the block that fitted it."""
-    design = config["studies"][gibbs_conditions.STUDY]["designs"][cond.design]
-    return replication_folder(cond.block_folder(gibbs_conditions.block_of(design, cond)), cond.rep)
-
-
 def gibbs_fit_files(name):
     """A params function: file ``name`` of every fit of a design, in the config's order."""
-    def files(wildcards):
-        return [f"{gibbs_fit_folder(c)}/{name}" for c in gibbs_design_conditions(wildcards)]
-    return files
+    return lambda wildcards: fit_files(gibbs_conditions, gibbs_design_conditions(wildcards), name)
 
 
 def gibbs_fit_blocks(wildcards):

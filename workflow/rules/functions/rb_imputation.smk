@@ -1,7 +1,6 @@
 # Input, params and target functions of the rb_imputation rules (workflow/rules/rb_imputation.smk);
 # kept apart from the rules so that `snakemake --lint` stays clean.
 from dataclasses import replace as rb_replace
-from types import SimpleNamespace
 
 from bayesirt.studies.rb_imputation import conditions as rb_study
 from bayesirt.studies.rb_imputation import settings as rb_study_settings
@@ -61,34 +60,26 @@ def rb_person_ids(wildcards):
     return person_ids_of(wildcards.dataset)
 
 
-def rb_block_reps(wildcards):
-    """The replications of block ``wildcards.block`` (the same for every condition)."""
-    return rb_study.condition_blocks(rb_config())[int(wildcards.block)]
+def rb_block_condition(wildcards):
+    """The condition a block job fits (its replications, the study's masks: ``rb_block``)."""
+    objective, copies = rb_study.parse_condition(wildcards.condition)
+    return rb_study.Condition(wildcards.dataset, wildcards.condition, objective, wildcards.missing, 0, copies)
 
 
-def rb_block_inputs(per_replication):
-    """An input (or params) function: ``per_replication`` of each replication of the block, in order."""
-    def inputs(wildcards):
-        return [per_replication(SimpleNamespace(dataset=wildcards.dataset, missing=wildcards.missing, rep=str(rep)))
-                for rep in rb_block_reps(wildcards)]
-    return inputs
+rb_block = block_fits(rb_study, rb_block_condition)
 
 
 def imputation_seed(wildcards):
     return job_seed("imputation", "rb_imputation", wildcards.dataset, wildcards.missing, wildcards.rep)
 
 
-def rb_fit_folder(fit):
-    """The folder of one objective's fit: rep<r>/ in the folder of the block that fitted it."""
-    return replication_folder(fit.block_folder(rb_study.block_of(rb_config(), fit.rep)), fit.rep)
-
-
 def rb_fits(wildcards):
     """Every fit record of one data set and missingness design: replication by replication, the
     objectives with _M<copies> for the copy-based ones (rb_imputation.conditions); params of
     rule rb_comparison."""
-    return [f"{rb_fit_folder(fit)}/fit.json" for fit in rb_study.conditions(config)
+    fits = [fit for fit in rb_study.conditions(config)
             if fit.rep is not None and fit.dataset == wildcards.dataset and fit.missing == wildcards.missing]
+    return fit_files(rb_study, fits, "fit.json")
 
 
 def rb_fit_blocks(wildcards):

@@ -46,40 +46,24 @@ def vibo_missing_seed(wildcards):
     return job_seed("missing", "vibo", wildcards.design, wildcards.missing, wildcards.rep)
 
 
-def vibo_fit_seed(design, missing, rep):
+def vibo_fit_seed(fit):
     """Every method of one condition and replication shares this seed (common random numbers)."""
-    return job_seed("fit", "vibo", design, missing, str(rep))
+    return job_seed("fit", "vibo", fit.design, fit.missing, str(fit.rep))
 
 
-def vibo_block_reps(wildcards):
-    """The replications of block ``wildcards.block`` of a condition, in order."""
-    return vibo_conditions.condition_blocks(vibo_design_config(wildcards))[int(wildcards.block)]
+def vibo_block_condition(wildcards):
+    """The condition a block job fits (its replications: ``vibo_block``)."""
+    return vibo_conditions.Condition(wildcards.design, wildcards.missing, wildcards.method, 0)
 
 
-def vibo_block_seeds(wildcards):
-    """The fit seeds of the block's replications (each the seed its fit had on its own)."""
-    return [vibo_fit_seed(wildcards.design, wildcards.missing, r) for r in vibo_block_reps(wildcards)]
-
-
-def vibo_block_inputs(name):
-    """An input function: the file ``name`` of each replication of the block, in order."""
-    def inputs(wildcards):
-        return [f"data/processed/vibo/{wildcards.design}/{wildcards.missing}/rep{r}/{name}"
-                for r in vibo_block_reps(wildcards)]
-    return inputs
-
-
-def vibo_fit_folder(cond):
-    """The folder of one fit: rep<r>/ in the folder of the block that fitted it."""
-    design = vibo_designs()[cond.design]
-    return replication_folder(cond.block_folder(vibo_conditions.block_of(design, cond.rep)), cond.rep)
+vibo_block = block_fits(vibo_conditions, vibo_block_condition)
 
 
 def vibo_fit_files(name):
     """A params function: file ``name`` of every fit of a design, in the config's order."""
     def files(wildcards):
-        return [f"{vibo_fit_folder(c)}/{name}" for c in vibo_conditions.conditions(config)
-                if c.design == wildcards.design]
+        fits = [c for c in vibo_conditions.conditions(config) if c.design == wildcards.design]
+        return fit_files(vibo_conditions, fits, name)
     return files
 
 
@@ -91,7 +75,7 @@ def vibo_fit_blocks(wildcards):
 def vibo_targets():
     # the tables, and the blocks' folders with the model checks their jobs wrote beside every fit
     return [f"results/vibo/{name}/summary.csv" for name in vibo_designs()] + blocks_of(
-        f"{vibo_fit_folder(c)}/fit.json" for c in vibo_conditions.conditions(config))
+        fit_files(vibo_conditions, vibo_conditions.conditions(config), "fit.json"))
 
 
 def vibo_report_parameters():

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from bayesirt import block_plan
 from bayesirt.data.mgrm_presets import PRESETS
+from bayesirt.studies.design_conditions import split_blocks
 
 STUDY = "amortized_ifa"
 METHODS = ("iwae", "iwavb")  # the default methods; the seed-as-written ones are iwae_seed, iwavb_seed
@@ -86,16 +87,16 @@ def design_factors(design: dict) -> int:
     return int(design["n_factors"])
 
 
-def condition_blocks(design: dict, spec: Condition) -> list[list[int]]:
+def condition_blocks(config: dict, spec: Condition) -> list[list[int]]:
     """The replications of ``spec``'s condition (its design, method, P and R) in blocks of the
     design's ``block_size``, in order (one block when it exceeds them)."""
+    design = config["studies"][STUDY]["designs"][spec.design]
     reps = sorted(
         f.rep
         for f in design_fits(spec.design, design, (spec.method,))
         if (f.n_factors, f.n_importance) == (spec.n_factors, spec.n_importance)
     )
-    size = design["block_size"]
-    return [reps[i : i + size] for i in range(0, len(reps), size)]
+    return split_blocks(reps, design["block_size"])
 
 
 def block_processes(design: dict, n_reps: int) -> int:
@@ -104,11 +105,6 @@ def block_processes(design: dict, n_reps: int) -> int:
     width = design["fits_per_program"]
     width = block_plan.cpu_program_width(n_reps) if width == "auto" else width
     return -(-n_reps // width)
-
-
-def block_of(design: dict, spec: Condition) -> int:
-    """The number of the block that fits ``spec``'s replication."""
-    return next(b for b, reps in enumerate(condition_blocks(design, spec)) if spec.rep in reps)
 
 
 def data_replication(design: dict, rep: int) -> int:

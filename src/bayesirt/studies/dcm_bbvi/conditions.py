@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bayesirt.studies.design_conditions import parse_missing
+from bayesirt.studies.design_conditions import parse_missing, split_blocks
 
 # seed 002's notebook runs (``seed_methods``), named here so that the conditions load without JAX
 SEED_METHODS = ("bbvi_seed", "bbvi_beta_truth_seed", "bbvi_pi_truth_seed")
@@ -103,17 +103,12 @@ def conditions(config: dict) -> list[Condition]:
     return fits
 
 
-def condition_blocks(design: dict) -> list[list[int]]:
-    """The replications of a condition of ``design`` (any missingness and method: all fit the
-    same replications) in blocks of the design's ``block_size``, in order (one block when it
+def condition_blocks(config: dict, cond: Condition) -> list[list[int]]:
+    """The replications of ``cond``'s condition (any missingness and method of a design: all fit
+    the same replications) in blocks of the design's ``block_size``, in order (one block when it
     exceeds them)."""
-    reps, size = list(range(design["replications"])), design["block_size"]
-    return [reps[i : i + size] for i in range(0, len(reps), size)]
-
-
-def block_of(design: dict, rep: int) -> int:
-    """The number of the block that fits replication ``rep`` of a condition of ``design``."""
-    return rep // design["block_size"]
+    design = config["studies"][STUDY]["designs"][cond.design]
+    return split_blocks(range(design["replications"]), design["block_size"])
 
 
 def design_spec(name: str, design: dict) -> dict:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bayesirt.studies.design_conditions import DesignCondition, parse_missing
+from bayesirt.studies.design_conditions import DesignCondition, parse_missing, split_blocks
 
 STUDY = "gibbs_2pno"
 # the 2PNO methods a design is fitted with (the config's ``methods``), and the mixture's sampler
@@ -91,14 +91,8 @@ def conditions(config: dict) -> list[Condition | MixtureCondition]:
     return design_conditions(config) + ([MixtureCondition()] if mixture_on(config) else [])
 
 
-def condition_blocks(design: dict, cond: Condition) -> list[list[int]]:
+def condition_blocks(config: dict, cond: Condition) -> list[list[int]]:
     """The replications of ``cond``'s design, missingness and method in blocks of the design's
-    ``block_size``, in order (one block when it exceeds them). ``design``: the validated design."""
-    reps = list(range(int(design["replications"])))
-    size = int(design["block_size"])
-    return [reps[i : i + size] for i in range(0, len(reps), size)]
-
-
-def block_of(design: dict, cond: Condition) -> int:
-    """The number of the block that fits ``cond``'s replication."""
-    return next(b for b, reps in enumerate(condition_blocks(design, cond)) if cond.rep in reps)
+    ``block_size``, in order (one block when it exceeds them); ``config``: the validated config."""
+    design = config["studies"][STUDY]["designs"][cond.design]
+    return split_blocks(range(int(design["replications"])), design["block_size"])

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from bayesirt.studies.design_conditions import split_blocks
+
 STUDY = "rb_imputation"
 # the imputation objectives, as ``inference.variational.objectives.NAMES`` (a unit test holds them equal)
 OBJECTIVES = (
@@ -126,15 +128,9 @@ def conditions(config: dict) -> list[Condition]:
     return fits
 
 
-def condition_blocks(study: dict) -> list[list[int]]:
-    """The replications of a condition in blocks of the study's ``block_size``, in order (one
-    block when it exceeds them). Every condition of the study has the same replications (the
-    study's masks), so the blocks are the same for all of them."""
-    reps = list(range(study["replications"]))
-    size = study["block_size"]
-    return [reps[i : i + size] for i in range(0, len(reps), size)]
-
-
-def block_of(study: dict, rep: int) -> int:
-    """The number of the block that fits replication ``rep`` (of any condition)."""
-    return next(b for b, reps in enumerate(condition_blocks(study)) if rep in reps)
+def condition_blocks(config: dict, fit: Condition) -> list[list[int]]:
+    """The replications of ``fit``'s condition in blocks of the study's ``block_size``, in order
+    (one block when it exceeds them). Every condition of the study has the same replications
+    (the study's masks), so the blocks are the same for all of them."""
+    study = config["studies"][STUDY]
+    return split_blocks(range(study["replications"]), study["block_size"])

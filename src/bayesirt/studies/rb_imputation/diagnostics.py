@@ -36,10 +36,12 @@ import pandas as pd
 from bayesirt import records
 from bayesirt.evaluation.verdicts import mean_interval
 from bayesirt.seeds import derive
+from bayesirt.studies import design_conditions
+from bayesirt.studies.rb_imputation import conditions as rb_conditions
 from bayesirt.studies.rb_imputation.conditions import (
     SEED_MISSING,
     STUDY,
-    block_of,
+    Condition,
     condition_names,
     missing_designs,
     parse_condition,
@@ -220,7 +222,8 @@ def full_data_bias(config: dict, root: Path = Path(".")) -> pd.DataFrame:
         for rep in range(study["replications"]):
             for name in condition_names(study):
                 objective, copies = parse_condition(name)
-                folder = f"results/{STUDY}/{dataset}/{missing}/{name}/blocks/block{block_of(study, rep)}/rep{rep}"
+                fit = Condition(dataset, name, objective, missing, rep, copies)
+                folder = design_conditions.fit_folder(rb_conditions, config, fit)
                 estimates = pd.read_csv(root / folder / "estimates.csv")
                 rows.append(
                     {

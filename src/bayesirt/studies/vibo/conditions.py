@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bayesirt.studies.design_conditions import DesignCondition, parse_missing
+from bayesirt.studies.design_conditions import DesignCondition, parse_missing, split_blocks
 
 STUDY = "vibo"
 METHODS = ("vibo_one_prior", "vibo_prior_per_missing", "vibo_seed", "vibo_average_seed", "mfvi", "mml", "nuts")
@@ -63,13 +63,8 @@ def conditions(config: dict) -> list[Condition]:
     return out
 
 
-def condition_blocks(design: dict) -> list[list[int]]:
-    """The replications of a condition of ``design`` (every condition of a design has the same)
-    in blocks of the design's ``block_size``, in order (one block when it exceeds them)."""
-    reps, size = list(range(design["replications"])), int(design["block_size"])
-    return [reps[i : i + size] for i in range(0, len(reps), size)]
-
-
-def block_of(design: dict, rep: int) -> int:
-    """The number of the block that fits replication ``rep`` of a condition of ``design``."""
-    return int(rep) // int(design["block_size"])
+def condition_blocks(config: dict, cond: Condition) -> list[list[int]]:
+    """The replications of ``cond``'s condition (every condition of a design has the same) in
+    blocks of the design's ``block_size``, in order (one block when it exceeds them)."""
+    design = config["studies"][STUDY]["designs"][cond.design]
+    return split_blocks(range(design["replications"]), design["block_size"])

@@ -6,12 +6,18 @@
     python tools/reproduction.py collect dcm_bbvi --config config/paper.yaml
     python tools/reproduction.py diagnose dcm_bbvi --config config/paper.yaml
     python tools/reproduction.py page                      # every study with collected tables
+    python tools/reproduction.py pause                     # stop a running sitting for a while
+    python tools/reproduction.py resume
 
 ``run`` is ``make run`` on the studies' reports with the given config, at XLA's default
 optimization level (a long run is compute, not compilation); run it again after an
 interruption and it resumes. Each sitting (start, end, exit status, commit) is kept in
 ``results/reproduction/sittings.jsonl`` (its end is null while it runs);
-``nohup python tools/reproduction.py run ... &`` keeps it going in the background.
+``nohup python tools/reproduction.py run ... &`` keeps it going in the background. ``pause``
+stops every process of the running sittings (to free the machine for a while) and ``resume``
+lets them go on; the sitting records both, and its paused time is not the study's. A job that
+was running during a pause has the pause in the times it recorded, so ``collect`` refuses a study
+with such jobs and names them: delete their outputs and run again.
 
 ``collect`` copies the small tables a study's page reads from ``results/<study>/`` to
 ``docs/reproduction/data/<study>/`` with the run's facts (``run.json``: command, config, commit,
@@ -33,6 +39,7 @@ import json
 import os
 import platform
 import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -75,6 +82,27 @@ def run_command(studies, configs, first=()) -> list[str]:
     return ["make", "run", f"ARGS={targets} --configfile {' '.join(configs)}{prioritize}"]
 
 
+def read_sittings() -> list[dict]:
+    path = ROOT / SITTINGS
+    return [json.loads(ln) for ln in path.read_text().splitlines()] if path.is_file() else []
+
+
+def write_sittings(sittings: list[dict]) -> None:
+    path = ROOT / SITTINGS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(s) + "\n" for s in sittings))
+
+
+def update_sitting(start: str, argv: str, **fields) -> None:
+    """Set ``fields`` on the record of the sitting that started at ``start`` with ``argv``
+    (another command, ``pause``, may have changed it since it was written)."""
+    sittings = read_sittings()
+    for s in sittings:
+        if s["start"] == start and s.get("argv") == argv:
+            s.update(fields)
+    write_sittings(sittings)
+
+
 def run(args) -> int:
     command = run_command(args.studies, args.config, args.first)
     sitting = {
@@ -86,17 +114,87 @@ def run(args) -> int:
     }
     sitting["start"] = now()
     print(f"reproduction: {sitting['command']} (XLA_FLAGS= , XLA's default level)", flush=True)
-    path = ROOT / SITTINGS
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:  # an open sitting (end null) until this one ends
-        f.write(json.dumps({**sitting, "end": None}) + "\n")
-    status = subprocess.run(command, cwd=ROOT, env={**os.environ, "XLA_FLAGS": ""}).returncode
-    lines = path.read_text().splitlines()
-    opened = json.dumps({**sitting, "end": None})
-    sitting.update(end=now(), returncode=status)
-    lines = [json.dumps(sitting) if ln == opened else ln for ln in lines]
-    path.write_text("\n".join(lines) + "\n")
+    # its own process group, so that ``pause`` and ``resume`` reach every process of the run
+    proc = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "XLA_FLAGS": ""}, start_new_session=True)
+    write_sittings([*read_sittings(), {**sitting, "process_group": proc.pid, "end": None}])
+
+    def forward(signum, frame):  # Ctrl-C or a kill of this process reaches the run's group
+        os.killpg(proc.pid, signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, forward)
+    status = proc.wait()
+    update_sitting(sitting["start"], sitting["argv"], end=now(), returncode=status)
     return status
+
+
+def running_sittings(sittings: list[dict]) -> list[dict]:
+    """The open sittings whose process group is alive on this machine."""
+    alive = []
+    for s in sittings:
+        if s.get("end") is None and s.get("process_group"):
+            try:
+                os.killpg(s["process_group"], 0)
+            except (ProcessLookupError, PermissionError):
+                continue
+            alive.append(s)
+    return alive
+
+
+def pause(args) -> int:
+    sittings = read_sittings()
+    running = running_sittings(sittings)
+    if not running:
+        print("pause: no sitting is running")
+        return 1
+    for s in running:
+        if s.get("pauses") and s["pauses"][-1][1] is None:
+            print(f"pause: {s['argv']} is paused already (since {s['pauses'][-1][0]})")
+            continue
+        os.killpg(s["process_group"], signal.SIGSTOP)
+        s.setdefault("pauses", []).append([now(), None])
+        print(f"pause: {s['argv']} paused; `python tools/reproduction.py resume` lets it go on")
+    write_sittings(sittings)
+    return 0
+
+
+def resume(args) -> int:
+    sittings = read_sittings()
+    running = [s for s in running_sittings(sittings) if s.get("pauses") and s["pauses"][-1][1] is None]
+    if not running:
+        print("resume: no sitting is paused")
+        return 1
+    for s in running:
+        os.killpg(s["process_group"], signal.SIGCONT)
+        s["pauses"][-1][1] = now()
+        s["paused_seconds"] = sum(seconds(a, b) for a, b in s["pauses"])
+        print(f"resume: {s['argv']} goes on after {seconds(*s['pauses'][-1]):.0f} s")
+    write_sittings(sittings)
+    return 0
+
+
+def paused_jobs(study: str, sittings: list[dict]) -> list[str]:
+    """The study's jobs that were running while one of ``sittings`` was paused, by their
+    Snakemake benchmark files (a job ran from the file's time less its seconds to the file's
+    time): the times such a job recorded include the pause."""
+    stamp = datetime.datetime.fromisoformat
+    pauses = [
+        (stamp(a.replace("Z", "+00:00")).timestamp(), stamp((b or now()).replace("Z", "+00:00")).timestamp())
+        for s in sittings
+        for a, b in s.get("pauses", [])
+    ]
+    hit = []
+    base = ROOT / "logs" / "benchmarks"
+    for folder in (base / study, base / "data" / study):
+        for tsv in sorted(folder.rglob("*.tsv")) if folder.is_dir() and pauses else []:
+            lines = tsv.read_text().splitlines()
+            if len(lines) < 2:
+                continue
+            end = tsv.stat().st_mtime
+            start = end - float(lines[1].split("\t")[0])
+            if any(a < end and start < b for a, b in pauses):
+                hit.append(str(tsv.relative_to(ROOT)))
+    return hit
 
 
 def seconds(start: str, end: str) -> float:
@@ -140,6 +238,13 @@ def collect(args) -> int:
     if not mine:
         sys.exit(f"collect: no sitting of {args.study} with {config} in {SITTINGS}; run it first")
     mine = [{**s, "end": min(s["end"] or done, done)} for s in mine]
+    paused = paused_jobs(args.study, mine)
+    if paused:
+        sys.exit(
+            f"collect: {len(paused)} job(s) of {args.study} ran while a sitting was paused, so the times they "
+            f"recorded include the pause; delete their outputs (the benchmark file names each job) and run again: "
+            + ", ".join(paused)
+        )
     run_facts = {
         "command": mine[-1].get("argv")
         or f"python tools/reproduction.py run {' '.join(mine[-1]['studies'])} --config {config}",
@@ -244,6 +349,11 @@ def main(argv=None) -> int:
     p.add_argument("--config", nargs="+", default=["config/paper.yaml"], help="config files, later ones override")
     p.add_argument("--first", nargs="+", default=[], help="studies whose jobs go first")
     p.set_defaults(step_function=run)
+    p = sub.add_parser("pause", help="stop the running sittings for a while (resume lets them go on)")
+    p.set_defaults(step_function=pause)
+    p = sub.add_parser("resume", help="let the paused sittings go on")
+    p.set_defaults(step_function=resume)
+
     p = sub.add_parser("collect", help="keep a finished study's tables and run facts under docs/")
     p.add_argument("study")
     p.add_argument("--config", nargs="+", default=["config/paper.yaml"], help="as given to run")

@@ -102,3 +102,103 @@ def test_one_fit_is_scored_by_its_encoder_and_exactly():
     for row in (with_cells, without):
         assert 0 <= row["coverage_90"] <= 1 and 0 <= row["exact_coverage_90"] <= 1
         assert 0 < row["ability_rmse"] < 2 and 0 < row["exact_ability_rmse"] < 2 and row["mean_sd_ratio"] > 0
+
+
+def doubled_table(rows) -> pd.DataFrame:
+    """(missing, method, rep, converged, coverage, coverage doubled, rmse, rmse doubled) rows of design n1k."""
+    out = []
+    for missing, method, rep, converged, cov, cov2, rmse, rmse2 in rows:
+        out.append(
+            {
+                "design": "n1k",
+                "missing": missing,
+                "method": method,
+                "rep": rep,
+                "converged": converged,
+                "steps": 1000,
+                "ability_rmse": rmse,
+                "coverage_90": cov,
+                "steps_doubled": 4000,
+                "ability_rmse_doubled": rmse2,
+                "coverage_90_doubled": cov2,
+                "seconds": 1.0,
+            }
+        )
+    return pd.DataFrame(out, columns=diagnostics.DOUBLED_COLUMNS)
+
+
+def test_an_unconverged_calibration_row_keeps_its_verdict_only_where_doubling_does_not_move_it():
+    from bayesirt.studies.vibo import reproduction as page
+
+    # four fits of vibo_seed at n1k mcar20, one unconverged, coverage about 0.60 (contradicted: far
+    # from 0.90); doubling moves the mean coverage by 0.001 (kept) or by 0.2 (not kept)
+    coverage = [0.60, 0.61, 0.59, 0.60]
+    fits = pd.DataFrame(
+        {
+            "design": "n1k",
+            "missing": "mcar20",
+            "method": "vibo_seed",
+            "rep": range(4),
+            "converged": [True, True, True, False],
+            "coverage_90": coverage,
+        }
+    )
+    for shift, kept in ((0.001, True), (0.2, False)):
+        doubled = doubled_table(
+            [
+                ("mcar20", "vibo_seed", r, c, cov, cov + shift, 0.3, 0.3)
+                for r, (c, cov) in enumerate(zip(fits.converged, coverage))
+            ]
+        )
+        (row,) = page.calibration_claims(fits, doubled)
+        assert row.verdict == ("contradicted" if kept else "inconclusive"), row
+        assert "Doubling every fit's steps" in row.why and ("the verdict stands" in row.why) == kept
+    (row,) = page.calibration_claims(fits)  # no diagnostics: capped
+    assert row.verdict == "inconclusive" and "Doubling" not in row.why
+
+
+def test_the_doubling_check_of_a_comparison_pairs_the_two_methods_by_data_set():
+    from bayesirt.studies.vibo import reproduction as page
+
+    # the product's RMSE 0.01 to 0.03 below the average's (mean 0.02), before and after doubling
+    rows = []
+    for missing in ("mcar0", "mcar20"):
+        for rep in range(3):
+            base, gap = 0.3 + 0.01 * rep, 0.01 * (rep + 1)
+            rows += [(missing, "vibo_seed", rep, False, 0.9, 0.9, base, base + 0.001)]
+            rows += [(missing, "vibo_average_seed", rep, True, 0.9, 0.9, base + gap, base + gap + 0.001)]
+    holds, sentence = page.doubling_check(
+        doubled_table(rows), "n1k", "vibo_seed", "ability_rmse", baseline="vibo_average_seed"
+    )
+    assert holds and "moves the mean difference by 0.0000" in sentence
+    assert page.doubling_check(None, "n1k", "vibo_seed", "ability_rmse") is None
+    assert page.doubling_check(doubled_table(rows), "n10k", "vibo_seed", "ability_rmse") is None
+
+
+def test_the_page_shows_the_doubling_check(tmp_path):
+    out = tmp_path / "vibo"
+    (out / reproduction.DIAGNOSTICS).mkdir(parents=True)
+    doubled_table([("mcar20", "vibo_seed", r, r > 0, 0.6, 0.62, 0.3, 0.29) for r in range(3)]).to_csv(
+        out / reproduction.DIAGNOSTICS / "doubled_fits.csv", index=False
+    )
+    (out / reproduction.DIAGNOSTICS / "diagnostics.json").write_text(json.dumps({"command": "x", "seconds": 60}))
+    text = reproduction.diagnostics_section("vibo", out)
+    assert text.startswith("## Diagnostics: twice the steps")
+    assert (
+        "| design `n1k`, mcar20 | `vibo_seed` | 3 | 2 of 3 | 1000 -> 4000 | 0.600 -> 0.620 | 0.3000 -> 0.2900 |" in text
+    )
+
+
+@pytest.mark.slow
+def test_a_doubled_block_runs_twice_the_steps_of_its_longest_fit(monkeypatch):
+    # config/test.yaml's tiny design, the seed's VIBO only, two data sets at 20% MCAR
+    from tests.unit.test_rb_study import validated
+
+    config = validated()
+    config["studies"]["vibo"]["designs"]["tiny"]["missing"] = ["mcar20"]
+    config["studies"]["vibo"]["methods"] = ["vibo_seed"]
+    monkeypatch.setattr(diagnostics, "DOUBLED_DESIGNS", ("tiny",))
+    fits = diagnostics.doubled_fits(config, 2, progress=lambda line: None)
+    assert list(fits.columns) == diagnostics.DOUBLED_COLUMNS and len(fits) == 2
+    assert (fits.steps_doubled == 2 * fits.steps.max()).all()
+    assert fits[["coverage_90", "coverage_90_doubled"]].stack().between(0, 1).all()

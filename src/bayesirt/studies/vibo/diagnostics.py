@@ -16,11 +16,19 @@ And once more for the seed's variant with **no cells set apart for scoring** (th
 ``score_fraction`` of the observed cells to score predictions, so "complete" data are not
 complete to the fit): the same data set with ``score_fraction`` 0, so that a "0%" condition sees
 every cell, as the seed's experiment does.
+
+**The doubling check** (``doubled_fits``): the VIBO variants whose calibration and comparison
+rows the page judges, refitted on the first data sets of the simulated designs of
+``DOUBLED_DESIGNS`` under each of their missingness conditions, at the run's training and again
+for twice the steps the longest fit of each block took, with no early stop. Where the fits behind
+a row did not all meet their stopping rule, the row keeps its verdict only if doubling moves its
+figure by less than its interval (``reproduction_claims.doubling``).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -142,6 +150,85 @@ def encoder_fits(config: dict, n_data_sets: int, progress=print, design: str = D
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+DOUBLED = ("vibo_one_prior", "vibo_prior_per_missing", "vibo_seed", "vibo_average_seed")
+DOUBLED_DESIGNS = ("n1k", "n10k")
+FIGURES = ("steps", "ability_rmse", "coverage_90")  # each at the run's training and doubled
+DOUBLED_COLUMNS = ["design", "missing", "method", "rep", "converged", *FIGURES]
+DOUBLED_COLUMNS += [*(f"{c}_doubled" for c in FIGURES), "seconds"]
+
+
+def with_steps(settings, steps: int):
+    """The study's settings with every trained fit run for exactly ``steps`` steps."""
+    return replace(settings, training={**settings.training, "min_steps": steps, "max_steps": steps})
+
+
+def figures_of(out) -> dict:
+    ab = out.estimates[out.estimates.parameter == "ability"].sort_values("person")
+    true, mean, sd = (ab[c].to_numpy(float) for c in ("true", "mean", "sd"))
+    return {
+        "steps": int(out.record["steps"]),
+        "converged": bool(out.record["converged"]),
+        "ability_rmse": float(np.sqrt(np.mean((mean - true) ** 2))),
+        "coverage_90": float(np.mean(np.abs(mean - true) < Z90 * sd)),
+    }
+
+
+def doubled_fits(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame:
+    """``DOUBLED`` (those the config fits) on the first ``n_data_sets`` data sets of each design of
+    ``DOUBLED_DESIGNS`` the config has, under each of its missingness conditions, fitted as a block
+    at the run's settings and again for twice the steps the longest of them took."""
+    from bayesirt.studies.vibo import methods
+    from bayesirt.studies.vibo.settings import Settings
+
+    study, base = config["studies"][STUDY], Settings.from_config(config)
+    rows = []
+    for design in [d for d in DOUBLED_DESIGNS if d in study["designs"]]:
+        spec = study["designs"][design]
+        if not spec.get("enabled", True):
+            continue
+        n = min(n_data_sets, spec["replications"], spec["block_size"])
+        for missing in spec["missing"]:
+            sets = [data_set(config, missing, rep, design=design) for rep in range(n)]
+            for method in [m for m in DOUBLED if m in study["methods"]]:
+                reps = [
+                    methods.Replication(train, hidden, holdout, truth, Condition(design, missing, method, rep), seed)
+                    for rep, (train, hidden, holdout, truth, seed) in enumerate(sets)
+                ]
+                t0 = time.perf_counter()
+                first = [figures_of(o) for o in methods.fit_block(reps, base)]
+                steps = 2 * max(f["steps"] for f in first)
+                second = [figures_of(o) for o in methods.fit_block(reps, with_steps(base, steps))]
+                seconds = round((time.perf_counter() - t0) / n, 1)
+                for rep, (a, b) in enumerate(zip(first, second, strict=True)):
+                    doubled = {f"{c}_doubled": b[c] for c in FIGURES}
+                    rows.append({"design": design, "missing": missing, "method": method, "rep": rep, **a, **doubled})
+                    rows[-1]["seconds"] = seconds
+                progress(
+                    f"{design} {missing} {method}: coverage {np.mean([f['coverage_90'] for f in first]):.3f} -> "
+                    f"{np.mean([f['coverage_90'] for f in second]):.3f} with {steps} steps"
+                )
+    return pd.DataFrame(rows, columns=DOUBLED_COLUMNS)
+
+
+def doubled_summary(doubled: pd.DataFrame) -> pd.DataFrame:
+    """A row per design, missingness and method: steps, ability RMSE and coverage, at the run's
+    training and doubled."""
+    rows = []
+    for (design, missing, method), d in doubled.groupby(["design", "missing", "method"], sort=False):
+        rows.append(
+            {
+                "condition": f"design `{design}`, {missing}",
+                "method": f"`{method}`",
+                "data sets": len(d),
+                "met their stopping rule": f"{int(d.converged.sum())} of {len(d)}",
+                "steps (median) -> doubled": f"{d.steps.median():.0f} -> {d.steps_doubled.iloc[0]}",
+                "90% coverage -> doubled": f"{d.coverage_90.mean():.3f} -> {d.coverage_90_doubled.mean():.3f}",
+                "ability RMSE -> doubled": f"{d.ability_rmse.mean():.4f} -> {d.ability_rmse_doubled.mean():.4f}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 # ---- the page's section ---------------------------------------------------------------------------
 
 
@@ -205,14 +292,14 @@ def findings(fits: pd.DataFrame) -> list[str]:
 
 
 def section(tables: dict, facts: dict) -> str:
-    """The reproduction page's section: the table of ``summary`` and the ``findings``."""
+    """The reproduction page's section: the table of ``summary`` and the ``findings``, then the
+    doubling check's table."""
     from bayesirt.studies.reproduction import markdown_table
 
-    fits = tables.get("encoder_fits")
-    if fits is None or fits.empty:
-        return ""
-    return "\n".join(
-        [
+    fits, doubled = tables.get("encoder_fits"), tables.get("doubled_fits")
+    lines = []
+    if fits is not None and not fits.empty:
+        lines += [
             "## Diagnostics: the encoder or the items?",
             "",
             f"VIBO's variants refitted on the first {fits.rep.nunique()} data sets of design "
@@ -227,8 +314,20 @@ def section(tables: dict, facts: dict) -> str:
             *[f"- {line}" for line in findings(fits)],
             "",
         ]
-    )
+    if doubled is not None and not doubled.empty:
+        lines += [
+            "## Diagnostics: twice the steps",
+            "",
+            "The VIBO variants on the same data sets of the simulated designs, as a block at the run's training and "
+            "again for twice the steps the longest fit of the block took, with no early stop: where the fits behind "
+            "a calibration or comparison row did not all meet their stopping rule, the row keeps its verdict only "
+            "if doubling moves its figure by less than its interval (the row says so).",
+            "",
+            *markdown_table(doubled_summary(doubled)),
+            "",
+        ]
+    return "\n".join(lines)
 
 
 def diagnose(config: dict, n_data_sets: int) -> dict[str, pd.DataFrame]:
-    return {"encoder_fits": encoder_fits(config, n_data_sets)}
+    return {"encoder_fits": encoder_fits(config, n_data_sets), "doubled_fits": doubled_fits(config, n_data_sets)}

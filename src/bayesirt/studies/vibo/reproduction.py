@@ -22,6 +22,7 @@ from bayesirt import plotting
 from bayesirt.evaluation import verdicts
 from bayesirt.studies.design_conditions import parse_missing
 from bayesirt.studies.reproduction import (
+    DIAGNOSTICS,
     Claim,
     clean,
     describe,
@@ -33,6 +34,7 @@ from bayesirt.studies.reproduction import (
     short,
     tolerance_verdict,
 )
+from bayesirt.studies.reproduction_claims import doubling
 from bayesirt.studies.vibo import tables as study_tables
 from bayesirt.studies.vibo.conditions import VIBO_VARIANTS
 
@@ -134,7 +136,29 @@ def verdict_claims(fits: pd.DataFrame, timings: pd.DataFrame) -> list[Claim]:
     return rows
 
 
-def calibration_claims(fits: pd.DataFrame) -> list[Claim]:
+def doubling_check(doubled, design: str, method: str, figure: str, missing=None, baseline=None, what=""):
+    """The diagnostics' doubling check (``diagnostics.doubled_fits``, where they ran) of a row on
+    ``method``'s ``figure`` at ``design`` (and ``missing``, or every missingness of the design):
+    the figure itself, or its paired difference from ``baseline``'s on the same data sets."""
+    if doubled is None or doubled.empty:
+        return None
+    d = doubled[(doubled.design == design) & (missing is None or doubled.missing == missing)]
+    mine = d[d.method == method]
+    if mine.empty:
+        return None
+    if baseline is None:
+        return doubling(mine[figure].to_numpy(), mine[f"{figure}_doubled"].to_numpy(), what or f"the mean {figure}")
+    both = mine.merge(d[d.method == baseline], on=["missing", "rep"], suffixes=("", "_base"))
+    if both.empty:
+        return None
+    return doubling(
+        (both[figure] - both[f"{figure}_base"]).to_numpy(),
+        (both[f"{figure}_doubled"] - both[f"{figure}_doubled_base"]).to_numpy(),
+        what or "the mean difference",
+    )
+
+
+def calibration_claims(fits: pd.DataFrame, doubled=None) -> list[Claim]:
     """Each VIBO variant's 90% ability intervals: coverage within 3 points of 90%, per design
     and missingness (simulated designs: they have a truth)."""
     rows = []
@@ -153,11 +177,12 @@ def calibration_claims(fits: pd.DataFrame) -> list[Claim]:
                 f"the mean coverage within {COVERAGE_TOLERANCE} of 0.90: {text}",
                 method,
             )
-            rows.append(rests_on(claim, g[g.method == method]))
+            check = doubling_check(doubled, design, method, "coverage_90", missing, what="the mean coverage")
+            rows.append(rests_on(claim, g[g.method == method], doubling=check))
     return rows
 
 
-def comparison_claims(fits: pd.DataFrame) -> list[Claim]:
+def comparison_claims(fits: pd.DataFrame, doubled=None) -> list[Claim]:
     """The seed's one comparison, "We found this design to outperform averaging over non-missing
     entries", per design: the seed's product (``vibo_seed``) against the averaging encoder
     (``vibo_average_seed``) on the same data sets, by ability RMSE where a truth exists and by
@@ -184,13 +209,16 @@ def comparison_claims(fits: pd.DataFrame) -> list[Claim]:
             f"{SEED_METHOD}, {AVERAGE_METHOD}",
             **OUTPERFORM,
         )
-        rows.append(rests_on(claim, f[f.method.isin([SEED_METHOD, AVERAGE_METHOD])]))
+        check = doubling_check(doubled, design, SEED_METHOD, column, baseline=AVERAGE_METHOD) if truth else None
+        rows.append(rests_on(claim, f[f.method.isin([SEED_METHOD, AVERAGE_METHOD])], doubling=check))
     return rows
 
 
 def claims(tables: dict) -> list[Claim]:
-    fits = tables["fits"]
-    return verdict_claims(fits, tables["timings"]) + comparison_claims(fits) + calibration_claims(fits)
+    fits, doubled = tables["fits"], tables.get(f"{DIAGNOSTICS}/doubled_fits")
+    return (
+        verdict_claims(fits, tables["timings"]) + comparison_claims(fits, doubled) + calibration_claims(fits, doubled)
+    )
 
 
 def design_table(tables: dict) -> pd.DataFrame:
@@ -340,7 +368,8 @@ def figures(tables: dict, folder) -> list[tuple[str, str]]:
 
 def diagnose(config: dict, n_data_sets: int) -> dict[str, pd.DataFrame]:
     """The page's diagnostics (``vibo.diagnostics``): VIBO's abilities by its encoder and by the
-    exact posterior at its fitted items, on the study's own data sets."""
+    exact posterior at its fitted items, on the study's own data sets; and the doubling check of
+    the VIBO variants on the simulated designs."""
     from bayesirt.studies.vibo import diagnostics
 
     return diagnostics.diagnose(config, n_data_sets)

@@ -293,6 +293,32 @@ def test_gibbs_agreement_holds_for_standard_normal_z_and_fails_for_a_shift():
     assert gibbs_page.agreement_claim(pairs([], []), "c", "s", "gibbs").verdict == "not comparable"
 
 
+def test_gibbs_the_seeds_claim_is_judged_on_the_seeds_plain_sampler_then_on_ours():
+    # the seed's sampler (gibbs_seed) far from NUTS, ours in agreement: two rows, the seed's first
+    rng = np.random.default_rng(5)
+    ours = pairs(rng.standard_normal(400), 1 + 0.01 * rng.standard_normal(400)).assign(method="gibbs")
+    seeds = pairs(rng.standard_normal(400) + 2.0, np.ones(400)).assign(method="gibbs_seed")
+    fits = pd.DataFrame(0.9, index=range(30), columns=gibbs_page.FIT_COLUMNS)
+    fits = fits.assign(design="d", missing="mcar0", rep=np.tile(np.arange(10), 3), converged=True)
+    fits = fits.assign(method=np.repeat(["gibbs", "gibbs_seed", "nuts"], 10), max_r_hat=1.0, min_ess_bulk=1000.0)
+    empty = pd.DataFrame(columns=["missing", "rep", "parameter", "item", "z", "sd_ratio"])
+    posterior = pd.DataFrame(columns=["parameter", "category", "mean", "sd", "q5", "q95", "r_hat", "true"])
+    tables = {
+        "fits": fits,
+        "gibbs_vs_nuts": pd.concat([seeds, ours], ignore_index=True),
+        "augment_vs_omit": empty,
+        "posterior": posterior,
+    }
+    seed_row, our_row = gibbs_page.claims(tables)[:2]
+    assert seed_row.methods == ["gibbs_seed", "nuts"] and seed_row.verdict == "contradicted"
+    assert our_row.methods == ["gibbs", "nuts"] and our_row.verdict == "supported"
+    assert seed_row.source == our_row.source == "seed"
+    # a run collected before the seed's sampler ran: its pairs have no method column, ours alone
+    tables["gibbs_vs_nuts"] = ours.drop(columns="method")
+    (only,) = [c for c in gibbs_page.claims(tables) if "agree with NUTS" in c.claim]
+    assert only.methods == ["gibbs", "nuts"]
+
+
 def test_gibbs_the_mixture_on_one_data_set_is_inconclusive_whatever_it_covers():
     post = pd.DataFrame(
         {

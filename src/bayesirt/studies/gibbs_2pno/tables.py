@@ -81,19 +81,21 @@ def _recovery(fits: pd.DataFrame) -> pd.DataFrame:
     return recovery.reset_index()
 
 
-def _pairs(by_key: dict, other: str, names: tuple[str, str]) -> pd.DataFrame:
-    """The augmented Gibbs fit against the method ``other`` on every condition with both."""
+def _pairs(by_key: dict, other: str, names: tuple[str, str], samplers=("gibbs",)) -> pd.DataFrame:
+    """Each Gibbs sampler of ``samplers`` against the method ``other`` on every condition with
+    both, the sampler in column ``method`` (the columns named by ``names`` whichever it is)."""
     out = []
     for (missing, method, rep), (_, e) in sorted(by_key.items()):
-        if method == "gibbs" and (missing, other, rep) in by_key:
+        if method in samplers and (missing, other, rep) in by_key:
             c = compare(e, by_key[(missing, other, rep)][1], names)
+            c.insert(0, "method", method)
             c.insert(0, "rep", rep)
             c.insert(0, "missing", missing)
             out.append(c)
     return (
         pd.concat(out, ignore_index=True)
         if out
-        else pd.DataFrame(columns=["missing", "rep", "parameter", "item", "z", "sd_ratio"])
+        else pd.DataFrame(columns=["missing", "rep", "method", "parameter", "item", "z", "sd_ratio"])
     )
 
 
@@ -132,7 +134,8 @@ def aggregate(fit_records: list[dict], estimates: list[pd.DataFrame]) -> dict[st
     ``recovery``     mean and sd over replications of RMSE, correlation and 90% coverage per
                      missingness x method, with the number of replications
     ``diagnostics``  R-hat and ESS per parameter block of every fit
-    ``nuts``         Gibbs (augmented) against NUTS, every item parameter (empty without NUTS)
+    ``nuts``         Gibbs (augmented; ``method`` gibbs, and the seed's plain sampler, gibbs_seed)
+                     against NUTS, every item parameter (empty without NUTS)
     ``missing``      augmented against omitted missing cells, every item parameter
     ``timings``      wall and compile seconds, item ESS and ESS per second (run-dependent)
     """
@@ -149,7 +152,8 @@ def aggregate(fit_records: list[dict], estimates: list[pd.DataFrame]) -> dict[st
         "fits": fits,
         "recovery": recovery,
         "diagnostics": diagnostics,
-        "nuts": _pairs(by_key, "nuts", ("gibbs", "nuts")),
+        # ours and the seed's plain sampler against the same NUTS fits
+        "nuts": _pairs(by_key, "nuts", ("gibbs", "nuts"), samplers=("gibbs", "gibbs_seed")),
         "missing": _pairs(by_key, "gibbs_omit", ("augment", "omit")),
         "timings": _timings(fit_records),
     }

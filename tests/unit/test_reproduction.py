@@ -384,6 +384,37 @@ def test_vibo_methods_table_pools_a_design_s_conditions_per_method():
     assert text.startswith("## The methods side by side") and "| n1k | vibo_one_prior | 6 | 6 |" in text
 
 
+def test_ifa_claims_are_judged_on_the_seeds_methods_first_then_on_ours():
+    # normal_p5 with both pairs: the seed's IWAVB worse than its IWAE on loadings, ours better
+    rng = np.random.default_rng(12)
+    fits = pd.DataFrame(
+        [
+            {
+                "design": "normal_p5",
+                "method": m,
+                "n_factors": 5,
+                "importance_samples": 15,
+                "rep": rep,
+                "loading_mse": base + rng.normal(0, 0.001),
+                "intercept_mse": 0.02 + rng.normal(0, 1e-4),
+                "factor_corr_mse": 0.01 + rng.normal(0, 1e-4),
+                "loglik_independent": -30.0 + rng.normal(0, 0.001),
+                "converged": True,
+            }
+            for m, base in (("iwae_seed", 0.03), ("iwavb_seed", 0.05), ("iwae", 0.05), ("iwavb", 0.03))
+            for rep in range(4)
+        ]
+    )
+    timings = fits[["design", "method", "n_factors", "importance_samples", "rep"]].assign(wall_seconds=10.0)
+    empty = pd.DataFrame(columns=["method", "importance_samples", "n_factors", "loglik_independent"])
+    rows = ifa_page.claims({"fits": fits, "timings": timings, "scree": empty, "stability": pd.DataFrame()})
+    loading = [c for c in rows if c.claim == "IWAVB has the lower loading MSE (normal latents, normal_p5)"]
+    assert [c.methods for c in loading] == [["iwae_seed", "iwavb_seed"], ["iwae", "iwavb"]]
+    assert [c.verdict for c in loading] == ["contradicted", "supported"]
+    times = [c.methods for c in rows if c.claim.startswith("IWAE and IWAVB take similar time")]
+    assert times == [["iwae_seed", "iwavb_seed"], ["iwae", "iwavb"]]
+
+
 def test_ifa_paired_claims_and_an_ipip_run_of_iwae_alone(tmp_path):
     """Normal latents where IWAVB's loading MSE is lower in every replication and its held-out
     log-likelihood higher; an IPIP scree of IWAE alone whose gains fall most after P = 5."""

@@ -11,11 +11,13 @@ so a figure is never read by eye; the study's report states its claims with thes
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 
 from bayesirt.evaluation import verdicts
 from bayesirt.studies.amortized_ifa.reproduction_figures import figures  # noqa: F401 (the page's figures)
-from bayesirt.studies.amortized_ifa.reproduction_pairs import LATENT, PARAMETERS, per_replication
+from bayesirt.studies.amortized_ifa.reproduction_pairs import LATENT, PAIRS, PARAMETERS, as_pair, per_replication
 from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict, page_sentence, rests_on, seed_source
 from bayesirt.studies.reproduction_claims import block_time
 
@@ -326,10 +328,24 @@ def ipip_claims(tables: dict) -> list[Claim]:
     return rows
 
 
+def named(claim: Claim, pair: tuple[str, str]) -> Claim:
+    """A claim judged on ``as_pair``'s fits, its methods named as the run names them."""
+    names = dict(zip(("iwae", "iwavb"), pair, strict=True))
+    return replace(claim, method=", ".join(names.get(m.strip(), m.strip()) for m in claim.method.split(",")))
+
+
 def claims(tables: dict) -> list[Claim]:
-    fits = tables["fits"]
+    """The simulations' claims and their times, judged on the seed's methods as written
+    (``iwae_seed``, ``iwavb_seed``) where the run has them, then on ours; then the IPIP claims."""
+    fits, timings = tables["fits"], tables["timings"]
     confirmatory = fits[fits.design.isin(list(LATENT))]
-    return simulation_claims(confirmatory) + time_claims(tables["timings"]) + ipip_claims(tables)
+    rows = []
+    for judge in (simulation_claims, time_claims):
+        table = confirmatory if judge is simulation_claims else timings
+        for pair in PAIRS:
+            if table.method.isin(pair).any():
+                rows += [named(c, pair) for c in judge(as_pair(table, pair))]
+    return rows + ipip_claims(tables)
 
 
 def design_table(tables: dict) -> pd.DataFrame:

@@ -7,7 +7,16 @@ from __future__ import annotations
 
 import pandas as pd
 
-LATENT = {"normal_p5": "normal", "mixture_p1": "mixture", "mixture_p3": "mixture"}
+# the simulation designs by latent distribution (*_seed_scale: the mixture as the seed draws it)
+LATENT = {
+    "normal_p5": "normal",
+    "mixture_p1": "mixture",
+    "mixture_p3": "mixture",
+    "mixture_p1_seed_scale": "mixture",
+    "mixture_p3_seed_scale": "mixture",
+}
+# the pairs of methods a claim compares: the seed's as written first, then this project's
+PAIRS = (("iwae_seed", "iwavb_seed"), ("iwae", "iwavb"))
 PARAMETERS = {"loading": "loading", "intercept": "intercept", "factor_corr": "factor correlation"}
 
 
@@ -17,3 +26,10 @@ def per_replication(fits: pd.DataFrame, column: str) -> pd.DataFrame:
     another method's fit (a seed-as-written one) keeps its row."""
     wide = fits.pivot_table(index=["design", "rep"], columns="method", values=column, aggfunc="mean")
     return wide.dropna(subset=[m for m in ("iwae", "iwavb") if m in wide.columns] or None)
+
+
+def as_pair(fits: pd.DataFrame, pair: tuple[str, str]) -> pd.DataFrame:
+    """The fits of one pair of ``PAIRS``, their methods named ``iwae`` and ``iwavb`` as the claims
+    read them."""
+    f = fits[fits.method.isin(pair)]
+    return f.assign(method=f.method.map(dict(zip(pair, ("iwae", "iwavb"), strict=True))))

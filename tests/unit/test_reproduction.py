@@ -313,6 +313,8 @@ def test_gibbs_the_seeds_claim_is_judged_on_the_seeds_plain_sampler_then_on_ours
     assert seed_row.methods == ["gibbs_seed", "nuts"] and seed_row.verdict == "contradicted"
     assert our_row.methods == ["gibbs", "nuts"] and our_row.verdict == "supported"
     assert seed_row.source == our_row.source == "seed"
+    mixing = [c.methods for c in gibbs_page.claims(tables) if c.claim.startswith("The Gibbs chains mix")]
+    assert mixing == [["gibbs_seed"], ["gibbs"]]
     # a run collected before the seed's sampler ran: its pairs have no method column, ours alone
     tables["gibbs_vs_nuts"] = ours.drop(columns="method")
     (only,) = [c for c in gibbs_page.claims(tables) if "agree with NUTS" in c.claim]

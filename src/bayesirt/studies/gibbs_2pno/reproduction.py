@@ -17,7 +17,8 @@ import pandas as pd
 from scipy import stats
 
 from bayesirt import plotting
-from bayesirt.studies.reproduction import Claim, describe, rests_on, seed_source, tolerance_verdict
+from bayesirt.studies.reproduction import DIAGNOSTICS, Claim, describe, rests_on, seed_source, tolerance_verdict
+from bayesirt.studies.reproduction_claims import doubling
 
 TITLE = "gibbs_2pno (seed 001): data-augmentation Gibbs for the normal ogive model, at the paper designs"
 INTRO = (
@@ -123,7 +124,18 @@ def agreement_claim(pairs: pd.DataFrame, claim: str, seed: str, method: str, sou
     )
 
 
-def coverage_claims(fits: pd.DataFrame) -> list[Claim]:
+def doubling_check(doubled, method: str, figure: str, what: str, design=None, missing=None):
+    """The diagnostics' doubling check (``diagnostics.doubled_fits``, where they ran) of a row on
+    ``method``'s ``figure`` (at ``design`` and ``missing`` where given, else wherever it ran)."""
+    if doubled is None or doubled.empty:
+        return None
+    d = doubled[(doubled.method == method) & doubled[figure].notna()]
+    if design is not None:
+        d = d[(d.design == design) & (d.missing == missing)]
+    return doubling(d[figure].to_numpy(), d[f"{figure}_doubled"].to_numpy(), what) if len(d) else None
+
+
+def coverage_claims(fits: pd.DataFrame, doubled=None) -> list[Claim]:
     rows = []
     gibbs = fits[fits.method == "gibbs"]
     for (design, missing), g in gibbs.groupby(["design", "missing"], sort=False):
@@ -140,7 +152,8 @@ def coverage_claims(fits: pd.DataFrame) -> list[Claim]:
             f"{COVERAGE}: {text}",
             "gibbs",
         )
-        rows.append(rests_on(claim, g, CHAINS_RULE))
+        check = doubling_check(doubled, "gibbs", "coverage_90", "the mean coverage", design, missing)
+        rows.append(rests_on(claim, g, CHAINS_RULE, doubling=check))
     return rows
 
 
@@ -195,7 +208,7 @@ def paired_fits(fits: pd.DataFrame, pairs: pd.DataFrame, methods: list[str]) -> 
 
 
 def claims(tables: dict) -> list[Claim]:
-    fits, nuts = tables["fits"], tables["gibbs_vs_nuts"]
+    fits, nuts, doubled = tables["fits"], tables["gibbs_vs_nuts"], tables.get(f"{DIAGNOSTICS}/doubled_fits")
     if "method" not in nuts:
         nuts = nuts.assign(method="gibbs")
     agreement = []
@@ -209,7 +222,8 @@ def claims(tables: dict) -> list[Claim]:
             f"{sampler}, nuts",
             SAMPLER,
         )
-        agreement.append(rests_on(row, paired_fits(fits, pairs, [sampler, "nuts"]), CHAINS_RULE))
+        check = doubling_check(doubled, sampler, "z_share", "the share of |z| > 3")
+        agreement.append(rests_on(row, paired_fits(fits, pairs, [sampler, "nuts"]), CHAINS_RULE, doubling=check))
     missing = tables["augment_vs_omit"]
     row = agreement_claim(
         missing,
@@ -221,7 +235,7 @@ def claims(tables: dict) -> list[Claim]:
     # the chains' mixing: the seed's plain sampler where the run has it, then ours
     mixing = [convergence_claim(fits, ("gibbs_seed",))] if (fits.method == "gibbs_seed").any() else []
     mixing.append(convergence_claim(fits))
-    return [*agreement, *mixing, *coverage_claims(fits), mixture_claim(tables["posterior"])]
+    return [*agreement, *mixing, *coverage_claims(fits, doubled), mixture_claim(tables["posterior"])]
 
 
 def design_table(tables: dict) -> pd.DataFrame:
@@ -304,3 +318,17 @@ def figures(tables: dict, folder) -> list[tuple[str, str]]:
         ),
         ("coverage.png", "Coverage of the 90% intervals of the item parameters, one point per fit."),
     ]
+
+
+def diagnose(config: dict, n_data_sets: int) -> dict[str, pd.DataFrame]:
+    """The page's diagnostics (``gibbs_2pno.diagnostics``): the doubling check of the seed's plain
+    sampler and ours on the study's own simulated data sets."""
+    from bayesirt.studies.gibbs_2pno import diagnostics
+
+    return {"doubled_fits": diagnostics.doubled_fits(config, n_data_sets)}
+
+
+def diagnostics_section(tables: dict, facts: dict) -> str:
+    from bayesirt.studies.gibbs_2pno import diagnostics
+
+    return diagnostics.section(tables, facts)

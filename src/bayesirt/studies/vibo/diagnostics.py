@@ -94,6 +94,20 @@ def exact_scores(y: np.ndarray, est: pd.DataFrame, n_nodes: int = N_NODES) -> tu
     return eap[:, 0], psd[:, 0]
 
 
+def abilities(est: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The true abilities and a fit's means and sds of them, in person order."""
+    ab = est[est.parameter == "ability"].sort_values("person")
+    return tuple(ab[c].to_numpy(float) for c in ("true", "mean", "sd"))
+
+
+def scored(true, mean, sd) -> dict:
+    """Ability RMSE and the coverage of the true values by mean +- 1.645 sd."""
+    return {
+        "ability_rmse": float(np.sqrt(np.mean((mean - true) ** 2))),
+        "coverage_90": float(np.mean(np.abs(mean - true) < Z90 * sd)),
+    }
+
+
 def one_fit(
     config: dict, method: str, missing: str, rep: int, score_fraction: float | None = None, design: str = DESIGN
 ) -> dict:
@@ -112,10 +126,9 @@ def one_fit(
         settings=Settings.from_config(config),
         seed=seed,
     )
-    est = out.estimates
-    ab = est[est.parameter == "ability"].sort_values("person")
-    true, mean, sd = (ab[c].to_numpy(float) for c in ("true", "mean", "sd"))
-    eap, psd = exact_scores(train.responses, est)
+    true, mean, sd = abilities(out.estimates)
+    eap, psd = exact_scores(train.responses, out.estimates)
+    exact = scored(true, eap, psd)
     return {
         "design": design,
         "missing": missing,
@@ -123,10 +136,9 @@ def one_fit(
         "scored_cells": score_fraction is None or score_fraction > 0,
         "rep": rep,
         "converged": bool(out.record["converged"]),
-        "ability_rmse": float(np.sqrt(np.mean((mean - true) ** 2))),
-        "coverage_90": float(np.mean(np.abs(mean - true) < Z90 * sd)),
-        "exact_ability_rmse": float(np.sqrt(np.mean((eap - true) ** 2))),
-        "exact_coverage_90": float(np.mean(np.abs(eap - true) < Z90 * psd)),
+        **scored(true, mean, sd),
+        "exact_ability_rmse": exact["ability_rmse"],
+        "exact_coverage_90": exact["coverage_90"],
         "mean_sd_ratio": float(np.mean(sd / psd)),
         "seconds": round(time.perf_counter() - t0, 1),
     }
@@ -163,13 +175,10 @@ def with_steps(settings, steps: int):
 
 
 def figures_of(out) -> dict:
-    ab = out.estimates[out.estimates.parameter == "ability"].sort_values("person")
-    true, mean, sd = (ab[c].to_numpy(float) for c in ("true", "mean", "sd"))
     return {
         "steps": int(out.record["steps"]),
         "converged": bool(out.record["converged"]),
-        "ability_rmse": float(np.sqrt(np.mean((mean - true) ** 2))),
-        "coverage_90": float(np.mean(np.abs(mean - true) < Z90 * sd)),
+        **scored(*abilities(out.estimates)),
     }
 
 

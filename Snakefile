@@ -5,6 +5,8 @@
 # scale, real data); config/test.yaml (tiny, for CI).  See README.md.
 from snakemake.utils import min_version
 
+from bayesirt.studies import STUDIES
+
 min_version("9.0")
 
 
@@ -16,17 +18,22 @@ if not config:
 
 
 
-# Shared rules first, then one file per study (each registers its targets and report
-# parameters in common.smk's tables), then the report rule that serves every study.
+# Shared rules first, then one file per study (each registers its jobs, targets and report
+# parameters in common.smk's tables, and holds the rules that are its own), then the rules of
+# the registered jobs, all of one shape (study.smk), and the report rule that serves every study.
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/missingness.smk"
-include: "workflow/rules/rb_imputation.smk"
-include: "workflow/rules/amortized_ifa.smk"
-include: "workflow/rules/vibo.smk"
-include: "workflow/rules/dcm_bbvi.smk"
-include: "workflow/rules/gibbs_2pno.smk"
+
+
+# A study's rule file is workflow/rules/<study>.smk, for every study package bayesirt.studies knows.
+for _study in STUDIES:
+
+    include: f"workflow/rules/{_study}.smk"
+
+
 include: "workflow/rules/irt_tables.smk"
+include: "workflow/rules/study.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -3,7 +3,8 @@
 # targets assembled from what each study registers.
 #
 # Each study (workflow/rules/<study>.smk, functions in workflow/rules/functions/<study>.smk)
-# registers two functions here:
+# registers its jobs of the shared shapes (data_job, block_job, tables_job below: study.smk makes
+# their rules) and two functions:
 #   STUDY_TARGETS[study]()      -> the study's final result files ([] when the study is off)
 #   REPORT_PARAMETERS[study]()  -> the papermill parameters of notebooks/<study>.py
 # Model-fitting rules are named fit_<what is fitted>: the SLURM profile gives each of them
@@ -20,6 +21,7 @@ import sys
 from dataclasses import asdict
 from dataclasses import replace as replace_fit
 from pathlib import Path
+from types import SimpleNamespace
 
 from snakemake.utils import validate
 
@@ -145,6 +147,76 @@ def rep_of(fit):
 def blocks_of(fit_files):
     """The block folders holding these fit files (``<block>/rep<r>/<file>``), each once, in order."""
     return list(dict.fromkeys(str(Path(f).parent.parent) for f in fit_files))
+
+
+# ---- the study template (workflow/rules/study.smk) ---------------------------------------------
+# A study's rule file registers its jobs here; study.smk makes one rule of each, all of one shape.
+DATA_JOBS = []
+BLOCK_JOBS = []
+TABLES_JOBS = []
+
+
+SCRIPTS = {}  # rule name -> its script in workflow/scripts/
+
+
+def template_script(scope):
+    """The script path of a template rule, given ``locals()``. Snakemake evaluates a rule's
+    ``script:`` expression twice: when the rule is defined (at module level, where the loop's
+    current job is ``_job``) and again when a job runs, inside the rule's function, when the loop
+    has long moved on (``_job`` is then the last job) but the function's argument ``rule`` is the
+    rule's name. A plain ``f"../scripts/{_job.script}"`` would run the last job's script in
+    every rule."""
+    name = scope["rule"] if isinstance(scope.get("rule"), str) else scope["_job"].name
+    return f"../scripts/{SCRIPTS[name]}"
+
+
+def no_input(wildcards):
+    return {}
+
+
+def data_job(name, folder, files, script, params, constraints, input=no_input):
+    """The data of one replication of a study's condition (simulated, or a prepared data set
+    with the design's missingness): files ``files`` (output name -> file name) in ``folder``, a
+    path pattern ending in ``rep{rep}``, written by ``workflow/scripts/<script>``. ``input`` is an
+    input function for ``unpack`` (a design's prepared data set, say)."""
+    log = f"logs/data/{folder.removeprefix('data/processed/')}.log"
+    SCRIPTS[name] = script
+    DATA_JOBS.append(SimpleNamespace(name=name, folder=folder, files=files, script=script, params=params,
+                                     constraints=constraints, input=input, log=log))
+
+
+def block_job(name, conditions, condition, folder, data, seed, script, params, constraints, input=None,
+              threads=1):
+    """The fitting job of a block of one condition's replications (the rules named fit_*).
+
+    ``condition(wildcards)`` is the condition the job fits (any replication; ``block_fits``);
+    the job writes the block's folder, ``<folder>/blocks/block{block}``, where ``folder`` is the
+    condition's folder as a path pattern of the rule's wildcards (the folder of
+    ``Condition.block_folder``). ``data`` names the files each fit reads (input name -> a path
+    pattern with the fit's fields, or a function of the fit); ``seed(fit)`` is a fit's seed;
+    ``params`` and ``input`` (functions of the wildcards) are the job's own."""
+    fits = block_fits(conditions, condition)
+    SCRIPTS[name] = script
+    BLOCK_JOBS.append(SimpleNamespace(
+        name=name, fits=fits, folder=folder, data=data, seed=seed, script=script, params=params,
+        constraints=constraints, input=input or {}, threads=threads,
+        log=f"logs/{folder.removeprefix('results/')}/block{{block}}.log"))
+
+
+def tables_job(name, folder, files, figures, blocks, script, params, constraints, input=None, category=None,
+               subcategory=None, log=None):
+    """A study's tables and figures from its fits: files ``files`` (output name -> file name)
+    and figures ``figures`` (output name -> (file name, caption in workflow/report/)) in
+    ``folder``; ``blocks`` (an input function) names the block folders whose fits it reads."""
+    outputs = {key: f"{folder}/{file}" for key, file in files.items()}
+    for key, (file, caption) in figures.items():
+        where = {"subcategory": subcategory} if subcategory else {}
+        outputs[key] = report(f"{folder}/figures/{file}", caption=f"../report/{caption}",
+                               category=category, **where)
+    SCRIPTS[name] = script
+    TABLES_JOBS.append(SimpleNamespace(name=name, outputs=outputs, blocks=blocks, script=script, params=params,
+                                       constraints=constraints, input=input or {},
+                                       log=log or f"logs/{folder.removeprefix('results/')}/tables.log"))
 
 
 def study_results(study):

@@ -10,95 +10,56 @@
 include: "functions/gibbs_2pno.smk"
 
 
-rule gibbs_simulate:
-    # Simulated 2PNO data of a design (complete data shared by a replication's missingness
-    # conditions) with the design's missingness, and the truth; for a design that names a
-    # dataset, that prepared binary data set with the design's extra missingness (no truth).
-    input:
-        unpack(gibbs_design_dataset),
-    output:
-        responses="data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/responses.parquet",
-        sidecar="data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/responses.json",
-        truth="data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/truth.csv",
-    params:
-        design=gibbs_design_config,
-        seed=gibbs_data_seed,
-        missing_seed=gibbs_missing_seed,
-    wildcard_constraints:
-        design=gibbs_design_pattern(),
-    log:
-        "logs/data/gibbs_2pno/{design}/{missing}/rep{rep}.log",
-    conda:
-        ENV
-    script:
-        "../scripts/gibbs_simulate.py"
+# Simulated 2PNO data of a design (complete data shared by a replication's missingness
+# conditions) with the design's missingness, and the truth; for a design that names a dataset,
+# that prepared binary data set with the design's extra missingness (no truth).
+data_job(
+    "gibbs_simulate",
+    folder="data/processed/gibbs_2pno/{design}/{missing}/rep{rep}",
+    files={"responses": "responses.parquet", "sidecar": "responses.json", "truth": "truth.csv"},
+    input=gibbs_design_dataset,
+    params={"design": gibbs_design_config, "seed": gibbs_data_seed, "missing_seed": gibbs_missing_seed},
+    constraints={"design": gibbs_design_pattern()},
+    script="gibbs_simulate.py",
+)
 
+# One method (gibbs | gibbs_omit | gibbs_seed | nuts) on a block of one condition's replications
+# (the design's block_size of them): the Gibbs samplers sweep every replication's chains in one
+# vectorized program, NUTS fits them one after another; each replication's draws, diagnostics,
+# estimates, item and person tables and model checks go to rep{rep}/ in the block's folder, which
+# is what the rules after it read.
+block_job(
+    "fit_gibbs_2pno",
+    gibbs_conditions,
+    gibbs_block_condition,
+    folder="results/gibbs_2pno/{design}/{missing}/{method}",
+    data={"responses": f"{GIBBS_DATA}/responses.parquet", "truth": f"{GIBBS_DATA}/truth.csv"},
+    seed=gibbs_fit_seed,
+    # study: a rerun trigger (the script reads its settings from the config)
+    params={"study": gibbs_study_config},
+    constraints={"design": gibbs_design_pattern(), "method": "gibbs|gibbs_omit|gibbs_seed|nuts"},
+    threads=gibbs_fit_threads,
+    script="gibbs_fit.py",
+)
 
-rule fit_gibbs_2pno:
-    # One method (gibbs | gibbs_omit | gibbs_seed | nuts) on a block of one condition's
-    # replications (the design's block_size of them): the Gibbs samplers sweep every replication's chains in one
-    # vectorized program, NUTS fits them one after another; each replication's draws,
-    # diagnostics, estimates, item and person tables and model checks go to rep{rep}/ in the
-    # block's folder, which is what the rules after it read.
-    input:
-        responses=each_fit(gibbs_block, "data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/responses.parquet"),
-        truth=each_fit(gibbs_block, "data/processed/gibbs_2pno/{design}/{missing}/rep{rep}/truth.csv"),
-    output:
-        directory("results/gibbs_2pno/{design}/{missing}/{method}/blocks/block{block}"),
-    params:
-        study=gibbs_study_config,  # a rerun trigger: the script reads its settings from the config
-        reps=each_fit(gibbs_block, rep_of),
-        seeds=each_fit(gibbs_block, gibbs_fit_seed),
-    wildcard_constraints:
-        design=gibbs_design_pattern(),
-        method="gibbs|gibbs_omit|gibbs_seed|nuts",
-        block=r"\d+",
-    threads: gibbs_fit_threads
-    log:
-        "logs/gibbs_2pno/{design}/{missing}/{method}/block{block}.log",
-    conda:
-        ENV
-    script:
-        "../scripts/gibbs_fit.py"
-
-
-rule gibbs_tables:
-    # Every fit of a design: recovery, R-hat/ESS, Gibbs against NUTS, augmented against
-    # omitted missing cells, timings with ESS per second, and the figures. Input: the blocks'
-    # folders; params: the fits' files in them.
-    input:
-        blocks=gibbs_fit_blocks,
-    output:
-        fits="results/gibbs_2pno/{design}/fits.csv",
-        recovery="results/gibbs_2pno/{design}/recovery.csv",
-        diagnostics="results/gibbs_2pno/{design}/diagnostics.csv",
-        nuts="results/gibbs_2pno/{design}/gibbs_vs_nuts.csv",
-        missing="results/gibbs_2pno/{design}/augment_vs_omit.csv",
-        timings="results/gibbs_2pno/{design}/timings.csv",
-        figure_trace=report("results/gibbs_2pno/{design}/figures/trace.png", caption="../report/gibbs_trace.rst",
-                            category="gibbs_2pno", subcategory="{design}"),
-        figure_rank=report("results/gibbs_2pno/{design}/figures/rank.png", caption="../report/gibbs_rank.rst",
-                           category="gibbs_2pno", subcategory="{design}"),
-        figure_autocorrelation=report("results/gibbs_2pno/{design}/figures/autocorrelation.png",
-                                      caption="../report/gibbs_autocorrelation.rst", category="gibbs_2pno",
-                                      subcategory="{design}"),
-        figure_recovery=report("results/gibbs_2pno/{design}/figures/recovery.png",
-                               caption="../report/gibbs_recovery.rst", category="gibbs_2pno",
-                               subcategory="{design}"),
-        figure_intervals=report("results/gibbs_2pno/{design}/figures/intervals.png",
-                                caption="../report/gibbs_intervals.rst", category="gibbs_2pno",
-                                subcategory="{design}"),
-    params:
-        fits=gibbs_fit_files("fit.json"),
-        estimates=gibbs_fit_files("estimates.csv"),
-    wildcard_constraints:
-        design=gibbs_design_pattern(),
-    log:
-        "logs/gibbs_2pno/{design}/tables.log",
-    conda:
-        ENV
-    script:
-        "../scripts/gibbs_tables.py"
+# Every fit of a design: recovery, R-hat/ESS, Gibbs against NUTS, augmented against omitted
+# missing cells, timings with ESS per second, and the figures.
+tables_job(
+    "gibbs_tables",
+    folder="results/gibbs_2pno/{design}",
+    files={"fits": "fits.csv", "recovery": "recovery.csv", "diagnostics": "diagnostics.csv",
+           "nuts": "gibbs_vs_nuts.csv", "missing": "augment_vs_omit.csv", "timings": "timings.csv"},
+    figures={"figure_trace": ("trace.png", "gibbs_trace.rst"), "figure_rank": ("rank.png", "gibbs_rank.rst"),
+             "figure_autocorrelation": ("autocorrelation.png", "gibbs_autocorrelation.rst"),
+             "figure_recovery": ("recovery.png", "gibbs_recovery.rst"),
+             "figure_intervals": ("intervals.png", "gibbs_intervals.rst")},
+    category="gibbs_2pno",
+    subcategory="{design}",
+    blocks=gibbs_fit_blocks,
+    params={"fits": gibbs_fit_files("fit.json"), "estimates": gibbs_fit_files("estimates.csv")},
+    constraints={"design": gibbs_design_pattern()},
+    script="gibbs_tables.py",
+)
 
 
 rule gibbs_mixture_simulate:

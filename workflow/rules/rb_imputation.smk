@@ -56,32 +56,23 @@ rule fit_imputation_model:
         "../scripts/fit_imputation_model.py"
 
 
-rule fit_objective:
-    # One imputation objective (condition = objective, or objective_M<copies>) on a block of the
-    # study's replications (block_size of them, the independent masks), fitted together as one
-    # vectorized program (inference.execution.bulk); each replication's files (and its item and person
-    # tables, factorized GRM) are written to rep{rep}/ in the block's folder, which the rules
-    # after it read.
-    input:
-        responses=each_fit(rb_block, rb_masked_responses),
-        imputation=each_fit(rb_block, rb_imputation_model),
-        truth=truth_of,
-        person_ids=rb_person_ids,
-    output:
-        directory("results/rb_imputation/{dataset}/{missing}/{condition}/blocks/block{block}"),
-    params:
-        settings=rb_fit_settings,
-        reps=each_fit(rb_block, rep_of),
-        seeds=each_fit(rb_block, replication_seed),
-        tables=lambda wildcards: rb_tables(),
-    wildcard_constraints:
-        block=r"\d+",
-    log:
-        "logs/rb_imputation/{dataset}/{missing}/{condition}/block{block}.log",
-    conda:
-        ENV
-    script:
-        "../scripts/fit_objective.py"
+# One imputation objective (condition = objective, or objective_M<copies>) on a block of the
+# study's replications (block_size of them, the independent masks), fitted together as one
+# vectorized program (inference.execution.bulk); each replication's files (and its item and
+# person tables, factorized GRM) are written to rep{rep}/ in the block's folder, which the rules
+# after it read.
+block_job(
+    "fit_objective",
+    rb_study,
+    rb_block_condition,
+    folder="results/rb_imputation/{dataset}/{missing}/{condition}",
+    data={"responses": rb_masked_responses, "imputation": rb_imputation_model},
+    input={"truth": truth_of, "person_ids": rb_person_ids},
+    seed=replication_seed,
+    params={"settings": rb_fit_settings, "tables": lambda wildcards: rb_tables()},
+    constraints={},
+    script="fit_objective.py",
+)
 
 
 rule recovery_table:
@@ -107,38 +98,23 @@ rule recovery_table:
         "../scripts/recovery_table.py"
 
 
-rule rb_comparison:
-    # Every objective against the complete-data reference (and the truth on simulated data),
-    # over all replications: tidy error table, one summary row per fit, figures. Input: the
-    # blocks' folders; params: the fit records in them.
-    input:
-        blocks=rb_fit_blocks,
-        imputation=rb_imputation_records,
-        reference="results/rb_imputation/{dataset}/reference/estimates.csv",
-        reference_record="results/rb_imputation/{dataset}/reference/fit.json",
-    output:
-        errors="results/rb_imputation/{dataset}/{missing}/errors.csv",
-        summary="results/rb_imputation/{dataset}/{missing}/summary.csv",
-        aggregate="results/rb_imputation/{dataset}/{missing}/aggregate.csv",
-        imputation="results/rb_imputation/{dataset}/{missing}/imputation.csv",
-        timings="results/rb_imputation/{dataset}/{missing}/timings.csv",
-        loss_figure=report("results/rb_imputation/{dataset}/{missing}/figures/loss.png",
-                           caption="../report/rb_objective_loss.rst", category="rb_imputation",
-                           subcategory="{dataset}: {missing} objectives"),
-        discrimination_figure=report("results/rb_imputation/{dataset}/{missing}/figures/discrimination.png",
-                                     caption="../report/rb_discrimination.rst", category="rb_imputation",
-                                     subcategory="{dataset}: {missing} objectives"),
-        ability_figure=report("results/rb_imputation/{dataset}/{missing}/figures/abilities.png",
-                              caption="../report/rb_abilities.rst", category="rb_imputation",
-                              subcategory="{dataset}: {missing} objectives"),
-        error_figure=report("results/rb_imputation/{dataset}/{missing}/figures/errors.png",
-                            caption="../report/rb_errors.rst", category="rb_imputation",
-                            subcategory="{dataset}: {missing} objectives"),
-    params:
-        fits=rb_fits,
-    log:
-        "logs/rb_imputation/{dataset}/{missing}/comparison.log",
-    conda:
-        ENV
-    script:
-        "../scripts/rb_comparison.py"
+# Every objective against the complete-data reference (and the truth on simulated data), over
+# all replications: tidy error table, one summary row per fit, figures.
+tables_job(
+    "rb_comparison",
+    folder="results/rb_imputation/{dataset}/{missing}",
+    files={name: f"{name}.csv" for name in ("errors", "summary", "aggregate", "imputation", "timings")},
+    figures={"loss_figure": ("loss.png", "rb_objective_loss.rst"),
+             "discrimination_figure": ("discrimination.png", "rb_discrimination.rst"),
+             "ability_figure": ("abilities.png", "rb_abilities.rst"), "error_figure": ("errors.png", "rb_errors.rst")},
+    category="rb_imputation",
+    subcategory="{dataset}: {missing} objectives",
+    blocks=rb_fit_blocks,
+    input={"imputation": rb_imputation_records,
+           "reference": "results/rb_imputation/{dataset}/reference/estimates.csv",
+           "reference_record": "results/rb_imputation/{dataset}/reference/fit.json"},
+    params={"fits": rb_fits},
+    constraints={},
+    script="rb_comparison.py",
+    log="logs/rb_imputation/{dataset}/{missing}/comparison.log",
+)

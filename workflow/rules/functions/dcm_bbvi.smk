@@ -4,6 +4,9 @@ from bayesirt.studies.dcm_bbvi import conditions as dcm_conditions
 from bayesirt.studies.dcm_bbvi import settings as dcm_settings
 
 
+DCM_DATA = "data/processed/dcm_bbvi/{design}/{missing}/rep{rep}"  # one replication's data
+
+
 def dcm_config():
     # a config may leave the study out (e.g. an example that runs another study only)
     return config["studies"].get("dcm_bbvi") or {"enabled": False, "designs": {}}
@@ -37,12 +40,10 @@ def dcm_fit_seed(wildcards):
 
 
 def dcm_block_condition(wildcards):
-    """The condition a block job fits (its replications: ``dcm_block``); the NUTS rule's
+    """The condition a block job fits (its replications: ``block_fits``); the NUTS rule's
     method is in its path, not a wildcard."""
     return dcm_conditions.Condition(wildcards.design, wildcards.missing, wildcards.get("method", "nuts"), 0)
 
-
-dcm_block = block_fits(dcm_conditions, dcm_block_condition)
 
 
 def dcm_fit_records(wildcards):

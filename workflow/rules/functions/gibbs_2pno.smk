@@ -7,6 +7,9 @@ from bayesirt.studies.gibbs_2pno import conditions as gibbs_conditions
 from bayesirt.studies.gibbs_2pno import settings as gibbs_settings
 
 
+GIBBS_DATA = "data/processed/gibbs_2pno/{design}/{missing}/rep{rep}"  # one replication's data
+
+
 def gibbs_study_config(wildcards):
     """The study's section of the config (its jobs run only where the study is on)."""
     return config["studies"][gibbs_conditions.STUDY]
@@ -49,11 +52,9 @@ def gibbs_fit_seed(wildcards):
 
 
 def gibbs_block_condition(wildcards):
-    """The condition a block job fits (its replications: ``gibbs_block``)."""
+    """The condition a block job fits (its replications: ``block_fits``)."""
     return gibbs_conditions.Condition(wildcards.design, wildcards.missing, wildcards.method, 0)
 
-
-gibbs_block = block_fits(gibbs_conditions, gibbs_block_condition)
 
 
 def gibbs_design_conditions(wildcards):

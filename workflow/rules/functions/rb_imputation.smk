@@ -61,12 +61,10 @@ def rb_person_ids(wildcards):
 
 
 def rb_block_condition(wildcards):
-    """The condition a block job fits (its replications, the study's masks: ``rb_block``)."""
+    """The condition a block job fits (its replications, the study's masks: ``block_fits``)."""
     objective, copies = rb_study.parse_condition(wildcards.condition)
     return rb_study.Condition(wildcards.dataset, wildcards.condition, objective, wildcards.missing, 0, copies)
 
-
-rb_block = block_fits(rb_study, rb_block_condition)
 
 
 def imputation_seed(wildcards):

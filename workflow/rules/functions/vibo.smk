@@ -4,6 +4,9 @@
 from bayesirt.studies.vibo import conditions as vibo_conditions
 
 
+VIBO_DATA = "data/processed/vibo/{design}/{missing}/rep{rep}"  # one replication's data
+
+
 def vibo_config():
     return vibo_conditions.study_config(config) or {"enabled": False, "designs": {}}
 
@@ -52,11 +55,9 @@ def vibo_fit_seed(fit):
 
 
 def vibo_block_condition(wildcards):
-    """The condition a block job fits (its replications: ``vibo_block``)."""
+    """The condition a block job fits (its replications: ``block_fits``)."""
     return vibo_conditions.Condition(wildcards.design, wildcards.missing, wildcards.method, 0)
 
-
-vibo_block = block_fits(vibo_conditions, vibo_block_condition)
 
 
 def vibo_fit_files(name):

@@ -1,0 +1,5 @@
+# %% tags=["parameters"]
+results_dir = "results/toy"
+
+# %%
+print(results_dir)

@@ -10,7 +10,8 @@ for the default config. Everything stays where it was written (Snakemake's own l
 - one line per finished job: time, count, rule and wildcards;
 - each warning that is expected at demo scale once, marked so, with where to read about it
   (further ones of the same kind are counted, and the count is shown at the end); in a run of
-  another config (``--configfile``) the same kinds are marked as expected at demo scale only;
+  another config (``--configfile``) the same kinds are shown once each and counted, without the
+  demo's reason, which need not be that config's;
 - every other line Snakemake or a job prints that is not a job's INFO line: errors, unknown
   warnings, a config error, Snakemake's own messages;
 - at the end, how long the run took and where the reports and tables are.
@@ -195,8 +196,10 @@ class Screen:
         name, meaning = kind
         self.counts[name] = self.counts.get(name, 0) + 1
         if self.counts[name] == 1:
-            where = "expected at demo scale" if self.demo else "a known kind, expected at demo scale only"
-            self.write(f"warning ({where}: {meaning}; more in {DOCS}): {message}")
+            if self.demo:
+                self.write(f"warning (expected at demo scale: {meaning}; more in {DOCS}): {message}")
+            else:  # the demo's reason (its small size) need not be this config's: no reason given
+                self.write(f"warning (a kind the demo config raises by its size; read the fit's record): {message}")
 
     def summary(self, seconds: float, status: int, reports: list[str]) -> list[str]:
         lines = [""]

@@ -167,12 +167,11 @@ def test_the_doubling_check_of_a_comparison_pairs_the_two_methods_by_data_set():
             base, gap = 0.3 + 0.01 * rep, 0.01 * (rep + 1)
             rows += [(missing, "vibo_seed", rep, False, 0.9, 0.9, base, base + 0.001)]
             rows += [(missing, "vibo_average_seed", rep, True, 0.9, 0.9, base + gap, base + gap + 0.001)]
-    holds, sentence = page.doubling_check(
-        doubled_table(rows), "n1k", "vibo_seed", "ability_rmse", baseline="vibo_average_seed"
-    )
+    pairs = {"where": {"design": "n1k"}, "baseline": "vibo_average_seed", "on": ("missing", "rep")}
+    holds, sentence = page.doubling_check(doubled_table(rows), "vibo_seed", "ability_rmse", **pairs)
     assert holds and "moves the mean difference by 0.0000" in sentence
-    assert page.doubling_check(None, "n1k", "vibo_seed", "ability_rmse") is None
-    assert page.doubling_check(doubled_table(rows), "n10k", "vibo_seed", "ability_rmse") is None
+    assert page.doubling_check(None, "vibo_seed", "ability_rmse", where={"design": "n1k"}) is None
+    assert page.doubling_check(doubled_table(rows), "vibo_seed", "ability_rmse", where={"design": "n10k"}) is None
 
 
 def test_the_page_shows_the_doubling_check(tmp_path):

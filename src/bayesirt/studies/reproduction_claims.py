@@ -195,6 +195,39 @@ def doubling(diff, diff_doubled, what: str = "the mean difference") -> tuple[boo
     )
 
 
+def doubling_check(
+    doubled, method: str, figure: str, what: str = "the mean difference", where=None, baseline=None, on=("rep",)
+):
+    """The doubling check (``doubling``) of a claim on ``method``'s ``figure``, from a study's
+    doubled fits (its ``diagnostics.doubled_fits``: a row per refitted fit with ``method``,
+    ``figure`` and ``<figure>_doubled``), or None where the diagnostics did not refit it.
+
+    ``where`` selects rows (column -> value; a value of None selects every row); rows without
+    the figure are left out. ``baseline`` makes the figure a paired difference: another method's
+    fits on the same data sets (a method name; rows paired on the columns ``on``), or a value
+    per replication (a Series by ``rep``, the same for the run's and the doubled fits)."""
+    if doubled is None or doubled.empty:
+        return None
+    d = doubled
+    for column, value in (where or {}).items():
+        if value is not None:
+            d = d[d[column] == value]
+    mine = d[(d.method == method) & d[figure].notna()]
+    if mine.empty:
+        return None
+    if isinstance(baseline, str):
+        both = mine.merge(d[d.method == baseline], on=list(on), suffixes=("", "_base"))
+        if both.empty:
+            return None
+        return doubling(
+            (both[figure] - both[f"{figure}_base"]).to_numpy(),
+            (both[f"{figure}_doubled"] - both[f"{figure}_doubled_base"]).to_numpy(),
+            what,
+        )
+    base = 0.0 if baseline is None else baseline.reindex(mine.rep).to_numpy()
+    return doubling(mine[figure].to_numpy() - base, mine[f"{figure}_doubled"].to_numpy() - base, what)
+
+
 def rests_on(claim: Claim, fits, rule: str = "stopping rule", doubling: tuple[bool, str] | None = None) -> Claim:
     """A claim whose ``fits`` (a table with a ``converged`` column: whether each met its stopping
     rule) did not all meet it decides nothing: a supported or contradicted verdict becomes

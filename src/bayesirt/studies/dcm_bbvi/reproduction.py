@@ -33,7 +33,7 @@ from bayesirt.studies.reproduction import (
     seed_source,
     spread,
 )
-from bayesirt.studies.reproduction_claims import doubling
+from bayesirt.studies.reproduction_claims import doubling_check
 
 TITLE = "dcm_bbvi (seed 002): black-box VI for the LCDM, at the seed's scale"
 INTRO = (
@@ -67,6 +67,7 @@ TABLES = {
 }
 MARGIN = 0.01  # a method "reaches what the data allow" within one point of the oracle's accuracy
 RMSE_MARGIN = 0.05  # coefficients recovered "as well as EM" within this RMSE
+SEED_DESIGN = {"design": "seed", "missing": "mcar0"}  # the seed's design, complete responses
 ACCURACY = seed_source("Learn full model (the notebook's run)", "Overall classification accuracy")
 
 
@@ -107,21 +108,6 @@ def rule_of(method: str) -> str:
         if method in SEED_METHODS
         else ("stopping rule")
     )
-
-
-def doubling_check(
-    doubled, method: str, design: str, missing: str, figure: str, baseline=None, what: str = "the mean difference"
-):
-    """The diagnostics' doubling check (``diagnostics.doubled_fits``, where they ran) of a claim on
-    ``method``'s ``figure`` in a condition: the figure itself, or its difference from ``baseline``
-    (a Series by replication: the oracle's accuracy, EM's RMSE); None where not refitted."""
-    if doubled is None or doubled.empty:
-        return None
-    d = doubled[(doubled.method == method) & (doubled.design == design) & (doubled.missing == missing)]
-    if d.empty:
-        return None
-    base = 0.0 if baseline is None else baseline.reindex(d.rep).to_numpy()
-    return doubling(d[figure].to_numpy() - base, d[f"{figure}_doubled"].to_numpy() - base, what)
 
 
 ACCURACY_CLAIM = (
@@ -171,7 +157,7 @@ def seed_claims(fits: pd.DataFrame, oracle: pd.DataFrame, doubled=None) -> list[
             )
         ]
     if len(b):
-        check = doubling_check(doubled, "bbvi", "seed", "mcar0", "pattern_accuracy", what="the mean accuracy")
+        check = doubling_check(doubled, "bbvi", "pattern_accuracy", "the mean accuracy", SEED_DESIGN)
         rows.append(accuracy_claim(b, "bbvi", "BBVI", "BBVI's: this project's method, not the seed's run", check=check))
     word, text = within_middle(o, SEED_ACCURACY)
     rows.append(
@@ -212,7 +198,8 @@ def method_claims(fits: pd.DataFrame, oracle: pd.DataFrame, doubled=None) -> lis
                 method,
             )
             oracle_by_rep = p.set_index("rep").pattern_accuracy_oracle
-            check = doubling_check(doubled, method, design, missing, "pattern_accuracy", oracle_by_rep)
+            where = {"design": design, "missing": missing}
+            check = doubling_check(doubled, method, "pattern_accuracy", where=where, baseline=oracle_by_rep)
             rows.append(unless_non_finite(rests_on(claim, p, rule_of(method), doubling=check), p))
     return rows
 
@@ -260,7 +247,7 @@ def recovery_claims(fits: pd.DataFrame, doubled=None) -> list[Claim]:
             f"{method}, em",
         )
         em_by_rep = both.set_index("rep").beta_rmse_em
-        check = doubling_check(doubled, method, "seed", "mcar0", "beta_rmse", em_by_rep)
+        check = doubling_check(doubled, method, "beta_rmse", where=SEED_DESIGN, baseline=em_by_rep)
         rows.append(rests_on(claim, both, doubling=check))
     return rows
 

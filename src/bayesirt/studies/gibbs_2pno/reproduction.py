@@ -18,7 +18,7 @@ from scipy import stats
 
 from bayesirt import plotting
 from bayesirt.studies.reproduction import DIAGNOSTICS, Claim, describe, rests_on, seed_source, tolerance_verdict
-from bayesirt.studies.reproduction_claims import doubling
+from bayesirt.studies.reproduction_claims import doubling_check
 
 TITLE = "gibbs_2pno (seed 001): data-augmentation Gibbs for the normal ogive model, at the paper designs"
 INTRO = (
@@ -124,17 +124,6 @@ def agreement_claim(pairs: pd.DataFrame, claim: str, seed: str, method: str, sou
     )
 
 
-def doubling_check(doubled, method: str, figure: str, what: str, design=None, missing=None):
-    """The diagnostics' doubling check (``diagnostics.doubled_fits``, where they ran) of a row on
-    ``method``'s ``figure`` (at ``design`` and ``missing`` where given, else wherever it ran)."""
-    if doubled is None or doubled.empty:
-        return None
-    d = doubled[(doubled.method == method) & doubled[figure].notna()]
-    if design is not None:
-        d = d[(d.design == design) & (d.missing == missing)]
-    return doubling(d[figure].to_numpy(), d[f"{figure}_doubled"].to_numpy(), what) if len(d) else None
-
-
 def coverage_claims(fits: pd.DataFrame, doubled=None) -> list[Claim]:
     rows = []
     gibbs = fits[fits.method == "gibbs"]
@@ -152,7 +141,8 @@ def coverage_claims(fits: pd.DataFrame, doubled=None) -> list[Claim]:
             f"{COVERAGE}: {text}",
             "gibbs",
         )
-        check = doubling_check(doubled, "gibbs", "coverage_90", "the mean coverage", design, missing)
+        where = {"design": design, "missing": missing}
+        check = doubling_check(doubled, "gibbs", "coverage_90", "the mean coverage", where)
         rows.append(rests_on(claim, g, CHAINS_RULE, doubling=check))
     return rows
 

@@ -34,7 +34,7 @@ from bayesirt.studies.reproduction import (
     short,
     tolerance_verdict,
 )
-from bayesirt.studies.reproduction_claims import doubling
+from bayesirt.studies.reproduction_claims import doubling_check
 from bayesirt.studies.vibo import tables as study_tables
 from bayesirt.studies.vibo.conditions import VIBO_VARIANTS
 
@@ -136,28 +136,6 @@ def verdict_claims(fits: pd.DataFrame, timings: pd.DataFrame) -> list[Claim]:
     return rows
 
 
-def doubling_check(doubled, design: str, method: str, figure: str, missing=None, baseline=None, what=""):
-    """The diagnostics' doubling check (``diagnostics.doubled_fits``, where they ran) of a row on
-    ``method``'s ``figure`` at ``design`` (and ``missing``, or every missingness of the design):
-    the figure itself, or its paired difference from ``baseline``'s on the same data sets."""
-    if doubled is None or doubled.empty:
-        return None
-    d = doubled[(doubled.design == design) & (missing is None or doubled.missing == missing)]
-    mine = d[d.method == method]
-    if mine.empty:
-        return None
-    if baseline is None:
-        return doubling(mine[figure].to_numpy(), mine[f"{figure}_doubled"].to_numpy(), what or f"the mean {figure}")
-    both = mine.merge(d[d.method == baseline], on=["missing", "rep"], suffixes=("", "_base"))
-    if both.empty:
-        return None
-    return doubling(
-        (both[figure] - both[f"{figure}_base"]).to_numpy(),
-        (both[f"{figure}_doubled"] - both[f"{figure}_doubled_base"]).to_numpy(),
-        what or "the mean difference",
-    )
-
-
 def calibration_claims(fits: pd.DataFrame, doubled=None) -> list[Claim]:
     """Each VIBO variant's 90% ability intervals: coverage within 3 points of 90%, per design
     and missingness (simulated designs: they have a truth)."""
@@ -177,7 +155,8 @@ def calibration_claims(fits: pd.DataFrame, doubled=None) -> list[Claim]:
                 f"the mean coverage within {COVERAGE_TOLERANCE} of 0.90: {text}",
                 method,
             )
-            check = doubling_check(doubled, design, method, "coverage_90", missing, what="the mean coverage")
+            where = {"design": design, "missing": missing}
+            check = doubling_check(doubled, method, "coverage_90", "the mean coverage", where)
             rows.append(rests_on(claim, g[g.method == method], doubling=check))
     return rows
 
@@ -209,7 +188,13 @@ def comparison_claims(fits: pd.DataFrame, doubled=None) -> list[Claim]:
             f"{SEED_METHOD}, {AVERAGE_METHOD}",
             **OUTPERFORM,
         )
-        check = doubling_check(doubled, design, SEED_METHOD, column, baseline=AVERAGE_METHOD) if truth else None
+        check = (
+            doubling_check(
+                doubled, SEED_METHOD, column, where={"design": design}, baseline=AVERAGE_METHOD, on=("missing", "rep")
+            )
+            if truth
+            else None
+        )
         rows.append(rests_on(claim, f[f.method.isin([SEED_METHOD, AVERAGE_METHOD])], doubling=check))
     return rows
 

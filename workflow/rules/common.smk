@@ -170,6 +170,15 @@ def template_script(scope):
     return f"../scripts/{SCRIPTS[name]}"
 
 
+def keep_recorded_code(name):
+    """Set the code Snakemake records for the template's job ``name``, which its code trigger
+    compares on the next run, to what a study file spelling out its script wrote before the
+    template (the script directive with "../scripts/<file>" on its own line). The template's
+    own spelling, template_script(locals()), is one text for every job: results made before the
+    template would all look changed, and a job given another script would not."""
+    workflow.get_rule(name).run_func_src = f'        "../scripts/{SCRIPTS[name]}"\n'
+
+
 def no_input(wildcards):
     return {}
 

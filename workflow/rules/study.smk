@@ -28,6 +28,8 @@ for _job in DATA_JOBS:
         script:
             template_script(locals())
 
+    keep_recorded_code(_job.name)
+
 
 for _job in BLOCK_JOBS:
 
@@ -54,6 +56,8 @@ for _job in BLOCK_JOBS:
         script:
             template_script(locals())
 
+    keep_recorded_code(_job.name)
+
 
 for _job in TABLES_JOBS:
 
@@ -75,3 +79,5 @@ for _job in TABLES_JOBS:
             ENV
         script:
             template_script(locals())
+
+    keep_recorded_code(_job.name)

@@ -7,6 +7,8 @@ The toy study (tests/workflow/toy_study/) estimates the mean of normal data by t
 and median; seed 5, 40 draws per replication: every estimate within 4 standard errors of the
 truth (0.63 for the median) fails by chance with probability below 1e-3 over the 12 fits."""
 
+import base64
+import json
 import re
 import shutil
 
@@ -92,3 +94,11 @@ def test_a_toy_study_runs_through_the_template_rules(tmp_path):
     assert (tmp_path / "results/toy/low/mcar0/mean/blocks/block0/rep1/fit.json").is_file()
     assert (tmp_path / "results/toy/low/mcar0/mean/blocks/block1/rep2/fit.json").is_file()
     assert (tmp_path / "logs/benchmarks/toy/low/mcar0/mean/block1.tsv").is_file()
+    # the code Snakemake records for its rerun trigger is the rule's own script, spelled out as a
+    # study file would write it (the template's shared expression would be one text for all)
+    for output, script in (
+        ("results/toy/low/mcar0/mean/blocks/block0", "toy_fit.py"),
+        ("results/toy/low/summary.csv", "toy_tables.py"),
+    ):
+        record = tmp_path / ".snakemake" / "metadata" / base64.b64encode(output.encode()).decode()
+        assert json.loads(record.read_text())["code"] == f'        "../scripts/{script}"\n'

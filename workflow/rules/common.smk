@@ -190,7 +190,7 @@ def data_job(name, folder, files, script, params, constraints, input=no_input):
     input function for ``unpack`` (a design's prepared data set, say)."""
     log = f"logs/data/{folder.removeprefix('data/processed/')}.log"
     SCRIPTS[name] = script
-    DATA_JOBS.append(SimpleNamespace(name=name, folder=folder, files=files, script=script, params=params,
+    DATA_JOBS.append(SimpleNamespace(name=name, folder=folder, files=files, params=params,
                                      constraints=constraints, input=input, log=log))
 
 
@@ -207,7 +207,7 @@ def block_job(name, conditions, condition, folder, data, seed, script, params, c
     fits = block_fits(conditions, condition)
     SCRIPTS[name] = script
     BLOCK_JOBS.append(SimpleNamespace(
-        name=name, fits=fits, folder=folder, data=data, seed=seed, script=script, params=params,
+        name=name, fits=fits, folder=folder, data=data, seed=seed, params=params,
         constraints=constraints, input=input or {}, threads=threads,
         log=f"logs/{folder.removeprefix('results/')}/block{{block}}.log"))
 
@@ -223,7 +223,7 @@ def tables_job(name, folder, files, figures, blocks, script, params, constraints
         outputs[key] = report(f"{folder}/figures/{file}", caption=f"../report/{caption}",
                                category=category, **where)
     SCRIPTS[name] = script
-    TABLES_JOBS.append(SimpleNamespace(name=name, outputs=outputs, blocks=blocks, script=script, params=params,
+    TABLES_JOBS.append(SimpleNamespace(name=name, outputs=outputs, blocks=blocks, params=params,
                                        constraints=constraints, input=input or {},
                                        log=log or f"logs/{folder.removeprefix('results/')}/tables.log"))
 

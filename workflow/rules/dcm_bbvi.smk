@@ -27,7 +27,7 @@ data_job(
 # posterior reference for beta and pi, has a rule of its own (its resources differ), fitting a
 # block one replication after another, files and model checks alike.
 for _rule, _method, _methods in (
-    ("fit_dcm_bbvi", "{method}", "em|bbvi|bbvi_cv|collapsed_vi|bbvi_seed|bbvi_beta_truth_seed|bbvi_pi_truth_seed"),
+    ("fit_dcm_bbvi", "{method}", "|".join(m for m in dcm_conditions.METHODS if m != "nuts")),
     ("fit_dcm_bbvi_nuts", "nuts", None),
 ):
     block_job(

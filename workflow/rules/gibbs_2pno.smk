@@ -37,7 +37,7 @@ block_job(
     seed=gibbs_fit_seed,
     # study: a rerun trigger (the script reads its settings from the config)
     params={"study": gibbs_study_config},
-    constraints={"design": gibbs_design_pattern(), "method": "gibbs|gibbs_omit|gibbs_seed|nuts"},
+    constraints={"design": gibbs_design_pattern(), "method": "|".join(gibbs_conditions.METHODS)},
     threads=gibbs_fit_threads,
     script="gibbs_fit.py",
 )

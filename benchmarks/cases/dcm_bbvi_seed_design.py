@@ -15,12 +15,18 @@ data sets from the same generator and reports the distribution of the oracle's p
 (no method can beat the oracle on average; it can by luck on one data set of 1,000 persons).
 """
 
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
 from bayesirt.studies.dcm_bbvi import conditions, data, methods
 from bayesirt.studies.dcm_bbvi import oracle as dcm_oracle
+from bayesirt.studies.dcm_bbvi.settings import Settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _configs import validated  # the cases' folder, put on the path above
 
 # Ten, not three: the oracle's accuracy varies between data sets with sd 0.013 (the Q-matrix and
 # the item parameters are redrawn), so three sets (0.957, 0.943, 0.958) said little about 0.967
@@ -28,17 +34,17 @@ DATA_SEEDS = tuple(range(20020, 20030))
 METHODS = ("em", "bbvi", "bbvi_cv", "collapsed_vi")
 ORACLE_DATA_SETS = 200
 N_PERSONS = None  # None: the design's (1,000)
-CONFIG = methods.StudyConfig()  # the study's settings
+CHANGES = {}  # over the study's settings (the default config's)
 # benchmarks/run.py --smoke
 SMOKE = {
     "DATA_SEEDS": (20020,),
     "ORACLE_DATA_SETS": 2,
     "N_PERSONS": 200,
-    "CONFIG": methods.StudyConfig(
-        variance_repeats=4,
-        bbvi_train=replace(methods.BBVI_TRAIN, max_steps=160, min_steps=80),
-        collapsed_train=replace(methods.COLLAPSED_TRAIN, max_steps=200, min_steps=100),
-    ),
+    "CHANGES": {
+        "variance_repeats": 4,
+        "bbvi_training": {"max_steps": 160, "min_steps": 80},
+        "collapsed_training": {"max_steps": 200, "min_steps": 100},
+    },
 }
 
 
@@ -64,13 +70,14 @@ def run() -> dict:
     spec = conditions.DESIGNS["seed"]
     if N_PERSONS:
         spec = dict(spec, n_persons=N_PERSONS)
+    settings = replace(Settings.from_config(validated()), **CHANGES)
     per = {m: [] for m in METHODS}
     oracle, variance = [], None
     for s in DATA_SEEDS:
         rm, truth, q = data.simulate(spec, 0.0, s)
         oracle.append(dcm_oracle.oracle_accuracy(rm, truth, q)["pattern_accuracy"])
         for m in METHODS:
-            rec = methods.fit(m, rm, truth, q, seed=1, config=CONFIG).record
+            rec = methods.fit(m, rm, truth, q, seed=1, settings=settings).record
             per[m].append(rec)
             if m == "bbvi" and variance is None:
                 variance = rec["gradient_variance"]

@@ -5,9 +5,15 @@ Timing is the EM loop after compilation (one lax.while_loop); the standard error
 observed information are computed after it and timed apart.
 """
 
+import sys
 import time
+from pathlib import Path
 
 from bayesirt.studies.dcm_bbvi import conditions, data, methods
+from bayesirt.studies.dcm_bbvi.settings import Settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _configs import validated  # the cases' folder, put on the path above
 
 DATA_SEED = 20020
 N_PERSONS = None  # None: the design's (1,000)
@@ -20,10 +26,11 @@ def run() -> dict:
         spec = dict(spec, n_persons=N_PERSONS)
     rm, truth, q = data.simulate(spec, 0.0, DATA_SEED)
     t0 = time.perf_counter()
-    rec = methods.fit("em", rm, truth, q, seed=1).record
+    settings = Settings.from_config(validated())  # the default config: the schema defaults
+    rec = methods.fit("em", rm, truth, q, seed=1, settings=settings).record
     total = time.perf_counter() - t0
     rm20, truth20, q20 = data.simulate(spec, 0.2, DATA_SEED)
-    rec20 = methods.fit("em", rm20, truth20, q20, seed=1).record
+    rec20 = methods.fit("em", rm20, truth20, q20, seed=1, settings=settings).record
     return {
         "sizes": {"persons": rm.n_persons, "items": rm.n_items, "attributes": 2},
         "em_seconds": rec["timing"]["wall_seconds"],

@@ -9,21 +9,27 @@ case is about, and a quarter of a BBVI fit's time). Times are the fit's wall tim
 compilation, as in the study's records.
 """
 
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
 from bayesirt.studies.dcm_bbvi import conditions, data, methods
+from bayesirt.studies.dcm_bbvi.settings import Settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _configs import validated  # the cases' folder, put on the path above
 
 DATA_SEEDS = (20020, 20021, 20022)
 METHODS = ("em", "bbvi_cv")
 N_PERSONS = None  # None: the design's (1,000)
-TRAIN = {}  # StudyConfig fields over the study's settings (the smoke run's shorter fits)
+TRAIN = {}  # over the study's settings (the smoke run's shorter fits)
 # benchmarks/run.py --smoke
 SMOKE = {
     "DATA_SEEDS": (20020,),
     "N_PERSONS": 200,
-    "TRAIN": {"bbvi_train": replace(methods.BBVI_TRAIN, max_steps=160, min_steps=80)},
+    "TRAIN": {"bbvi_training": {"max_steps": 160, "min_steps": 80}},
 }
 
 
@@ -31,14 +37,14 @@ def run() -> dict:
     spec = conditions.DESIGNS["seed"]
     if N_PERSONS:
         spec = dict(spec, n_persons=N_PERSONS)
+    study = Settings.from_config(validated())  # the default config's: the schema's defaults
     rows = {f"{m}{'_monotone' if mono else ''}": [] for m in METHODS for mono in (False, True)}
     for s in DATA_SEEDS:
         rm, truth, q = data.simulate(spec, 0.0, s)
         for m in METHODS:
             for mono in (False, True):
-                out = methods.fit(
-                    m, rm, truth, q, seed=1, config=methods.StudyConfig(monotone=mono, variance_repeats=0, **TRAIN)
-                )
+                settings = replace(study, monotone=mono, variance_repeats=0, **TRAIN)
+                out = methods.fit(m, rm, truth, q, seed=1, settings=settings)
                 est = out.estimates
                 b = est[est.parameter == "beta"]
                 main = b[b.category.isin([1, 2])]  # with 2 attributes, features 1 and 2 are the main effects

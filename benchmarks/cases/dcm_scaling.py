@@ -10,10 +10,16 @@ resident set size (ru_maxrss) after all fits.
 """
 
 import resource
+import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from bayesirt.studies.dcm_bbvi import conditions, data, methods, oracle
+from bayesirt.studies.dcm_bbvi.settings import Settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _configs import validated  # the cases' folder, put on the path above
 
 DATA_SEED = 20021
 N_PERSONS, N_ITEMS, MISSING = 100_000, 30, 0.2
@@ -26,12 +32,13 @@ def run() -> dict:
     t0 = time.perf_counter()
     rm, truth, q = data.simulate(spec, MISSING, DATA_SEED)
     simulate_seconds = time.perf_counter() - t0
-    config = methods.StudyConfig(
+    config = replace(
+        Settings.from_config(validated()),
         n_samples=10,
         variance_repeats=0,
-        collapsed_train=replace(methods.COLLAPSED_TRAIN, batch_size=COLLAPSED_BATCH, max_steps=COLLAPSED_MAX_STEPS),
-        bbvi_train=replace(methods.BBVI_TRAIN, max_steps=BBVI_MAX_STEPS, progress_every=1),
-        em=methods.StudyConfig().em._replace(standard_errors=False),
+        collapsed_training={"batch_size": COLLAPSED_BATCH, "max_steps": COLLAPSED_MAX_STEPS},
+        bbvi_training={"max_steps": BBVI_MAX_STEPS, "progress_every": 1},
+        em={"standard_errors": False},
     )
     out = {
         "sizes": {
@@ -48,7 +55,7 @@ def run() -> dict:
     ceiling = oracle.oracle_accuracy(rm, truth, q)
     out["oracle_pattern_accuracy"] = ceiling["pattern_accuracy"]
     for m in ("collapsed_vi", "em", "bbvi"):
-        rec = methods.fit(m, rm, truth, q, seed=1, config=config).record
+        rec = methods.fit(m, rm, truth, q, seed=1, settings=config).record
         out[f"{m}_seconds"] = rec["timing"]["wall_seconds"]
         out[f"{m}_compile_seconds"] = rec["timing"]["compile_seconds"]
         out[f"{m}_steps"] = rec["steps"]

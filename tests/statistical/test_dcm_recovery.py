@@ -7,6 +7,8 @@ generator's coefficients are 1 to 3 in size, their standard errors 0.1 to 0.3 at
 95% intervals covering at least 85% of the coefficients.
 """
 
+from dataclasses import replace
+
 import jax
 import numpy as np
 import pytest
@@ -14,8 +16,11 @@ import pytest
 from bayesirt.inference.dcm import bbvi, collapsed_nuts, collapsed_vi
 from bayesirt.inference.samplers.sampling import SamplerSettings
 from bayesirt.studies.dcm_bbvi import conditions, data, methods, oracle
+from bayesirt.studies.dcm_bbvi.settings import Settings
+from tests.configs import validated
 
 SPEC = conditions.DESIGNS["seed"]
+DEFAULT = Settings.from_config(validated())  # the default config's: the schema's defaults
 
 
 @pytest.fixture(scope="module", params=[0.0, 0.2], ids=["complete", "mcar20"])
@@ -27,7 +32,7 @@ def seed_data(request):
 @pytest.fixture(scope="module")
 def em_fit(seed_data):
     rm, truth, q, _ = seed_data
-    return methods.fit("em", rm, truth, q, seed=0)
+    return methods.fit("em", rm, truth, q, seed=0, settings=DEFAULT)
 
 
 def test_em_recovers_the_simulated_parameters(seed_data, em_fit):
@@ -45,7 +50,7 @@ def test_em_recovers_the_simulated_parameters(seed_data, em_fit):
 @pytest.mark.parametrize("method", ["bbvi_cv", "collapsed_vi"])
 def test_vi_matches_em(seed_data, em_fit, method):
     rm, truth, q, _ = seed_data
-    rec = methods.fit(method, rm, truth, q, seed=0).record
+    rec = methods.fit(method, rm, truth, q, seed=0, settings=DEFAULT).record
     assert rec["converged"]
     assert rec["accuracy"]["pattern_accuracy"] >= em_fit.record["accuracy"]["pattern_accuracy"] - 0.01
     assert rec["recovery"]["beta"]["rmse"] < 0.25
@@ -57,7 +62,7 @@ def test_seed_bbvi_classifies_but_its_coefficients_are_noisy(seed_data, em_fit):
     # the seed's plain score-function BBVI (M = 50): pattern accuracy within 3 points of EM; its
     # coefficient estimates are what control variates fix (recorded, not held to a bound here)
     rm, truth, q, _ = seed_data
-    rec = methods.fit("bbvi", rm, truth, q, seed=0).record
+    rec = methods.fit("bbvi", rm, truth, q, seed=0, settings=DEFAULT).record
     assert rec["accuracy"]["pattern_accuracy"] >= em_fit.record["accuracy"]["pattern_accuracy"] - 0.03
     for block in ("beta", "pi", "sigma2"):
         assert rec["gradient_variance"][block]["reduction"] > 10
@@ -85,7 +90,7 @@ def test_nuts_reference_agrees_with_collapsed_vi():
 @pytest.mark.slow
 def test_monotone_collapsed_vi_matches_em(seed_data, em_fit):
     rm, truth, q, _ = seed_data
-    out = methods.fit("collapsed_vi", rm, truth, q, seed=0, config=methods.StudyConfig(monotone=True))
+    out = methods.fit("collapsed_vi", rm, truth, q, seed=0, settings=replace(DEFAULT, monotone=True))
     rec = out.record
     assert rec["converged"] and rec["monotone"]
     assert rec["accuracy"]["pattern_accuracy"] >= em_fit.record["accuracy"]["pattern_accuracy"] - 0.01
@@ -97,7 +102,7 @@ def test_monotone_collapsed_vi_matches_em(seed_data, em_fit):
 def test_monotone_em_matches_em_on_monotone_data(seed_data, em_fit):
     # the generator's items are monotone and N = 1,000: the constrained maximum is the plain one
     rm, truth, q, _ = seed_data
-    rec = methods.fit("em", rm, truth, q, seed=0, config=methods.StudyConfig(monotone=True)).record
+    rec = methods.fit("em", rm, truth, q, seed=0, settings=replace(DEFAULT, monotone=True)).record
     assert rec["converged"] and rec["monotone"]
     assert rec["loglik"] <= em_fit.record["loglik"] + 0.01
     assert rec["loglik"] == pytest.approx(em_fit.record["loglik"], abs=0.05)
@@ -110,12 +115,10 @@ def test_monotone_em_matches_em_on_monotone_data(seed_data, em_fit):
 def test_monotone_bbvi_cv_classifies_as_plain_bbvi_cv():
     # the seed design's complete data set 31 (monotone truth), fixed fit seed 0: all reported main
     # effects >= 0 and pattern accuracy within 1 point of unconstrained bbvi_cv
-    from dataclasses import replace
-
     rm, truth, q = data.simulate(SPEC, 0.0, 31)
-    config = methods.StudyConfig(variance_repeats=0)
-    plain = methods.fit("bbvi_cv", rm, truth, q, seed=0, config=config)
-    mono = methods.fit("bbvi_cv", rm, truth, q, seed=0, config=replace(config, monotone=True))
+    config = replace(DEFAULT, variance_repeats=0)
+    plain = methods.fit("bbvi_cv", rm, truth, q, seed=0, settings=config)
+    mono = methods.fit("bbvi_cv", rm, truth, q, seed=0, settings=replace(config, monotone=True))
     assert mono.record["converged"] and mono.record["monotone"]
     b = mono.estimates[mono.estimates.parameter == "beta"]
     assert (b[b.category.isin([1, 2])]["mean"] >= 0).all()  # the main effects (2 attributes)

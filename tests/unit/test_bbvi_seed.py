@@ -5,6 +5,8 @@ tiny size."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,7 +15,10 @@ import pytest
 from bayesirt.inference.dcm import bbvi, bbvi_seed
 from bayesirt.studies.dcm_bbvi import conditions, data, methods
 from bayesirt.studies.dcm_bbvi import seed_methods as seed
+from bayesirt.studies.dcm_bbvi.settings import Settings
+from tests.configs import validated
 
+DEFAULT = Settings.from_config(validated())  # the default config's: the schema's defaults
 TINY = bbvi_seed.SeedSchedule(n_sweeps=2, iterations=(2, 3, 2, 2), steps=(1e-2, 1e-3, 1e-5, 1e-5))
 
 
@@ -84,7 +89,7 @@ def tiny_seed(monkeypatch):
 
 def test_the_full_model_run_runs_end_to_end(tiny_seed):
     rm, truth, q = tiny_seed
-    out = methods.fit("bbvi_seed", rm, truth, q, 7, methods.StudyConfig(variance_repeats=0))
+    out = methods.fit("bbvi_seed", rm, truth, q, 7, replace(DEFAULT, variance_repeats=0))
     assert out.record["steps"] == seed.SCHEDULES["bbvi_seed"].n_steps == 16
     assert 0 <= out.record["accuracy"]["pattern_accuracy"] <= out.record["accuracy"]["top2_accuracy"] <= 1
     b = out.estimates[out.estimates.parameter == "beta"]
@@ -95,7 +100,7 @@ def test_the_full_model_run_runs_end_to_end(tiny_seed):
 @pytest.mark.parametrize("method", seed.SEED_METHODS)
 def test_the_seed_runs_end_to_end_and_leave_the_blocks_they_start_at_the_truth(tiny_seed, method):
     rm, truth, q = tiny_seed
-    config = methods.StudyConfig(variance_repeats=2)
+    config = replace(DEFAULT, variance_repeats=2)
     out = methods.fit(method, rm, truth, q, 7, config)
     rec = out.record
     assert rec["steps"] == seed.SCHEDULES[method].n_steps and rec["method"] == method

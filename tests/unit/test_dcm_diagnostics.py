@@ -12,6 +12,10 @@ from bayesirt.seeds import derive
 from bayesirt.studies import reproduction
 from bayesirt.studies.dcm_bbvi import conditions, data, diagnostics
 from bayesirt.studies.dcm_bbvi import seed_methods as seed
+from bayesirt.studies.dcm_bbvi.settings import Settings
+from tests.configs import validated
+
+DEFAULT = Settings.from_config(validated())  # the default config's: the schema's defaults
 
 
 def oracle(rm, truth, q) -> float:
@@ -41,7 +45,7 @@ def tiny(monkeypatch):
 
 def test_a_run_started_at_the_true_coefficients_and_never_moving_them_reports_so(tiny):
     rm, truth, q, fit_seed = tiny
-    row = diagnostics.one_fit("bbvi_beta_truth_seed", 0, rm, truth, q, fit_seed, oracle(rm, truth, q))
+    row = diagnostics.one_fit("bbvi_beta_truth_seed", 0, rm, truth, q, fit_seed, oracle(rm, truth, q), DEFAULT)
     assert set(row) == set(diagnostics.COLUMNS)
     assert row["steps"] == row["steps_planned"] == seed.SCHEDULES["bbvi_beta_truth_seed"].n_steps
     # q(beta) starts at the truth and its block takes no step: no move, no error, start = end
@@ -53,13 +57,13 @@ def test_a_run_started_at_the_true_coefficients_and_never_moving_them_reports_so
 
 def test_bbvi_moves_from_its_start(tiny):
     rm, truth, q, fit_seed = tiny
-    row = diagnostics.one_fit("bbvi", 0, rm, truth, q, fit_seed, 0.9)
+    row = diagnostics.one_fit("bbvi", 0, rm, truth, q, fit_seed, 0.9, DEFAULT)
     assert row["beta_move_rms"] > 0 and 0 <= row["start_pattern_accuracy"] <= 1 and row["status"]
 
 
 def test_the_probe_runs_one_sweep_of_the_seed_s_run_with_a_smaller_beta_step(tiny):
     rm, truth, q, fit_seed = tiny
-    row = diagnostics.one_fit(diagnostics.PROBE, 0, rm, truth, q, fit_seed, 0.9)
+    row = diagnostics.one_fit(diagnostics.PROBE, 0, rm, truth, q, fit_seed, 0.9, DEFAULT)
     assert row["steps_planned"] == sum(seed.FULL_MODEL.iterations) and diagnostics.PROBE_SCHEDULE.steps[1] == 1e-2
     assert row["beta_move_rms"] > 0  # unlike the seed runs that stop in their first sweep, it moves q(beta)
 

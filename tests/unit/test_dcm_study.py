@@ -30,6 +30,11 @@ def validated(name="test.yaml", **study) -> dict:
     return cfg
 
 
+def default() -> settings.Settings:
+    """The study's settings of the default config (no key of the study set: the schema's defaults)."""
+    return settings.Settings.from_config(validated("config.yaml"))
+
+
 def test_the_study_loads_and_its_conditions_are_result_folders():
     study = base.load("dcm_bbvi")
     assert study.name == "dcm_bbvi" and tuple(study.methods) == conditions.METHODS
@@ -66,18 +71,22 @@ def test_the_study_loads_and_its_conditions_are_result_folders():
     ]
 
 
-def test_settings_defaults_are_the_schemas():
-    # a config that sets no key of the study gets the methods' settings StudyConfig() has
-    assert methods.study_config(settings.Settings.from_config(validated("config.yaml"))) == methods.StudyConfig()
-    config = methods.study_config(settings.Settings.from_config(validated()))
-    assert config.n_samples == 10 and config.variance_repeats == 4
-    assert config.bbvi_train.max_steps == 160 and config.bbvi_train.window == methods.BBVI_TRAIN.window
-    paper = methods.study_config(settings.Settings.from_config(validated("paper.yaml")))
-    assert (paper.nuts.n_chains, paper.nuts.n_warmup, paper.nuts.n_samples, paper.nuts.progress_every) == (
-        4,
-        1000,
-        1000,
-        0,
+def test_settings_come_from_the_config_and_the_methods_read_them():
+    # a config that sets no key of the study gets the schema's defaults and the methods' own
+    # training settings; the test config's overrides reach the library's settings objects
+    plain = default()
+    assert (plain.n_samples, plain.variance_repeats, plain.monotone) == (50, 32, False)
+    assert methods.bbvi_train(plain) == methods.BBVI_TRAIN
+    assert methods.collapsed_train(plain) == methods.COLLAPSED_TRAIN
+    assert methods.item_priors(plain) == lcdm.Priors()
+    test = settings.Settings.from_config(validated())
+    assert test.n_samples == 10 and test.variance_repeats == 4
+    train = methods.bbvi_train(test)
+    assert train.max_steps == 160 and train.window == methods.BBVI_TRAIN.window
+    nuts = methods.nuts_settings(settings.Settings.from_config(validated("paper.yaml")))
+    assert (nuts.n_chains, nuts.n_warmup, nuts.n_samples, nuts.progress_every) == (4, 1000, 1000, 0)
+    assert methods.em_settings(replace(test, monotone=True, em={"standard_errors": False})) == (
+        methods.dcm_em.EMSettings(monotone=True, standard_errors=False)
     )
 
 
@@ -142,9 +151,9 @@ def test_the_oracle_table_has_a_row_per_data_set_read_from_its_files(tmp_path):
 def test_unknown_method_and_bad_q():
     rm, truth, q = data.simulate(conditions.DESIGNS["seed"], 0.0, 5, n_persons=50)
     with pytest.raises(ValueError, match="unknown method 'gibbs'"):
-        methods.fit("gibbs", rm, truth, q, seed=0)
+        methods.fit("gibbs", rm, truth, q, seed=0, settings=default())
     with pytest.raises(ValueError, match="has 29 rows but the responses have 30 items"):
-        methods.fit("em", rm, truth, q[:-1], seed=0)
+        methods.fit("em", rm, truth, q[:-1], seed=0, settings=default())
 
 
 @pytest.mark.parametrize("method", ["em", "bbvi_cv"])
@@ -154,18 +163,16 @@ def test_the_monotone_key_reaches_em_and_bbvi(method):
     from dataclasses import replace
 
     rm, truth, q = data.simulate(conditions.DESIGNS["seed"], 0.0, 5, n_persons=200)
-    config = methods.study_config(
-        settings.Settings.from_config(
-            validated(monotone=True, variance_repeats=0, n_samples=50, bbvi_training={"max_steps": 80, "min_steps": 80})
-        )
+    config = settings.Settings.from_config(
+        validated(monotone=True, variance_repeats=0, n_samples=50, bbvi_training={"max_steps": 80, "min_steps": 80})
     )
     assert config.monotone
-    out = methods.fit(method, rm, truth, q, seed=0, config=config)
+    out = methods.fit(method, rm, truth, q, seed=0, settings=config)
     assert out.record["monotone"] is True
     b = out.estimates[out.estimates.parameter == "beta"]
     assert (b[b.category.isin([1, 2])]["mean"] >= 0).all()  # the main effects (2 attributes)
     if method == "em":  # (a second BBVI compilation would double the test's time)
-        plain = methods.fit(method, rm, truth, q, seed=0, config=replace(config, monotone=False))
+        plain = methods.fit(method, rm, truth, q, seed=0, settings=replace(config, monotone=False))
         assert plain.record["monotone"] is False
 
 
@@ -208,9 +215,11 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits(method):
     import jsonschema
 
     config = replace(
-        methods.StudyConfig(n_samples=10, variance_repeats=4),
-        bbvi_train=replace(methods.BBVI_TRAIN, max_steps=240, min_steps=160),
-        collapsed_train=replace(methods.COLLAPSED_TRAIN, max_steps=300, min_steps=200),
+        default(),
+        n_samples=10,
+        variance_repeats=4,
+        bbvi_training={"max_steps": 240, "min_steps": 160},
+        collapsed_training={"max_steps": 300, "min_steps": 200},
     )
     reps = []
     for r in range(2):
@@ -243,10 +252,8 @@ def test_replications_that_stop_at_different_steps_leave_the_block_each_at_its_o
     # 400 steps: in the block too, and with the estimates of the single fits (within 1e-3)
     from dataclasses import replace
 
-    train = replace(
-        methods.COLLAPSED_TRAIN, max_steps=2000, min_steps=200, window=100, check_every=50, rel_tol=1e-3, patience=2
-    )
-    config = methods.StudyConfig(collapsed_train=train)
+    train = {"max_steps": 2000, "min_steps": 200, "window": 100, "check_every": 50, "rel_tol": 1e-3, "patience": 2}
+    config = replace(default(), collapsed_training=train)
     reps = []
     for r in range(2):
         rm, truth, q = data.simulate(conditions.DESIGNS["seed"], 0.2, 100 + r, n_persons=100)

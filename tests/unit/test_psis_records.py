@@ -23,7 +23,9 @@ from bayesirt.models import irt2pl, lcdm
 from bayesirt.studies.dcm_bbvi import conditions as dcm_conditions
 from bayesirt.studies.dcm_bbvi import data as dcm_data
 from bayesirt.studies.dcm_bbvi import methods as dcm_methods
+from bayesirt.studies.dcm_bbvi.settings import Settings as DcmSettings
 from bayesirt.studies.vibo import methods as vibo_methods
+from tests.configs import validated
 
 from .test_bbvi import Q_SMALL
 from .test_vibo import small_data
@@ -252,8 +254,10 @@ def test_dcm_bbvi_records_carry_psis_per_fit_of_a_block_but_em_records_do_not():
     # cache is emptied first: another test's fit of other sizes may have compiled the same program
     bbvi_psis._log_ratios_program.cache_clear()
     config = replace(
-        dcm_methods.StudyConfig(n_samples=10, variance_repeats=0),
-        bbvi_train=replace(dcm_methods.BBVI_TRAIN, max_steps=160, min_steps=160),
+        DcmSettings.from_config(validated()),
+        n_samples=10,
+        variance_repeats=0,
+        bbvi_training={"max_steps": 160, "min_steps": 160},
     )
     reps = []
     for r in range(2):
@@ -270,6 +274,7 @@ def test_dcm_bbvi_records_carry_psis_per_fit_of_a_block_but_em_records_do_not():
         assert out.record["item_uncertainty"]["method"] == "variational"
         khats.append(entry["khat"])
     assert khats[0] != khats[1]
-    assert bbvi_psis._log_ratios_program(config.priors, False, bbvi_psis.KHAT_DRAWS)._cache_size() == 1
+    priors = dcm_methods.item_priors(config)
+    assert bbvi_psis._log_ratios_program(priors, False, bbvi_psis.KHAT_DRAWS)._cache_size() == 1
     em = dcm_methods.fit("em", reps[0].rm, reps[0].truth, reps[0].q, reps[0].seed, config, reps[0].spec.fields)
     assert "psis" not in em.record

@@ -19,7 +19,7 @@ for rep, seed, responses, truth in zip(
 ):
     rm, true_values, q = data.read(responses, truth)
     block.append(methods.Replication(rm, true_values, q, Condition(w.design, w.missing, method, int(rep)), seed))
-outs = methods.fit_block(block, config=methods.study_config(snakemake.params.settings))
+outs = methods.fit_block(block, snakemake.params.settings)
 for rep, out in zip(block, outs, strict=True):
     if not out.record["converged"]:
         log.warning("rep%d did not converge: %s", rep.spec.rep, out.record["convergence_reason"])

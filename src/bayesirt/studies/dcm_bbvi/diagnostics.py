@@ -80,23 +80,25 @@ def data_set(base_seed: int, rep: int, design: dict | None = None, missing: str 
     return rm, truth, q, derive(base_seed, "fit", "dcm_bbvi", DESIGN, missing, rep)
 
 
-def start_of(method: str, prob: bbvi.Problem, truth: pd.DataFrame) -> dict:
+def start_of(method: str, prob: bbvi.Problem, truth: pd.DataFrame, settings: study_settings.Settings) -> dict:
     """The variational parameters ``method``'s fit starts from (as ``methods.TRAINED`` builds it)."""
     if method == PROBE:
         return seed.start("bbvi_seed", prob, truth)
     if method in seed.SEED_METHODS:
         return seed.start(method, prob, truth)
-    return init_params(prob.n_persons, prob.design, methods.bbvi_settings(method, methods.StudyConfig()))
+    return init_params(prob.n_persons, prob.design, methods.bbvi_settings(method, settings))
 
 
-def one_fit(method: str, rep: int, rm, truth, q, fit_seed: int, oracle: float) -> dict:
+def one_fit(
+    method: str, rep: int, rm, truth, q, fit_seed: int, oracle: float, settings: study_settings.Settings
+) -> dict:
     """One row of the diagnostic table: ``method`` fitted to one data set (``oracle``: its
-    oracle's pattern accuracy)."""
-    config = methods.StudyConfig(variance_repeats=0)
+    oracle's pattern accuracy) with the study's ``settings`` (no gradient-variance draws)."""
+    config = replace(settings, variance_repeats=0)
     fields = {"condition": method, "replication": rep}
     p = methods.data_problem("bbvi_seed" if method == PROBE else method, rm, truth, q, fit_seed, config, fields)
     des, mask = p.prob.design, np.asarray(p.prob.design.feature_mask, bool)
-    init = start_of(method, p.prob, truth)
+    init = start_of(method, p.prob, truth, config)
     if method == PROBE:  # the seed's run, built as seed_methods.problem builds it, on the probe's schedule
         fit_key, _ = jax.random.split(p.key)
         problem = bbvi_seed.problem(fit_key, p.prob, seed.bbvi_settings(), PROBE_SCHEDULE, init=init, label=method)
@@ -113,7 +115,7 @@ def one_fit(method: str, rep: int, rm, truth, q, fit_seed: int, oracle: float) -
     start_acc = modal_accuracy(start, np.full(n_prof, -np.log(n_prof)), rm, truth, q)["pattern_accuracy"]
     rms = lambda x: float(np.sqrt(np.mean(np.square(x[mask]))))
     schedule = PROBE_SCHEDULE if method == PROBE else seed.SCHEDULES.get(method)
-    planned = schedule.n_steps if schedule else config.bbvi_train.max_steps
+    planned = schedule.n_steps if schedule else methods.bbvi_train(config).max_steps
     return {
         "rep": rep,
         "method": method,
@@ -131,14 +133,16 @@ def one_fit(method: str, rep: int, rm, truth, q, fit_seed: int, oracle: float) -
     }
 
 
-def run(base_seed: int, n_data_sets: int = 20, design: dict | None = None, progress=print) -> pd.DataFrame:
-    """Every method of ``METHODS`` on the first ``n_data_sets`` data sets: one row per fit."""
+def run(config: dict, n_data_sets: int = 20, design: dict | None = None, progress=print) -> pd.DataFrame:
+    """Every method of ``METHODS`` on the first ``n_data_sets`` data sets, with the validated
+    ``config``'s seed and settings: one row per fit."""
+    settings = study_settings.Settings.from_config(config)
     rows = []
     for rep in range(n_data_sets):
-        rm, truth, q, fit_seed = data_set(base_seed, rep, design)
+        rm, truth, q, fit_seed = data_set(config["seed"], rep, design)
         oracle = oracle_accuracy(rm, truth, q)["pattern_accuracy"]
         for method in METHODS:
-            rows.append(one_fit(method, rep, rm, truth, q, fit_seed, oracle))
+            rows.append(one_fit(method, rep, rm, truth, q, fit_seed, oracle, settings))
             r = rows[-1]
             progress(
                 f"rep {rep} {method}: {r['steps']} of {r['steps_planned']} steps ({r['status']}), "
@@ -156,11 +160,13 @@ DOUBLED_COLUMNS = ["design", "missing", "method", "rep", *FIGURES[:1], "converge
 ]
 
 
-def with_steps(config: methods.StudyConfig, steps: int) -> methods.StudyConfig:
-    """``config`` with every trained method run for exactly ``steps`` steps."""
+def with_steps(settings: study_settings.Settings, steps: int) -> study_settings.Settings:
+    """``settings`` with every trained method run for exactly ``steps`` steps."""
     fixed = {"min_steps": steps, "max_steps": steps}
     return replace(
-        config, bbvi_train=replace(config.bbvi_train, **fixed), collapsed_train=replace(config.collapsed_train, **fixed)
+        settings,
+        bbvi_training={**settings.bbvi_training, **fixed},
+        collapsed_training={**settings.collapsed_training, **fixed},
     )
 
 
@@ -179,7 +185,7 @@ def doubled_fits(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame
     config's missingness conditions of it, at the config's settings and with the steps doubled."""
     study = config["studies"]["dcm_bbvi"]
     design = study["designs"][DESIGN]
-    base = replace(methods.study_config(study_settings.Settings.from_config(config, DESIGN)), variance_repeats=0)
+    base = replace(study_settings.Settings.from_config(config, DESIGN), variance_repeats=0)
     n = min(n_data_sets, design["replications"])
     rows = []
     for missing in design["missing"]:

@@ -27,7 +27,7 @@ each replication as ``fit`` does.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import jax
@@ -72,42 +72,37 @@ COLLAPSED_TRAIN = TrainSettings(
 )
 
 
-@dataclass(frozen=True)
-class StudyConfig:
-    """The settings of every method; its defaults are the config schema's (a unit test holds
-    ``study_config`` of a config without keys equal to ``StudyConfig()``)."""
-
-    n_samples: int = 50  # M of BBVI
-    bbvi_train: TrainSettings = BBVI_TRAIN
-    collapsed_train: TrainSettings = COLLAPSED_TRAIN
-    em: dcm_em.EMSettings = dcm_em.EMSettings()
-    nuts: SamplerSettings = field(
-        default_factory=lambda: SamplerSettings(n_chains=4, n_warmup=500, n_samples=500, progress_every=0)
-    )
-    priors: lcdm.Priors = lcdm.Priors()
-    variance_repeats: int = 32  # draws of the gradient estimator for its variance (BBVI fits)
-    monotone: bool = False  # MONOTONE_METHODS: monotone coefficients (models.lcdm.monotone_beta)
+# The methods read the study's one settings type (``settings.Settings``, built once from the
+# validated settings, where the defaults live); these turn its plain values into the library's
+# settings objects.
+def bbvi_train(settings: Settings) -> TrainSettings:
+    """BBVI's training: ``BBVI_TRAIN`` with the config's ``bbvi_training`` over it."""
+    return replace(BBVI_TRAIN, **settings.bbvi_training)
 
 
-def study_config(settings: Settings) -> StudyConfig:
-    """The methods' settings from the config's (``settings.Settings``)."""
-    return StudyConfig(
-        n_samples=settings.n_samples,
-        bbvi_train=replace(BBVI_TRAIN, **settings.bbvi_training),
-        collapsed_train=replace(COLLAPSED_TRAIN, **settings.collapsed_training),
-        nuts=SamplerSettings(**{"progress_every": 0, **settings.nuts}),
-        priors=lcdm.Priors(**settings.priors),
-        variance_repeats=settings.variance_repeats,
-        monotone=settings.monotone,
-    )
+def collapsed_train(settings: Settings) -> TrainSettings:
+    """Collapsed VI's training: ``COLLAPSED_TRAIN`` with the config's ``collapsed_training`` over it."""
+    return replace(COLLAPSED_TRAIN, **settings.collapsed_training)
+
+
+def item_priors(settings: Settings) -> lcdm.Priors:
+    return lcdm.Priors(**settings.priors)
+
+
+def nuts_settings(settings: Settings) -> SamplerSettings:
+    return SamplerSettings(**{"progress_every": 0, **settings.nuts})
+
+
+def em_settings(settings: Settings) -> dcm_em.EMSettings:
+    return dcm_em.EMSettings(monotone=settings.monotone)._replace(**settings.em)
 
 
 # ---------------------------------------------------------------------------------------------
 # the methods
 
 
-def em(p: Problem, config: StudyConfig) -> MethodResult:
-    fit = dcm_em.fit(p.key, p.prob, config.em._replace(monotone=config.monotone))
+def em(p: Problem, settings: Settings) -> MethodResult:
+    fit = dcm_em.fit(p.key, p.prob, em_settings(settings))
     res = FitResult(
         {},
         np.array([-fit.loglik]),
@@ -133,38 +128,38 @@ def em(p: Problem, config: StudyConfig) -> MethodResult:
     return scored(p, MethodResult(record, est, records.loss_table([-fit.loglik])), post)
 
 
-def bbvi_settings(method: str, config: StudyConfig) -> bbvi.BBVISettings:
+def bbvi_settings(method: str, settings: Settings) -> bbvi.BBVISettings:
     """BBVI's settings for ``bbvi`` or ``bbvi_cv`` (control variates), or the seed's runs'."""
     if method in seed.SEED_METHODS:
         return seed.bbvi_settings()
     return bbvi.BBVISettings(
-        n_samples=config.n_samples,
+        n_samples=settings.n_samples,
         control_variates=method == "bbvi_cv",
-        priors=config.priors,
-        monotone=config.monotone,
-        train=config.bbvi_train,
+        priors=item_priors(settings),
+        monotone=settings.monotone,
+        train=bbvi_train(settings),
     )
 
 
-def bbvi_problem(method: str, p: Problem, config: StudyConfig) -> training.Problem:
+def bbvi_problem(method: str, p: Problem, settings: Settings) -> training.Problem:
     """The BBVI fit of ``p`` for the training or the bulk driver."""
     fit_key, _ = jax.random.split(p.key)
-    return bbvi.problem(fit_key, p.prob, bbvi_settings(method, config), label=fit_label(method, p))
+    return bbvi.problem(fit_key, p.prob, bbvi_settings(method, settings), label=fit_label(method, p))
 
 
-def bbvi_scored(method: str, p: Problem, config: StudyConfig, res: FitResult) -> MethodResult:
+def bbvi_scored(method: str, p: Problem, settings: Settings, res: FitResult) -> MethodResult:
     """A BBVI fit evaluated: estimates, record, accuracy, recovery and gradient variance."""
     des = p.prob.design
     _, var_key = jax.random.split(p.key)
-    monotone = bbvi_settings(method, config).monotone
+    monotone = bbvi_settings(method, settings).monotone
     s = bbvi.summarize(res.params, des, key=jax.random.fold_in(p.key, 2), monotone=monotone)
     est = estimates_table(des, s.beta_mean, s.beta_sd, s.pi_mean, s.pi_sd, s.profile_prob, p.truth)
-    record = records.fit_record(res, p.fields, window=config.bbvi_train.window)
+    record = records.fit_record(res, p.fields, window=bbvi_train(settings).window)
     record["elbo"] = -record["final_loss"]
     # PSIS k-hat of the joint approximation, profiles drawn (``inference.dcm.bbvi_psis.log_ratios`` says
     # why they are not summed out); its key: the fit's, folded (the other keys stay as they were)
     t0 = time.perf_counter()
-    log_ratios = bbvi_psis.log_ratios(jax.random.fold_in(p.key, 3), res.params, p.prob, bbvi_settings(method, config))
+    log_ratios = bbvi_psis.log_ratios(jax.random.fold_in(p.key, 3), res.params, p.prob, bbvi_settings(method, settings))
     record["psis"] = psis.record(
         log_ratios,
         fit_label(method, p),
@@ -176,31 +171,33 @@ def bbvi_scored(method: str, p: Problem, config: StudyConfig, res: FitResult) ->
         "reason": "the approximation's own sds, not corrected; on the nuts_designs the study compares them with NUTS",
     }
     extra = {}
-    if config.variance_repeats:
+    if settings.variance_repeats:
         t0 = time.perf_counter()
         extra["gradient_variance"] = bbvi.gradient_variance(
-            var_key, res.params, p.prob, bbvi_settings(method, config), config.variance_repeats
+            var_key, res.params, p.prob, bbvi_settings(method, settings), settings.variance_repeats
         )
         record["timing"]["variance_seconds"] = time.perf_counter() - t0
     return scored(p, MethodResult(record, est, records.loss_table(res.losses)), s.profile_prob, extra)
 
 
-def collapsed_settings(config: StudyConfig) -> collapsed_vi.CollapsedSettings:
-    return collapsed_vi.CollapsedSettings(priors=config.priors, monotone=config.monotone, train=config.collapsed_train)
+def collapsed_settings(settings: Settings) -> collapsed_vi.CollapsedSettings:
+    return collapsed_vi.CollapsedSettings(
+        priors=item_priors(settings), monotone=settings.monotone, train=collapsed_train(settings)
+    )
 
 
-def collapsed_problem(method: str, p: Problem, config: StudyConfig) -> training.Problem:
+def collapsed_problem(method: str, p: Problem, settings: Settings) -> training.Problem:
     """The collapsed-VI fit of ``p`` for the training or the bulk driver."""
     fit_key, _ = jax.random.split(p.key)
-    return collapsed_vi.problem(fit_key, p.prob, collapsed_settings(config), label=fit_label(method, p))
+    return collapsed_vi.problem(fit_key, p.prob, collapsed_settings(settings), label=fit_label(method, p))
 
 
-def collapsed_scored(method: str, p: Problem, config: StudyConfig, res: FitResult) -> MethodResult:
+def collapsed_scored(method: str, p: Problem, settings: Settings, res: FitResult) -> MethodResult:
     """A collapsed-VI fit evaluated: estimates, record, accuracy and recovery."""
     _, sum_key = jax.random.split(p.key)
-    s = collapsed_vi.summarize(sum_key, res.params, p.prob, monotone=config.monotone)
+    s = collapsed_vi.summarize(sum_key, res.params, p.prob, monotone=settings.monotone)
     est = estimates_table(p.prob.design, s.beta_mean, s.beta_sd, s.pi_mean, s.pi_sd, s.profile_prob, p.truth)
-    record = records.fit_record(res, p.fields, window=config.collapsed_train.window)
+    record = records.fit_record(res, p.fields, window=collapsed_train(settings).window)
     record["elbo"] = -record["final_loss"]
     return scored(p, MethodResult(record, est, records.loss_table(res.losses)), s.profile_prob)
 
@@ -214,33 +211,33 @@ TRAINED = {
 } | {name: (seed.problem, bbvi_scored) for name in seed.SEED_METHODS}
 
 
-def trained(method: str, p: Problem, config: StudyConfig) -> MethodResult:
+def trained(method: str, p: Problem, settings: Settings) -> MethodResult:
     """One fit of a method of ``TRAINED`` by the training driver, evaluated; a fit whose loss
     becomes non-finite keeps its last good state, is evaluated there, and its record says so."""
     build, evaluate = TRAINED[method]
-    return evaluate(method, p, config, keep_last_good(train_problem, build(method, p, config)))
+    return evaluate(method, p, settings, keep_last_good(train_problem, build(method, p, settings)))
 
 
-def bbvi_plain(p: Problem, config: StudyConfig) -> MethodResult:
-    return trained("bbvi", p, config)
+def bbvi_plain(p: Problem, settings: Settings) -> MethodResult:
+    return trained("bbvi", p, settings)
 
 
-def bbvi_cv(p: Problem, config: StudyConfig) -> MethodResult:
-    return trained("bbvi_cv", p, config)
+def bbvi_cv(p: Problem, settings: Settings) -> MethodResult:
+    return trained("bbvi_cv", p, settings)
 
 
-def collapsed(p: Problem, config: StudyConfig) -> MethodResult:
-    return trained("collapsed_vi", p, config)
+def collapsed(p: Problem, settings: Settings) -> MethodResult:
+    return trained("collapsed_vi", p, settings)
 
 
-def seed_run(p: Problem, config: StudyConfig) -> MethodResult:
+def seed_run(p: Problem, settings: Settings) -> MethodResult:
     """One of the seed notebook's runs (``seed.SEED_METHODS``: the fit's method)."""
-    return trained(p.fields["method"], p, config)
+    return trained(p.fields["method"], p, settings)
 
 
-def nuts(p: Problem, config: StudyConfig) -> MethodResult:
+def nuts(p: Problem, settings: Settings) -> MethodResult:
     des, prob = p.prob.design, p.prob
-    samp = collapsed_nuts.run_collapsed_nuts(p.key, prob, config.nuts, config.priors)
+    samp = collapsed_nuts.run_collapsed_nuts(p.key, prob, nuts_settings(settings), item_priors(settings))
     idata = samp.idata
     post_beta = np.asarray(idata.posterior["beta"]).reshape(-1, *des.feature_mask.shape) * des.feature_mask
     theta = np.asarray(idata.posterior["theta"]).reshape(-1, des.delta.shape[1] - 1)
@@ -275,7 +272,7 @@ def data_problem(
     truth,
     q,
     seed: int,
-    config: StudyConfig = StudyConfig(),
+    settings: Settings,
     fields: dict | None = None,
     allow_zero_rows: bool = True,
 ) -> Problem:
@@ -295,7 +292,7 @@ def data_problem(
         "n_items": int(y.shape[1]),
         "n_attributes": int(q.shape[1]),
         "missing_rate": float((y < 0).mean()),
-        "monotone": bool(config.monotone and method in MONOTONE_METHODS),
+        "monotone": bool(settings.monotone and method in MONOTONE_METHODS),
         **(fields or {}),
     }
     return Problem(y, q, prob, jax.random.PRNGKey(seed), truth, fields, allow_zero_rows)
@@ -307,13 +304,13 @@ def fit(
     truth,
     q,
     seed: int,
-    config: StudyConfig = StudyConfig(),
+    settings: Settings,
     fields: dict | None = None,
     allow_zero_rows: bool = True,
 ) -> MethodResult:
     """Fit one method (``METHODS``) to one data set; all methods of a data set take one seed."""
-    p = data_problem(method, rm, truth, q, seed, config, fields, allow_zero_rows)
-    return METHODS[method](p, config)
+    p = data_problem(method, rm, truth, q, seed, settings, fields, allow_zero_rows)
+    return METHODS[method](p, settings)
 
 
 @dataclass(frozen=True)
@@ -330,7 +327,7 @@ class Replication:
 BLOCK_KEY = f"studies.{STUDY}.designs.{{design}}.block_size"
 
 
-def fit_block(reps: list[Replication], config: StudyConfig = StudyConfig()) -> list[MethodResult]:
+def fit_block(reps: list[Replication], settings: Settings) -> list[MethodResult]:
     """The replications of one condition (design, missingness, method) fitted as one block.
 
     The methods of ``TRAINED`` (bbvi, bbvi_cv, collapsed_vi) fit the block as one vectorized
@@ -344,8 +341,8 @@ def fit_block(reps: list[Replication], config: StudyConfig = StudyConfig()) -> l
     ----------
     reps : list of Replication
         The block's replications, all of one condition.
-    config : StudyConfig
-        The methods' settings.
+    settings : Settings
+        The study's settings.
 
     Returns
     -------
@@ -363,16 +360,16 @@ def fit_block(reps: list[Replication], config: StudyConfig = StudyConfig()) -> l
     if any((r.spec.design, r.spec.missing, r.spec.method) != (spec.design, spec.missing, spec.method) for r in reps):
         raise ValueError("dcm_bbvi: the replications of a block must be of one design, missingness and method")
     method = spec.method
-    problems = [data_problem(method, r.rm, r.truth, r.q, r.seed, config, r.spec.fields) for r in reps]
+    problems = [data_problem(method, r.rm, r.truth, r.q, r.seed, settings, r.spec.fields) for r in reps]
     if method in TRAINED:
         build, evaluate = TRAINED[method]
         label = f"{spec.design}/{spec.missing}/{method} reps {reps[0].spec.rep}-{reps[-1].spec.rep}"
-        block = [build(method, p, config) for p in problems]
+        block = [build(method, p, settings) for p in problems]
         results = bulk.train_block(block, label=label, setting=BLOCK_KEY.format(design=spec.design))
-        return [evaluate(method, p, config, res) for p, res in zip(problems, results, strict=True)]
+        return [evaluate(method, p, settings, res) for p, res in zip(problems, results, strict=True)]
     outs = []
     for position, p in enumerate(problems):
-        out = METHODS[method](p, config)
+        out = METHODS[method](p, settings)
         out.record["block"] = {
             "size": len(problems),
             "position": position,

@@ -328,7 +328,7 @@ def diagnose(config: dict, n_data_sets: int) -> dict[str, pd.DataFrame]:
     project's BBVI, on the study's data sets of the seed's design (simulated again from the
     config's seed)."""
     return {
-        "seed_design_fits": diagnostics.run(config["seed"], n_data_sets),
+        "seed_design_fits": diagnostics.run(config, n_data_sets),
         "doubled_fits": diagnostics.doubled_fits(config, n_data_sets),
     }
 

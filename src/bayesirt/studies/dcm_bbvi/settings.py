@@ -2,13 +2,15 @@
 
 ``check(config)`` refuses what the schema cannot express; ``Settings.from_config(config)`` holds
 what the fitting jobs read from the validated config (the schema has filled in every default),
-as plain values: light enough for parse time, where the rules build it as a job's params.
-``methods.study_config`` turns it into the library's settings objects.
+as plain values: light enough for parse time, where the rules build it as a job's params. It is
+the one settings type of the study: the methods read it (``methods.bbvi_train`` and the functions
+beside it turn its values into the library's settings objects), and a variant is
+``dataclasses.replace`` of it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bayesirt.studies.dcm_bbvi.conditions import STUDY, design_spec
 from bayesirt.studies.design_checks import check_hidden_cells, checked_missing
@@ -43,6 +45,9 @@ class Settings:
     # replications of a condition fitted together in one job (the named design's ``block_size``;
     # None when no design is named): science config, as float32 rounding differs with the block
     block_size: int | None = None
+    # overrides of EM's own settings (``inference.dcm.dcm_em.EMSettings``); no config key sets
+    # them (a benchmark turns the standard errors off)
+    em: dict = field(default_factory=dict)
 
     @classmethod
     def from_config(cls, config: dict, design: str | None = None) -> Settings:

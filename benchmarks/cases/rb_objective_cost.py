@@ -8,12 +8,19 @@ Targets: a fit converges in <= 30 s (wall, after compilation); per-step time rel
 zero_fill: rao_blackwell with M = 5 <= 1.5x, exact_marginal <= 1.2x.
 """
 
+import sys
+from dataclasses import replace
+from pathlib import Path
+
 import numpy as np
 
 from bayesirt.data import missingness, simulate
 from bayesirt.imputation import stacking
-from bayesirt.inference.execution.training import TrainSettings
 from bayesirt.studies.rb_imputation import data, methods
+from bayesirt.studies.rb_imputation.settings import Settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _configs import validated  # the cases' folder, put on the path above
 
 N_PERSONS = 9881
 DATA_SEED, MASK_SEED, FIT_SEED = 20261121, 1, 1
@@ -27,8 +34,8 @@ TIMED = [
 ]
 FITTED = [("zero_fill", 1), ("exact_marginal", 1), ("rao_blackwell", 5)]
 REPEATS, TIMED_STEPS, CHECK_EVERY = 2, 200, 50
-FIT_SETTINGS = TrainSettings()  # the fits of FITTED
-POSTERIOR_DRAWS = methods.StudyConfig().posterior_draws
+FIT_TRAINING = {}  # over the default config's training: the fits of FITTED
+POSTERIOR_DRAWS = None  # None: the default config's
 STACKING = stacking.StackingSettings()
 # benchmarks/run.py --smoke (fits of the timed steps' length, so that they reuse the compiled programs)
 SMOKE = {
@@ -37,26 +44,28 @@ SMOKE = {
     "TIMED_STEPS": 20,
     "CHECK_EVERY": 10,
     "TIMED": [t for t in TIMED if t != ("rao_blackwell", 3)],
-    "FIT_SETTINGS": TrainSettings(max_steps=20, min_steps=20, check_every=10, progress_every=0),
+    "FIT_TRAINING": {"max_steps": 20, "min_steps": 20, "check_every": 10, "progress_every": 0},
     "STACKING": stacking.StackingSettings(n_draws=50, newton_steps=20),
     "POSTERIOR_DRAWS": 20,
 }
+
+
+def study_settings(training: dict) -> Settings:
+    """The default config's study settings with ``training`` over its training."""
+    study = Settings.from_config(validated())
+    draws = study.posterior_draws if POSTERIOR_DRAWS is None else POSTERIOR_DRAWS
+    return replace(study, training={**study.training, **training}, posterior_draws=draws)
 
 
 def step_times(rm, model) -> dict:
     """Milliseconds per training step of each objective: ``TIMED_STEPS`` steps of the real
     training loop (compiled lax.scan chunks, full batch), best of ``REPEATS`` interleaved runs."""
     best = {}
+    timed = {"max_steps": TIMED_STEPS, "min_steps": TIMED_STEPS, "check_every": CHECK_EVERY, "progress_every": 0}
+    settings = study_settings(timed)
     for _ in range(REPEATS):
         for name, m in TIMED:
-            config = methods.StudyConfig(
-                n_copies=m,
-                posterior_draws=POSTERIOR_DRAWS,
-                settings=TrainSettings(
-                    max_steps=TIMED_STEPS, min_steps=TIMED_STEPS, check_every=CHECK_EVERY, progress_every=0
-                ),
-            )
-            out = methods.fit(name, data.Data(rm, None, model), seed=FIT_SEED, config=config)
+            out = methods.fit(name, data.Data(rm, None, model), seed=FIT_SEED, settings=settings, n_copies=m)
             condition = out.record["condition"]  # e.g. rao_blackwell_M5
             ms = 1000 * out.record["timing"]["wall_seconds"] / out.record["steps"]
             best[condition] = min(best.get(condition, np.inf), ms)
@@ -73,9 +82,9 @@ def run() -> dict:
     ratio = {k: v / ms["zero_fill"] for k, v in ms.items()}
 
     fitted = {}
+    settings = study_settings(FIT_TRAINING)
     for name, m in FITTED:
-        config = methods.StudyConfig(n_copies=m, settings=FIT_SETTINGS, posterior_draws=POSTERIOR_DRAWS)
-        out = methods.fit(name, data.Data(rm_missing, truth, model), seed=FIT_SEED, config=config)
+        out = methods.fit(name, data.Data(rm_missing, truth, model), seed=FIT_SEED, settings=settings, n_copies=m)
         rec = out.record
         d = out.estimates[out.estimates.parameter == "discrimination"]
         fitted[rec["condition"]] = {

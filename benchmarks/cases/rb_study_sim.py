@@ -14,20 +14,30 @@ It separates the objective from the imputation model: if the oracle is close to 
 complete-data fit while the stacking PMFs are not, the imputation model limits the result.
 """
 
+import sys
+from dataclasses import replace
+from pathlib import Path
+
 import jax.numpy as jnp
 import numpy as np
 
 from bayesirt.data import missingness, simulate
-from bayesirt.imputation import stacking
-from bayesirt.inference.execution.training import TrainSettings
 from bayesirt.inference.variational import objectives
 from bayesirt.models import factorized_grm as fgrm
 from bayesirt.studies import grm_advi
+from bayesirt.studies.design_conditions import parse_missing
 from bayesirt.studies.rb_imputation import methods, tables
+from bayesirt.studies.rb_imputation.conditions import OBJECTIVES
+from bayesirt.studies.rb_imputation.settings import Settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _configs import validated  # the cases' folder, put on the path above
 
 N_PERSONS = 9881
 DATA_SEED, MASK_SEED, FIT_SEED = 20261121, 1, 1
-CONFIG = methods.StudyConfig()  # the study's default config
+# over the default config's study settings: every objective, and the imputation model at its own
+# defaults (400 Laplace draws per sub-model)
+CHANGES = {"objectives": OBJECTIVES, "stacking": {}}
 ORACLE_DRAWS = 500
 # benchmarks/run.py --smoke: the objectives the expectation compares (rb_objective_cost's smoke run fits
 # the other two), with the data, M and steps of rb_objective_cost's smoke fits (whose compiled
@@ -35,13 +45,13 @@ ORACLE_DRAWS = 500
 SMOKE = {
     "N_PERSONS": 300,
     "ORACLE_DRAWS": 20,
-    "CONFIG": methods.StudyConfig(
-        objectives=("zero_fill", "rao_blackwell", "exact_marginal"),
-        n_copies=5,
-        posterior_draws=20,
-        settings=TrainSettings(max_steps=20, min_steps=20, check_every=10, progress_every=0),
-        stacking=stacking.StackingSettings(n_draws=50, newton_steps=20),
-    ),
+    "CHANGES": {
+        "objectives": ("zero_fill", "rao_blackwell", "exact_marginal"),
+        "n_copies": (5,),
+        "posterior_draws": 20,
+        "training": {"max_steps": 20, "min_steps": 20, "check_every": 10, "progress_every": 0},
+        "stacking": {"n_draws": 50, "newton_steps": 20},
+    },
 }
 
 
@@ -59,7 +69,8 @@ def true_params(rm, truth) -> dict:
 
 def oracle_fit(rm, truth, reference, config) -> dict:
     """exact_marginal with the true model's PMFs (same mask and fit seed as the study)."""
-    rm_missing, _ = missingness.inject(rm, kind=config.missing_kind, rate=config.missing_rate, seed=MASK_SEED)
+    kind, rate = parse_missing(config.missing[0])
+    rm_missing, _ = missingness.inject(rm, kind=kind, rate=rate, seed=MASK_SEED)
     st = fgrm.structure_of(rm)
     params = {k: jnp.asarray(v, jnp.float32) for k, v in true_params(rm, truth).items()}
     pmf = np.exp(np.asarray(fgrm.category_log_probs(params, st), np.float64))
@@ -67,8 +78,8 @@ def oracle_fit(rm, truth, reference, config) -> dict:
     out = grm_advi.fit(
         rm_missing,
         seed=FIT_SEED,
-        settings=config.settings,
-        priors=config.priors,
+        settings=methods.train_settings(config),
+        priors=methods.item_priors(config),
         truth=truth,
         log_likelihood=objectives.make("exact_marginal", st),
         extra_data=extra,
@@ -82,8 +93,9 @@ def oracle_fit(rm, truth, reference, config) -> dict:
 
 def run() -> dict:
     rm, truth = simulate.from_preset("rwa", DATA_SEED, N_PERSONS)
-    config = CONFIG
-    rep = methods.run_replication(rm, truth, mask_seed=MASK_SEED, fit_seed=FIT_SEED, config=config)
+    study = Settings.from_config(validated())
+    config = replace(study, **{**CHANGES, "training": {**study.training, **CHANGES.get("training", {})}})
+    rep = methods.run_replication(rm, truth, mask_seed=MASK_SEED, fit_seed=FIT_SEED, settings=config)
     summary = rep.tables["summary"].set_index("objective")
     disc = summary["discrimination_rmse_vs_complete_data"].to_dict()
     expectation = {
@@ -96,8 +108,8 @@ def run() -> dict:
             "items": rm.n_items,
             "categories": 9,
             "scales": 2,
-            "missing_rate": config.missing_rate,
-            "n_copies": config.n_copies,
+            "missing_rate": parse_missing(config.missing[0])[1],
+            "n_copies": config.n_copies[0],
             "hidden_cells": int(rep.hidden.sum()),
         },
         "wall_seconds": rep.seconds,

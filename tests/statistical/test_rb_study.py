@@ -12,11 +12,15 @@ Statements checked (data seed 20261121, mask seed 1, fit seed 1), with their tol
 At 9,881 persons the same ordering is in results/benchmarks/rb_study_sim.json.
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from bayesirt.data import simulate
 from bayesirt.studies.rb_imputation import conditions, methods, tables
+from bayesirt.studies.rb_imputation.settings import Settings
+from tests.configs import validated
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +28,10 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def replication():
     rm, truth = simulate.from_preset("rwa", 20261121, 2000)
-    return methods.run_replication(rm, truth, mask_seed=1, fit_seed=1, config=methods.StudyConfig())
+    # the default config's settings (15% MCAR, M = 3), every objective, the imputation model at
+    # its own defaults
+    settings = replace(Settings.from_config(validated()), objectives=conditions.OBJECTIVES, stacking={})
+    return methods.run_replication(rm, truth, mask_seed=1, fit_seed=1, settings=settings)
 
 
 def disc(rep, objective, against="complete_data"):

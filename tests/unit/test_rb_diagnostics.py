@@ -193,7 +193,7 @@ def test_the_fits_read_the_workflow_s_files_and_double_their_steps(tmp_path, mon
     rm, truth = simulate.simulate_factorized_grm(3, 60, [3, 3], 4, ["A", "B"])
     (tmp_path / "data/processed/tiny").mkdir(parents=True)
     io.write_responses(rm, tmp_path / "data/processed/tiny/responses.parquet")
-    ref = methods.reference(data.Data(rm), seed=1, config=methods.study_config(diagnostics_settings(config)))
+    ref = methods.reference(data.Data(rm), seed=1, settings=diagnostics_settings(config))
     (tmp_path / "results/rb_imputation/tiny/reference").mkdir(parents=True)
     ref.estimates.to_csv(tmp_path / diagnostics.reference_file("tiny"), index=False)
     for rep in range(2):

@@ -88,6 +88,9 @@ def test_settings_from_the_validated_config():
     assert s.training["max_steps"] == 300 and s.training["n_draws"] == 1  # test.yaml's, the schema's
     assert s.posterior_draws == 50 and s.n_dimensions == 1 and s.priors == cfg["priors"]
     assert s.block_size == 100  # the schema's default
+    study = cfg["studies"]["rb_imputation"]
+    assert s.objectives == tuple(study["objectives"]) and s.n_copies == tuple(study["n_copies"])
+    assert s.missing == tuple(conditions.missing_designs(study)) and s.stacking == study["stacking"]
     settings.check(cfg)
     cfg["studies"]["rb_imputation"]["missing"] = "mar0"
     with pytest.raises(ConfigError, match=r"^config key 'studies.rb_imputation.missing': 'mar0' — a rate of 0%"):
@@ -162,7 +165,6 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits():
 
     from bayesirt.data import simulate
     from bayesirt.imputation import stacking
-    from bayesirt.inference.execution.training import TrainSettings
     from bayesirt.inference.variational import objectives
     from bayesirt.studies.rb_imputation import data, methods
 
@@ -171,16 +173,18 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits():
     with warnings.catch_warnings():  # so few Laplace draws fail the PSIS check (a warning)
         warnings.simplefilter("ignore")
         model = stacking.fit(masked[0], stacking.StackingSettings(n_draws=10, newton_steps=5))
-        training = TrainSettings(max_steps=150, min_steps=50, check_every=50, window=50, progress_every=0)
-        config = methods.StudyConfig(n_copies=2, settings=training, posterior_draws=20)
+        study = settings.Settings.from_config(validated("config.yaml"))
+        training = {"max_steps": 150, "min_steps": 50, "check_every": 50, "window": 50, "progress_every": 0}
+        config = replace(study, training={**study.training, **training}, posterior_draws=20)
         reps = [
             methods.Replication(data.Data(m, truth, model), 10 + r, {"replication": r}) for r, m in enumerate(masked)
         ]
         extras = [{"y": m.responses, **methods.imputation_extra_data(model, m)} for m in masked]
         assert all(d[objectives.SHARED][objectives.CELLS].padded for d in objectives.block_data(extras))
-        block = methods.fit_block("rao_blackwell", reps, config=config)
+        block = methods.fit_block("rao_blackwell", reps, settings=config, n_copies=2)
         singles = [
-            methods.objective("rao_blackwell", r.data, seed=r.seed, config=config, fields=r.fields) for r in reps
+            methods.objective("rao_blackwell", r.data, seed=r.seed, settings=config, n_copies=2, fields=r.fields)
+            for r in reps
         ]
     for r, (b, single) in enumerate(zip(block, singles, strict=True)):
         assert b.record["block"]["size"] == 3 and b.record["block"]["position"] == r and single.record["block"] is None
@@ -194,7 +198,7 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits():
         np.testing.assert_allclose(b.estimates["sd"], single.estimates["sd"], atol=1e-4)
         np.testing.assert_allclose(b.losses["loss"], single.losses["loss"], rtol=1e-5)
     with pytest.raises(ValueError, match="imputation objective"):
-        methods.fit_block("complete", reps, config=config)
+        methods.fit_block("complete", reps, settings=config)
 
 
 def table(values, true=None):

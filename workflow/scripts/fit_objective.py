@@ -19,8 +19,7 @@ for rep, seed, responses, imputation in zip(
     fields = {"dataset": wc.dataset, "missing": wc.missing, "replication": int(rep)}
     reps.append(methods.Replication(data.read(responses, snakemake.input.truth, imputation), seed, fields))
 # the objectives use one draw of the parameters per step (the config's n_draws is the reference's)
-config = methods.study_config(snakemake.params.settings, copies or 1)
-outs = methods.fit_block(objective, reps, config=config)
+outs = methods.fit_block(objective, reps, settings=snakemake.params.settings, n_copies=copies)
 for rep, out in zip(reps, outs, strict=True):
     r = rep.fields["replication"]
     if not out.record["converged"]:

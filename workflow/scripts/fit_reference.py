@@ -11,7 +11,7 @@ out = methods.fit(
     COMPLETE,
     data.read(snakemake.input.responses, snakemake.input.truth),
     seed=snakemake.params.seed,
-    config=methods.study_config(snakemake.params.settings),
+    settings=snakemake.params.settings,
     fields={"dataset": snakemake.wildcards.dataset},
 )
 if not out.record["converged"]:

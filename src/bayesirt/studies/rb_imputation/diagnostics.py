@@ -139,17 +139,18 @@ def rmse(estimates: pd.DataFrame, reference: pd.DataFrame) -> float:
     return float(table[(table.scale == "all") & (table.against == "complete_data")].rmse.iloc[0])
 
 
-def fit_condition(objective: str, copies: int | None, reps: list, config, reference: pd.DataFrame, doubled_steps=None):
-    """One condition on every mask, as one block (``methods.fit_block``), with ``config``'s
-    training, or for exactly ``doubled_steps`` steps."""
+def fit_condition(
+    objective: str, copies: int | None, reps: list, settings, reference: pd.DataFrame, doubled_steps=None
+):
+    """One condition on every mask, as one block (``methods.fit_block``), with the study's
+    ``settings`` (its training), or for exactly ``doubled_steps`` steps."""
     from bayesirt.studies.rb_imputation import methods
 
-    study_config = methods.study_config(config, copies or 1)
     if doubled_steps is not None:
-        settings = replace(study_config.settings, min_steps=doubled_steps, max_steps=doubled_steps)
-        study_config = replace(study_config, settings=settings)
+        steps = {"min_steps": doubled_steps, "max_steps": doubled_steps}
+        settings = replace(settings, training={**settings.training, **steps})
     t0 = time.perf_counter()
-    outs = methods.fit_block(objective, reps, config=study_config)
+    outs = methods.fit_block(objective, reps, settings=settings, n_copies=copies)
     seconds = (time.perf_counter() - t0) / len(reps)
     return [
         {

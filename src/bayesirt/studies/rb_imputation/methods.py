@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import NamedTuple
 
@@ -33,6 +33,7 @@ from bayesirt.models import factorized_grm as fgrm
 from bayesirt.models import mixture_grm
 from bayesirt.studies import grm_advi
 from bayesirt.studies.base import MethodResult
+from bayesirt.studies.design_conditions import parse_missing
 from bayesirt.studies.rb_imputation import data as study_data
 from bayesirt.studies.rb_imputation import tables
 from bayesirt.studies.rb_imputation.conditions import COMPLETE, OBJECTIVES, REFERENCE, STUDY, uses_copies
@@ -41,46 +42,31 @@ from bayesirt.studies.rb_imputation.settings import Settings
 log = logging.getLogger("bayesirt")
 
 
-@dataclass(frozen=True)
-class StudyConfig:
-    objectives: tuple = OBJECTIVES
-    n_copies: int = 3  # M, as in the seed
-    n_dimensions: int = 1  # > 1: the mixture GRM of seed section 1.3
-    missing_kind: str = "mcar"
-    missing_rate: float = 0.15
-    settings: TrainSettings = field(default_factory=TrainSettings)
-    priors: fgrm.Priors = field(default_factory=fgrm.Priors)
-    stacking: stacking.StackingSettings = field(default_factory=stacking.StackingSettings)
-    n_draws: int = 1  # draws of the parameters per step of the reference fit (the objectives draw one)
-    posterior_draws: int = 500
+# The methods read the study's one settings type (``settings.Settings``, built once from the
+# validated config, where the defaults live); these turn its plain values into the library's
+# settings objects.
+def train_settings(settings: Settings) -> TrainSettings:
+    """Every fit's training (the config's ``training`` but ``n_draws``, the reference fit's)."""
+    return TrainSettings(**{k: v for k, v in settings.training.items() if k != "n_draws"})
 
 
-def study_config(settings: Settings, n_copies: int = 1) -> StudyConfig:
-    """The fits' settings from the config's (``settings.Settings``), with M = ``n_copies``."""
-    training = dict(settings.training)
-    n_draws = training.pop("n_draws")
-    return StudyConfig(
-        n_copies=n_copies,
-        n_dimensions=settings.n_dimensions,
-        settings=TrainSettings(**training),
-        priors=fgrm.Priors(**settings.priors),
-        n_draws=n_draws,
-        posterior_draws=settings.posterior_draws,
-    )
+def item_priors(settings: Settings) -> fgrm.Priors:
+    return fgrm.Priors(**settings.priors)
 
 
-def reference(data: study_data.Data, *, seed: int, config: StudyConfig, fields: dict | None = None) -> MethodResult:
-    """The complete-data fit (before injection): the yardstick of every objective."""
+def reference(data: study_data.Data, *, seed: int, settings: Settings, fields: dict | None = None) -> MethodResult:
+    """The complete-data fit (before injection): the yardstick of every objective; it draws the
+    config's ``training.n_draws`` parameter values per step (the objectives draw one)."""
     fields = {"study": STUDY, "condition": REFERENCE, "objective": COMPLETE, "replication": None, **(fields or {})}
     return grm_advi.fit(
         data.responses,
         seed=seed,
-        settings=config.settings,
-        priors=config.priors,
+        settings=train_settings(settings),
+        priors=item_priors(settings),
         truth=data.truth,
-        n_draws=config.n_draws,
-        posterior_draws=config.posterior_draws,
-        n_dimensions=config.n_dimensions,
+        n_draws=settings.training["n_draws"],
+        posterior_draws=settings.posterior_draws,
+        n_dimensions=settings.n_dimensions,
         fields=fields,
         label=f"reference {fields.get('dataset', '')}".strip(),
     )
@@ -93,17 +79,26 @@ ELBO_NOTES = {
 
 
 def objective_fit(
-    name: str, data: study_data.Data, *, seed: int, config: StudyConfig, fields: dict | None = None
+    name: str,
+    data: study_data.Data,
+    *,
+    seed: int,
+    settings: Settings,
+    n_copies: int | None = None,
+    fields: dict | None = None,
 ) -> tuple[grm_advi.Fit, dict | None]:
-    """One objective's fit on a replication's masked responses (``studies.grm_advi.Fit``),
-    and the imputation model's checks (None for ``zero_fill``, which does not use it)."""
+    """One objective's fit, with M = ``n_copies`` imputed copies where it draws them, on a
+    replication's masked responses (``studies.grm_advi.Fit``), and the imputation model's checks
+    (None for ``zero_fill``, which does not use it)."""
     rm_missing, model = data.responses, data.imputation
-    st = grm_advi.structure(rm_missing, config.n_dimensions)
+    st = grm_advi.structure(rm_missing, settings.n_dimensions)
     extra, checks = None, None
     if name != "zero_fill":
         checks = validate_imputation_model(model, [it.name for it in rm_missing.items], rm_missing.n_categories)
         extra = imputation_extra_data(model, rm_missing)
-    n_copies = config.n_copies if uses_copies(name) else None
+    if uses_copies(name) and not n_copies:
+        raise ValueError(f"objective {name!r} draws imputed copies: give their number M (n_copies)")
+    n_copies = n_copies if uses_copies(name) else None
     condition = name if n_copies is None else f"{name}_M{n_copies}"
     fields = {
         "study": STUDY,
@@ -116,14 +111,14 @@ def objective_fit(
     spec = grm_advi.Fit(
         rm_missing,
         seed,
-        settings=config.settings,
-        priors=config.priors,
-        posterior_draws=config.posterior_draws,
+        settings=train_settings(settings),
+        priors=item_priors(settings),
+        posterior_draws=settings.posterior_draws,
         truth=data.truth,
-        log_likelihood=model_objective(name, st, config.n_copies),
+        log_likelihood=model_objective(name, st, n_copies or 1),
         extra_data=extra,
         fields=fields,
-        n_dimensions=config.n_dimensions,
+        n_dimensions=settings.n_dimensions,
         label=f"{condition} rep{fields.get('replication', 0)}",
     )
     return spec, checks
@@ -139,11 +134,17 @@ def noted(name: str, out: MethodResult, checks: dict | None) -> MethodResult:
 
 
 def objective(
-    name: str, data: study_data.Data, *, seed: int, config: StudyConfig, fields: dict | None = None
+    name: str,
+    data: study_data.Data,
+    *,
+    seed: int,
+    settings: Settings,
+    n_copies: int | None = None,
+    fields: dict | None = None,
 ) -> MethodResult:
     """ADVI fit on the masked responses with one imputation objective (the imputation PMFs of
-    ``data.imputation`` unless ``zero_fill``)."""
-    spec, checks = objective_fit(name, data, seed=seed, config=config, fields=fields)
+    ``data.imputation`` unless ``zero_fill``; M = ``n_copies`` where it draws copies)."""
+    spec, checks = objective_fit(name, data, seed=seed, settings=settings, n_copies=n_copies, fields=fields)
     fitted = grm_advi.problem(spec)
     return noted(name, grm_advi.result(spec, fitted, keep_last_good(train_problem, fitted)), checks)
 
@@ -161,14 +162,18 @@ class Replication:
 BLOCK_KEY = f"studies.{STUDY}.block_size"
 
 
-def fit_block(name: str, reps: list[Replication], *, config: StudyConfig) -> list[MethodResult]:
-    """One objective (with ``config``'s M) on the replications of a block, fitted together as
+def fit_block(
+    name: str, reps: list[Replication], *, settings: Settings, n_copies: int | None = None
+) -> list[MethodResult]:
+    """One objective (with M = ``n_copies``) on the replications of a block, fitted together as
     one program (``inference.execution.bulk``; the masks' missing cells padded to one layout,
     ``objectives.block_data``), then each evaluated and recorded as :func:`objective` does a
     single fit. Each record's ``block`` gives the block's size and the fit's position in it."""
     if name not in OBJECTIVES:
         raise ValueError(f"a block fits an imputation objective ({', '.join(OBJECTIVES)}), not {name!r}")
-    specs = [objective_fit(name, r.data, seed=r.seed, config=config, fields=r.fields) for r in reps]
+    specs = [
+        objective_fit(name, r.data, seed=r.seed, settings=settings, n_copies=n_copies, fields=r.fields) for r in reps
+    ]
     first = jax.tree.flatten(specs[0][0].structure())
     for spec, _ in specs[1:]:
         tree = jax.tree.flatten(spec.structure())
@@ -194,12 +199,21 @@ METHODS = {COMPLETE: reference, **{name: partial(objective, name) for name in OB
 
 
 def fit(
-    method: str, data: study_data.Data, *, seed: int, config: StudyConfig, fields: dict | None = None
+    method: str,
+    data: study_data.Data,
+    *,
+    seed: int,
+    settings: Settings,
+    n_copies: int | None = None,
+    fields: dict | None = None,
 ) -> MethodResult:
-    """One fit: ``complete`` (the reference) or an imputation objective (``METHODS``)."""
+    """One fit: ``complete`` (the reference) or an imputation objective (``METHODS``), with M =
+    ``n_copies`` where it draws copies."""
     if method not in METHODS:
         raise ValueError(f"unknown objective {method!r}; known: {', '.join(METHODS)}")
-    return METHODS[method](data, seed=seed, config=config, fields=fields)
+    if method == COMPLETE:
+        return reference(data, seed=seed, settings=settings, fields=fields)
+    return METHODS[method](data, seed=seed, settings=settings, n_copies=n_copies, fields=fields)
 
 
 def imputation_extra_data(model, rm_missing: io.ResponseMatrix) -> dict:
@@ -247,15 +261,18 @@ def run_replication(
     *,
     mask_seed: int,
     fit_seed: int,
-    config: StudyConfig = StudyConfig(),
+    settings: Settings,
     rep: int = 0,
 ) -> ReplicationRun:
-    """One replication in one process, through the same functions the workflow's rules call;
-    the fits share ``fit_seed`` (common random numbers across objectives)."""
+    """One replication in one process, through the same functions the workflow's rules call:
+    the first of ``settings.missing``, every objective of ``settings.objectives`` (each copies
+    objective at every M of ``settings.n_copies``); the fits share ``fit_seed`` (common random
+    numbers across objectives)."""
     t0 = time.perf_counter()
-    ref = fit(COMPLETE, study_data.Data(rm_complete, truth), seed=fit_seed, config=config)
-    rm_missing, hidden = study_data.mask(rm_complete, config.missing_kind, config.missing_rate, mask_seed)
-    model, checks = study_data.fit_imputation_model(rm_missing, config.stacking)
+    ref = fit(COMPLETE, study_data.Data(rm_complete, truth), seed=fit_seed, settings=settings)
+    kind, rate = parse_missing(settings.missing[0])
+    rm_missing, hidden = study_data.mask(rm_complete, kind, rate, mask_seed)
+    model, checks = study_data.fit_imputation_model(rm_missing, stacking.StackingSettings(**settings.stacking))
     scores = study_data.imputation_scores(model, rm_missing, rm_complete, hidden)
     log.info(
         "rb_imputation rep %d: imputation log score %.3f (marginal %.3f), accuracy %.3f",
@@ -265,25 +282,26 @@ def run_replication(
         scores["accuracy"],
     )
     outs = {}
-    for name in config.objectives:
-        out = fit(
-            name, study_data.Data(rm_missing, truth, model), seed=fit_seed, config=config, fields={"replication": rep}
-        )
-        outs[out.record["condition"]] = out
+    for name in settings.objectives:
+        for m in settings.n_copies if uses_copies(name) else (None,):
+            data = study_data.Data(rm_missing, truth, model)
+            out = fit(name, data, seed=fit_seed, settings=settings, n_copies=m, fields={"replication": rep})
+            outs[out.record["condition"]] = out
     tabs = tables.aggregate(
         ref.estimates, [(o.record, o.estimates) for o in outs.values()], [{"replication": rep, "scores": scores}]
     )
     return ReplicationRun(ref, outs, model, checks, scores, tabs, hidden, time.perf_counter() - t0)
 
 
-def config_record(config: StudyConfig) -> dict:
+def config_record(settings: Settings) -> dict:
+    """What ``run_replication`` ran with, for a benchmark's result."""
     return {
-        "objectives": list(config.objectives),
-        "n_copies": config.n_copies,
-        "n_dimensions": config.n_dimensions,
-        "missing_kind": config.missing_kind,
-        "missing_rate": config.missing_rate,
-        "settings": asdict(config.settings),
-        "priors": asdict(config.priors),
-        "stacking": asdict(config.stacking),
+        "objectives": list(settings.objectives),
+        "n_copies": list(settings.n_copies),
+        "n_dimensions": settings.n_dimensions,
+        "missing": list(settings.missing),
+        "settings": asdict(train_settings(settings)),
+        "n_draws": settings.training["n_draws"],
+        "priors": asdict(item_priors(settings)),
+        "stacking": asdict(stacking.StackingSettings(**settings.stacking)),
     }

@@ -2,8 +2,10 @@
 
 ``check(config)`` refuses what the schema cannot express; ``Settings.from_config(config)`` holds
 what the fitting jobs read from the validated config (the schema has filled in every default),
-as plain values: light enough for parse time, where the rules build it as a job's params.
-``methods.study_config`` turns it into the library's settings objects.
+as plain values: light enough for parse time, where the rules build it as a job's params. It is
+the study's one settings type: the methods read it (``methods.train_settings`` and the functions
+beside it turn its values into the library's settings objects), and a variant is
+``dataclasses.replace`` of it.
 """
 
 from __future__ import annotations
@@ -46,14 +48,19 @@ def check_missing(key: str, missing: str, study: dict, config: dict) -> None:
 
 @dataclass(frozen=True)
 class Settings:
-    """What every fit of the study takes from the validated config (the imputation model's
-    settings, ``studies.rb_imputation.stacking``, go to its own job)."""
+    """What the study's fits take from the validated config; the objectives, M values,
+    missingness and imputation model's settings are what ``methods.run_replication`` chains in
+    one process (the workflow's jobs take them from their conditions)."""
 
     training: dict  # the config's training (TrainSettings fields, and n_draws of the reference fit)
     priors: dict  # the config's priors (models.factorized_grm.Priors)
     posterior_draws: int  # draws of the fitted surrogate for estimates and posterior.nc
     n_dimensions: int  # abilities per scale (> 1: the mixture GRM)
-    block_size: int = 100  # replications of a condition fitted together (inference.execution.bulk)
+    block_size: int  # replications of a condition fitted together (inference.execution.bulk)
+    objectives: tuple  # the imputation objectives fitted
+    n_copies: tuple  # M values of the objectives that draw copies
+    missing: tuple  # missingness designs (names such as mcar15)
+    stacking: dict  # the imputation model's settings (imputation.stacking.StackingSettings)
 
     @classmethod
     def from_config(cls, config: dict) -> Settings:
@@ -64,4 +71,8 @@ class Settings:
             posterior_draws=config["posterior_draws"],
             n_dimensions=study["n_dimensions"],
             block_size=study["block_size"],
+            objectives=tuple(study["objectives"]),
+            n_copies=tuple(study["n_copies"]),
+            missing=tuple(missing_designs(study)),
+            stacking=dict(study["stacking"]),
         )

@@ -103,6 +103,14 @@ def update_sitting(start: str, argv: str, **fields) -> None:
     write_sittings(sittings)
 
 
+def run_env() -> dict:
+    """The environment of a run's jobs: XLA's default level, and this checkout's own ``src`` first
+    on the path, so that a clone made for a run fits with its own code even where it shares
+    another checkout's environment (whose editable install points at that checkout's ``src``)."""
+    path = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "XLA_FLAGS": "", "PYTHONPATH": path}
+
+
 def run(args) -> int:
     command = run_command(args.studies, args.config, args.first)
     sitting = {
@@ -115,7 +123,7 @@ def run(args) -> int:
     sitting["start"] = now()
     print(f"reproduction: {sitting['command']} (XLA_FLAGS= , XLA's default level)", flush=True)
     # its own process group, so that ``pause`` and ``resume`` reach every process of the run
-    proc = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "XLA_FLAGS": ""}, start_new_session=True)
+    proc = subprocess.Popen(command, cwd=ROOT, env=run_env(), start_new_session=True)
     write_sittings([*read_sittings(), {**sitting, "process_group": proc.pid, "end": None}])
 
     def forward(signum, frame):  # Ctrl-C or a kill of this process reaches the run's group
@@ -292,7 +300,7 @@ def diagnose(args) -> int:
     if files:
         command = ["make", "run", f"ARGS={' '.join(files)} --configfile {' '.join(args.config)}"]
         print(f"diagnose: {shlex.join(command)}", flush=True)
-        status = subprocess.run(command, cwd=ROOT, env={**os.environ, "XLA_FLAGS": ""}).returncode
+        status = subprocess.run(command, cwd=ROOT, env=run_env()).returncode
         if status:
             return status
     facts = {

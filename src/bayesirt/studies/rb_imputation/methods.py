@@ -133,18 +133,11 @@ def noted(name: str, out: MethodResult, checks: dict | None) -> MethodResult:
     return out
 
 
-def objective(
-    name: str,
-    data: study_data.Data,
-    *,
-    seed: int,
-    settings: Settings,
-    n_copies: int | None = None,
-    fields: dict | None = None,
-) -> MethodResult:
+def objective(name: str, data: study_data.Data, **fit_args) -> MethodResult:
     """ADVI fit on the masked responses with one imputation objective (the imputation PMFs of
-    ``data.imputation`` unless ``zero_fill``; M = ``n_copies`` where it draws copies)."""
-    spec, checks = objective_fit(name, data, seed=seed, settings=settings, n_copies=n_copies, fields=fields)
+    ``data.imputation`` unless ``zero_fill``); ``fit_args``: the keywords of :func:`objective_fit`
+    (``seed``, ``settings``, ``n_copies``, ``fields``)."""
+    spec, checks = objective_fit(name, data, **fit_args)
     fitted = grm_advi.problem(spec)
     return noted(name, grm_advi.result(spec, fitted, keep_last_good(train_problem, fitted)), checks)
 
@@ -198,22 +191,13 @@ def fit_block(
 METHODS = {COMPLETE: reference, **{name: partial(objective, name) for name in OBJECTIVES}}
 
 
-def fit(
-    method: str,
-    data: study_data.Data,
-    *,
-    seed: int,
-    settings: Settings,
-    n_copies: int | None = None,
-    fields: dict | None = None,
-) -> MethodResult:
-    """One fit: ``complete`` (the reference) or an imputation objective (``METHODS``), with M =
-    ``n_copies`` where it draws copies."""
+def fit(method: str, data: study_data.Data, **fit_args) -> MethodResult:
+    """One fit: ``complete`` (the reference, :func:`reference`'s keywords) or an imputation
+    objective (``METHODS``; the keywords of :func:`objective_fit`, M = ``n_copies`` where it
+    draws copies)."""
     if method not in METHODS:
         raise ValueError(f"unknown objective {method!r}; known: {', '.join(METHODS)}")
-    if method == COMPLETE:
-        return reference(data, seed=seed, settings=settings, fields=fields)
-    return METHODS[method](data, seed=seed, settings=settings, n_copies=n_copies, fields=fields)
+    return METHODS[method](data, **fit_args)
 
 
 def imputation_extra_data(model, rm_missing: io.ResponseMatrix) -> dict:

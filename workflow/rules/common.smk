@@ -92,6 +92,13 @@ def datasets_from(*sources):
     return "|".join(n for n, d in config["datasets"].items() if d["source"] in sources) or "(?!x)x"
 
 
+def one_design(study, wildcards):
+    """A study's config section with its designs narrowed to the job's (``wildcards.design``): a
+    fitting job's settings as its rerun trigger, which a change to another design must not fire
+    (Snakemake reruns a job whose params changed)."""
+    return {**study, "designs": {wildcards.design: study["designs"][wildcards.design]}}
+
+
 def design_dataset(design):
     """The prepared data set a study design fits, as an input to unpack(): the design's
     `dataset` (real data, no truth), or nothing for a simulated design."""

@@ -35,8 +35,8 @@ block_job(
     folder="results/gibbs_2pno/{design}/{missing}/{method}",
     data={"responses": f"{GIBBS_DATA}/responses.parquet", "truth": f"{GIBBS_DATA}/truth.csv"},
     seed=gibbs_fit_seed,
-    # study: a rerun trigger (the script reads its settings from the config)
-    params={"study": gibbs_study_config},
+    # study: a rerun trigger (the script reads its settings from the config), the job's design alone
+    params={"study": lambda wildcards: one_design(gibbs_study_config(wildcards), wildcards)},
     constraints={"design": gibbs_design_pattern(), "method": "|".join(gibbs_conditions.METHODS)},
     threads=gibbs_fit_threads,
     script="gibbs_fit.py",

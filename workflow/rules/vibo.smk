@@ -42,7 +42,8 @@ block_job(
         ("responses", "responses.parquet"), ("hidden", "hidden.csv"), ("holdout", "holdout.parquet"),
         ("truth", "truth.csv"))},
     seed=vibo_fit_seed,
-    params={"study": vibo_config()},
+    # the study's settings with the job's design alone (the script reads them; a rerun trigger)
+    params={"study": lambda wildcards: one_design(vibo_config(), wildcards)},
     constraints={"design": vibo_design_pattern(), "method": "|".join(vibo_conditions.METHODS)},
     script="vibo_fit.py",
 )

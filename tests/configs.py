@@ -3,14 +3,23 @@ tests that build a study's settings the way a job builds them."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
-from bayesirt.config import with_defaults
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def validated(config: dict | str = "config.yaml") -> dict:
-    """``config/<config>`` (a file name) or a config dict, validated with its defaults filled in."""
-    return with_defaults(ROOT / "config" / config if isinstance(config, str) else config, SCHEMA)
+    """``config/<config>`` (a file name) or a copy of a config dict, validated against the
+    workflow's schema with every default filled in, as Snakemake fills them for the rules."""
+    from snakemake.utils import validate  # the workflow's own (the library keeps clear of Snakemake)
+
+    if isinstance(config, str):
+        config = yaml.safe_load((ROOT / "config" / config).read_text())
+    else:
+        config = copy.deepcopy(config)
+    validate(config, str(SCHEMA), set_default=True)
+    return config

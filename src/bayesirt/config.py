@@ -35,21 +35,3 @@ def check(config: dict, schema_path) -> None:
                 f"config key 'studies.{study}.dataset': '{spec['dataset']}' is not "
                 f"one of the data sets {sorted(config['datasets'])}"
             )
-
-
-def with_defaults(config: dict | str | Path, schema_path) -> dict:
-    """A copy of ``config`` (a dict, or a YAML file's path) validated against the schema at
-    ``schema_path`` with every default filled in, as Snakemake fills them for the workflow's
-    rules (``snakemake.utils.validate(..., set_default=True)``): what a job sees.
-
-    For callers outside the workflow (benchmarks, tests, tools), which build a study's settings
-    (``studies.<name>.settings.Settings.from_config``) from it: the defaults live in the schema
-    only.
-    """
-    import copy
-
-    from snakemake.utils import validate
-
-    config = yaml.safe_load(Path(config).read_text()) if isinstance(config, (str, Path)) else copy.deepcopy(config)
-    validate(config, str(schema_path), set_default=True)
-    return config

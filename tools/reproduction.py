@@ -237,11 +237,17 @@ def collect(args) -> int:
     ]
     config = " ".join(args.config)
     report = ROOT / "results" / "reports" / f"{args.study}.html"
-    if not report.is_file():
-        sys.exit(f"collect: {args.study} has no report yet ({report.relative_to(ROOT)}); has its run finished?")
-    # the study finished when its report was written; sittings it shared with other studies count
-    # only up to then
-    done = datetime.datetime.fromtimestamp(report.stat().st_mtime, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if args.without_report:  # a run stopped before its report: it ended with its last sitting
+        done = max((s["end"] for s in sittings if s.get("end") and args.study in s["studies"]), default=now())
+    elif not report.is_file():
+        sys.exit(
+            f"collect: {args.study} has no report yet ({report.relative_to(ROOT)}); has its run finished? "
+            "(--without-report collects the tables a stopped run finished, its left-out parts named)"
+        )
+    else:
+        # the study finished when its report was written; sittings it shared with other studies
+        # count only up to then
+        done = datetime.datetime.fromtimestamp(report.stat().st_mtime, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     mine = [s for s in sittings if args.study in s["studies"] and s["config"] == config and s["start"] <= done]
     if not mine:
         sys.exit(f"collect: no sitting of {args.study} with {config} in {SITTINGS}; run it first")
@@ -367,6 +373,12 @@ def main(argv=None) -> int:
     p.add_argument("--config", nargs="+", default=["config/paper.yaml"], help="as given to run")
     p.add_argument("--left-out", action="append", default=[], help="what the run left out, and why (repeatable)")
     p.add_argument("--note", default="", help="a sentence about the run for its page")
+    p.add_argument(
+        "--without-report",
+        action="store_true",
+        help="collect a run stopped before its report (the tables of the parts it finished); name what it "
+        "left out with --left-out",
+    )
     p.set_defaults(step_function=collect)
     p = sub.add_parser("diagnose", help="run a study's diagnostics into docs/reproduction/data/<study>/diagnostics/")
     p.add_argument("study")

@@ -73,7 +73,7 @@ COLLAPSED_TRAIN = TrainSettings(
 
 
 # The methods read the study's one settings type (``settings.Settings``, built once from the
-# validated settings, where the defaults live); these turn its plain values into the library's
+# validated config, where the defaults live); these turn its plain values into the library's
 # settings objects.
 def bbvi_train(settings: Settings) -> TrainSettings:
     """BBVI's training: ``BBVI_TRAIN`` with the config's ``bbvi_training`` over it."""

@@ -266,9 +266,9 @@ def run_replication(
         scores["accuracy"],
     )
     outs = {}
+    data = study_data.Data(rm_missing, truth, model)
     for name in settings.objectives:
         for m in settings.n_copies if uses_copies(name) else (None,):
-            data = study_data.Data(rm_missing, truth, model)
             out = fit(name, data, seed=fit_seed, settings=settings, n_copies=m, fields={"replication": rep})
             outs[out.record["condition"]] = out
     tabs = tables.aggregate(

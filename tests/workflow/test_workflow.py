@@ -233,6 +233,36 @@ def test_rerun_is_bit_for_bit_identical(local_run, tmp_path, compilation_cache):
     assert assert_same_results(local_run, second, studies=studies) >= 10
 
 
+def test_more_replications_simulate_only_the_new_ones(local_run):
+    # a data job's rerun trigger is its design without the keys that plan the fits
+    # (common.smk's data_design): one more replication of a design plans that replication's data
+    # and the block that now holds it, and resimulates none of the finished replications
+    overlay = local_run / "more_replications.yaml"
+    overlay.write_text(
+        yaml.safe_dump(
+            {
+                "studies": {
+                    "vibo": {"designs": {"tiny_grm": {"replications": 2}}},
+                    "gibbs_2pno": {"designs": {"tiny": {"replications": 3}}},
+                    "amortized_ifa": {"designs": {"mixture_p1": {"replications": 2}}},
+                }
+            }
+        )
+    )
+    plan = snakemake("-n", "--configfile", "config/test.yaml", overlay.name, cwd=local_run).stdout
+    blocks = re.split(r"^(?=rule )", plan, flags=re.M)
+    jobs = (re.match(r"rule (\w+):\n(?:.*\n)*?\s+wildcards: (.*)", block) for block in blocks)
+    simulated = {job.groups() for job in jobs if job and job.group(1).endswith("_simulate")}
+    assert simulated == {
+        ("vibo_simulate", "design=tiny_grm, missing=mcar20, rep=1"),
+        ("gibbs_simulate", "design=tiny, missing=mcar20, rep=2"),
+        ("ifa_simulate", "design=mixture_p1, rep=1"),
+    }, plan[-3000:]
+    # the blocks that hold the new replications are refitted, the other designs' are not
+    assert "wildcards: design=tiny_grm, missing=mcar20, method=vibo_one_prior, block=0" in plan
+    assert "design=tiny, missing=mcar20, method=vibo_one_prior" not in plan
+
+
 @pytest.mark.slow
 def test_a_second_run_of_the_whole_config_is_bit_for_bit_identical(local_run, tmp_path, compilation_cache):
     second = run_test_config(tmp_path / "run_b", compilation_cache)

@@ -17,7 +17,7 @@ data_job(
     folder="data/processed/amortized_ifa/{design}/rep{rep}",
     files={"responses": "responses.parquet", "sidecar": "responses.json", "holdout": "holdout.parquet",
            "holdout_sidecar": "holdout.json", "truth": "truth.csv"},
-    params={"design": ifa_design_config, "heldout_fraction": ifa_setting("heldout_fraction"),
+    params={"design": data_design(ifa_design_config), "heldout_fraction": ifa_setting("heldout_fraction"),
             "seed": ifa_data_seed, "parameter_seed": ifa_parameter_seed},
     constraints={"design": ifa_design_pattern(simulated=True)},
     script="ifa_simulate.py",

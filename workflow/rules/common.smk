@@ -99,6 +99,18 @@ def one_design(study, wildcards):
     return {**study, "designs": {wildcards.design: study["designs"][wildcards.design]}}
 
 
+# A design's keys that say which fits run and how jobs group them, not what a replication's data
+# are (each replication's data come from its own seed and the job's missingness wildcard).
+FIT_PLAN_KEYS = ("replications", "block_size", "enabled", "nuts", "missing")
+
+
+def data_design(design_of):
+    """A design's config as a data job's params, without ``FIT_PLAN_KEYS``: its rerun trigger,
+    so that running more replications or conditions does not resimulate the ones that exist.
+    ``design_of`` maps the job's wildcards to the design's config section."""
+    return lambda wildcards: {k: v for k, v in design_of(wildcards).items() if k not in FIT_PLAN_KEYS}
+
+
 def design_dataset(design):
     """The prepared data set a study design fits, as an input to unpack(): the design's
     `dataset` (real data, no truth), or nothing for a simulated design."""

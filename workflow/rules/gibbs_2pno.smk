@@ -18,7 +18,7 @@ data_job(
     folder="data/processed/gibbs_2pno/{design}/{missing}/rep{rep}",
     files={"responses": "responses.parquet", "sidecar": "responses.json", "truth": "truth.csv"},
     input=gibbs_design_dataset,
-    params={"design": gibbs_design_config, "seed": gibbs_data_seed, "missing_seed": gibbs_missing_seed},
+    params={"design": data_design(gibbs_design_config), "seed": gibbs_data_seed, "missing_seed": gibbs_missing_seed},
     constraints={"design": gibbs_design_pattern()},
     script="gibbs_simulate.py",
 )

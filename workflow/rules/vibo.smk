@@ -20,7 +20,7 @@ data_job(
     files={"responses": "responses.parquet", "sidecar": "responses.json", "hidden": "hidden.csv",
            "holdout": "holdout.parquet", "holdout_sidecar": "holdout.json", "truth": "truth.csv"},
     input=vibo_design_dataset,
-    params={"design": vibo_design_config, "score_fraction": vibo_score_fraction,
+    params={"design": data_design(vibo_design_config), "score_fraction": vibo_score_fraction,
             "heldout_fraction": vibo_heldout_fraction, "seed": vibo_data_seed, "missing_seed": vibo_missing_seed},
     constraints={"design": vibo_design_pattern()},
     script="vibo_simulate.py",

@@ -224,6 +224,15 @@ class Screen:
         return lines
 
 
+def run_reports(folder: Path, since: float) -> list[str]:
+    """The reports a run wrote (modified since it started), not those an earlier run of another
+    study left in ``folder``; all of them when the run wrote none (nothing to run: every report
+    there is up to date)."""
+    every = sorted(folder.glob("*.html"))
+    written = [p for p in every if p.stat().st_mtime >= since]
+    return [str(p) for p in written or every]
+
+
 def main(argv: list[str]) -> int:
     command = argv[1:] if argv[:1] == ["--"] else argv
     if not command:
@@ -241,7 +250,7 @@ def main(argv: list[str]) -> int:
         except Exception as err:  # never hide Snakemake's output behind a fault of this filter
             print(f"(workflow/screen.py: {err}) {line}", end="", flush=True)
     status = proc.wait()
-    reports = sorted(str(p) for p in Path("results/reports").glob("*.html"))
+    reports = run_reports(Path("results/reports"), start)
     for text in screen.summary(time.time() - start, status, reports):
         print(text, flush=True)
     return status

@@ -2,6 +2,7 @@
 job, each warning expected at demo scale once, and where the reports are at the end."""
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -120,6 +121,16 @@ def test_a_run_with_nothing_to_do_still_says_where_the_reports_are():
         "Reports (open in a browser): results/reports/vibo.html",
         "Tables and figures: results/<study>/; each job's log: logs/",
     ]
+
+
+def test_the_reports_named_are_those_the_run_wrote(tmp_path):
+    for name, mtime in (("vibo.html", 1000.0), ("gibbs_2pno.html", 2000.0)):
+        (tmp_path / name).write_text("")
+        os.utime(tmp_path / name, (mtime, mtime))
+    # a run that started at 1500 s wrote gibbs_2pno's report; vibo's is an earlier run's
+    assert screen.run_reports(tmp_path, 1500.0) == [str(tmp_path / "gibbs_2pno.html")]
+    # a run that wrote none (nothing to do) names every report there
+    assert screen.run_reports(tmp_path, 3000.0) == [str(tmp_path / n) for n in ("gibbs_2pno.html", "vibo.html")]
 
 
 def test_errors_pass_through_and_the_status_is_the_command_s(tmp_path):

@@ -82,6 +82,15 @@ def marginal_nll(y, discrimination, cuts, structure: Structure = Structure(), n_
         the free parameters at the estimate, and their mask in ``(a, cuts.ravel())`` (``free_mask``).
     """
     data = quadrature_data(y, structure, n_nodes)
+    f, point, mask = _free_nll(discrimination, cuts, data)
+    return (lambda values: f(values, data)), point, mask
+
+
+def _free_nll(discrimination, cuts, data):
+    """``(f, point, mask)`` as ``marginal_nll``'s, with ``f(values, data)`` taking the data as an
+    argument: a compiled Hessian of ``f`` then reads them as an input instead of holding them as
+    constants, which XLA would fold at compile time (seconds and a copy of the one-hot responses
+    at 100,000 persons)."""
     dtype = _dtype()
     a0 = jnp.asarray(discrimination, dtype)
     c0 = jnp.asarray(cuts, dtype)
@@ -90,11 +99,11 @@ def marginal_nll(y, discrimination, cuts, structure: Structure = Structure(), n_
     free = jnp.asarray(np.flatnonzero(mask))
     theta0 = jnp.concatenate([a0, c0.ravel()])
 
-    def nll(values):
+    def f(values, data):
         theta = theta0.at[free].set(values)
         return total_nll(theta[:n_items], theta[n_items:].reshape(n_items, kmax - 1), data)
 
-    return nll, theta0[free], mask
+    return f, theta0[free], mask
 
 
 def quadrature_data(y, structure: Structure = Structure(), n_nodes: int = 21):
@@ -167,8 +176,9 @@ def observed_information(y, discrimination, cuts, structure: Structure = Structu
     tuple of np.ndarray
         The information (P, P), float64, and the free mask (``free_mask``) that places its rows.
     """
-    nll, point, mask = marginal_nll(y, discrimination, cuts, structure, n_nodes)
-    return hessian(nll, point), mask
+    data = quadrature_data(y, structure, n_nodes)
+    nll, point, mask = _free_nll(discrimination, cuts, data)
+    return hessian_program(nll)(point, data), mask
 
 
 def hessian_program(f):

@@ -318,7 +318,7 @@ def diagnose(args) -> int:
     }
     out = ROOT / DATA / args.study / reproduction.DIAGNOSTICS
     os.chdir(ROOT)  # the run's files are named relative to the repository
-    reproduction.diagnose(args.study, config, args.data_sets, out, facts)
+    reproduction.diagnose(args.study, config, args.data_sets, out, facts, parts=args.parts)
     print(f"diagnose: {args.study} -> {out.relative_to(ROOT)}")
     return 0
 
@@ -389,6 +389,11 @@ def main(argv=None) -> int:
         help="the run's config files (its seeds, designs, settings)",
     )
     p.add_argument("--data-sets", type=int, default=20, help="how many of the study's data sets")
+    p.add_argument(
+        "--parts",
+        nargs="+",
+        help="only these of the study's diagnostic tables (vibo: encoder_fits, doubled_fits; default all)",
+    )
     p.set_defaults(step_function=diagnose)
     p = sub.add_parser("synthetic-ipip", help="write the full-size synthetic IPIP-FFM file for amortized_ifa")
     p.add_argument("--rows", type=int, default=1_015_000)

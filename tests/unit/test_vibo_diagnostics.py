@@ -201,3 +201,17 @@ def test_a_doubled_block_runs_twice_the_steps_of_its_longest_fit(monkeypatch):
     assert list(fits.columns) == diagnostics.DOUBLED_COLUMNS and len(fits) == 2
     assert (fits.steps_doubled == 2 * fits.steps.max()).all()
     assert fits[["coverage_90", "coverage_90_doubled"]].stack().between(0, 1).all()
+
+
+def test_diagnose_computes_only_the_parts_named(tmp_path, monkeypatch):
+    # `tools/reproduction.py diagnose vibo --parts encoder_fits`: the doubling check (the longer
+    # part) is not run, and the folder holds the one table with its facts
+    calls = []
+    table = pd.DataFrame({"design": ["n1k"]})
+    monkeypatch.setitem(diagnostics.PARTS, "encoder_fits", lambda config, n: calls.append(("encoder", n)) or table)
+    monkeypatch.setitem(diagnostics.PARTS, "doubled_fits", lambda config, n: calls.append(("doubled", n)) or table)
+    out = reproduction.diagnose("vibo", {"seed": 1}, 3, tmp_path / "diagnostics", {}, parts=["encoder_fits"])
+    assert calls == [("encoder", 3)]
+    assert sorted(p.name for p in out.iterdir()) == ["diagnostics.json", "encoder_fits.csv"]
+    with pytest.raises(ValueError, match="unknown part"):
+        diagnostics.diagnose({}, 3, parts=["encoder", "doubled_fits"])

@@ -175,16 +175,17 @@ def now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def diagnose(study: str, config: dict, n_data_sets: int, out: Path, facts: dict) -> Path:
+def diagnose(study: str, config: dict, n_data_sets: int, out: Path, facts: dict, parts=None) -> Path:
     """Run a study's diagnostics (its module's ``diagnose(config, n_data_sets)``, ``config`` the
     run's, validated with its defaults) and write each table as ``out/<name>.csv`` (``out``:
     ``docs/reproduction/data/<study>/diagnostics``) with ``facts`` (command, commit, machine),
-    the config's seed and the run's start, end and seconds as ``diagnostics.json``. Returns ``out``."""
+    the config's seed and the run's start, end and seconds as ``diagnostics.json``; ``parts``: only
+    these of the study's tables, for a study whose ``diagnose`` takes ``parts``. Returns ``out``."""
     module, out = study_module(study), Path(out)
     if not hasattr(module, "diagnose"):
         raise ValueError(f"{study} has no diagnostics")
     started, t0 = now(), time.perf_counter()
-    tables = module.diagnose(config, n_data_sets)
+    tables = module.diagnose(config, n_data_sets, **({"parts": parts} if parts else {}))
     seconds = round(time.perf_counter() - t0, 1)
     facts = {**facts, "seed": config["seed"], "started": started, "finished": now(), "seconds": seconds}
     if out.exists():

@@ -76,6 +76,25 @@ def test_the_findings_say_what_a_table_whose_answer_is_known_says():
     assert "not what moves it" in text
 
 
+def test_the_control_encoder_says_whether_the_shared_code_moves_the_product():
+    # mcar20: the averaging encoder (same code, another encoder) calibrated, the product not ->
+    # the product's design; mcar0: the control misses too -> it singles out nothing
+    fits = fits_table(
+        [
+            ("mcar20", "vibo_seed", True, 0.52, 0.71, 0.70),
+            ("mcar20", "vibo_average_seed", True, 0.90, 0.91, 1.00),
+            ("mcar0", "vibo_seed", True, 0.80, 0.85, 0.90),
+            ("mcar0", "vibo_average_seed", True, 0.80, 0.91, 0.90),
+        ]
+    )
+    text = "\n".join(diagnostics.findings(fits))
+    assert "At mcar20 the averaging encoder (`vibo_average_seed`), fitted by the same code" in text
+    assert "covers 0.900 (exact posterior at its items 0.910) where the product covers 0.520" in text
+    assert "not the implementation the two share" in text
+    assert "At mcar0 the averaging encoder (`vibo_average_seed`) covers 0.800" in text
+    assert "the control does not single out the product's design" in text
+
+
 def test_the_page_shows_the_diagnostics(tmp_path):
     out = tmp_path / "vibo"
     (out / reproduction.DIAGNOSTICS).mkdir(parents=True)

@@ -89,8 +89,7 @@ def marginal_nll(y, discrimination, cuts, structure: Structure = Structure(), n_
 def _free_nll(discrimination, cuts, data):
     """``(f, point, mask)`` as ``marginal_nll``'s, with ``f(values, data)`` taking the data as an
     argument: a compiled Hessian of ``f`` then reads them as an input instead of holding them as
-    constants, which XLA would fold at compile time (seconds and a copy of the one-hot responses
-    at 100,000 persons)."""
+    constants, which XLA would fold at compile time."""
     dtype = _dtype()
     a0 = jnp.asarray(discrimination, dtype)
     c0 = jnp.asarray(cuts, dtype)
@@ -213,24 +212,6 @@ def hessian_program(f):
         return 0.5 * (h + h.T)
 
     return of
-
-
-def hessian(f, point) -> np.ndarray:
-    """The Hessian of a scalar JAX function ``f`` at ``point`` (``hessian_program`` once).
-
-    Parameters
-    ----------
-    f : callable
-        A scalar function of a vector (traceable by JAX).
-    point : jax.Array (P,)
-        Where to take it.
-
-    Returns
-    -------
-    np.ndarray
-        The symmetrised Hessian (P, P), float64.
-    """
-    return hessian_program(f)(point)
 
 
 def standard_errors(

@@ -16,10 +16,10 @@ The averaging encoder (``CONTROL``) is fitted and scored the same way: it shares
 code with the seed's product but the encoder, so where it is calibrated and the product is not,
 the product's design, not the shared implementation, moves the product's intervals.
 
-And once more for the seed's variant with **no cells set apart for scoring** (the study hides
-``score_fraction`` of the observed cells to score predictions, so "complete" data are not
-complete to the fit): the same data set with ``score_fraction`` 0, so that a "0%" condition sees
-every cell, as the seed's experiment does.
+And once more for the seed's variant with **no cells set apart for scoring** (in a condition
+with missing responses the study hides ``score_fraction`` of the observed cells to score
+predictions; at 0% it hides none): the same data set with ``score_fraction`` 0, so that the fit
+sees every observed cell, as the seed's experiment does.
 
 **The doubling check** (``doubled_fits``): the VIBO variants whose calibration and comparison
 rows the page judges, refitted on the first data sets of the simulated designs of
@@ -45,8 +45,9 @@ DESIGN = "n1k"
 # the same code with all else as vibo_seed, so that where it is calibrated and the product is
 # not, the shared implementation (decoder, training, scoring) is not what moves the product
 METHODS = ("vibo_seed", "vibo_prior_per_missing", "vibo_average_seed")
+SEED_METHOD = "vibo_seed"
 CONTROL = "vibo_average_seed"
-NO_SCORED = "vibo_seed"  # refitted with no cells set apart
+NO_SCORED = SEED_METHOD  # refitted with no cells set apart
 MISSING = ("mcar0", "mcar20")
 N_NODES = 101  # Gauss-Hermite nodes of the exact posterior (posterior sds of about 0.2 at 100 items)
 Z90 = 1.6448536269514722
@@ -274,7 +275,7 @@ def control_finding(scored: pd.DataFrame) -> list[str]:
     whether the same code with another encoder is calibrated where the product is not."""
     lines = []
     for missing, f in scored.groupby("missing", sort=False):
-        control, seed = f[f.method == CONTROL], f[f.method == NO_SCORED]
+        control, seed = f[f.method == CONTROL], f[f.method == SEED_METHOD]
         if control.empty or seed.empty:
             continue
         c_enc, c_exact = control.coverage_90.mean(), control.exact_coverage_90.mean()
@@ -282,7 +283,7 @@ def control_finding(scored: pd.DataFrame) -> list[str]:
         if abs(c_enc - 0.9) <= NEAR and abs(c_exact - 0.9) <= NEAR and abs(s_enc - 0.9) > NEAR:
             lines.append(
                 f"At {missing} the averaging encoder (`{CONTROL}`), fitted by the same code with all else as "
-                f"`{NO_SCORED}`, covers {c_enc:.3f} (exact posterior at its items {c_exact:.3f}) where the product "
+                f"`{SEED_METHOD}`, covers {c_enc:.3f} (exact posterior at its items {c_exact:.3f}) where the product "
                 f"covers {s_enc:.3f}: what moves the product's intervals is its design (a prior expert per missing "
                 "response, as the seed writes it), not the implementation the two share."
             )

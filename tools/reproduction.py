@@ -76,9 +76,11 @@ def machine() -> str:
 
 def run_command(studies, configs, first=()) -> list[str]:
     """``make run`` on the studies' reports with the config files (later ones override earlier
-    ones key by key, Snakemake's merge); the jobs of the ``first`` studies go before the others."""
+    ones key by key, Snakemake's merge); the jobs of the ``first`` studies, or of the ``first``
+    files (a path, such as one design's tables), go before the others."""
     targets = " ".join(f"results/reports/{s}.html" for s in studies)
-    prioritize = f" --prioritize {' '.join(f'results/reports/{s}.html' for s in first)}" if first else ""
+    first = [f if "/" in f else f"results/reports/{f}.html" for f in first]
+    prioritize = f" --prioritize {' '.join(first)}" if first else ""
     return ["make", "run", f"ARGS={targets} --configfile {' '.join(configs)}{prioritize}"]
 
 
@@ -361,7 +363,7 @@ def main(argv=None) -> int:
     p = sub.add_parser("run", help="run the studies' reports with a config (resumes)")
     p.add_argument("studies", nargs="+")
     p.add_argument("--config", nargs="+", default=["config/paper.yaml"], help="config files, later ones override")
-    p.add_argument("--first", nargs="+", default=[], help="studies whose jobs go first")
+    p.add_argument("--first", nargs="+", default=[], help="studies whose jobs go first, or files (one design's tables)")
     p.set_defaults(step_function=run)
     p = sub.add_parser("pause", help="stop the running sittings for a while (resume lets them go on)")
     p.set_defaults(step_function=pause)

@@ -93,3 +93,15 @@ def test_the_tool_lists_pause_and_resume():
         [sys.executable, str(ROOT / "tools" / "reproduction.py"), "--help"], capture_output=True, text=True, check=True
     ).stdout
     assert "pause" in out and "resume" in out
+
+
+def test_run_puts_first_studies_and_first_files_before_the_rest(tool):
+    command = tool.run_command(
+        ["amortized_ifa"], ["config/paper.yaml", "extra.yaml"], ["vibo", "results/amortized_ifa/ipip/summary.csv"]
+    )
+    assert command[:2] == ["make", "run"]
+    assert command[2] == (
+        "ARGS=results/reports/amortized_ifa.html --configfile config/paper.yaml extra.yaml"
+        " --prioritize results/reports/vibo.html results/amortized_ifa/ipip/summary.csv"
+    )
+    assert "--prioritize" not in tool.run_command(["vibo"], ["config/paper.yaml"])[2]

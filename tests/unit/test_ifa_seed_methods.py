@@ -14,7 +14,7 @@ from bayesirt.inference.execution.training import TrainSettings
 from bayesirt.inference.variational import iwavb, iwavb_networks, networks, seed_training
 from bayesirt.models import mgrm
 from bayesirt.studies.amortized_ifa import conditions, data, methods, seed_methods, settings
-from tests.unit.test_ifa_study import SCHEMAS, design
+from tests.unit.test_ifa_study import SCHEMAS, design, one_design
 
 
 def test_cyclical_rate_is_a_triangle_between_the_base_and_five_times_it():
@@ -109,8 +109,8 @@ def test_a_tiny_block_of_a_seed_method_runs_end_to_end(method):
     reps = []
     for r in range(2):
         train, hold, truth = data.simulate_design(d, r, 0.25)
-        reps.append(methods.Replication(train, hold, truth, conditions.Condition("tiny", method, 1, 3, r), 10 + r))
-    for out in methods.fit_block(reps, d, evaluation):
+        reps.append(methods.Replication(train, hold, truth, conditions.Condition(d.name, method, 1, 3, r), 10 + r))
+    for out in methods.fit_block(reps, one_design(d, evaluation)):
         rec = out.record
         jsonschema.validate(rec, yaml.safe_load((SCHEMAS / "fit_record.schema.yaml").read_text()))
         assert rec["method"] == method and rec["block"]["size"] == 2

@@ -45,6 +45,11 @@ def design(**values) -> settings.Design:
     return settings.Settings.from_config(test_config(x=values)).design("x")
 
 
+def one_design(d: settings.Design, evaluation: settings.Evaluation) -> settings.Settings:
+    """The study's settings with the one design ``d`` (what ``methods.fit_block`` reads)."""
+    return settings.Settings(enabled=True, methods=("iwae",), evaluation=evaluation, designs=(d,))
+
+
 def test_the_study_loads_and_its_conditions_are_the_fits_of_the_test_config():
     study = base.load("amortized_ifa")
     assert all(callable(f) for f in (study.conditions, study.fit, study.aggregate, study.figures))
@@ -351,8 +356,8 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits():
     reps = []
     for r in range(3):
         train, hold, truth = data.simulate_design(d, r, 0.25)
-        reps.append(methods.Replication(train, hold, truth, conditions.Condition("tiny", "iwae", 1, 3, r), 10 + r))
-    block = methods.fit_block(reps, d, evaluation)
+        reps.append(methods.Replication(train, hold, truth, conditions.Condition(d.name, "iwae", 1, 3, r), 10 + r))
+    block = methods.fit_block(reps, one_design(d, evaluation))
     for b, rep in zip(block, reps, strict=True):
         single = methods.fit(rep.train, rep.holdout, rep.truth, rep.spec, d, evaluation, seed=rep.seed)
         assert b.record["block"]["size"] == 3 and single.record["block"] is None
@@ -364,7 +369,7 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits():
 
 # slow (about 20 s: two worker processes start and compile): CI runs the one-process path above
 @pytest.mark.slow
-def test_a_block_in_worker_processes_gives_the_records_of_one_process():
+def test_a_block_in_worker_processes_gives_the_records_of_one_process(monkeypatch):
     d = dataclasses.replace(
         design(analysis="confirmatory", preset="mixture_p1", n_persons=60, training=TINY, iwae={"hidden": [8]}),
         fits_per_program=2,
@@ -373,9 +378,12 @@ def test_a_block_in_worker_processes_gives_the_records_of_one_process():
     reps = []
     for r in range(3):
         train, hold, truth = data.simulate_design(d, r, 0.25)
-        reps.append(methods.Replication(train, hold, truth, conditions.Condition("tiny", "iwae", 1, 3, r), 10 + r))
-    here = methods.fit_block(reps, d, evaluation, processes=1)
-    workers = methods.fit_block(reps, d, evaluation, processes=2)
+        reps.append(methods.Replication(train, hold, truth, conditions.Condition(d.name, "iwae", 1, 3, r), 10 + r))
+    study = one_design(d, evaluation)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the job's threads, as Snakemake hands them over
+    here = methods.fit_block(reps, study)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    workers = methods.fit_block(reps, study)
     for h, w in zip(here, workers, strict=True):  # the same groups: the same bits
         assert w.record["timing"]["block_processes"] == 2 and h.record["timing"]["block_processes"] == 1
         assert w.record["block"] == h.record["block"] and w.record["block"]["width"] == 2

@@ -177,11 +177,12 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits():
         training = {"max_steps": 150, "min_steps": 50, "check_every": 50, "window": 50, "progress_every": 0}
         config = replace(study, training={**study.training, **training}, posterior_draws=20)
         reps = [
-            methods.Replication(data.Data(m, truth, model), 10 + r, {"replication": r}) for r, m in enumerate(masked)
+            methods.Replication(data.Data(m, truth, model), 10 + r, {"replication": r}, "rao_blackwell_M2")
+            for r, m in enumerate(masked)
         ]
         extras = [{"y": m.responses, **methods.imputation_extra_data(model, m)} for m in masked]
         assert all(d[objectives.SHARED][objectives.CELLS].padded for d in objectives.block_data(extras))
-        block = methods.fit_block("rao_blackwell", reps, settings=config, n_copies=2)
+        block = methods.fit_block(reps, config)
         singles = [
             methods.objective("rao_blackwell", r.data, seed=r.seed, settings=config, n_copies=2, fields=r.fields)
             for r in reps
@@ -198,7 +199,9 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits():
         np.testing.assert_allclose(b.estimates["sd"], single.estimates["sd"], atol=1e-4)
         np.testing.assert_allclose(b.losses["loss"], single.losses["loss"], rtol=1e-5)
     with pytest.raises(ValueError, match="imputation objective"):
-        methods.fit_block("complete", reps, settings=config)
+        methods.fit_block([replace(r, condition="complete") for r in reps], config)
+    with pytest.raises(ValueError, match="one condition"):
+        methods.fit_block([reps[0], replace(reps[1], condition="rao_blackwell_M3")], config)
 
 
 def table(values, true=None):

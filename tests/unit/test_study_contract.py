@@ -56,7 +56,12 @@ def test_a_study_has_the_contract_modules_and_entry_points(name):
     for entry in (study.conditions, study.fit, study.aggregate, study.figures):
         assert callable(entry)
     # the replications of a condition fitted as one block (inference.execution.bulk), each evaluated alike
-    assert callable(importlib.import_module(f"bayesirt.studies.{name}.methods").fit_block)
+    # with one signature in every study: the block's replications and the study's settings
+    fit_block = importlib.import_module(f"bayesirt.studies.{name}.methods").fit_block
+    signature = inspect.signature(fit_block)
+    assert list(signature.parameters) == ["reps", "settings"], name
+    assert signature.parameters["settings"].annotation in ("Settings", "settings.Settings"), name
+    assert signature.return_annotation == "list[MethodResult]", name
     conditions = importlib.import_module(f"bayesirt.studies.{name}.conditions")
     assert conditions.STUDY == name
     # every method a config may name has a function, and every function says it returns MethodResult

@@ -7,19 +7,18 @@ from pathlib import Path
 from bayesirt import logs, records
 from bayesirt.studies import fit_tables
 from bayesirt.studies.rb_imputation import data, methods
-from bayesirt.studies.rb_imputation.conditions import parse_condition
 
 log = logs.to_file(snakemake.log[0])
 wc = snakemake.wildcards
-objective, copies = parse_condition(wc.condition)
 reps = []
 for rep, seed, responses, imputation in zip(
     snakemake.params.reps, snakemake.params.seeds, snakemake.input.responses, snakemake.input.imputation, strict=True
 ):
     fields = {"dataset": wc.dataset, "missing": wc.missing, "replication": int(rep)}
-    reps.append(methods.Replication(data.read(responses, snakemake.input.truth, imputation), seed, fields))
+    replication = data.read(responses, snakemake.input.truth, imputation)
+    reps.append(methods.Replication(replication, seed, fields, wc.condition))
 # the objectives use one draw of the parameters per step (the config's n_draws is the reference's)
-outs = methods.fit_block(objective, reps, settings=snakemake.params.settings, n_copies=copies)
+outs = methods.fit_block(reps, snakemake.params.settings)
 for rep, out in zip(reps, outs, strict=True):
     r = rep.fields["replication"]
     if not out.record["converged"]:

@@ -20,9 +20,8 @@ for rep, seed, responses, holdout, truth in zip(
     train, held_out, true_values = data.read_design_data(responses, holdout, truth)
     spec = Condition(w.design, w.method, int(w.factors), int(w.samples), int(rep))
     block.append(methods.Replication(train, held_out, true_values, spec, seed))
-outs = methods.fit_block(
-    block, study.design(w.design), study.evaluation, dataset=snakemake.params.dataset, processes=snakemake.threads
-)
+# as many worker processes as the job's threads (Snakemake hands them over as OMP_NUM_THREADS)
+outs = methods.fit_block(block, study)
 for rep, out in zip(block, outs, strict=True):
     if not out.record["converged"]:
         log.warning("rep%d did not converge: %s", rep.spec.rep, out.record["convergence_reason"])

@@ -37,9 +37,12 @@ A study is a package ``bayesirt.studies.<name>`` of the same modules, each with 
     Fits beside the run's that say whether a figure unlike the seed's comes from the seed's
     method or from this implementation, shown on the reproduction page (dcm_bbvi).
 
-``methods.py`` also gives ``fit_block(...)``: the replications of one condition fitted as one
-block (``inference.execution.bulk`` for the methods on the training driver, one after another for the
-others), each evaluated as ``fit`` evaluates a single fit.
+``methods.py`` also gives ``fit_block(reps, settings)``, with one signature in every study: the
+replications of one condition (the study's ``methods.Replication``: data, seed and condition)
+fitted as one block (``inference.execution.bulk`` for the methods on the training driver, one
+after another for the others) with the study's ``settings.Settings``, each evaluated as ``fit``
+evaluates a single fit; what a block may use of the machine (worker processes) comes from the
+settings and the job's cores, never from extra arguments.
 
 Study packages do not import each other (an import contract), and their ``__init__`` imports
 nothing but ``conditions``, so that a parse-time import stays cheap. ``load(name)`` gathers the

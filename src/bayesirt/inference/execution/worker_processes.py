@@ -52,6 +52,20 @@ def usable_cpus() -> list[int]:
     return list(range(os.cpu_count() or 1))
 
 
+def job_cores() -> int:
+    """The cores a job may keep busy: Snakemake hands a job's thread count to its scripts as
+    ``OMP_NUM_THREADS`` (with the other libraries' thread variables), which a job's worker
+    processes honour; elsewhere, every usable core.
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
+    threads = os.environ.get("OMP_NUM_THREADS", "")
+    return max(1, int(threads)) if threads.isdigit() else len(usable_cpus())
+
+
 def worker_ranges(n: int, workers: int, requested: int, in_process: str) -> list[tuple[int, int]]:
     """Contiguous ranges [start, stop) of ``n`` chains or replications, one per worker process
     (one range means "run in this process"). Worker processes are for the CPU: on another

@@ -26,11 +26,12 @@ from bayesirt.evaluation import loglik, rotation
 from bayesirt.evaluation.recovery import metrics
 from bayesirt.inference.execution import bulk, bulk_processes
 from bayesirt.inference.execution.training import TrainSettings, keep_last_good, train_problem
+from bayesirt.inference.execution.worker_processes import job_cores
 from bayesirt.inference.variational import iwae, iwavb
 from bayesirt.models import mgrm
 from bayesirt.studies.amortized_ifa import seed_methods
 from bayesirt.studies.amortized_ifa.conditions import ITEM_PARAMETERS, KEYS, STUDY, Condition
-from bayesirt.studies.amortized_ifa.settings import Design, Evaluation, Training
+from bayesirt.studies.amortized_ifa.settings import Design, Evaluation, Settings, Training
 from bayesirt.studies.base import MethodResult
 
 log = logging.getLogger("bayesirt")
@@ -276,15 +277,15 @@ def fit_problem(method: ModuleType, cfg, rep: Replication, design: Design):
     return method.problem(k_fit, np.asarray(rep.train.responses), st, cfg, label=label), st, cfg
 
 
-def fit_block(
-    reps: list[Replication], design: Design, evaluation: Evaluation, *, dataset=None, processes: int = 1
-) -> list[MethodResult]:
+def fit_block(reps: list[Replication], settings: Settings) -> list[MethodResult]:
     """The replications of one condition (method, P, R) fitted as one block (``inference.execution.bulk``),
-    in groups of the design's ``fits_per_program`` spread over up to ``processes`` worker
-    processes (``inference.execution.bulk_processes``), then each evaluated as ``fit`` evaluates a single
-    fit. Each record's ``block`` gives the block's size, the program's width and the fit's group
-    and position."""
+    in groups of the design's ``fits_per_program`` spread over worker processes, at most the job's
+    cores (``inference.execution.bulk_processes``, ``worker_processes.job_cores``), then each
+    evaluated as ``fit`` evaluates a single fit, with the study's ``settings`` (its design and
+    evaluation). Each record's ``block`` gives the block's size, the program's width and the fit's
+    group and position."""
     spec = reps[0].spec
+    design, evaluation = settings.design(spec.design), settings.evaluation
     method, cfg = METHOD_MODULES[spec.method]
     cfg = cfg(spec, design)
     prepared = [fit_setup(cfg, rep, design) for rep in reps]  # the fits are built where they run
@@ -293,12 +294,12 @@ def fit_block(
         partial(block_problem, spec.method, cfg, design),
         reps,
         width=bulk.program_width(design.fits_per_program, len(reps)),
-        processes=processes,
+        processes=job_cores(),
         label=label,
         setting=BLOCK_KEY.format(design=spec.design),
     )
     return [
-        evaluated(method, c, st, res, rep, design, evaluation, dataset)
+        evaluated(method, c, st, res, rep, design, evaluation, design.dataset)
         for (st, c), res, rep in zip(prepared, results, reps, strict=True)
     ]
 

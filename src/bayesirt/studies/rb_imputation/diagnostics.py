@@ -139,18 +139,18 @@ def rmse(estimates: pd.DataFrame, reference: pd.DataFrame) -> float:
     return float(table[(table.scale == "all") & (table.against == "complete_data")].rmse.iloc[0])
 
 
-def fit_condition(
-    objective: str, copies: int | None, reps: list, settings, reference: pd.DataFrame, doubled_steps=None
-):
-    """One condition on every mask, as one block (``methods.fit_block``), with the study's
-    ``settings`` (its training), or for exactly ``doubled_steps`` steps."""
+def fit_condition(condition: str, masks: list, settings, reference: pd.DataFrame, doubled_steps=None):
+    """One condition on every mask (its data, seed and record fields), as one block
+    (``methods.fit_block``), with the study's ``settings`` (its training), or for exactly
+    ``doubled_steps`` steps."""
     from bayesirt.studies.rb_imputation import methods
 
     if doubled_steps is not None:
         steps = {"min_steps": doubled_steps, "max_steps": doubled_steps}
         settings = replace(settings, training={**settings.training, **steps})
+    reps = [methods.Replication(*mask, condition) for mask in masks]
     t0 = time.perf_counter()
-    outs = methods.fit_block(objective, reps, settings=settings, n_copies=copies)
+    outs = methods.fit_block(reps, settings)
     seconds = (time.perf_counter() - t0) / len(reps)
     return [
         {
@@ -167,25 +167,25 @@ def fit_condition(
 def seed_design_fits(config: dict, n_data_sets: int, root: Path = Path("."), progress=print) -> pd.DataFrame:
     """Every condition of ``CONDITIONS`` on the first ``n_data_sets`` masks of the seed's
     design, at the run's training and with the steps doubled: one row per fit."""
-    from bayesirt.studies.rb_imputation import data, methods
+    from bayesirt.studies.rb_imputation import data
     from bayesirt.studies.rb_imputation.settings import Settings
 
     dataset, root = seed_dataset(config), Path(root)
     n = min(n_data_sets, config["studies"][STUDY]["replications"])
     reference = pd.read_csv(root / reference_file(dataset))
-    reps = []
+    masks = []
     for rep in range(n):
         responses, model = (root / f for f in mask_files(dataset, rep))
         seed = derive(config["seed"], "fit", STUDY, dataset, SEED_MISSING, rep)  # the workflow's replication_seed
         fields = {"dataset": dataset, "missing": SEED_MISSING, "replication": rep}
-        reps.append(methods.Replication(data.read(responses, None, model), seed, fields))
+        masks.append((data.read(responses, None, model), seed, fields))
     settings = replace(Settings.from_config(config), block_size=n)
     rows = []
     for objective, copies in CONDITIONS:
         name = condition_name(objective, copies)
-        first = fit_condition(objective, copies, reps, settings, reference)
+        first = fit_condition(name, masks, settings, reference)
         doubled_steps = 2 * max(f["steps"] for f in first)
-        second = fit_condition(objective, copies, reps, settings, reference, doubled_steps)
+        second = fit_condition(name, masks, settings, reference, doubled_steps)
         for rep, (a, b) in enumerate(zip(first, second, strict=True)):
             rows.append(
                 {

@@ -36,7 +36,14 @@ from bayesirt.studies.base import MethodResult
 from bayesirt.studies.design_conditions import parse_missing
 from bayesirt.studies.rb_imputation import data as study_data
 from bayesirt.studies.rb_imputation import tables
-from bayesirt.studies.rb_imputation.conditions import COMPLETE, OBJECTIVES, REFERENCE, STUDY, uses_copies
+from bayesirt.studies.rb_imputation.conditions import (
+    COMPLETE,
+    OBJECTIVES,
+    REFERENCE,
+    STUDY,
+    parse_condition,
+    uses_copies,
+)
 from bayesirt.studies.rb_imputation.settings import Settings
 
 log = logging.getLogger("bayesirt")
@@ -145,23 +152,26 @@ def objective(name: str, data: study_data.Data, **fit_args) -> MethodResult:
 @dataclass(frozen=True)
 class Replication:
     """One replication of a condition in a block: its data (masked responses, truth, imputation
-    model), its seed and its record's fields (data set, missingness, replication)."""
+    model), its seed, its record's fields (data set, missingness, replication) and its condition
+    (an objective, with ``_M<copies>`` where it draws imputed copies: ``rao_blackwell_M5``)."""
 
     data: study_data.Data
     seed: int
     fields: dict
+    condition: str
 
 
 BLOCK_KEY = f"studies.{STUDY}.block_size"
 
 
-def fit_block(
-    name: str, reps: list[Replication], *, settings: Settings, n_copies: int | None = None
-) -> list[MethodResult]:
-    """One objective (with M = ``n_copies``) on the replications of a block, fitted together as
+def fit_block(reps: list[Replication], settings: Settings) -> list[MethodResult]:
+    """One condition's objective (with its M) on the replications of a block, fitted together as
     one program (``inference.execution.bulk``; the masks' missing cells padded to one layout,
     ``objectives.block_data``), then each evaluated and recorded as :func:`objective` does a
     single fit. Each record's ``block`` gives the block's size and the fit's position in it."""
+    if len({r.condition for r in reps}) != 1:
+        raise ValueError(f"a block fits one condition, not {sorted({r.condition for r in reps})}")
+    name, n_copies = parse_condition(reps[0].condition)
     if name not in OBJECTIVES:
         raise ValueError(f"a block fits an imputation objective ({', '.join(OBJECTIVES)}), not {name!r}")
     specs = [

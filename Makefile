@@ -67,8 +67,9 @@ run: $(STAMP)
 # of the test config stay in one of them and the long tests start first, tests/conftest.py):
 # almost every test is bound by compiling small programs, single-threaded, and two processes
 # keep both cores of a 2-core machine busy (about twice as fast as one). XLA runs at the level
-# `make run` uses (TEST_XLA_FLAGS; level 0 compiles a fifth faster but moves float32 results
-# enough to stop DCM EM short of its tolerance). TEST_WORKERS=0: one process.
+# `make run` uses (TEST_XLA_FLAGS; level 0 compiles a sixth faster, but its programs run about
+# four times slower, docs/performance/, and it moved float32 results enough to stop DCM EM short
+# of its tolerance). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 TEST_XLA_FLAGS ?= --xla_backend_optimization_level=1
 PYTEST := XLA_FLAGS="$(TEST_XLA_FLAGS)" $(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=25

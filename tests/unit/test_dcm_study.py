@@ -228,11 +228,11 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits(method):
     block = methods.fit_block(reps, config)
     schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "fit_record.schema.yaml").read_text())
     for position, (b, rep) in enumerate(zip(block, reps, strict=True)):
-        single = methods.fit(method, rep.rm, rep.truth, rep.q, rep.seed, config, rep.spec.fields)
+        single = methods.fit(method, rep.rm, rep.truth, rep.q, rep.seed, config, rep.cond.fields)
         jsonschema.validate(b.record, schema)
         assert b.record["block"]["size"] == 2 and b.record["block"]["position"] == position
         assert single.record["block"] is None
-        assert b.record["replication"] == rep.spec.rep and b.record["seed"] == rep.seed
+        assert b.record["replication"] == rep.cond.rep and b.record["seed"] == rep.seed
         for key in ("steps", "stop_reason", "converged", "accuracy"):
             assert b.record[key] == single.record[key], key
         assert b.record["block"]["left_at_step"] == b.record["steps"]
@@ -244,7 +244,7 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits(method):
         else:
             assert len(b.losses) == len(single.losses) == b.record["steps"]
     with pytest.raises(ValueError, match="one design, missingness and method"):
-        methods.fit_block([reps[0], replace(reps[1], spec=replace(reps[1].spec, missing="mcar0"))], config)
+        methods.fit_block([reps[0], replace(reps[1], cond=replace(reps[1].cond, missing="mcar0"))], config)
 
 
 def test_replications_that_stop_at_different_steps_leave_the_block_each_at_its_own():
@@ -259,7 +259,7 @@ def test_replications_that_stop_at_different_steps_leave_the_block_each_at_its_o
         rm, truth, q = data.simulate(conditions.DESIGNS["seed"], 0.2, 100 + r, n_persons=100)
         reps.append(methods.Replication(rm, truth, q, conditions.Condition("seed", "mcar20", "collapsed_vi", r), 7 + r))
     block = methods.fit_block(reps, config)
-    singles = [methods.fit("collapsed_vi", r.rm, r.truth, r.q, r.seed, config, r.spec.fields) for r in reps]
+    singles = [methods.fit("collapsed_vi", r.rm, r.truth, r.q, r.seed, config, r.cond.fields) for r in reps]
     assert [b.record["steps"] for b in block] == [s.record["steps"] for s in singles] == [350, 400]
     for b, s in zip(block, singles, strict=True):
         assert b.record["stop_reason"] == s.record["stop_reason"] == "relative_tolerance"

@@ -359,9 +359,9 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits():
         reps.append(methods.Replication(train, hold, truth, conditions.Condition(d.name, "iwae", 1, 3, r), 10 + r))
     block = methods.fit_block(reps, one_design(d, evaluation))
     for b, rep in zip(block, reps, strict=True):
-        single = methods.fit(rep.train, rep.holdout, rep.truth, rep.spec, d, evaluation, seed=rep.seed)
+        single = methods.fit(rep.train, rep.holdout, rep.truth, rep.cond, d, evaluation, seed=rep.seed)
         assert b.record["block"]["size"] == 3 and single.record["block"] is None
-        assert b.record["steps"] == single.record["steps"] and b.record["replication"] == rep.spec.rep
+        assert b.record["steps"] == single.record["steps"] and b.record["replication"] == rep.cond.rep
         for key in ("own_proposal", "independent"):  # float32 rounding of the vectorized fit only
             assert b.record["heldout_loglik"][key] == pytest.approx(single.record["heldout_loglik"][key], abs=1e-3)
         np.testing.assert_allclose(b.estimates["mean"], single.estimates["mean"], atol=1e-3)

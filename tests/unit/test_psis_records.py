@@ -276,5 +276,5 @@ def test_dcm_bbvi_records_carry_psis_per_fit_of_a_block_but_em_records_do_not():
     assert khats[0] != khats[1]
     priors = dcm_methods.item_priors(config)
     assert bbvi_psis._log_ratios_program(priors, False, bbvi_psis.KHAT_DRAWS)._cache_size() == 1
-    em = dcm_methods.fit("em", reps[0].rm, reps[0].truth, reps[0].q, reps[0].seed, config, reps[0].spec.fields)
+    em = dcm_methods.fit("em", reps[0].rm, reps[0].truth, reps[0].q, reps[0].seed, config, reps[0].cond.fields)
     assert "psis" not in em.record

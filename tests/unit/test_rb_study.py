@@ -177,7 +177,11 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits():
         training = {"max_steps": 150, "min_steps": 50, "check_every": 50, "window": 50, "progress_every": 0}
         config = replace(study, training={**study.training, **training}, posterior_draws=20)
         reps = [
-            methods.Replication(data.Data(m, truth, model), 10 + r, {"replication": r}, "rao_blackwell_M2")
+            methods.Replication(
+                data.Data(m, truth, model),
+                conditions.Condition("sim", "rao_blackwell_M2", "rao_blackwell", "mcar15", r, 2),
+                10 + r,
+            )
             for r, m in enumerate(masked)
         ]
         extras = [{"y": m.responses, **methods.imputation_extra_data(model, m)} for m in masked]
@@ -199,9 +203,9 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits():
         np.testing.assert_allclose(b.estimates["sd"], single.estimates["sd"], atol=1e-4)
         np.testing.assert_allclose(b.losses["loss"], single.losses["loss"], rtol=1e-5)
     with pytest.raises(ValueError, match="imputation objective"):
-        methods.fit_block([replace(r, condition="complete") for r in reps], config)
+        methods.fit_block([replace(r, cond=replace(r.cond, condition="complete")) for r in reps], config)
     with pytest.raises(ValueError, match="one condition"):
-        methods.fit_block([reps[0], replace(reps[1], condition="rao_blackwell_M3")], config)
+        methods.fit_block([reps[0], replace(reps[1], cond=replace(reps[1].cond, condition="rao_blackwell_M3"))], config)
 
 
 def table(values, true=None):

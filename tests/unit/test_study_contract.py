@@ -2,6 +2,7 @@
 methods return MethodResult, conditions of the test config in the study's result folder, and
 settings checks that pass on the shipped configs."""
 
+import dataclasses
 import importlib
 import inspect
 import pkgutil
@@ -62,6 +63,10 @@ def test_a_study_has_the_contract_modules_and_entry_points(name):
     assert list(signature.parameters) == ["reps", "settings"], name
     assert signature.parameters["settings"].annotation in ("Settings", "settings.Settings"), name
     assert signature.return_annotation == "list[MethodResult]", name
+    # and one shape of replication: its data, then its condition (``cond``) and its seed
+    replication = importlib.import_module(f"bayesirt.studies.{name}.methods").Replication
+    fields = {f.name: f.type for f in dataclasses.fields(replication)}
+    assert list(fields)[-2:] == ["cond", "seed"] and fields["cond"] == "Condition", name
     conditions = importlib.import_module(f"bayesirt.studies.{name}.conditions")
     assert conditions.STUDY == name
     # every method a config may name has a function, and every function says it returns MethodResult

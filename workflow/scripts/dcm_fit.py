@@ -22,14 +22,14 @@ for rep, seed, responses, truth in zip(
 outs = methods.fit_block(block, snakemake.params.settings)
 for rep, out in zip(block, outs, strict=True):
     if not out.record["converged"]:
-        log.warning("rep%d did not converge: %s", rep.spec.rep, out.record["convergence_reason"])
-    log.info("rep%d: %s pattern accuracy %.3f", rep.spec.rep, method, out.record["accuracy"]["pattern_accuracy"])
-    folder = Path(snakemake.output[0]) / f"rep{rep.spec.rep}"
+        log.warning("rep%d did not converge: %s", rep.cond.rep, out.record["convergence_reason"])
+    log.info("rep%d: %s pattern accuracy %.3f", rep.cond.rep, method, out.record["accuracy"]["pattern_accuracy"])
+    folder = Path(snakemake.output[0]) / f"rep{rep.cond.rep}"
     records.write_fit(out, folder)
     checks = model_checks.write(folder, rep.rm)
     log.info(
         "rep%d: %d of %d items flagged by the model checks",
-        rep.spec.rep,
+        rep.cond.rep,
         checks.summary["items_flagged"],
         checks.summary["items"],
     )

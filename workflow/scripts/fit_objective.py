@@ -7,6 +7,7 @@ from pathlib import Path
 from bayesirt import logs, records
 from bayesirt.studies import fit_tables
 from bayesirt.studies.rb_imputation import data, methods
+from bayesirt.studies.rb_imputation.conditions import Condition, parse_condition
 
 log = logs.to_file(snakemake.log[0])
 wc = snakemake.wildcards
@@ -14,13 +15,13 @@ reps = []
 for rep, seed, responses, imputation in zip(
     snakemake.params.reps, snakemake.params.seeds, snakemake.input.responses, snakemake.input.imputation, strict=True
 ):
-    fields = {"dataset": wc.dataset, "missing": wc.missing, "replication": int(rep)}
-    replication = data.read(responses, snakemake.input.truth, imputation)
-    reps.append(methods.Replication(replication, seed, fields, wc.condition))
+    objective, copies = parse_condition(wc.condition)
+    cond = Condition(wc.dataset, wc.condition, objective, wc.missing, int(rep), copies)
+    reps.append(methods.Replication(data.read(responses, snakemake.input.truth, imputation), cond, seed))
 # the objectives use one draw of the parameters per step (the config's n_draws is the reference's)
 outs = methods.fit_block(reps, snakemake.params.settings)
 for rep, out in zip(reps, outs, strict=True):
-    r = rep.fields["replication"]
+    r = rep.cond.rep
     if not out.record["converged"]:
         log.warning("rep%d did not converge: %s", r, out.record["convergence_reason"])
     folder = Path(snakemake.output[0]) / f"rep{r}"

@@ -24,8 +24,8 @@ for rep, seed, responses, holdout, truth in zip(
 outs = methods.fit_block(block, study)
 for rep, out in zip(block, outs, strict=True):
     if not out.record["converged"]:
-        log.warning("rep%d did not converge: %s", rep.spec.rep, out.record["convergence_reason"])
-    log.info("rep%d: held-out log-likelihood per person %s", rep.spec.rep, out.record["heldout_loglik"])
-    folder = Path(snakemake.output[0]) / f"rep{rep.spec.rep}"
+        log.warning("rep%d did not converge: %s", rep.cond.rep, out.record["convergence_reason"])
+    log.info("rep%d: held-out log-likelihood per person %s", rep.cond.rep, out.record["heldout_loglik"])
+    folder = Path(snakemake.output[0]) / f"rep{rep.cond.rep}"
     records.write_fit(out, folder)
     fit_tables.write(folder, rep.train, snakemake.input.person_ids or None)

@@ -254,7 +254,7 @@ class Replication:
     train: io.ResponseMatrix
     holdout: io.ResponseMatrix
     truth: pd.DataFrame | None
-    spec: Condition
+    cond: Condition
     seed: int
 
 
@@ -265,7 +265,7 @@ def fit_setup(cfg, rep: Replication, design: Design):
         cfg = replace(cfg, train=seed_methods.train_settings(design))
     else:
         cfg = replace(cfg, train=train_settings(design.training, cfg.learning_rate))
-    return model_structure(rep.train, rep.spec.n_factors, design.analysis), cfg
+    return model_structure(rep.train, rep.cond.n_factors, design.analysis), cfg
 
 
 def fit_problem(method: ModuleType, cfg, rep: Replication, design: Design):
@@ -273,7 +273,7 @@ def fit_problem(method: ModuleType, cfg, rep: Replication, design: Design):
     settings with the design's training settings."""
     st, cfg = fit_setup(cfg, rep, design)
     k_fit = jax.random.split(jax.random.key(rep.seed), 3)[0]
-    label = f"{rep.spec.design} {rep.spec.condition} rep{rep.spec.rep}"
+    label = f"{rep.cond.design} {rep.cond.condition} rep{rep.cond.rep}"
     return method.problem(k_fit, np.asarray(rep.train.responses), st, cfg, label=label), st, cfg
 
 
@@ -284,12 +284,12 @@ def fit_block(reps: list[Replication], settings: Settings) -> list[MethodResult]
     evaluated as ``fit`` evaluates a single fit, with the study's ``settings`` (its design and
     evaluation). Each record's ``block`` gives the block's size, the program's width and the fit's
     group and position."""
-    spec = reps[0].spec
+    spec = reps[0].cond
     design, evaluation = settings.design(spec.design), settings.evaluation
     method, cfg = METHOD_MODULES[spec.method]
     cfg = cfg(spec, design)
     prepared = [fit_setup(cfg, rep, design) for rep in reps]  # the fits are built where they run
-    label = f"{spec.design} {spec.condition} reps {reps[0].spec.rep}-{reps[-1].spec.rep}"
+    label = f"{spec.design} {spec.condition} reps {reps[0].cond.rep}-{reps[-1].cond.rep}"
     results = bulk_processes.train_block(
         partial(block_problem, spec.method, cfg, design),
         reps,
@@ -315,7 +315,7 @@ BLOCK_KEY = f"studies.{STUDY}.designs.{{design}}.block_size"
 
 def evaluated(method: ModuleType, cfg, st, res, rep: Replication, design: Design, evaluation: Evaluation, dataset):
     """A fitted replication evaluated: held-out log-likelihood, estimates, recovery, the record."""
-    train, holdout, truth, spec, seed = rep.train, rep.holdout, rep.truth, rep.spec, rep.seed
+    train, holdout, truth, spec, seed = rep.train, rep.holdout, rep.truth, rep.cond, rep.seed
     analysis = design.analysis
     settings = cfg.train
     _, k_eval, k_post = jax.random.split(jax.random.key(seed), 3)

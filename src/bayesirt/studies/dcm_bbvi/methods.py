@@ -320,7 +320,7 @@ class Replication:
     rm: Any  # io.ResponseMatrix, -1 for hidden cells
     truth: pd.DataFrame | None
     q: np.ndarray
-    spec: Condition
+    cond: Condition
     seed: int
 
 
@@ -356,14 +356,14 @@ def fit_block(reps: list[Replication], settings: Settings) -> list[MethodResult]
     MemoryError
         If the block's program would not fit in memory (naming the design's ``block_size``).
     """
-    spec = reps[0].spec
-    if any((r.spec.design, r.spec.missing, r.spec.method) != (spec.design, spec.missing, spec.method) for r in reps):
+    spec = reps[0].cond
+    if any((r.cond.design, r.cond.missing, r.cond.method) != (spec.design, spec.missing, spec.method) for r in reps):
         raise ValueError("dcm_bbvi: the replications of a block must be of one design, missingness and method")
     method = spec.method
-    problems = [data_problem(method, r.rm, r.truth, r.q, r.seed, settings, r.spec.fields) for r in reps]
+    problems = [data_problem(method, r.rm, r.truth, r.q, r.seed, settings, r.cond.fields) for r in reps]
     if method in TRAINED:
         build, evaluate = TRAINED[method]
-        label = f"{spec.design}/{spec.missing}/{method} reps {reps[0].spec.rep}-{reps[-1].spec.rep}"
+        label = f"{spec.design}/{spec.missing}/{method} reps {reps[0].cond.rep}-{reps[-1].cond.rep}"
         block = [build(method, p, settings) for p in problems]
         results = bulk.train_block(block, label=label, setting=BLOCK_KEY.format(design=spec.design))
         return [evaluate(method, p, settings, res) for p, res in zip(problems, results, strict=True)]

@@ -139,16 +139,16 @@ def rmse(estimates: pd.DataFrame, reference: pd.DataFrame) -> float:
     return float(table[(table.scale == "all") & (table.against == "complete_data")].rmse.iloc[0])
 
 
-def fit_condition(condition: str, masks: list, settings, reference: pd.DataFrame, doubled_steps=None):
-    """One condition on every mask (its data, seed and record fields), as one block
-    (``methods.fit_block``), with the study's ``settings`` (its training), or for exactly
-    ``doubled_steps`` steps."""
+def fit_condition(conds: list, masks: list, settings, reference: pd.DataFrame, doubled_steps=None):
+    """One condition on every mask (``conds``: its ``conditions.Condition`` on each; ``masks``:
+    each mask's data and seed), as one block (``methods.fit_block``), with the study's
+    ``settings`` (its training), or for exactly ``doubled_steps`` steps."""
     from bayesirt.studies.rb_imputation import methods
 
     if doubled_steps is not None:
         steps = {"min_steps": doubled_steps, "max_steps": doubled_steps}
         settings = replace(settings, training={**settings.training, **steps})
-    reps = [methods.Replication(*mask, condition) for mask in masks]
+    reps = [methods.Replication(data, cond, seed) for cond, (data, seed) in zip(conds, masks, strict=True)]
     t0 = time.perf_counter()
     outs = methods.fit_block(reps, settings)
     seconds = (time.perf_counter() - t0) / len(reps)
@@ -177,15 +177,15 @@ def seed_design_fits(config: dict, n_data_sets: int, root: Path = Path("."), pro
     for rep in range(n):
         responses, model = (root / f for f in mask_files(dataset, rep))
         seed = derive(config["seed"], "fit", STUDY, dataset, SEED_MISSING, rep)  # the workflow's replication_seed
-        fields = {"dataset": dataset, "missing": SEED_MISSING, "replication": rep}
-        masks.append((data.read(responses, None, model), seed, fields))
+        masks.append((data.read(responses, None, model), seed))
     settings = replace(Settings.from_config(config), block_size=n)
     rows = []
     for objective, copies in CONDITIONS:
         name = condition_name(objective, copies)
-        first = fit_condition(name, masks, settings, reference)
+        conds = [Condition(dataset, name, objective, SEED_MISSING, rep, copies) for rep in range(n)]
+        first = fit_condition(conds, masks, settings, reference)
         doubled_steps = 2 * max(f["steps"] for f in first)
-        second = fit_condition(name, masks, settings, reference, doubled_steps)
+        second = fit_condition(conds, masks, settings, reference, doubled_steps)
         for rep, (a, b) in enumerate(zip(first, second, strict=True)):
             rows.append(
                 {

@@ -41,6 +41,7 @@ from bayesirt.studies.rb_imputation.conditions import (
     OBJECTIVES,
     REFERENCE,
     STUDY,
+    Condition,
     parse_condition,
     uses_copies,
 )
@@ -152,13 +153,17 @@ def objective(name: str, data: study_data.Data, **fit_args) -> MethodResult:
 @dataclass(frozen=True)
 class Replication:
     """One replication of a condition in a block: its data (masked responses, truth, imputation
-    model), its seed, its record's fields (data set, missingness, replication) and its condition
-    (an objective, with ``_M<copies>`` where it draws imputed copies: ``rao_blackwell_M5``)."""
+    model), its condition (``conditions.Condition``: data set, objective with its M, missingness,
+    replication) and its seed."""
 
     data: study_data.Data
+    cond: Condition
     seed: int
-    fields: dict
-    condition: str
+
+    @property
+    def fields(self) -> dict:
+        """What the fit's record says of the replication."""
+        return {"dataset": self.cond.dataset, "missing": self.cond.missing, "replication": self.cond.rep}
 
 
 BLOCK_KEY = f"studies.{STUDY}.block_size"
@@ -169,9 +174,10 @@ def fit_block(reps: list[Replication], settings: Settings) -> list[MethodResult]
     one program (``inference.execution.bulk``; the masks' missing cells padded to one layout,
     ``objectives.block_data``), then each evaluated and recorded as :func:`objective` does a
     single fit. Each record's ``block`` gives the block's size and the fit's position in it."""
-    if len({r.condition for r in reps}) != 1:
-        raise ValueError(f"a block fits one condition, not {sorted({r.condition for r in reps})}")
-    name, n_copies = parse_condition(reps[0].condition)
+    names = {(r.cond.dataset, r.cond.missing, r.cond.condition) for r in reps}
+    if len(names) != 1:
+        raise ValueError(f"a block fits one condition, not {sorted(names)}")
+    name, n_copies = parse_condition(reps[0].cond.condition)
     if name not in OBJECTIVES:
         raise ValueError(f"a block fits an imputation objective ({', '.join(OBJECTIVES)}), not {name!r}")
     specs = [
@@ -187,7 +193,7 @@ def fit_block(reps: list[Replication], settings: Settings) -> list[MethodResult]
     fitted = [grm_advi.problem(spec) for spec, _ in specs]
     padded = objectives.block_data([p.data for p in fitted])
     block = [replace(p, data=d) for p, d in zip(fitted, padded, strict=True)]
-    reps_of = [r.fields.get("replication") for r in reps]
+    reps_of = [r.cond.rep for r in reps]
     label = f"{specs[0][0].fields['condition']} reps {reps_of[0]}-{reps_of[-1]}"
     results = bulk.train_block(block, label=label, setting=BLOCK_KEY)
     # evaluated on the block's data (one shape: the evaluation's programs are compiled once)

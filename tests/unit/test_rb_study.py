@@ -203,7 +203,8 @@ def test_a_block_of_fits_gives_the_records_and_estimates_of_single_fits():
         np.testing.assert_allclose(b.estimates["sd"], single.estimates["sd"], atol=1e-4)
         np.testing.assert_allclose(b.losses["loss"], single.losses["loss"], rtol=1e-5)
     with pytest.raises(ValueError, match="imputation objective"):
-        methods.fit_block([replace(r, cond=replace(r.cond, condition="complete")) for r in reps], config)
+        complete = [replace(r, cond=replace(r.cond, condition="complete", method="complete")) for r in reps]
+        methods.fit_block(complete, config)
     with pytest.raises(ValueError, match="one condition"):
         methods.fit_block([reps[0], replace(reps[1], cond=replace(reps[1].cond, condition="rao_blackwell_M3"))], config)
 

@@ -11,11 +11,11 @@ from bayesirt.studies.rb_imputation.conditions import Condition, parse_condition
 
 log = logs.to_file(snakemake.log[0])
 wc = snakemake.wildcards
+objective, copies = parse_condition(wc.condition)
 reps = []
 for rep, seed, responses, imputation in zip(
     snakemake.params.reps, snakemake.params.seeds, snakemake.input.responses, snakemake.input.imputation, strict=True
 ):
-    objective, copies = parse_condition(wc.condition)
     cond = Condition(wc.dataset, wc.condition, objective, wc.missing, int(rep), copies)
     reps.append(methods.Replication(data.read(responses, snakemake.input.truth, imputation), cond, seed))
 # the objectives use one draw of the parameters per step (the config's n_draws is the reference's)

@@ -42,7 +42,6 @@ from bayesirt.studies.rb_imputation.conditions import (
     REFERENCE,
     STUDY,
     Condition,
-    parse_condition,
     uses_copies,
 )
 from bayesirt.studies.rb_imputation.settings import Settings
@@ -177,7 +176,7 @@ def fit_block(reps: list[Replication], settings: Settings) -> list[MethodResult]
     names = {(r.cond.dataset, r.cond.missing, r.cond.condition) for r in reps}
     if len(names) != 1:
         raise ValueError(f"a block fits one condition, not {sorted(names)}")
-    name, n_copies = parse_condition(reps[0].cond.condition)
+    name, n_copies = reps[0].cond.method, reps[0].cond.n_copies
     if name not in OBJECTIVES:
         raise ValueError(f"a block fits an imputation objective ({', '.join(OBJECTIVES)}), not {name!r}")
     specs = [

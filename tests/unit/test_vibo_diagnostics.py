@@ -222,15 +222,23 @@ def test_a_doubled_block_runs_twice_the_steps_of_its_longest_fit(monkeypatch):
     assert fits[["coverage_90", "coverage_90_doubled"]].stack().between(0, 1).all()
 
 
-def test_diagnose_computes_only_the_parts_named(tmp_path, monkeypatch):
+def test_diagnose_computes_only_the_parts_named_and_keeps_the_others(tmp_path, monkeypatch):
     # `tools/reproduction.py diagnose vibo --parts encoder_fits`: the doubling check (the longer
-    # part) is not run, and the folder holds the one table with its facts
+    # part) is not run; a table an earlier run wrote stays, with the facts of the run that made it
     calls = []
     table = pd.DataFrame({"design": ["n1k"]})
     monkeypatch.setitem(diagnostics.PARTS, "encoder_fits", lambda config, n: calls.append(("encoder", n)) or table)
     monkeypatch.setitem(diagnostics.PARTS, "doubled_fits", lambda config, n: calls.append(("doubled", n)) or table)
-    out = reproduction.diagnose("vibo", {"seed": 1}, 3, tmp_path / "diagnostics", {}, parts=["encoder_fits"])
+    folder = tmp_path / "diagnostics"
+    folder.mkdir()
+    table.to_csv(folder / "doubled_fits.csv", index=False)
+    (folder / "diagnostics.json").write_text(json.dumps({"command": "earlier", "commit": "0123456789"}))
+    out = reproduction.diagnose("vibo", {"seed": 1}, 3, folder, {"command": "later"}, parts=["encoder_fits"])
     assert calls == [("encoder", 3)]
-    assert sorted(p.name for p in out.iterdir()) == ["diagnostics.json", "encoder_fits.csv"]
+    assert sorted(p.name for p in out.iterdir()) == ["diagnostics.json", "doubled_fits.csv", "encoder_fits.csv"]
+    facts = json.loads((out / "diagnostics.json").read_text())
+    assert reproduction.part_facts(facts, "doubled_fits")["command"] == "earlier"
+    assert reproduction.part_facts(facts, "encoder_fits")["command"] == "later"
+    assert reproduction.part_facts(facts, "encoder_fits")["seed"] == 1
     with pytest.raises(ValueError, match="unknown part"):
         diagnostics.diagnose({}, 3, parts=["encoder", "doubled_fits"])

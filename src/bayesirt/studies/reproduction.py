@@ -179,22 +179,48 @@ def diagnose(study: str, config: dict, n_data_sets: int, out: Path, facts: dict,
     """Run a study's diagnostics (its module's ``diagnose(config, n_data_sets)``, ``config`` the
     run's, validated with its defaults) and write each table as ``out/<name>.csv`` (``out``:
     ``docs/reproduction/data/<study>/diagnostics``) with ``facts`` (command, commit, machine),
-    the config's seed and the run's start, end and seconds as ``diagnostics.json``; ``parts``: only
-    these of the study's tables, for a study whose ``diagnose`` takes ``parts``. Returns ``out``."""
+    the config's seed and the run's start, end and seconds as ``diagnostics.json``, under
+    ``parts`` for each table it wrote (``part_facts``). ``parts``: only these of the study's
+    tables, for a study whose ``diagnose`` takes ``parts``; the other tables already in ``out``
+    stay, with the facts of the run that made them. Returns ``out``."""
     module, out = study_module(study), Path(out)
     if not hasattr(module, "diagnose"):
         raise ValueError(f"{study} has no diagnostics")
     started, t0 = now(), time.perf_counter()
     tables = module.diagnose(config, n_data_sets, **({"parts": parts} if parts else {}))
     seconds = round(time.perf_counter() - t0, 1)
-    facts = {**facts, "seed": config["seed"], "started": started, "finished": now(), "seconds": seconds}
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
+    run = {**facts, "seed": config["seed"], "started": started, "finished": now(), "seconds": seconds}
+    record = {**run, "parts": dict.fromkeys(tables, run)}
+    old = out / f"{DIAGNOSTICS}.json"
+    if parts and old.is_file():  # a partial rerun: the other tables stay, with their facts
+        kept = json.loads(old.read_text())
+        made = kept.pop("parts", None) or {path.stem: kept for path in out.glob("*.csv")}
+        record = {**kept, "parts": {**made, **dict.fromkeys(tables, run)}}
+        for name in tables:
+            (out / f"{name}.csv").unlink(missing_ok=True)
+    else:
+        if out.exists():
+            shutil.rmtree(out)
+        out.mkdir(parents=True)
     for name, table in tables.items():
         table.to_csv(out / f"{name}.csv", index=False)
-    (out / f"{DIAGNOSTICS}.json").write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n")
+    old.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     return out
+
+
+def part_facts(facts: dict, name: str) -> dict:
+    """The facts (command, commit, seconds, ...) of the diagnostics run that made table ``name``:
+    a partial rerun (``diagnose``'s ``parts``) records its own beside the others'."""
+    return {**{k: v for k, v in facts.items() if k != "parts"}, **facts.get("parts", {}).get(name, {})}
+
+
+def made_by(facts: dict) -> str:
+    """How a diagnostic table was made, for its section's opening sentence: the command in code,
+    its commit and its minutes."""
+    return (
+        f"`{facts.get('command', '')}`, commit `{str(facts.get('commit', ''))[:7]}`, "
+        f"{facts.get('seconds', 0) / 60:.0f} min"
+    )
 
 
 def diagnostics_section(study: str, data: Path) -> str:

@@ -335,7 +335,7 @@ MARGIN_OF_START = 0.01  # a fit within a point of its start's accuracy added not
 
 def section(tables: dict, facts: dict) -> str:
     """The reproduction page's section: the table of ``summary`` and the ``findings``."""
-    from bayesirt.studies.reproduction import markdown_table
+    from bayesirt.studies.reproduction import made_by, markdown_table, part_facts
 
     fits, doubled = tables.get("seed_design_fits"), tables.get("doubled_fits")
     if fits is None or fits.empty:
@@ -346,8 +346,8 @@ def section(tables: dict, facts: dict) -> str:
             "",
             f"The seed's runs as written and this project's BBVI on the first {fits.rep.nunique()} data sets of "
             "the seed's design with complete responses, the same data sets and fit seeds as the run's "
-            f"(`{facts.get('command', '')}`, commit `{str(facts.get('commit', ''))[:7]}`, "
-            f"{facts.get('seconds', 0) / 60:.0f} min). The start's accuracy is that of the modal profiles at the "
+            f"({made_by(part_facts(facts, 'seed_design_fits'))}). "
+            "The start's accuracy is that of the modal profiles at the "
             "coefficients the fit starts from, with equal profile probabilities "
             "(`bayesirt.studies.dcm_bbvi.diagnostics`).",
             "",

@@ -139,7 +139,7 @@ def summary(doubled: pd.DataFrame) -> pd.DataFrame:
 
 
 def section(tables: dict, facts: dict) -> str:
-    from bayesirt.studies.reproduction import markdown_table
+    from bayesirt.studies.reproduction import made_by, markdown_table, part_facts
 
     doubled = tables.get("doubled_fits")
     if doubled is None or doubled.empty:
@@ -151,8 +151,8 @@ def section(tables: dict, facts: dict) -> str:
             f"The seed's plain sampler and ours refitted on the first {doubled.rep.nunique()} data sets of the "
             "simulated designs (the run's data, masks and fit seeds), as a block at the run's length and again with "
             "twice the warm-up and twice the draws; NUTS once per data set where the design fits it "
-            f"(`{facts.get('command', '')}`, commit `{str(facts.get('commit', ''))[:7]}`, "
-            f"{facts.get('seconds', 0) / 60:.0f} min; `bayesirt.studies.gibbs_2pno.diagnostics`). Where the fits "
+            f"({made_by(part_facts(facts, 'doubled_fits'))}; "
+            "`bayesirt.studies.gibbs_2pno.diagnostics`). Where the fits "
             "behind a row did not all converge, the row keeps its verdict only if doubling moves its figure by less "
             "than its interval (the row says so).",
             "",

@@ -358,7 +358,7 @@ def bias_table(bias: pd.DataFrame) -> pd.DataFrame:
 
 def section(tables: dict, facts: dict) -> str:
     """The reproduction page's section: the seed design's table and findings, then the full data's pulls."""
-    from bayesirt.studies.reproduction import markdown_table
+    from bayesirt.studies.reproduction import made_by, markdown_table, part_facts
 
     fits, bias = tables.get("seed_design_fits"), tables.get("full_data_bias")
     if fits is None or fits.empty:
@@ -369,8 +369,7 @@ def section(tables: dict, facts: dict) -> str:
         f"Each objective refitted on the first {fits.rep.nunique()} masks of the seed's design (500 persons, "
         "15% MCAR), with the run's masks, imputation models, reference and fit seeds, at the run's training and "
         "again with the steps doubled; the signed mean of log(a / a complete) over items says which way an "
-        f"objective pulls the discriminations (`{facts.get('command', '')}`, commit "
-        f"`{str(facts.get('commit', ''))[:7]}`, {facts.get('seconds', 0) / 60:.0f} min; "
+        f"objective pulls the discriminations ({made_by(part_facts(facts, 'seed_design_fits'))}; "
         "`bayesirt.studies.rb_imputation.diagnostics`).",
         "",
         *markdown_table(summary(fits)),

@@ -14,8 +14,9 @@ from bayesirt.data.simulate import PRESETS, simulate_factorized_grm
 from bayesirt.data.simulate_binary import simulate_binary
 from bayesirt.models import grm
 from bayesirt.models.twopno import check_binary_responses
+from bayesirt.seeds import derive
 from bayesirt.studies.design_conditions import parse_missing
-from bayesirt.studies.vibo.conditions import has_truth
+from bayesirt.studies.vibo.conditions import STUDY, has_truth
 from bayesirt.studies.vibo.settings import design_model, design_shape, grm_shape, heldout_persons
 from bayesirt.studies.vibo.tables import AXES
 
@@ -169,3 +170,20 @@ def condition_data(
     if not has_truth(design):
         return observed_condition(responses, design, missing, seed, where=where, **fractions)
     return simulate_condition(design, missing, seed, **fractions)
+
+
+def data_set(config: dict, design: str, missing: str, rep: int, score_fraction: float | None = None):
+    """(train, hidden, holdout, truth, fit seed) of one replication of ``design`` under
+    ``missing``, rebuilt from the validated ``config`` as the workflow builds it (the same data,
+    masks and fit seed; ``score_fraction`` None: the config's), for the page's diagnostics."""
+    study, seed = config["studies"][STUDY], config["seed"]
+    fraction = study["score_fraction"] if score_fraction is None else score_fraction
+    train, hidden, holdout, truth = condition_data(
+        study["designs"][design],
+        missing,
+        derive(seed, "data", "vibo", design, rep),
+        score_fraction=fraction,
+        heldout_fraction=study["heldout_fraction"],
+        missing_seed=derive(seed, "missing", "vibo", design, missing, rep),
+    )
+    return train, hidden, holdout, truth, derive(seed, "fit", "vibo", design, missing, str(rep))

@@ -37,8 +37,9 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from bayesirt.seeds import derive
+from bayesirt.studies.vibo import gradient_samples
 from bayesirt.studies.vibo.conditions import STUDY, Condition
+from bayesirt.studies.vibo.data import data_set
 
 DESIGN = "n1k"
 # the seed's variant, ours of the same product, and the control: the averaging encoder, fitted by
@@ -65,24 +66,6 @@ COLUMNS = [
     "mean_sd_ratio",
     "seconds",
 ]
-
-
-def data_set(config: dict, missing: str, rep: int, score_fraction: float | None = None, design: str = DESIGN):
-    """(train, hidden, holdout, truth, fit seed) of one replication of ``design`` under
-    ``missing``, as the workflow builds it (``score_fraction`` None: the config's)."""
-    from bayesirt.studies.vibo import data
-
-    study, seed = config["studies"][STUDY], config["seed"]
-    fraction = study["score_fraction"] if score_fraction is None else score_fraction
-    train, hidden, holdout, truth = data.condition_data(
-        study["designs"][design],
-        missing,
-        derive(seed, "data", "vibo", design, rep),
-        score_fraction=fraction,
-        heldout_fraction=study["heldout_fraction"],
-        missing_seed=derive(seed, "missing", "vibo", design, missing, rep),
-    )
-    return train, hidden, holdout, truth, derive(seed, "fit", "vibo", design, missing, str(rep))
 
 
 def own_means(est: pd.DataFrame, parameter: str) -> np.ndarray:
@@ -124,7 +107,7 @@ def one_fit(
     from bayesirt.studies.vibo import methods
     from bayesirt.studies.vibo.settings import Settings
 
-    train, hidden, holdout, truth, seed = data_set(config, missing, rep, score_fraction, design)
+    train, hidden, holdout, truth, seed = data_set(config, design, missing, rep, score_fraction)
     t0 = time.perf_counter()
     out = methods.fit(
         train,
@@ -206,7 +189,7 @@ def doubled_fits(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame
             continue
         n = min(n_data_sets, spec["replications"], spec["block_size"])
         for missing in spec["missing"]:
-            sets = [data_set(config, missing, rep, design=design) for rep in range(n)]
+            sets = [data_set(config, design, missing, rep) for rep in range(n)]
             for method in [m for m in DOUBLED if m in study["methods"]]:
                 reps = [
                     methods.Replication(train, hidden, holdout, truth, Condition(design, missing, method, rep), seed)
@@ -338,7 +321,7 @@ def findings(fits: pd.DataFrame) -> list[str]:
 def section(tables: dict, facts: dict) -> str:
     """The reproduction page's section: the table of ``summary`` and the ``findings``, then the
     doubling check's table."""
-    from bayesirt.studies.reproduction import markdown_table
+    from bayesirt.studies.reproduction import made_by, markdown_table, part_facts
 
     fits, doubled = tables.get("encoder_fits"), tables.get("doubled_fits")
     lines = []
@@ -349,8 +332,7 @@ def section(tables: dict, facts: dict) -> str:
             f"VIBO's variants refitted on the first {fits.rep.nunique()} data sets of design "
             f"`{fits.design.iloc[0]}` (the run's "
             "data, masks and fit seeds), each person scored by the encoder and by the exact posterior (quadrature, "
-            f"prior N(0, 1)) at the fit's own items (`{facts.get('command', '')}`, commit "
-            f"`{str(facts.get('commit', ''))[:7]}`, {facts.get('seconds', 0) / 60:.0f} min; "
+            f"prior N(0, 1)) at the fit's own items ({made_by(part_facts(facts, 'encoder_fits'))}; "
             "`bayesirt.studies.vibo.diagnostics`).",
             "",
             *markdown_table(summary(fits)),
@@ -370,10 +352,12 @@ def section(tables: dict, facts: dict) -> str:
             *markdown_table(doubled_summary(doubled)),
             "",
         ]
+    samples = tables.get(gradient_samples.TABLE)
+    lines += gradient_samples.section(samples, made_by(part_facts(facts, gradient_samples.TABLE)))
     return "\n".join(lines)
 
 
-PARTS = {"encoder_fits": encoder_fits, "doubled_fits": doubled_fits}
+PARTS = {"encoder_fits": encoder_fits, "doubled_fits": doubled_fits, "gradient_samples": gradient_samples.sample_fits}
 
 
 def diagnose(config: dict, n_data_sets: int, parts=tuple(PARTS)) -> dict[str, pd.DataFrame]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import jax
 import numpy as np
@@ -105,9 +105,10 @@ def train_settings(training: dict, method_cfg: dict, n_persons: int) -> TrainSet
     return TrainSettings(**t)
 
 
-def vibo_problem(p: Prepared) -> tuple[Problem, vibo.VIBOSettings]:
+def vibo_problem(p: Prepared, n_samples: int | None = None) -> tuple[Problem, vibo.VIBOSettings]:
     """VIBO's fit of the replication for the training driver, with its settings: the
-    condition's missing-data variant, or the seed's settings and encoder (``seed_methods``)."""
+    condition's missing-data variant, or the seed's settings and encoder (``seed_methods``);
+    ``n_samples``: samples per gradient other than the method's (a diagnostic's)."""
     cfg = p.settings.vibo
     settings = train_settings(p.settings.training, cfg, p.y.shape[0])
     if p.cond.method in SEED_METHODS:
@@ -116,6 +117,8 @@ def vibo_problem(p: Prepared) -> tuple[Problem, vibo.VIBOSettings]:
         vs = vibo.VIBOSettings(
             p.priors, missing=VIBO_VARIANTS[p.cond.method], hidden=tuple(cfg["hidden"]), train=settings
         )
+    if n_samples is not None:
+        vs = replace(vs, n_samples=n_samples)
     return seed_methods.encoder_module(p.cond.method).problem(p.keys["fit"], p.y, p.st, vs, label=p.cond.folder), vs
 
 

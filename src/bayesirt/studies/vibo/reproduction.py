@@ -35,6 +35,7 @@ from bayesirt.studies.reproduction import (
     tolerance_verdict,
 )
 from bayesirt.studies.reproduction_claims import doubling_check
+from bayesirt.studies.vibo import gradient_samples
 from bayesirt.studies.vibo import tables as study_tables
 from bayesirt.studies.vibo.conditions import VIBO_VARIANTS
 
@@ -201,8 +202,12 @@ def comparison_claims(fits: pd.DataFrame, doubled=None) -> list[Claim]:
 
 def claims(tables: dict) -> list[Claim]:
     fits, doubled = tables["fits"], tables.get(f"{DIAGNOSTICS}/doubled_fits")
+    samples = tables.get(f"{DIAGNOSTICS}/{gradient_samples.TABLE}")
     return (
-        verdict_claims(fits, tables["timings"]) + comparison_claims(fits, doubled) + calibration_claims(fits, doubled)
+        verdict_claims(fits, tables["timings"])
+        + comparison_claims(fits, doubled)
+        + calibration_claims(fits, doubled)
+        + gradient_samples.claims(samples)  # the diagnostics' (one sample per gradient)
     )
 
 

@@ -106,7 +106,7 @@ def run() -> dict:
             "log_discrimination": np.log(np.asarray(disc, np.float32)).reshape(J, 1),
             "difficulty": np.asarray(diff, np.float32),
         }
-        ll = lambda yb, t: irt2pl.log_likelihood(it, yb, t, st)
+        ll = lambda yb, t: irt2pl.log_likelihood(dict(it, ability=t), yb, st)
         return float(
             person_loglik.laplace_importance_loglik(jax.random.key(5), ll, y_new, 1, n_samples=HELDOUT_DRAWS).mean()
         )

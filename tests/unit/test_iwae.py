@@ -39,7 +39,7 @@ def manual_terms(params, key, y, st, cfg):
         m, ls, lw = iwae.encode(enc, y, st, cfg)
         z = iwae.gaussian_draw(m, ls, lw, eps)
         qm, qls, qlw = fixed_q if fixed_q is not None else (m, ls, lw)
-        return mgrm.log_joint(model, y, z, st) - iwae.gaussian_log_q(z, qm, qls, qlw)
+        return mgrm.log_joint(dict(model, ability=z), y, st) - iwae.gaussian_log_q(z, qm, qls, qlw)
 
     log_w = log_w_of(params["model"], params["encoder"], None)
     w = jax.nn.softmax(log_w, axis=0)
@@ -196,8 +196,8 @@ def test_warmup_anneals_prior_and_entropy_terms_in_the_weights(step):
             m, ls, lw = iwae.encode(enc, y, st, cfg)
             z = iwae.gaussian_draw(m, ls, lw, eps)
             qm, qls = fixed_q if fixed_q is not None else (m, ls)
-            return mgrm.log_likelihood(model, y, z, st) + beta * (
-                mgrm.log_prior(model, z, st) - iwae.gaussian_log_q(z, qm, qls)
+            return mgrm.log_likelihood(dict(model, ability=z), y, st) + beta * (
+                mgrm.log_prior(dict(model, ability=z), st) - iwae.gaussian_log_q(z, qm, qls)
             )
 
         log_w = log_w_of(params["model"], params["encoder"], None)

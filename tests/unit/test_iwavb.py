@@ -70,7 +70,7 @@ def test_reduces_to_iwae_when_q_is_gaussian_and_t_is_zero():
 
         def f(mm, zz, aux):
             yy, m_, l_ = aux
-            return mgrm.log_joint(mm, yy, zz, st) - iwae.gaussian_log_q(zz, m_, l_)
+            return mgrm.log_joint(dict(mm, ability=zz), yy, st) - iwae.gaussian_log_q(zz, m_, l_)
 
         lw = iw_bound.dreg_log_weights(f, model, z, (y, jax.lax.stop_gradient(mu), jax.lax.stop_gradient(ls)))
         v, sur = iw_bound.dreg_objective(lw)
@@ -202,7 +202,7 @@ def test_no_warmup_is_exactly_the_existing_loss_and_step0_drops_prior_and_entrop
     feats = networks.response_features(y, st.max_categories)
     u, mu, log_sigma = iwavb_networks.encode(params["encoder"], feats, jax.random.normal(k_eps, (4, 16, 2)), cfg)
     z = mu + jnp.exp(log_sigma) * u
-    want = -jnp.mean(iw_bound.iw_elbo(mgrm.log_likelihood(truth, y, z, st)))
+    want = -jnp.mean(iw_bound.iw_elbo(mgrm.log_likelihood(dict(truth, ability=z), y, st)))
     np.testing.assert_allclose(v_w, want, rtol=1e-5)
     assert abs(float(v_w) - float(v_ref)) > 1e-3
     # the discriminator's own objective does not depend on the warm-up

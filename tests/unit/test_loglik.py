@@ -87,7 +87,7 @@ def test_own_proposal_estimator_with_the_prior_as_proposal():
 def test_posterior_mode_has_zero_gradient():
     y, st, params = one_factor_problem(10)
     modes, hess = jax.jit(lambda yy: loglik.posterior_modes(params, st, yy))(jnp.asarray(y))
-    g = jax.jit(jax.vmap(jax.grad(lambda z, yi: mgrm.log_joint(params, yi[None], z[None], st)[0])))(
+    g = jax.jit(jax.vmap(jax.grad(lambda z, yi: mgrm.log_joint(dict(params, ability=z[None]), yi[None], st)[0])))(
         modes, jnp.asarray(y)
     )
     assert float(jnp.abs(g).max()) < 1e-3

@@ -34,7 +34,7 @@ def test_log_likelihood_matches_brute_force_with_missing_cells():
     params["loadings_raw"] = params["loadings_raw"] + jnp.linspace(-1, 1, 10).reshape(5, 2)
     y = np.array([[0, 3, 1, -1, 2], [2, 0, -1, 1, 0], [-1, -1, -1, -1, -1]])
     z = np.array([[0.3, -1.2], [1.5, 0.4], [0.0, 0.0]], np.float32)
-    got = np.asarray(mgrm.log_likelihood(params, jnp.asarray(y), jnp.asarray(z), st))
+    got = np.asarray(mgrm.log_likelihood(dict(params, ability=jnp.asarray(z)), jnp.asarray(y), st))
     lam = np.asarray(mgrm.loadings(params, st), np.float64)
     cuts = np.asarray(mgrm.cuts(params, st), np.float64)
     want = [brute_force_loglik(y[i], z[i].astype(np.float64), lam, cuts, np.asarray(st.n_categories)) for i in range(3)]
@@ -63,10 +63,10 @@ def test_log_prior_is_correlated_normal():
     params = mgrm.params_from_natural(st, np.ones((5, 2)), np.tile([-1.0, 0.0, 1.0], (5, 1)), corr)
     np.testing.assert_allclose(np.asarray(mgrm.factor_corr(params, st)), corr, atol=1e-5)
     z = np.random.default_rng(1).normal(size=(7, 2))
-    got = np.asarray(mgrm.log_prior(params, jnp.asarray(z, jnp.float32), st))
+    got = np.asarray(mgrm.log_prior(dict(params, ability=jnp.asarray(z, jnp.float32)), st))
     np.testing.assert_allclose(got, multivariate_normal(np.zeros(2), corr).logpdf(z), rtol=1e-5)
     st_id = small_structure(correlated=False)
-    got = np.asarray(mgrm.log_prior({}, jnp.asarray(z, jnp.float32), st_id))
+    got = np.asarray(mgrm.log_prior({"ability": jnp.asarray(z, jnp.float32)}, st_id))
     np.testing.assert_allclose(got, multivariate_normal(np.zeros(2), np.eye(2)).logpdf(z), rtol=1e-5)
 
 
@@ -88,7 +88,7 @@ def test_gradient_matches_finite_differences():
         params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), mgrm.init_params(jax.random.key(2), st))
         params["corr_raw"] = jnp.asarray([0.4])
         z = jnp.asarray([[0.3, -1.2], [1.5, 0.4]], jnp.float64)
-        f = lambda p: mgrm.log_joint(p, y, z, st).sum()
+        f = lambda p: mgrm.log_joint(dict(p, ability=z), y, st).sum()
         grads = jax.grad(f)(params)
         h = 1e-6
         for name in params:

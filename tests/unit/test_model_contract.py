@@ -1,5 +1,6 @@
-"""Every model has one likelihood signature (``bayesirt.models``): ``log_likelihood(params, y, ...)``,
-each person's log-likelihood; and the LCDM's, new in that signature, matches enumeration."""
+"""Every model has one likelihood signature (``bayesirt.models``): ``log_likelihood(params, y,
+structure)``, each person's log-likelihood, the persons' latent values in ``params``; and the
+LCDM's, new in that signature, matches enumeration."""
 
 import importlib
 import inspect
@@ -17,7 +18,7 @@ MODELS = ("twopno", "irt2pl", "mgrm", "mixture_grm", "factorized_grm", "lcdm")
 def test_every_model_spells_its_likelihood_one_way(name):
     module = importlib.import_module(f"bayesirt.models.{name}")
     params = list(inspect.signature(module.log_likelihood).parameters)
-    assert params[0] in ("params", "items") and params[1] == "y", f"{name}.log_likelihood{tuple(params)}"
+    assert len(params) == 3 and params[:2] == ["params", "y"], f"{name}.log_likelihood{tuple(params)}"
     for old in ("log_lik", "log_prob"):  # the spellings that one signature replaced
         assert not hasattr(module, old), f"{name}.{old}: call it log_likelihood(params, y, ...)"
 

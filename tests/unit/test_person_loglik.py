@@ -23,7 +23,7 @@ def test_importance_sampling_matches_quadrature():
         "log_discrimination": jnp.log(jnp.asarray(a, jnp.float32))[:, None],
         "difficulty": jnp.asarray(d, jnp.float32),
     }
-    ll = lambda yb, t: irt2pl.log_likelihood(items, yb, t, st)
+    ll = lambda yb, t: irt2pl.log_likelihood(dict(items, ability=t), yb, st)
     est = person_loglik.laplace_importance_loglik(jax.random.key(0), ll, y, 1, n_samples=500)
     with jax.enable_x64(True):
         exact = mml_posterior.marginal_loglik(y, a, d[:, None], 2, n_nodes=61)

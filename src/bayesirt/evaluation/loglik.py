@@ -114,7 +114,7 @@ def importance_sampled_loglik(
         @jax.jit
         def chunk_stats(params, key, y):
             z, log_q = draw(key, y, sample_chunk)
-            log_w = mgrm.log_joint(params, y, z, st) - log_q
+            log_w = mgrm.log_joint(dict(params, ability=z), y, st) - log_q
             return jax.scipy.special.logsumexp(log_w, axis=0)
 
         return _accumulate(key, y_all, partial(chunk_stats, model_params), n_samples, person_chunk, sample_chunk)
@@ -122,7 +122,7 @@ def importance_sampled_loglik(
     def build():
         def chunk_stats(params, proposal_params, key, y):
             z, log_q = draw(proposal_params, key, y, sample_chunk)
-            log_w = mgrm.log_joint(params, y, z, st) - log_q
+            log_w = mgrm.log_joint(dict(params, ability=z), y, st) - log_q
             return jax.scipy.special.logsumexp(log_w, axis=0)
 
         return chunk_stats
@@ -180,7 +180,7 @@ def posterior_modes(model_params, st: mgrm.Structure, y, n_newton: int = 30):
     """
 
     def f(z, yi):
-        return mgrm.log_joint(model_params, yi[None], z[None], st)[0]
+        return mgrm.log_joint(dict(model_params, ability=z[None]), yi[None], st)[0]
 
     grad = jax.grad(f)
     hess = jax.hessian(f)
@@ -262,7 +262,7 @@ def laplace_is_loglik(
                 - jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), -1)
                 - 0.5 * p * math.log(2 * math.pi)
             )
-            log_w = mgrm.log_joint(params, y, z, st) - log_q
+            log_w = mgrm.log_joint(dict(params, ability=z), y, st) - log_q
             return jax.scipy.special.logsumexp(log_w, axis=0)
 
         return chunk_stats
@@ -329,7 +329,7 @@ def quadrature_loglik(
     def build():  # parameters and nodes as arguments: one program per model shape (``_program``)
         def chunk(params, z, log_w, y):
             zz = jnp.broadcast_to(z[:, None, :], (z.shape[0], y.shape[0], p))
-            ll = mgrm.log_likelihood(params, y, zz, st)  # (G, B)
+            ll = mgrm.log_likelihood(dict(params, ability=zz), y, st)  # (G, B)
             return jax.scipy.special.logsumexp(ll + log_w[:, None], axis=0)
 
         return chunk

@@ -3,11 +3,13 @@
 Each module holds one model family's densities and helpers (no fitting); the methods
 of ``bayesirt.inference`` fit them.
 
-One likelihood signature for every model: ``log_likelihood(params, y, ...)`` gives each
-person's log-likelihood, shape (..., N), with the parameters first (a dict; ``irt2pl`` names its
-item blocks ``items``), the responses second (integer codes, -1 for missing: a missing cell
-contributes nothing), then the person draws where the parameters do not hold them (``mgrm``'s
-``z``, ``irt2pl``'s ``theta``) and the model's structure or link. The per-cell link functions
+One likelihood signature for every model: ``log_likelihood(params, y, structure)`` gives each
+person's log-likelihood, shape (..., N). ``params`` (a dict) holds everything the likelihood
+conditions on: the item parameters and, where the persons' latent values are not summed out,
+those values as ``ability`` (draws with leading axes where a method has several: ``mgrm``'s
+factor scores, ``irt2pl``'s abilities); ``y`` the responses (integer codes, -1 for missing: a
+missing cell contributes nothing); ``structure`` the model's static description (its
+``Structure``, the LCDM's ``Design``, the 2PNO's link). The per-cell link functions
 (``grm.log_prob``, ``twopno.cell_log_prob``) take the responses and a linear predictor instead;
 they are the pieces of those likelihoods, not models. ``tests/unit/test_model_contract.py`` holds
 every model to the signature.

@@ -177,17 +177,16 @@ def constrain(items: dict, st: Structure) -> dict:
     return out
 
 
-def cell_log_likelihood(items: dict, y, theta, st: Structure):
+def cell_log_likelihood(params: dict, y, st: Structure):
     """log p(y_ij | theta_i, item j) per cell, 0 where missing. theta: (..., B, K); y: (B, J).
 
     Parameters
     ----------
-    items : dict
-        Unconstrained item blocks (``Structure.item_shapes``).
+    params : dict
+        ``ability`` (..., B, K), the abilities, and the unconstrained item blocks
+        (``Structure.item_shapes``).
     y : array (B, J)
         Integer responses, -1 for missing.
-    theta : array (..., B, K)
-        Abilities.
     st : Structure
         The model's structure.
 
@@ -196,24 +195,23 @@ def cell_log_likelihood(items: dict, y, theta, st: Structure):
     jax.Array
         log p(y_ij | theta_i, item j), shape (..., B, J); 0 where missing.
     """
-    c = constrain(items, st)
-    score = theta @ c["discrimination"].T  # (..., B, J)
+    c = constrain(params, st)
+    score = params["ability"] @ c["discrimination"].T  # (..., B, J)
     if st.model == "grm":
         return grm.log_prob(y, score, c["cuts"], jnp.asarray(st.categories))
     return twopno.cell_log_prob(y, score - c["difficulty"], link="logit")
 
 
-def log_likelihood(items: dict, y, theta, st: Structure):
+def log_likelihood(params: dict, y, st: Structure):
     """Per-person log-likelihood, (..., B).
 
     Parameters
     ----------
-    items : dict
-        Unconstrained item blocks (``Structure.item_shapes``).
+    params : dict
+        ``ability`` (..., B, K), the abilities, and the unconstrained item blocks
+        (``Structure.item_shapes``).
     y : array (B, J)
         Integer responses, -1 for missing.
-    theta : array (..., B, K)
-        Abilities.
     st : Structure
         The model's structure.
 
@@ -222,7 +220,7 @@ def log_likelihood(items: dict, y, theta, st: Structure):
     jax.Array
         Sum over the observed items of each person, shape (..., B).
     """
-    return cell_log_likelihood(items, y, theta, st).sum(-1)
+    return cell_log_likelihood(params, y, st).sum(-1)
 
 
 def category_probs(theta, items: dict, st: Structure):
@@ -381,4 +379,4 @@ def log_joint(params: dict, y, st: Structure, priors: ItemPriors):
     """
     items = {k: v for k, v in params.items() if k != "ability"}
     theta = params["ability"]
-    return log_likelihood(items, y, theta, st).sum() + ability_log_prior(theta).sum() + item_log_prior(items, priors)
+    return log_likelihood(params, y, st).sum() + ability_log_prior(theta).sum() + item_log_prior(items, priors)

@@ -51,19 +51,18 @@ from bayesirt.models.mgrm_values import init_params, natural_params, params_from
 LOG_2PI = float(np.log(2.0 * np.pi))
 
 
-def log_likelihood(params, y, z, st: Structure):
+def log_likelihood(params, y, st: Structure):
     """log p(x_i | z) summed over observed items; missing cells (-1) contribute 0.
 
-    y: (B, I) integer codes; z: (..., B, P) latent draws  ->  (..., B).
+    y: (B, I) integer codes; ``params["ability"]`` z: (..., B, P) latent draws  ->  (..., B).
 
     Parameters
     ----------
     params : dict
-        Unconstrained parameters (module docstring).
+        Unconstrained parameters (module docstring) and ``ability`` (..., B, P), the factor
+        scores.
     y : array (B, I)
         Integer responses, -1 for missing.
-    z : array (..., B, P)
-        Factor scores.
     st : Structure
         The model's structure.
 
@@ -73,19 +72,18 @@ def log_likelihood(params, y, z, st: Structure):
         Shape (..., B).
     """
     lam = loadings(params, st)
-    score = z @ lam.T  # (..., B, I)
+    score = params["ability"] @ lam.T  # (..., B, I)
     return grm.log_prob(y, score, cuts(params, st), st.n_categories).sum(-1)
 
 
-def log_prior(params, z, st: Structure):
-    """log N(z; 0, Sigma) for z (..., P), with Sigma = L L' (the identity if not correlated).
+def log_prior(params, st: Structure):
+    """log N(z; 0, Sigma) for the factor scores z = ``params["ability"]`` (..., P), with
+    Sigma = L L' (the identity if not correlated).
 
     Parameters
     ----------
     params : dict
-        Unconstrained parameters (module docstring).
-    z : array (..., P)
-        Factor scores.
+        Unconstrained parameters (module docstring) and ``ability`` (..., P), the factor scores.
     st : Structure
         The model's structure.
 
@@ -94,7 +92,7 @@ def log_prior(params, z, st: Structure):
     jax.Array
         Shape (...).
     """
-    p = st.n_factors
+    z, p = params["ability"], st.n_factors
     if not st.correlated:
         return -0.5 * jnp.sum(z * z, -1) - 0.5 * p * LOG_2PI
     chol = factor_cholesky(params, st)
@@ -103,17 +101,16 @@ def log_prior(params, z, st: Structure):
     return -0.5 * jnp.sum(white * white, -1) - jnp.sum(jnp.log(jnp.diag(chol))) - 0.5 * p * LOG_2PI
 
 
-def log_joint(params, y, z, st: Structure):
-    """log p(x_i, z) = log p(x_i | z) + log p(z): (B, I), (..., B, P) -> (..., B).
+def log_joint(params, y, st: Structure):
+    """log p(x_i, z) = log p(x_i | z) + log p(z): (B, I), ``params["ability"]`` (..., B, P) -> (..., B).
 
     Parameters
     ----------
     params : dict
-        Unconstrained parameters (module docstring).
+        Unconstrained parameters (module docstring) and ``ability`` (..., B, P), the factor
+        scores.
     y : array (B, I)
         Integer responses, -1 for missing.
-    z : array (..., B, P)
-        Factor scores.
     st : Structure
         The model's structure.
 
@@ -122,7 +119,7 @@ def log_joint(params, y, z, st: Structure):
     jax.Array
         Shape (..., B).
     """
-    return log_likelihood(params, y, z, st) + log_prior(params, z, st)
+    return log_likelihood(params, y, st) + log_prior(params, st)
 
 
 def sample_prior(key, params, st: Structure, shape=()):

@@ -298,6 +298,7 @@ def log_weights(model, y, z, log_q, st: mgrm.Structure, beta=None):
     jax.Array
         Log weights, shape (R, B).
     """
+    params = dict(model, ability=z)
     if beta is None:
-        return mgrm.log_joint(model, y, z, st) - log_q
-    return mgrm.log_likelihood(model, y, z, st) + beta * (mgrm.log_prior(model, z, st) - log_q)
+        return mgrm.log_joint(params, y, st) - log_q
+    return mgrm.log_likelihood(params, y, st) + beta * (mgrm.log_prior(params, st) - log_q)

@@ -100,7 +100,7 @@ def _person_terms(
         items = q_items["loc"] if fixed_items else sample_items(k_item, q_items)
         eps = jax.vmap(lambda i: jax.random.normal(jax.random.fold_in(k_ab, i), (st.n_factors,)))(index)
         theta = mean + sd * eps
-        return irt2pl.log_likelihood(items, y, theta, st)
+        return irt2pl.log_likelihood(dict(items, ability=theta), y, st)
 
     recon = jax.vmap(one)(jnp.arange(settings.n_samples)).mean(0)
     return recon - jnp.sum(0.5 * (sd**2 + mean**2 - 1.0) - jnp.log(sd), axis=-1)

@@ -63,7 +63,7 @@ def person_terms(params, key, y, index, st: irt2pl.Structure, settings, encoder:
         mean, sd = encoder(params["encoder"], items, y, st, settings)
         eps = jax.vmap(lambda i: jax.random.normal(jax.random.fold_in(k_ab, i), (st.n_factors,)))(index)
         theta = mean + sd * eps.astype(mean.dtype)
-        return irt2pl.log_likelihood(items, y, theta, st) - _ability_kl(mean, sd)
+        return irt2pl.log_likelihood(dict(items, ability=theta), y, st) - _ability_kl(mean, sd)
 
     values = jax.vmap(one)(jnp.arange(settings.n_samples)).mean(0)
     return values, item_kl(params["items"], settings.priors)

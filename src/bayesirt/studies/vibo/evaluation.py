@@ -126,7 +126,7 @@ def point_items(st, items: dict) -> dict:
 def _log_lik(st: irt2pl.Structure):
     """``log_lik(point, y, theta)`` of a structure, one function per structure: the held-out
     evaluator keeps its compiled programs per function (``person_loglik``)."""
-    return lambda point, y, theta: irt2pl.log_likelihood(point, y, theta, st)
+    return lambda point, y, theta: irt2pl.log_likelihood(dict(point, ability=theta), y, st)
 
 
 def heldout(key, st, items: dict, y_hold, n_samples: int) -> float:

@@ -4,10 +4,11 @@
 Every VIBO fit of the run draws one sample per step, as the seed says, so the run alone cannot
 tell what more samples would change. Here the seed's product (``vibo_seed``) is refitted on the
 first data sets of design ``DESIGN`` (the run's data, masks and fit seeds, rebuilt as the
-workflow builds them) under each missingness of ``MISSING``, once for each number of samples per
-gradient of ``SAMPLES``, all else as the run fits it (training, stopping rule, encoder; every
-sample size starts from the same parameters). Each fit is scored as the study scores it:
-held-out log-likelihood of the new persons, ability and discrimination RMSE, 90% coverage of the
+workflow builds them, and the design's next data sets where more are asked for than the run
+has) under each missingness of ``MISSING``, once for each number of samples per gradient of
+``SAMPLES``, all else as the run fits it (training, stopping rule, encoder; every sample size
+starts from the same parameters). Each fit is scored as the study scores it: held-out
+log-likelihood of the new persons, ability and discrimination RMSE, 90% coverage of the
 abilities.
 
 The page's row (``claims``) judges the seed's claim by the held-out log-likelihood per new person
@@ -42,15 +43,16 @@ TABLE = "gradient_samples"  # the diagnostics' table of ``sample_fits``
 
 def sample_fits(config: dict, n_data_sets: int, progress=print, design: str = DESIGN) -> pd.DataFrame:
     """``METHOD`` at each of ``SAMPLES`` samples per gradient on the first ``n_data_sets`` data
-    sets of ``design`` (at most the run's replications) under each missingness of ``MISSING`` the
-    design has: a row per fit, its data sets fitted as one block per sample size (``seconds``: the
-    block's time over its fits)."""
+    sets of ``design`` (at most its ``block_size``; those past the run's replications are the
+    design's next ones, built the same way) under each missingness of ``MISSING`` the design has:
+    a row per fit, its data sets fitted as one block per sample size (``seconds``: the block's
+    time over its fits)."""
     from bayesirt.inference.execution import bulk
     from bayesirt.studies.vibo import methods
     from bayesirt.studies.vibo.settings import Settings
 
     settings, spec = Settings.from_config(config), config["studies"][STUDY]["designs"][design]
-    n = min(n_data_sets, spec["replications"], spec["block_size"])
+    n = min(n_data_sets, spec["block_size"])
     rows = []
     for missing in [m for m in MISSING if m in spec["missing"]]:
         prepared = []
@@ -155,8 +157,9 @@ def section(fits: pd.DataFrame | None, made_by: str) -> list[str]:
         "## Diagnostics: one sample per gradient",
         "",
         f"`{METHOD}` refitted on the first {fits.rep.nunique()} data sets of design `{fits.design.iloc[0]}` (the "
-        f"run's data, masks and fit seeds) with {', '.join(str(s) for s in sorted(set(fits.n_samples)))} samples "
-        f"per gradient, all else as the run fits it ({made_by}; `bayesirt.studies.vibo.gradient_samples`). The "
+        "run's data, masks and fit seeds, and the design's next data sets built the same way) with "
+        f"{', '.join(str(s) for s in sorted(set(fits.n_samples)))} samples per gradient, all else as the run fits "
+        f"it ({made_by}; `bayesirt.studies.vibo.gradient_samples`). The "
         "seconds are a block's, shared by its fits.",
         "",
         *markdown_table(summary(fits)),

@@ -138,6 +138,23 @@ def test_simulate_design_holds_out_persons_and_is_seeded():
     assert np.array_equal(train.responses, again[0].responses) and np.array_equal(hold.responses, again[1].responses)
 
 
+def test_the_simulation_reads_only_its_keys_the_rerun_trigger_of_its_job():
+    # the simulation job's params keep conditions.SIMULATION_KEYS alone, so a design whose
+    # methods, training and importance samples change must simulate the same data
+    base = {"preset": "mixture_p1", "n_persons": 40, "simulate": {"standardize_mixture": False}}
+    other = {
+        **base,
+        "methods": ["iwae_seed"],
+        "importance_samples": [5, 10],
+        "training": {"max_steps": 7, "batch_size": 16},
+        "iwae": {"hidden": [8], "learning_rate": 0.01},
+        "seed_training": {"half_cycle": 3},
+    }
+    assert set(base) == set(conditions.SIMULATION_KEYS)
+    (a, ha, ta), (b, hb, tb) = (data.simulate_design(design(**v), 5, 0.25, parameter_seed=2) for v in (base, other))
+    assert np.array_equal(a.responses, b.responses) and np.array_equal(ha.responses, hb.responses) and ta.equals(tb)
+
+
 def test_replications_share_the_true_item_parameters_of_their_design():
     d = design(preset="normal_p5", n_persons=60)
     (a, _, ta), (b, _, tb) = (data.simulate_design(d, rep, 0.25, parameter_seed=9) for rep in (1, 2))

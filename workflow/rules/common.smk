@@ -104,10 +104,13 @@ def one_design(study, wildcards):
 FIT_PLAN_KEYS = ("replications", "block_size", "enabled", "nuts", "missing")
 
 
-def data_design(design_of):
+def data_design(design_of, keys=None):
     """A design's config as a data job's params, without ``FIT_PLAN_KEYS``: its rerun trigger,
     so that running more replications or conditions does not resimulate the ones that exist.
-    ``design_of`` maps the job's wildcards to the design's config section."""
+    ``design_of`` maps the job's wildcards to the design's config section; ``keys``: only these
+    (the keys the study's simulation reads), where its designs also hold methods' settings."""
+    if keys is not None:
+        return lambda wildcards: {k: v for k, v in design_of(wildcards).items() if k in keys}
     return lambda wildcards: {k: v for k, v in design_of(wildcards).items() if k not in FIT_PLAN_KEYS}
 
 

@@ -15,6 +15,10 @@ from bayesirt.data.mgrm_presets import PRESETS
 from bayesirt.studies.design_conditions import split_blocks
 
 STUDY = "amortized_ifa"
+# the keys of a design that its simulated data depend on (``data.simulate_design`` reads these
+# alone): the simulation job's rerun trigger, so that a change of methods, training or
+# importance samples refits without resimulating
+SIMULATION_KEYS = ("preset", "n_persons", "simulate")
 METHODS = ("iwae", "iwavb")  # the default methods; the seed-as-written ones are iwae_seed, iwavb_seed
 # the item parameters of a fit's estimates, scored against the truth, and the columns that key
 # an estimate (here, beside the fits, so that the study's tables need not import the methods)

@@ -72,11 +72,11 @@ def test_the_page_shows_the_section_and_the_seed_number(tmp_path):
     assert text.startswith("## Diagnostics: one sample per gradient")
     assert "`python tools/reproduction.py diagnose vibo`, commit `abcdef0`, 10 min" in text
     assert "| design `n1k`, mcar20 | 25 | 5 | 5 of 5 | 1020 | -54.499 | 0.2300 | 0.1000 | 0.880 | 20 |" in text
-    assert text.count(": **supported**.") == 2
+    assert text.count(": **supported**. The held-out") == 2
     tables = {f"{reproduction.DIAGNOSTICS}/{gs.TABLE}": pd.read_csv(folder / f"{gs.TABLE}.csv")}
     ours = gradient_samples_figure(tables)
-    assert ours.value.startswith("1 sample: held-out log-likelihood per new person -0.0010 [")
-    assert "10 paired data sets" in ours.note
+    assert ours.value.startswith("held-out log-likelihood per new person, 1 sample minus 25: mcar0 -0.0010 [")
+    assert "; mcar20 -0.0010 [" in ours.value and ours.value.endswith("(5 data sets)")
     assert gradient_samples_figure({}).value is None
 
 

@@ -165,4 +165,4 @@ def section(fits: pd.DataFrame | None, made_by: str) -> list[str]:
         *markdown_table(summary(fits)),
         "",
     ]
-    return lines + [f"- {c.claim}: **{c.verdict}**. {c.why}" for c in claims(fits)] + [""]
+    return lines + [f"- {c.claim}: **{c.verdict}**. {c.why[:1].upper()}{c.why[1:]}" for c in claims(fits)] + [""]

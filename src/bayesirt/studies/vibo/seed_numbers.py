@@ -24,14 +24,16 @@ def gradient_samples_figure(tables: dict) -> Ours:
             "vibo_seed at several sample sizes have not been run (python tools/reproduction.py diagnose vibo "
             "--parts gradient_samples)",
         )
-    diff = gradient_samples.one_against_most(fits)
-    mean, low, high, n = mean_interval(diff.difference)
-    most = int(fits.n_samples.max())
+    diff, most = gradient_samples.one_against_most(fits), int(fits.n_samples.max())
+    parts = []
+    for missing, d in diff.groupby("missing", sort=False):
+        mean, low, high, n = mean_interval(d.difference)
+        parts.append(f"{missing} {mean:+.4f} [{low:+.4f}, {high:+.4f}] ({n} data sets)")
     return Ours(
-        f"1 sample: held-out log-likelihood per new person {mean:+.4f} [{low:+.4f}, {high:+.4f}] against {most}",
-        f"vibo_seed at 1 and {most} samples per gradient on {n} paired data sets of design "
-        f"{fits.design.iloc[0]} ({', '.join(dict.fromkeys(fits.missing))}), one sample's figure minus the most "
-        "samples', with its 95% interval (the diagnostics)",
+        f"held-out log-likelihood per new person, 1 sample minus {most}: " + "; ".join(parts),
+        f"vibo_seed at 1 and {most} samples per gradient on the same data sets of design {fits.design.iloc[0]}, "
+        "one sample's figure minus the most samples', with its 95% interval over data sets, per missingness "
+        "(the diagnostics)",
     )
 
 

@@ -13,12 +13,14 @@ STAMP := $(VENV)/.installed
 export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/.jax_cache
 export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0
 export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES ?= 0
-# Machine setting: XLA's CPU backend optimizes at LLVM level 1 instead of 2, which compiles the
-# Gibbs samplers' programs 1.6-3x faster and runs programs up to 18% slower (bayesirt.runtime,
-# FAST_COMPILATION_FLAGS): at the default config's scale much of a job is compilation. Results move in the last float32 bits
-# only; every fit record keeps the flags (device.xla_flags). Set XLA_FLAGS yourself to choose
-# (XLA_FLAGS= for XLA's default, as paper-scale runs may prefer).
-export XLA_FLAGS ?= --xla_backend_optimization_level=1
+# Machine setting: XLA's CPU backend optimizes at LLVM level 1 instead of 2 and with its older
+# loop emitters instead of its fusion emitters, which compiles programs faster and runs them
+# slower (bayesirt.runtime, FAST_COMPILATION_FLAGS; the figures are on the Performance page): at
+# the default config's scale much of a job is compilation. Results move in the last float32
+# bits only; every fit record keeps the flags (device.xla_flags). Set XLA_FLAGS yourself to
+# choose (XLA_FLAGS= for XLA's default, as paper-scale runs may prefer). The emitters flag is
+# one the locked jaxlib knows; another jaxlib may not (XLA stops on an unknown flag).
+export XLA_FLAGS ?= --xla_backend_optimization_level=1 --xla_cpu_use_fusion_emitters=false
 
 # The README's main command. After an interruption the same command resumes: the local profile
 # reruns the outputs of jobs that were cut off (rerun-incomplete), and a lock left by a run that
@@ -71,7 +73,7 @@ run: $(STAMP)
 # four times slower, docs/performance/, and it moved float32 results enough to stop DCM EM short
 # of its tolerance). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
-TEST_XLA_FLAGS ?= --xla_backend_optimization_level=1
+TEST_XLA_FLAGS ?= --xla_backend_optimization_level=1 --xla_cpu_use_fusion_emitters=false
 PYTEST := XLA_FLAGS="$(TEST_XLA_FLAGS)" $(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=25
 test: $(STAMP)
 	$(PYTEST) -m "not slow"

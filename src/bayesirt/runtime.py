@@ -6,7 +6,9 @@ it computes anything.
 
 ``use_fast_compilation()``: XLA's CPU backend optimizes with LLVM at level 2 by default. At
 level 1 it compiles programs faster and runs some of them slower (figures for the locked JAX
-on the performance notes of the benchmark results). Runs made of many programs that compile
+on the performance notes of the benchmark results). With it go XLA's older loop emitters in
+place of its fusion emitters (``FUSION_EMITTERS_OFF``, on the jaxlib versions it was checked
+on): they compile a third faster and run the fits about a quarter slower. Runs made of many programs that compile
 for seconds and run for seconds (the test suite, the default config's demo-scale workflow)
 finish sooner at level 1; long runs (the paper's config, benchmarks timing a sampler) keep
 level 2. Results move only in the last bits of float32, so a run is reproduced bit for bit
@@ -34,8 +36,11 @@ from importlib import metadata
 log = logging.getLogger(__name__)
 
 OPTIMIZATION_LEVEL_FLAG = "--xla_backend_optimization_level"
+FUSION_EMITTERS_FLAG = "--xla_cpu_use_fusion_emitters"
+FUSION_EMITTERS_OFF = f"{FUSION_EMITTERS_FLAG}=false"
+FUSION_CHECKED = ("0.10.",)  # jaxlib version prefixes where the flag exists and was measured
 # What `make run` and `make test` export (the Makefile cannot import this, so it repeats it)
-FAST_COMPILATION_FLAGS = f"{OPTIMIZATION_LEVEL_FLAG}=1"
+FAST_COMPILATION_FLAGS = f"{OPTIMIZATION_LEVEL_FLAG}=1 {FUSION_EMITTERS_OFF}"
 YNN_FUSION_FLAG = "--xla_cpu_experimental_ynn_fusion_type"
 YNN_REDUCE_OFF = f"{YNN_FUSION_FLAG}=-reduce"
 YNN_REDUCE_ON = f"{YNN_FUSION_FLAG}=+reduce"  # XLA's default, named so that later imports keep it
@@ -54,26 +59,35 @@ def _backend_started() -> bool:
 
 
 def use_fast_compilation(level: int = 1) -> bool:
-    """Ask XLA to optimize CPU programs at LLVM level ``level`` in this process and in the
-    processes it starts (see the module docstring); returns whether that level is in effect. A
-    level already named in ``XLA_FLAGS`` is left as it is (the user's choice wins)."""
+    """Ask XLA to optimize CPU programs at LLVM level ``level``, with its older loop emitters on
+    a checked jaxlib, in this process and in the processes it starts (see the module
+    docstring); returns whether that level is in effect. A level already named in ``XLA_FLAGS``
+    is left as it is, and so are the emitters (the user's choice wins)."""
     flags = os.environ.get("XLA_FLAGS", "")
     if OPTIMIZATION_LEVEL_FLAG in flags:
         return f"{OPTIMIZATION_LEVEL_FLAG}={level}" in flags.split()
     if _backend_started():
         log.warning("JAX's backend already started; XLA's optimization level can no longer be changed in this process")
         return False
-    os.environ["XLA_FLAGS"] = f"{flags} {OPTIMIZATION_LEVEL_FLAG}={level}".strip()
+    flags = f"{flags} {OPTIMIZATION_LEVEL_FLAG}={level}"
+    if FUSION_EMITTERS_FLAG not in flags and _flag_settable(FUSION_CHECKED):
+        flags = f"{flags} {FUSION_EMITTERS_OFF}"
+    os.environ["XLA_FLAGS"] = flags.strip()
     return True
 
 
-def _ynn_flag_settable() -> bool:
-    """The YNN flag may be set: a checked jaxlib (an unknown flag stops XLA), backend not started."""
+def _flag_settable(checked: tuple[str, ...]) -> bool:
+    """An experimental flag may be set: a jaxlib of ``checked`` (an unknown flag stops XLA),
+    backend not started."""
     try:
         version = metadata.version("jaxlib")
     except metadata.PackageNotFoundError:
         return False
-    return version.startswith(YNN_CHECKED) and not _backend_started()
+    return version.startswith(checked) and not _backend_started()
+
+
+def _ynn_flag_settable() -> bool:
+    return _flag_settable(YNN_CHECKED)
 
 
 def keep_reductions_in_xla() -> bool:

@@ -15,6 +15,31 @@ def test_fast_compilation_keeps_a_level_the_user_named(monkeypatch):
     assert runtime.use_fast_compilation() is True
 
 
+def test_fast_compilation_turns_the_fusion_emitters_off_on_a_checked_jaxlib_only(monkeypatch):
+    monkeypatch.setattr(runtime, "_backend_started", lambda: False)
+    monkeypatch.setattr(runtime.metadata, "version", lambda name: "0.10.2")
+    monkeypatch.setenv("XLA_FLAGS", "--foo")
+    assert runtime.use_fast_compilation() is True
+    level = "--xla_backend_optimization_level=1"
+    assert os.environ["XLA_FLAGS"].split() == ["--foo", level, runtime.FUSION_EMITTERS_OFF]
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true")  # the user's choice stays
+    assert runtime.use_fast_compilation() is True
+    assert runtime.FUSION_EMITTERS_OFF not in os.environ["XLA_FLAGS"]
+    monkeypatch.setattr(runtime.metadata, "version", lambda name: "0.11.2")  # unchecked: an unknown flag stops XLA
+    monkeypatch.setenv("XLA_FLAGS", "")
+    assert runtime.use_fast_compilation() is True
+    assert os.environ["XLA_FLAGS"] == "--xla_backend_optimization_level=1"
+
+
+def test_the_makefile_exports_the_fast_compilation_flags():
+    # the Makefile cannot import runtime, so it repeats FAST_COMPILATION_FLAGS for make run and make test
+    from pathlib import Path
+
+    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
+    assert f"export XLA_FLAGS ?= {runtime.FAST_COMPILATION_FLAGS}\n" in makefile
+    assert f"TEST_XLA_FLAGS ?= {runtime.FAST_COMPILATION_FLAGS}\n" in makefile
+
+
 def test_fast_compilation_not_changed_once_the_backend_started(monkeypatch):
     jnp.zeros(1).block_until_ready()
     monkeypatch.setenv("XLA_FLAGS", "--foo")

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 OUTCOMES = ("supported", "contradicted", "inconclusive")
 DIRECTIONS = ("lower", "higher")
@@ -101,6 +100,8 @@ def replications_needed(mean: float, sd: float, threshold: float, level: float =
     distance = abs(mean - threshold)
     if not (np.isfinite(distance) and np.isfinite(sd)) or distance == 0 or sd <= 0:
         return None
+    from scipy import stats  # here, not at the top: importing scipy.stats costs about a second in every job
+
     quantile = 0.5 + level / 2
     n = max(2, int(np.ceil((stats.norm.ppf(quantile) * sd / distance) ** 2)))
     while stats.t.ppf(quantile, n - 1) * sd / np.sqrt(n) >= distance:
@@ -161,6 +162,8 @@ def mean_interval(values, level: float = 0.95) -> tuple[float, float, float, int
         return mean, np.nan, np.nan, n
     if np.ptp(x) <= 1e-12 * max(1.0, abs(mean)):
         return mean, mean, mean, n
+    from scipy import stats  # imported on first use (see replications_needed)
+
     ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence_level=level)
     return mean, float(ci.low), float(ci.high), n
 
@@ -293,6 +296,8 @@ def two_group_verdict(
     if np.ptp(a) == 0 and np.ptp(b) == 0:
         low = high = mean  # no spread in either group
     else:
+        from scipy import stats  # imported on first use (see replications_needed)
+
         ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(confidence_level=level)
         low, high = float(ci.low), float(ci.high)
     outcome = _outcome(low, high, direction, 0.0)

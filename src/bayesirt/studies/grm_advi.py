@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict, dataclass
 
-import arviz as az
 import jax
 import numpy as np
 import pandas as pd
@@ -245,6 +244,8 @@ def corrected_items(spec: Fit, samples: dict) -> tuple[dict, dict]:
 
 def item_inference_data(samples: dict, rm: io.ResponseMatrix):
     """ArviZ InferenceData with the item parameters' draws (one chain of independent draws)."""
+    import arviz as az  # here, not at the top: importing ArviZ costs seconds in every workflow job
+
     names = [it.name for it in rm.items]
     posterior = {k: samples[k][None] for k in ITEM_PARAMETERS}
     coords = {"item": names, "increment": np.arange(1, samples["increments"].shape[-1] + 1)}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 
-import arviz as az
 import numpy as np
 
 log = logging.getLogger("bayesirt")
@@ -36,6 +35,8 @@ def khat(log_ratios) -> float:
     lw = np.asarray(log_ratios, np.float64).ravel()
     if not np.isfinite(lw).all():
         return float("nan")
+    import arviz as az  # here, not at the top: importing ArviZ costs seconds in every workflow job
+
     _, k = az.psislw(lw - lw.max(), reff=1.0)
     return float(np.asarray(k))
 

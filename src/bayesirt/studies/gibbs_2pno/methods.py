@@ -37,7 +37,6 @@ from bayesirt import io, records, tables
 from bayesirt.evaluation.recovery import metrics
 from bayesirt.inference.samplers import gibbs as gibbs_sampler
 from bayesirt.inference.samplers import gibbs_mixture as mixture_sampler
-from bayesirt.inference.samplers import nuts as nuts_sampler
 from bayesirt.inference.samplers.posterior_summary import summary_table
 from bayesirt.inference.samplers.sampling import SamplerSettings, sample, to_inference_data
 from bayesirt.inference.samplers.sampling_blocks import sample_block
@@ -236,6 +235,8 @@ def _finish(
 def _run_nuts(key, y, priors, sampler: SamplerSettings, label: str):
     """NUTS on the marginal 2PNO posterior; returns a SampleResult whose draws are on the
     model's scale (discrimination, not its log) with item and person coordinates."""
+    from bayesirt.inference.samplers import nuts as nuts_sampler  # numpyro: imported on first use
+
     n, j = y.shape
     init = {k: jnp.asarray(v) for k, v in twopno.unconstrain(twopno.initial_values(y)).items()}
     res = nuts_sampler.run_nuts(

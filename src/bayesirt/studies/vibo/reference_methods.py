@@ -15,7 +15,6 @@ import numpy as np
 
 from bayesirt import io, records
 from bayesirt.inference.marginal import mml, mml_information, mml_posterior
-from bayesirt.inference.samplers import nuts
 from bayesirt.inference.samplers.sampling import SamplerSettings
 from bayesirt.inference.variational import vibo_programs
 from bayesirt.models import irt2pl
@@ -84,6 +83,8 @@ def fit_mml(p: Prepared) -> MethodResult:
 
 def fit_nuts(p: Prepared) -> MethodResult:
     """NUTS on the joint posterior of items and abilities (the reference posterior)."""
+    from bayesirt.inference.samplers import nuts  # numpyro: imported on first use, not in every job
+
     ns, st, y = p.settings.nuts, p.st, p.y
     settings = SamplerSettings(
         n_chains=int(ns["n_chains"]), n_warmup=int(ns["n_warmup"]), n_samples=int(ns["n_samples"]), progress_every=0

@@ -60,10 +60,13 @@ def test_a_study_has_the_contract_modules_and_entry_points(name):
     for entry in (study.conditions, study.fit, study.aggregate, study.figures):
         assert callable(entry)
     # the replications of a condition fitted as one block (inference.execution.bulk), each evaluated alike
-    # with one signature in every study: the block's replications and the study's settings
+    # with one signature in every study: the block's replications and the study's settings (and,
+    # for a diagnostic's variant, keyword-only options with defaults that the workflow never sets)
     fit_block = importlib.import_module(f"bayesirt.studies.{name}.methods").fit_block
     signature = inspect.signature(fit_block)
-    assert list(signature.parameters) == ["reps", "settings"], name
+    assert list(signature.parameters)[:2] == ["reps", "settings"], name
+    options = list(signature.parameters.values())[2:]
+    assert all(p.kind is p.KEYWORD_ONLY and p.default is not p.empty for p in options), name
     assert signature.parameters["settings"].annotation in ("Settings", "settings.Settings"), name
     assert signature.return_annotation == "list[MethodResult]", name
     # and one shape of replication: its data, then its condition (``cond``) and its seed

@@ -42,7 +42,9 @@ replications of one condition (the study's ``methods.Replication``: data, seed a
 fitted as one block (``inference.execution.bulk`` for the methods on the training driver, one
 after another for the others) with the study's ``settings.Settings``, each evaluated as ``fit``
 evaluates a single fit; what a block may use of the machine (worker processes) comes from the
-settings and the job's cores, never from extra arguments.
+settings and the job's cores, never from extra arguments. A diagnostic that fits a variant of a
+method (amortized_ifa's IWAVB without its implicit part) may pass a keyword-only option with a
+default; the workflow never sets one.
 
 Study packages do not import each other (an import contract), and their ``__init__`` imports
 nothing but ``conditions``, so that a parse-time import stays cheap. ``load(name)`` gathers the

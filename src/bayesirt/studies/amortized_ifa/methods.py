@@ -277,17 +277,18 @@ def fit_problem(method: ModuleType, cfg, rep: Replication, design: Design):
     return method.problem(k_fit, np.asarray(rep.train.responses), st, cfg, label=label), st, cfg
 
 
-def fit_block(reps: list[Replication], settings: Settings) -> list[MethodResult]:
+def fit_block(reps: list[Replication], settings: Settings, *, adjust: Callable | None = None) -> list[MethodResult]:
     """The replications of one condition (method, P, R) fitted as one block (``inference.execution.bulk``),
     in groups of the design's ``fits_per_program`` spread over worker processes, at most the job's
     cores (``inference.execution.bulk_processes``, ``worker_processes.job_cores``), then each
     evaluated as ``fit`` evaluates a single fit, with the study's ``settings`` (its design and
     evaluation). Each record's ``block`` gives the block's size, the program's width and the fit's
-    group and position."""
+    group and position. ``adjust``: a change of the method's settings (a diagnostic's variant),
+    made before the fits are built."""
     spec = reps[0].cond
     design, evaluation = settings.design(spec.design), settings.evaluation
     method, cfg = METHOD_MODULES[spec.method]
-    cfg = cfg(spec, design)
+    cfg = cfg(spec, design) if adjust is None else adjust(cfg(spec, design))
     prepared = [fit_setup(cfg, rep, design) for rep in reps]  # the fits are built where they run
     label = f"{spec.design} {spec.condition} reps {reps[0].cond.rep}-{reps[-1].cond.rep}"
     results = bulk_processes.train_block(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bayesirt.config import ConfigError
+from bayesirt.data.mgrm_presets import PRESETS
 from bayesirt.studies.amortized_ifa.conditions import STUDY
 
 
@@ -160,6 +161,12 @@ class Design:
     n_persons: int | None = None
     dataset: str | None = None
     n_factors: int | None = None
+
+    @property
+    def latent(self) -> str:
+        """The latent distribution it simulates: its ``simulate`` override, else its preset's
+        (``normal`` for a preset without one, and for a data set)."""
+        return dict(self.simulate).get("latent") or PRESETS.get(self.preset, {}).get("latent", "normal")
 
     @classmethod
     def from_config(cls, name: str, design: dict) -> Design:

@@ -177,8 +177,7 @@ def latent_tables(estimates: dict, design: Design, truth_attrs: dict):
         )
     )
     x = np.linspace(-4.0, 4.0, 401)
-    # the design's override, else its preset's latent (a data set, or a preset without one: normal)
-    latent_kind = dict(design.simulate).get("latent") or sm.PRESETS.get(design.preset, {}).get("latent", "normal")
+    latent_kind = design.latent
     if latent_kind == "mixture":
         s = float(truth_attrs.get("latent_scale_divisor", 1.0))
         dens = sum(w * _normal_pdf(x, m / s, sm.MIXTURE_SD / s) for w, m in zip(sm.MIXTURE_WEIGHTS, sm.MIXTURE_MEANS))

@@ -47,7 +47,6 @@ def sample_fits(config: dict, n_data_sets: int, progress=print, design: str = DE
     design's next ones, built the same way) under each missingness of ``MISSING`` the design has:
     a row per fit, its data sets fitted as one block per sample size (``seconds``: the block's
     time over its fits)."""
-    from bayesirt.inference.execution import bulk
     from bayesirt.studies.vibo import methods
     from bayesirt.studies.vibo.settings import Settings
 
@@ -55,17 +54,15 @@ def sample_fits(config: dict, n_data_sets: int, progress=print, design: str = DE
     n = min(n_data_sets, spec["block_size"])
     rows = []
     for missing in [m for m in MISSING if m in spec["missing"]]:
-        prepared = []
+        reps = []
         for rep in range(n):
             train, hidden, holdout, truth, seed = data_set(config, design, missing, rep)
-            cond = Condition(design, missing, METHOD, rep)
-            prepared.append(methods.prepare(methods.Replication(train, hidden, holdout, truth, cond, seed), settings))
+            reps.append(
+                methods.Replication(train, hidden, holdout, truth, Condition(design, missing, METHOD, rep), seed)
+            )
         for samples in SAMPLES:
             t0 = time.perf_counter()
-            problems, configs = zip(*(methods.vibo_problem(p, n_samples=samples) for p in prepared), strict=True)
-            label = f"{design}/{missing}/{METHOD} with {samples} sample(s) per gradient"
-            results = bulk.train_block(list(problems), label=label, setting=methods.BLOCK_KEY.format(design=design))
-            outs = [methods.vibo_evaluated(p, c, r) for p, c, r in zip(prepared, configs, results, strict=True)]
+            outs = methods.fit_block(reps, settings, n_samples=samples)
             seconds = round((time.perf_counter() - t0) / n, 1)
             for rep, out in enumerate(outs):
                 ev = out.record["evaluation"]

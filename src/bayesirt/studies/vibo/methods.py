@@ -313,7 +313,7 @@ def fit(
     return METHODS[cond.method](prepare(Replication(train, hidden, holdout, truth, cond, seed), settings))
 
 
-def fit_block(reps: list[Replication], settings: Settings) -> list[MethodResult]:
+def fit_block(reps: list[Replication], settings: Settings, *, n_samples: int | None = None) -> list[MethodResult]:
     """The replications of one condition (design, missingness, method) fitted together, then
     each evaluated as ``fit`` evaluates a single fit (see the module docstring).
 
@@ -323,6 +323,8 @@ def fit_block(reps: list[Replication], settings: Settings) -> list[MethodResult]
         The block's replications, all of one condition.
     settings : Settings
         The study's settings.
+    n_samples : int, optional
+        VIBO's samples per gradient other than the method's (``vibo_problem``; a diagnostic's).
 
     Returns
     -------
@@ -356,7 +358,8 @@ def fit_block(reps: list[Replication], settings: Settings) -> list[MethodResult]
     if cond.method not in DRIVER:  # MML and NUTS: one replication after the other
         return [METHODS[cond.method](p) for p in prepared]
     build, finish = DRIVER[cond.method]
-    problems, configs = zip(*(build(p) for p in prepared), strict=True)
+    options = {} if n_samples is None else {"n_samples": n_samples}
+    problems, configs = zip(*(build(p, **options) for p in prepared), strict=True)
     label = f"{cond.design}/{cond.missing}/{cond.method} reps {reps[0].cond.rep}-{reps[-1].cond.rep}"
     results = bulk.train_block(list(problems), label=label, setting=BLOCK_KEY.format(design=cond.design))
     return [finish(p, c, res) for p, c, res in zip(prepared, configs, results, strict=True)]

@@ -1,0 +1,282 @@
+"""Diagnostics behind amortized_ifa's reproduction page: is a method's loading error on the
+simulated designs a drift of the latent's scale, or an error in the loadings themselves?
+
+The model fixes the latent's scale by its prior, N(0, I). The logit of a response moves with
+loading times latent, so a fit that spreads the persons wider or narrower than the prior (a
+latent variance away from one) has loadings shrunk or grown by the same factor, and the
+loading MSE against the truth counts that as error. On the seed's mixture scale the true
+latent's variance is itself not one, so every method's loadings differ from the generating
+ones by the ratio of the two spreads. Two parts:
+
+``latent_scale`` (reads the run's fits, no new fit): per fit and factor, the latent variance
+of the fitted encoder over the training persons (the variance of their posterior means plus
+their mean posterior variance: the spread of the fitted q, aggregated), the true latent's
+variance in the same data, the loadings' slope on the true ones (through the origin), and the
+loading MSE twice: as the run scores it, and on a common scale, each loading times its factor's
+latent sd (the fit's own, and the truth's), where a pure drift of scale leaves no error.
+
+``implicit_off`` (new fits): ``iwavb`` refitted on the mixture designs' first data sets with its
+implicit part switched off (``IWAVBSettings.implicit``: u = eps, a Gaussian q that the
+discriminator should find nothing to correct), all else as the run fits it, as one block per
+design, scored as ``latent_scale`` scores the run's fits: does the scale drift persist without
+the implicit encoder?
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bayesirt.seeds import derive
+from bayesirt.studies.amortized_ifa.conditions import STUDY, Condition, condition_blocks, design_fits
+
+COLUMNS = [
+    "design",
+    "method",
+    "n_factors",
+    "n_importance",
+    "rep",
+    "factor",
+    "latent_variance",
+    "true_variance",
+    "loading_slope",
+    "loading_mse",
+    "loading_mse_common_scale",
+    "converged",
+    "steps",
+]
+OFF = "iwavb_implicit_off"  # the name of ``implicit_off``'s fits in its table
+
+
+def scale_rows(estimates: pd.DataFrame) -> list[dict]:
+    """One row per factor of one fit's estimates (loadings and the training persons' abilities,
+    with their truth): the fitted and true latent variances, the loadings' slope on the true
+    ones, and the loading MSE as the run scores it (free loadings) and on a common scale."""
+    ability = estimates[(estimates.parameter == "ability") & estimates["true"].notna()]
+    loading = estimates[(estimates.parameter == "loading") & estimates["true"].notna()]
+    loading = loading[(loading["mean"] != 0) | (loading["true"] != 0)]  # a confirmatory model's fixed zeros
+    rows = []
+    for factor, a in ability.groupby("factor"):
+        fitted = float(a["mean"].var(ddof=0) + (a["sd"] ** 2).mean())
+        true = float(a["true"].var(ddof=0))
+        lam = loading[loading.factor == factor]
+        est, tru = lam["mean"].to_numpy(float), lam["true"].to_numpy(float)
+        rows.append(
+            {
+                "factor": int(factor),
+                "latent_variance": fitted,
+                "true_variance": true,
+                "loading_slope": float(est @ tru / (tru @ tru)) if len(tru) else np.nan,
+                "loading_mse": float(np.mean((est - tru) ** 2)) if len(tru) else np.nan,
+                "loading_mse_common_scale": (
+                    float(np.mean((est * np.sqrt(fitted) - tru * np.sqrt(true)) ** 2)) if len(tru) else np.nan
+                ),
+            }
+        )
+    return rows
+
+
+def simulated_designs(config: dict) -> dict[str, dict]:
+    """The study's confirmatory simulated designs (a truth with abilities), by name."""
+    designs = config["studies"][STUDY]["designs"]
+    return {n: d for n, d in designs.items() if d["analysis"] == "confirmatory" and "dataset" not in d}
+
+
+def run_fits(config: dict, n_data_sets: int) -> list[Condition]:
+    """The run's fits ``latent_scale`` reads: every method and R of every simulated design, on its
+    first ``n_data_sets`` replications."""
+    study = config["studies"][STUDY]
+    return [
+        spec
+        for name, design in simulated_designs(config).items()
+        for spec in design_fits(name, design, design.get("methods", study["methods"]))
+        if spec.rep < n_data_sets
+    ]
+
+
+def fit_folder(config: dict, spec: Condition) -> Path:
+    """The folder of one of the run's fits: ``rep<r>/`` in the folder of the block that holds it."""
+    block = next(b for b, reps in enumerate(condition_blocks(config, spec)) if spec.rep in reps)
+    return Path(spec.block_folder(block)) / f"rep{spec.rep}"
+
+
+def fit_rows(spec: Condition, estimates: pd.DataFrame, record: dict, method: str | None = None) -> list[dict]:
+    keys = {
+        "design": spec.design,
+        "method": method or spec.method,
+        "n_factors": spec.n_factors,
+        "n_importance": spec.n_importance,
+        "rep": spec.rep,
+    }
+    fit = {"converged": bool(record["converged"]), "steps": int(record["steps"])}
+    return [{**keys, **row, **fit} for row in scale_rows(estimates)]
+
+
+def latent_scale(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame:
+    """``scale_rows`` of the run's fits (``run_fits``), read from their folders."""
+    import json
+
+    rows = []
+    for spec in run_fits(config, n_data_sets):
+        folder = fit_folder(config, spec)
+        if not (folder / "estimates.csv").is_file():
+            progress(f"latent_scale: {folder} is missing (the run has not fitted it): left out")
+            continue
+        record = json.loads((folder / "fit.json").read_text())
+        rows += fit_rows(spec, pd.read_csv(folder / "estimates.csv"), record)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def mixture_designs(config: dict) -> list[str]:
+    """The simulated designs whose latent is a mixture and that the run fits by ``iwavb``."""
+    from bayesirt.studies.amortized_ifa.settings import Settings
+
+    settings, study = Settings.from_config(config), config["studies"][STUDY]
+    return [
+        name
+        for name, d in simulated_designs(config).items()
+        if settings.design(name).latent == "mixture" and "iwavb" in d.get("methods", study["methods"])
+    ]
+
+
+def data_folder(design: str, rep: int) -> str:
+    return f"data/processed/{STUDY}/{design}/rep{rep}"
+
+
+def implicit_off_fits(config: dict, n_data_sets: int) -> list[Condition]:
+    """The run's ``iwavb`` fits of the mixture designs on their first ``n_data_sets`` data sets."""
+    designs = config["studies"][STUDY]["designs"]
+    return [
+        spec
+        for name in mixture_designs(config)
+        for spec in design_fits(name, designs[name], ("iwavb",))
+        if spec.rep < n_data_sets
+    ]
+
+
+def diagnostic_inputs(config: dict, n_data_sets: int) -> list[str]:
+    """The workflow's files the diagnostics read: the data of ``implicit_off``'s fits (the run's
+    fits that ``latent_scale`` reads are read where the run left them, not built)."""
+    return sorted({f"{data_folder(s.design, s.rep)}/responses.parquet" for s in implicit_off_fits(config, n_data_sets)})
+
+
+def without_implicit(cfg):
+    """IWAVB's settings with its implicit part switched off (u = eps: a Gaussian q)."""
+    return replace(cfg, implicit=False)
+
+
+def implicit_off(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame:
+    """``iwavb`` with ``implicit=False`` on ``implicit_off_fits``, one block per design and R, each
+    fit scored by ``scale_rows`` (method ``OFF``)."""
+    from bayesirt.studies.amortized_ifa import data, methods
+    from bayesirt.studies.amortized_ifa.settings import Settings
+
+    settings, rows, blocks = Settings.from_config(config), [], {}
+    for spec in implicit_off_fits(config, n_data_sets):
+        blocks.setdefault((spec.design, spec.n_importance), []).append(spec)
+    for (design, r), specs in blocks.items():
+        block = []
+        for spec in specs:
+            folder = data_folder(spec.design, spec.rep)
+            train, held_out, truth = data.read_design_data(
+                f"{folder}/responses.parquet", f"{folder}/holdout.parquet", f"{folder}/truth.csv"
+            )
+            seed = derive(config["seed"], "fit", STUDY, spec.design, spec.rep)  # the run's fit seed
+            block.append(methods.Replication(train, held_out, truth, spec, seed))
+        progress(f"implicit_off: {design} R = {r}, {len(block)} fits of iwavb with implicit=False")
+        outs = methods.fit_block(block, settings, adjust=without_implicit)
+        for rep, out in zip(block, outs, strict=True):
+            rows += fit_rows(rep.cond, out.estimates, out.record, method=OFF)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Means over fits and factors, by design, method and R."""
+    rows = []
+    for (design, method, r), f in table.groupby(["design", "method", "n_importance"], sort=False):
+        fits = f.drop_duplicates("rep")
+        rows.append(
+            {
+                "design": f"`{design}`",
+                "method": f"`{method}`",
+                "R": int(r),
+                "fits": len(fits),
+                "met stopping rule": f"{int(fits.converged.sum())} of {len(fits)}",
+                "latent variance: fitted; true": f"{f.latent_variance.mean():.2f}; {f.true_variance.mean():.2f}",
+                "loading slope on truth": f"{f.loading_slope.mean():.2f}",
+                "loading MSE: as scored; common scale": (
+                    f"{f.loading_mse.mean():.4f}; {f.loading_mse_common_scale.mean():.4f}"
+                ),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def findings(table: pd.DataFrame) -> list[str]:
+    """One sentence per design and method, written from the numbers: how much of the loading
+    MSE a common scale removes, and which way the latent's scale drifted."""
+    lines = []
+    for (design, method), f in table.groupby(["design", "method"], sort=False):
+        raw, common = f.loading_mse.mean(), f.loading_mse_common_scale.mean()
+        fitted, true = f.latent_variance.mean(), f.true_variance.mean()
+        share = 1 - common / raw if raw > 0 else np.nan
+        drift = "wider than" if fitted > 1.1 else ("narrower than" if fitted < 0.9 else "close to")
+        lines.append(
+            f"`{method}` on `{design}`: the fitted latent variance is {fitted:.2f} ({drift} the prior's 1; the true "
+            f"latent's {true:.2f}); its loading MSE is {raw:.4f} as scored and {common:.4f} on a common scale, "
+            + (
+                f"so the latent's scale accounts for {share:.0%} of it."
+                if np.isfinite(share) and share > 0
+                else "so the latent's scale does not account for it."
+            )
+        )
+    return lines
+
+
+def section(tables: dict, facts: dict) -> str:
+    """The reproduction page's section: ``summary`` and ``findings`` of both parts."""
+    from bayesirt.studies.reproduction import made_by, markdown_table, part_facts
+
+    parts = [tables.get(name) for name in PARTS]
+    table = (
+        pd.concat([t for t in parts if t is not None and not t.empty], ignore_index=True)
+        if any(t is not None and not t.empty for t in parts)
+        else None
+    )
+    if table is None:
+        return ""
+    made = "; ".join(f"{name}: {made_by(part_facts(facts, name))}" for name in PARTS if tables.get(name) is not None)
+    return "\n".join(
+        [
+            "## Diagnostics: the latent's scale or the loadings?",
+            "",
+            "Each fit's latent variance (the spread of its encoder over the training persons: variance of the "
+            "posterior means plus mean posterior variance) beside the true latent's, the loadings' slope on the "
+            "true ones, and the loading MSE as the run scores it and on a common scale (each loading times its "
+            "factor's latent sd, the fit's and the truth's): a pure drift of the latent's scale leaves no error on "
+            f"the common scale. `{OFF}`: `iwavb` refitted with its implicit part switched off, all else as the run "
+            f"fits it ({made}; `bayesirt.studies.amortized_ifa.diagnostics`).",
+            "",
+            *markdown_table(summary(table)),
+            "",
+            *[f"- {line}" for line in findings(table)],
+            "",
+        ]
+    )
+
+
+PARTS = {"latent_scale": latent_scale, "implicit_off": implicit_off}
+
+
+def diagnose(config: dict, n_data_sets: int, parts=tuple(PARTS)) -> dict[str, pd.DataFrame]:
+    """The tables of ``parts`` (default both): ``latent_scale`` reads the run's fits,
+    ``implicit_off`` fits IWAVB again on the mixture designs (the long part)."""
+    unknown = set(parts) - set(PARTS)
+    if unknown:
+        raise ValueError(
+            f"amortized_ifa diagnostics: unknown part(s) {sorted(unknown)}; the parts are {', '.join(PARTS)}"
+        )
+    return {name: PARTS[name](config, n_data_sets) for name in parts}

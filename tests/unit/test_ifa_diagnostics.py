@@ -1,0 +1,93 @@
+"""amortized_ifa's diagnostics: the latent's scale of a fit, scored on tables whose answer is
+known, read from the run's folders, and IWAVB refitted with its implicit part switched off."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesirt.studies.amortized_ifa import conditions, data, diagnostics, methods, settings
+from tests.unit.test_ifa_study import TINY, design, one_design, test_config
+
+
+def scaled_estimates(c: float, seed: int = 0) -> pd.DataFrame:
+    """Estimates of one factor whose loadings are the true ones times ``c`` and whose persons'
+    posterior means are the true abilities divided by ``c`` (sd 0): a pure drift of scale."""
+    rng = np.random.default_rng(seed)
+    lam, z = rng.uniform(0.5, 2.0, 10), rng.normal(0.0, 1.5, 200)
+    rows = [
+        {"parameter": "loading", "item": j, "factor": 0, "mean": c * v, "sd": np.nan, "true": v}
+        for j, v in enumerate(lam)
+    ]
+    rows += [{"parameter": "loading", "item": 10, "factor": 0, "mean": 0.0, "sd": np.nan, "true": 0.0}]  # a fixed zero
+    rows += [
+        {"parameter": "ability", "person": i, "factor": 0, "mean": v / c, "sd": 0.0, "true": v} for i, v in enumerate(z)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_a_pure_drift_of_scale_leaves_no_loading_error_on_the_common_scale():
+    est = scaled_estimates(c=0.5)
+    (row,) = diagnostics.scale_rows(est)
+    z = est[est.parameter == "ability"]["true"]
+    lam = est[(est.parameter == "loading") & (est["true"] != 0)]["true"].to_numpy()
+    assert row["loading_slope"] == pytest.approx(0.5)
+    assert row["latent_variance"] == pytest.approx(z.var(ddof=0) / 0.25)
+    assert row["true_variance"] == pytest.approx(z.var(ddof=0))
+    assert row["loading_mse"] == pytest.approx(np.mean((0.5 * lam - lam) ** 2))  # the fixed zero is left out
+    assert row["loading_mse_common_scale"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_posterior_sds_add_to_the_fitted_latent_variance():
+    est = scaled_estimates(c=1.0)
+    est.loc[est.parameter == "ability", "sd"] = 0.5
+    (row,) = diagnostics.scale_rows(est)
+    assert row["latent_variance"] == pytest.approx(row["true_variance"] + 0.25)
+
+
+def test_latent_scale_reads_the_run_fits_and_leaves_out_those_not_fitted(tmp_path, monkeypatch):
+    cfg = test_config()
+    monkeypatch.chdir(tmp_path)
+    fits = diagnostics.run_fits(cfg, 1)
+    assert fits and all(f.rep == 0 for f in fits)
+    assert {f.design for f in fits} == set(diagnostics.simulated_designs(cfg))
+    spec = fits[0]
+    folder = diagnostics.fit_folder(cfg, spec)
+    assert str(folder) == f"{spec.block_folder(0)}/rep0"
+    folder.mkdir(parents=True)
+    scaled_estimates(c=2.0).to_csv(folder / "estimates.csv", index=False)
+    (folder / "fit.json").write_text(json.dumps({"converged": True, "steps": 300}))
+    said = []
+    table = diagnostics.latent_scale(cfg, 1, progress=said.append)
+    assert len(said) == len(fits) - 1 and all("left out" in s for s in said)
+    assert list(table.columns) == diagnostics.COLUMNS and len(table) == 1
+    assert table.loc[0, "method"] == spec.method and table.loc[0, "loading_slope"] == pytest.approx(2.0)
+    summary = diagnostics.summary(table)
+    assert summary.loc[0, "met stopping rule"] == "1 of 1"
+    (line,) = diagnostics.findings(table)
+    assert "accounts for 100%" in line
+
+
+def test_the_mixture_designs_are_those_iwavb_fits_with_a_mixture_latent():
+    cfg = test_config()
+    mixtures = diagnostics.mixture_designs(cfg)
+    assert mixtures == ["mixture_p1"]
+    assert all(f.method == "iwavb" and f.design == "mixture_p1" for f in diagnostics.implicit_off_fits(cfg, 1))
+    assert diagnostics.diagnostic_inputs(cfg, 1) == ["data/processed/amortized_ifa/mixture_p1/rep0/responses.parquet"]
+
+
+def test_an_unknown_part_is_refused():
+    with pytest.raises(ValueError, match="implicit_off"):
+        diagnostics.diagnose(test_config(), 1, parts=("nope",))
+
+
+def test_iwavb_without_its_implicit_part_is_fitted_as_a_block():
+    d = design(analysis="confirmatory", preset="mixture_p1", n_persons=40, training=TINY)
+    evaluation = settings.Evaluation(heldout_fraction=0.25, eval_samples=10, posterior_draws=5)
+    train, hold, truth = data.simulate_design(d, 0, 0.25)
+    rep = methods.Replication(train, hold, truth, conditions.Condition(d.name, "iwavb", 1, 3, 0), 7)
+    (out,) = methods.fit_block([rep], one_design(d, evaluation), adjust=diagnostics.without_implicit)
+    assert out.record["settings"]["method"]["implicit"] is False
+    (row,) = diagnostics.fit_rows(rep.cond, out.estimates, out.record, method=diagnostics.OFF)
+    assert row["method"] == diagnostics.OFF and np.isfinite(row["latent_variance"])

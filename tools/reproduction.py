@@ -394,7 +394,7 @@ def main(argv=None) -> int:
     p.add_argument(
         "--parts",
         nargs="+",
-        help="only these of the study's diagnostic tables (vibo: encoder_fits, doubled_fits; default all)",
+        help="only these of the study's diagnostic tables (its diagnostics module's PARTS; default all)",
     )
     p.set_defaults(step_function=diagnose)
     p = sub.add_parser("synthetic-ipip", help="write the full-size synthetic IPIP-FFM file for amortized_ifa")

@@ -91,3 +91,54 @@ def test_iwavb_without_its_implicit_part_is_fitted_as_a_block():
     assert out.record["settings"]["method"]["implicit"] is False
     (row,) = diagnostics.fit_rows(rep.cond, out.estimates, out.record, method=diagnostics.OFF)
     assert row["method"] == diagnostics.OFF and np.isfinite(row["latent_variance"])
+
+
+def scale_table(gap: float, reps: int = 4, design: str = "mixture_p1") -> pd.DataFrame:
+    """A ``latent_scale`` table of IWAE and IWAVB on ``reps`` replications, IWAVB's loading MSE on
+    the common scale ``gap`` above IWAE's (with a little spread), every fit converged."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for rep in range(reps):
+        base = 0.1 + 0.01 * rng.standard_normal()
+        for method, mse in (("iwae", base), ("iwavb", base + gap + 0.001 * rng.standard_normal())):
+            rows.append(
+                {
+                    **dict.fromkeys(diagnostics.COLUMNS, 1.0),
+                    "design": design,
+                    "method": method,
+                    "n_factors": 1,
+                    "n_importance": 30,
+                    "rep": rep,
+                    "factor": 0,
+                    "loading_mse_common_scale": mse,
+                    "converged": True,
+                    "steps": 100,
+                }
+            )
+    return pd.DataFrame(rows, columns=diagnostics.COLUMNS)
+
+
+@pytest.mark.parametrize(("gap", "verdict"), [(0.05, "contradicted"), (-0.05, "supported")])
+def test_the_common_scale_row_judges_iwavb_against_iwae_by_replication(gap, verdict):
+    (claim,) = diagnostics.claims(scale_table(gap))
+    assert claim.verdict == verdict and claim.method == "iwae, iwavb" and "common scale" in claim.claim
+    assert claim.section == "" and claim.quote == ""  # this project's reading, not the seed's
+
+
+def test_no_common_scale_row_without_the_table_or_a_mixture_design():
+    assert diagnostics.claims(None) == [] and diagnostics.claims(scale_table(0.05).iloc[:0]) == []
+    assert diagnostics.claims(scale_table(0.05, design="normal_p5")) == []
+
+
+def test_the_page_shows_the_section(tmp_path):
+    from bayesirt.studies import reproduction
+
+    folder = tmp_path / "amortized_ifa" / reproduction.DIAGNOSTICS
+    folder.mkdir(parents=True)
+    scale_table(0.05).to_csv(folder / "latent_scale.csv", index=False)
+    facts = {"command": "python tools/reproduction.py diagnose amortized_ifa", "commit": "abcdef0123", "seconds": 60}
+    (folder / "diagnostics.json").write_text(json.dumps(facts))
+    text = reproduction.diagnostics_section("amortized_ifa", tmp_path / "amortized_ifa")
+    assert text.startswith("## Diagnostics: the latent's scale or the loadings?")
+    assert "latent_scale: `python tools/reproduction.py diagnose amortized_ifa`, commit `abcdef0`, 1 min" in text
+    assert "| `mixture_p1` | `iwavb` | 30 | 4 | 4 of 4 |" in text and text.count("- `iwa") == 2

@@ -32,6 +32,15 @@ import pandas as pd
 
 from bayesirt.seeds import derive
 from bayesirt.studies.amortized_ifa.conditions import STUDY, Condition, condition_blocks, design_fits
+from bayesirt.studies.amortized_ifa.reproduction_pairs import (
+    LATENT,
+    PAIRS,
+    as_pair,
+    named,
+    paired_claim,
+    per_replication,
+)
+from bayesirt.studies.reproduction_claims import Claim, rests_on
 
 COLUMNS = [
     "design",
@@ -234,6 +243,38 @@ def findings(table: pd.DataFrame) -> list[str]:
             )
         )
     return lines
+
+
+def per_fit(table: pd.DataFrame) -> pd.DataFrame:
+    """``table``'s rows averaged over factors: one per fit (design, method, R, replication)."""
+    keys = ["design", "method", "n_importance", "rep"]
+    figures = table.groupby(keys, sort=False)[["loading_mse", "loading_mse_common_scale"]].mean()
+    return figures.join(table.groupby(keys, sort=False)["converged"].all()).reset_index()
+
+
+def claims(table: pd.DataFrame | None) -> list[Claim]:
+    """The page's row on the mixture designs' loading claim, read on a common scale: IWAVB
+    against IWAE paired by replication (each pair of ``PAIRS`` the table has), the loading MSE of
+    each loading times its factor's latent sd. This project's reading (none without the table)."""
+    if table is None or table.empty:
+        return []
+    fits = per_fit(table[table.design.map(LATENT) == "mixture"])
+    rows = []
+    for pair in PAIRS:
+        if not fits.method.isin(pair).any():
+            continue
+        paired = as_pair(fits, pair).rename(columns={"n_importance": "importance_samples"})
+        designs = ", ".join(dict.fromkeys(paired.design))
+        claim = paired_claim(
+            f"IWAVB has the lower loading MSE on a common scale, each loading times its factor's latent sd "
+            f"(mixture latents, {designs}; diagnostics)",
+            "no number (this project's reading of Figure 11)",
+            per_replication(paired, "loading_mse_common_scale"),
+            "loading MSE on a common scale",
+            "lower",
+        )
+        rows.append(rests_on(named(claim, pair), paired))
+    return rows
 
 
 def section(tables: dict, facts: dict) -> str:

@@ -11,13 +11,20 @@ so a figure is never read by eye; the study's report states its claims with thes
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pandas as pd
 
 from bayesirt.evaluation import verdicts
 from bayesirt.studies.amortized_ifa.reproduction_figures import figures  # noqa: F401 (the page's figures)
-from bayesirt.studies.amortized_ifa.reproduction_pairs import LATENT, PAIRS, PARAMETERS, as_pair, per_replication
+from bayesirt.studies.amortized_ifa.reproduction_pairs import (
+    BOTH,
+    LATENT,
+    PAIRS,
+    PARAMETERS,
+    as_pair,
+    named,
+    paired_claim,
+    per_replication,
+)
 from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict, page_sentence, rests_on, seed_source
 from bayesirt.studies.reproduction_claims import block_time
 
@@ -58,7 +65,6 @@ TABLE_1 = {
 }
 FIGURES = {"normal": "Figure 8", "mixture": "Figure 11"}
 LOGLIK_FIGURES = {"normal": "Figure 9", "mixture": "Figure 12"}
-BOTH = "iwae, iwavb"
 SECTIONS = {
     "ipip": "4.1 Empirical Study: Big-Five Personality Questionnaire",
     "normal": "4.2 Simulation Study: Latent Variables Following Normal Distribution",
@@ -72,28 +78,6 @@ TIME_SOURCES = (
     seed_source(SECTIONS["normal"], "Both methods exhibited similar computation times"),
     seed_source(SECTIONS["mixture"], "the IWAVB method required more computational time"),
 )
-
-
-def paired_claim(
-    claim, seed, pairs: pd.DataFrame, column: str, direction: str, margin: float = 0.0, source: dict | None = None
-) -> Claim:
-    source = source or {}
-    if pairs.empty or not {"iwavb", "iwae"} <= set(pairs.columns):
-        return Claim(
-            claim, seed, "not run", "not comparable", "the run has no paired IWAE and IWAVB fits here", BOTH, **source
-        )
-    v = verdicts.paired_verdict(
-        pairs.iwavb - pairs.iwae, direction=direction, margin=margin, subject=f"IWAVB's {column} minus IWAE's"
-    )
-    return Claim(
-        claim,
-        seed,
-        f"IWAVB {describe(pairs.iwavb, 4)}; IWAE {describe(pairs.iwae, 4)}",
-        from_verdict(v),
-        clean(page_sentence(v)),
-        BOTH,
-        **source,
-    )
 
 
 def mse_source(latent: str, par: str) -> dict:
@@ -328,12 +312,6 @@ def ipip_claims(tables: dict) -> list[Claim]:
     return rows
 
 
-def named(claim: Claim, pair: tuple[str, str]) -> Claim:
-    """A claim judged on ``as_pair``'s fits, its methods named as the run names them."""
-    names = dict(zip(("iwae", "iwavb"), pair, strict=True))
-    return replace(claim, method=", ".join(names.get(m.strip(), m.strip()) for m in claim.method.split(",")))
-
-
 def claims(tables: dict) -> list[Claim]:
     """The simulations' claims and their times, judged on the seed's methods as written
     (``iwae_seed``, ``iwavb_seed``) where the run has them, then on ours; then the IPIP claims."""
@@ -345,7 +323,9 @@ def claims(tables: dict) -> list[Claim]:
         for pair in PAIRS:
             if table.method.isin(pair).any():
                 rows += [named(c, pair) for c in judge(as_pair(table, pair))]
-    return rows + ipip_claims(tables)
+    from bayesirt.studies.amortized_ifa import diagnostics  # the diagnostics' row (a common scale)
+
+    return rows + ipip_claims(tables) + diagnostics.claims(tables.get("diagnostics/latent_scale"))
 
 
 def design_table(tables: dict) -> pd.DataFrame:

@@ -53,8 +53,8 @@ def test_latent_scale_reads_the_run_fits_and_leaves_out_those_not_fitted(tmp_pat
     assert fits and all(f.rep == 0 for f in fits)
     assert {f.design for f in fits} == set(diagnostics.simulated_designs(cfg))
     spec = fits[0]
-    folder = diagnostics.fit_folder(cfg, spec)
-    assert str(folder) == f"{spec.block_folder(0)}/rep0"
+    folder = tmp_path / conditions.run_folder(cfg, spec)
+    assert conditions.run_folder(cfg, spec) == f"{spec.block_folder(0)}/rep0"
     folder.mkdir(parents=True)
     scaled_estimates(c=2.0).to_csv(folder / "estimates.csv", index=False)
     (folder / "fit.json").write_text(json.dumps({"converged": True, "steps": 300}))

@@ -24,10 +24,11 @@ MODULES = {"conditions", "settings", "data", "methods", "tables", "figures", "re
 # so that reproduction stays under 400, and reproduction_pairs: the fits paired by replication that
 # both of those read; seed_numbers: how a study's figures answer the numbers its seed reports (issue 46);
 # diagnostics: fits beside the run's that tell the seed's method from this implementation (issue 46);
-# gradient_samples: vibo's diagnostic of its seed's one number, kept apart so that diagnostics stays
-# under 400 lines
+# gradient_samples: vibo's diagnostic of its seed's one number, and doubling: amortized_ifa's
+# doubling check, kept apart so that diagnostics stays under 400 lines
 OPTIONAL = {
     "diagnostics",
+    "doubling",
     "gradient_samples",
     "evaluation",
     "seed_methods",

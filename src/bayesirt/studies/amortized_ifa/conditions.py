@@ -51,6 +51,23 @@ class Condition:
         return f"results/{STUDY}/{self.design}/{self.condition}/blocks/block{block}"
 
 
+def design_latent(design: dict) -> str:
+    """The latent distribution a design simulates: its ``simulate`` override, else its preset's
+    (``normal`` for a preset without one, and for a data set)."""
+    return (design.get("simulate") or {}).get("latent") or PRESETS.get(design.get("preset"), {}).get("latent", "normal")
+
+
+def simulated_designs(config: dict, latent: str | None = None) -> list[str]:
+    """The validated config's confirmatory designs of simulated data (a truth with abilities),
+    those of one ``latent`` distribution where given."""
+    designs = config["studies"][STUDY]["designs"]
+    return [
+        name
+        for name, d in designs.items()
+        if d["analysis"] == "confirmatory" and "dataset" not in d and latent in (None, design_latent(d))
+    ]
+
+
 def condition_name(method: str, n_factors: int, n_importance: int) -> str:
     return f"{method}_P{n_factors}_R{n_importance}"
 
@@ -101,6 +118,12 @@ def condition_blocks(config: dict, spec: Condition) -> list[list[int]]:
         if (f.n_factors, f.n_importance) == (spec.n_factors, spec.n_importance)
     )
     return split_blocks(reps, design["block_size"])
+
+
+def run_folder(config: dict, spec: Condition) -> str:
+    """The folder of one of the run's fits: ``rep<r>/`` in the folder of the block that holds it."""
+    block = next(b for b, reps in enumerate(condition_blocks(config, spec)) if spec.rep in reps)
+    return f"{spec.block_folder(block)}/rep{spec.rep}"
 
 
 def block_processes(design: dict, n_reps: int) -> int:

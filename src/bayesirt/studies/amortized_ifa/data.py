@@ -8,6 +8,8 @@ import pandas as pd
 
 from bayesirt import io
 from bayesirt.data import simulate_mgrm as sm
+from bayesirt.seeds import derive
+from bayesirt.studies.amortized_ifa.conditions import STUDY
 from bayesirt.studies.amortized_ifa.settings import Design
 
 
@@ -52,3 +54,26 @@ def read_design_data(responses, holdout, truth=None):
     if [it.name for it in train.items] != [it.name for it in hold.items]:
         raise io.DataFormatError(f"{holdout}: items differ from those of {responses}")
     return train, hold, (pd.read_csv(truth) if truth else None)
+
+
+def data_folder(design: str, rep: int) -> str:
+    """The folder of a simulated design's data set ``rep`` (the workflow's ``ifa_simulate`` output)."""
+    return f"data/processed/{STUDY}/{design}/rep{rep}"
+
+
+def run_replications(config: dict, specs: list) -> list:
+    """The run's replications of ``specs`` (``conditions.Condition`` of simulated designs) as
+    ``methods.Replication``: each its data set's files (``data_folder``) and the fit seed the
+    workflow gives every fit of that data set."""
+    from bayesirt.studies.amortized_ifa.methods import Replication  # JAX: not for the data jobs
+
+    reps = []
+    for spec in specs:
+        folder = data_folder(spec.design, spec.rep)
+        train, holdout, truth = read_design_data(
+            f"{folder}/responses.parquet", f"{folder}/holdout.parquet", f"{folder}/truth.csv"
+        )
+        reps.append(
+            Replication(train, holdout, truth, spec, derive(config["seed"], "fit", STUDY, spec.design, spec.rep))
+        )
+    return reps

@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bayesirt.seeds import derive
-from bayesirt.studies.amortized_ifa.conditions import STUDY, Condition, condition_blocks, design_fits
+from bayesirt.studies.amortized_ifa import data, doubling
+from bayesirt.studies.amortized_ifa.conditions import STUDY, Condition, design_fits, run_folder, simulated_designs
 from bayesirt.studies.amortized_ifa.reproduction_pairs import (
     LATENT,
     PAIRS,
@@ -88,28 +88,16 @@ def scale_rows(estimates: pd.DataFrame) -> list[dict]:
     return rows
 
 
-def simulated_designs(config: dict) -> dict[str, dict]:
-    """The study's confirmatory simulated designs (a truth with abilities), by name."""
-    designs = config["studies"][STUDY]["designs"]
-    return {n: d for n, d in designs.items() if d["analysis"] == "confirmatory" and "dataset" not in d}
-
-
 def run_fits(config: dict, n_data_sets: int) -> list[Condition]:
     """The run's fits ``latent_scale`` reads: every method and R of every simulated design, on its
     first ``n_data_sets`` replications."""
     study = config["studies"][STUDY]
     return [
         spec
-        for name, design in simulated_designs(config).items()
+        for name, design in ((n, study["designs"][n]) for n in simulated_designs(config))
         for spec in design_fits(name, design, design.get("methods", study["methods"]))
         if spec.rep < n_data_sets
     ]
-
-
-def fit_folder(config: dict, spec: Condition) -> Path:
-    """The folder of one of the run's fits: ``rep<r>/`` in the folder of the block that holds it."""
-    block = next(b for b, reps in enumerate(condition_blocks(config, spec)) if spec.rep in reps)
-    return Path(spec.block_folder(block)) / f"rep{spec.rep}"
 
 
 def fit_rows(spec: Condition, estimates: pd.DataFrame, record: dict, method: str | None = None) -> list[dict]:
@@ -130,7 +118,7 @@ def latent_scale(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame
 
     rows = []
     for spec in run_fits(config, n_data_sets):
-        folder = fit_folder(config, spec)
+        folder = Path(run_folder(config, spec))
         if not (folder / "estimates.csv").is_file():
             progress(f"latent_scale: {folder} is missing (the run has not fitted it): left out")
             continue
@@ -139,20 +127,14 @@ def latent_scale(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def mixture_designs(config: dict) -> list[str]:
-    """The simulated designs whose latent is a mixture and that the run fits by ``iwavb``."""
-    from bayesirt.studies.amortized_ifa.settings import Settings
-
-    settings, study = Settings.from_config(config), config["studies"][STUDY]
+def mixture_designs(config: dict, method: str = "iwavb") -> list[str]:
+    """The simulated designs whose latent is a mixture and that the run fits by ``method``."""
+    study = config["studies"][STUDY]
     return [
-        name
-        for name, d in simulated_designs(config).items()
-        if settings.design(name).latent == "mixture" and "iwavb" in d.get("methods", study["methods"])
+        n
+        for n in simulated_designs(config, "mixture")
+        if method in study["designs"][n].get("methods", study["methods"])
     ]
-
-
-def data_folder(design: str, rep: int) -> str:
-    return f"data/processed/{STUDY}/{design}/rep{rep}"
 
 
 def implicit_off_fits(config: dict, n_data_sets: int) -> list[Condition]:
@@ -167,9 +149,16 @@ def implicit_off_fits(config: dict, n_data_sets: int) -> list[Condition]:
 
 
 def diagnostic_inputs(config: dict, n_data_sets: int) -> list[str]:
-    """The workflow's files the diagnostics read: the data of ``implicit_off``'s fits (the run's
-    fits that ``latent_scale`` reads are read where the run left them, not built)."""
-    return sorted({f"{data_folder(s.design, s.rep)}/responses.parquet" for s in implicit_off_fits(config, n_data_sets)})
+    """The workflow's files the diagnostics read: the data of the mixture designs' first data sets,
+    which ``implicit_off`` and ``doubling`` fit (the run's fits they read are read where the run
+    left them, not built)."""
+    reps = range(n_data_sets)
+    return sorted(
+        f"{data.data_folder(d, r)}/responses.parquet"
+        for d in simulated_designs(config, "mixture")
+        for r in reps
+        if r < config["studies"][STUDY]["designs"][d]["replications"]
+    )
 
 
 def without_implicit(cfg):
@@ -180,21 +169,14 @@ def without_implicit(cfg):
 def implicit_off(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame:
     """``iwavb`` with ``implicit=False`` on ``implicit_off_fits``, one block per design and R, each
     fit scored by ``scale_rows`` (method ``OFF``)."""
-    from bayesirt.studies.amortized_ifa import data, methods
+    from bayesirt.studies.amortized_ifa import methods
     from bayesirt.studies.amortized_ifa.settings import Settings
 
     settings, rows, blocks = Settings.from_config(config), [], {}
     for spec in implicit_off_fits(config, n_data_sets):
         blocks.setdefault((spec.design, spec.n_importance), []).append(spec)
     for (design, r), specs in blocks.items():
-        block = []
-        for spec in specs:
-            folder = data_folder(spec.design, spec.rep)
-            train, held_out, truth = data.read_design_data(
-                f"{folder}/responses.parquet", f"{folder}/holdout.parquet", f"{folder}/truth.csv"
-            )
-            seed = derive(config["seed"], "fit", STUDY, spec.design, spec.rep)  # the run's fit seed
-            block.append(methods.Replication(train, held_out, truth, spec, seed))
+        block = data.run_replications(config, specs)
         progress(f"implicit_off: {design} R = {r}, {len(block)} fits of iwavb with implicit=False")
         outs = methods.fit_block(block, settings, adjust=without_implicit)
         for rep, out in zip(block, outs, strict=True):
@@ -277,21 +259,20 @@ def claims(table: pd.DataFrame | None) -> list[Claim]:
     return rows
 
 
+SCALE_PARTS = ("latent_scale", "implicit_off")  # the tables of the section on the latent's scale
+
+
 def section(tables: dict, facts: dict) -> str:
-    """The reproduction page's section: ``summary`` and ``findings`` of both parts."""
+    """The reproduction page's sections: ``summary`` and ``findings`` of the latent's scale (both
+    of its parts), then the doubling check's table."""
     from bayesirt.studies.reproduction import made_by, markdown_table, part_facts
 
-    parts = [tables.get(name) for name in PARTS]
-    table = (
-        pd.concat([t for t in parts if t is not None and not t.empty], ignore_index=True)
-        if any(t is not None and not t.empty for t in parts)
-        else None
-    )
-    if table is None:
-        return ""
-    made = "; ".join(f"{name}: {made_by(part_facts(facts, name))}" for name in PARTS if tables.get(name) is not None)
-    return "\n".join(
-        [
+    scale = [tables[name] for name in SCALE_PARTS if tables.get(name) is not None and not tables[name].empty]
+    lines = []
+    if scale:
+        table = pd.concat(scale, ignore_index=True)
+        made = "; ".join(f"{n}: {made_by(part_facts(facts, n))}" for n in SCALE_PARTS if tables.get(n) is not None)
+        lines += [
             "## Diagnostics: the latent's scale or the loadings?",
             "",
             "Each fit's latent variance (the spread of its encoder over the training persons: variance of the "
@@ -306,10 +287,11 @@ def section(tables: dict, facts: dict) -> str:
             *[f"- {line}" for line in findings(table)],
             "",
         ]
-    )
+    lines += doubling.section(tables.get(doubling.TABLE), made_by(part_facts(facts, doubling.TABLE)))
+    return "\n".join(lines)
 
 
-PARTS = {"latent_scale": latent_scale, "implicit_off": implicit_off}
+PARTS = {"latent_scale": latent_scale, "implicit_off": implicit_off, doubling.TABLE: doubling.doubled_fits}
 
 
 def diagnose(config: dict, n_data_sets: int, parts=tuple(PARTS)) -> dict[str, pd.DataFrame]:

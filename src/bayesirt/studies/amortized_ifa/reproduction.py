@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bayesirt.evaluation import verdicts
+from bayesirt.studies.amortized_ifa import doubling
 from bayesirt.studies.amortized_ifa.reproduction_figures import figures  # noqa: F401 (the page's figures)
 from bayesirt.studies.amortized_ifa.reproduction_pairs import (
     BOTH,
@@ -26,7 +27,7 @@ from bayesirt.studies.amortized_ifa.reproduction_pairs import (
     per_replication,
 )
 from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict, page_sentence, rests_on, seed_source
-from bayesirt.studies.reproduction_claims import block_time
+from bayesirt.studies.reproduction_claims import block_time, doubling_check
 
 TITLE = "amortized_ifa (seed 003): IWAVB against IWAE for item factor analysis"
 INTRO = (
@@ -91,12 +92,20 @@ def mse_source(latent: str, par: str) -> dict:
     return seed_source(SECTIONS["normal"], "the differences were minimal")
 
 
-def simulation_claims(fits: pd.DataFrame) -> list[Claim]:
+def simulation_claims(fits: pd.DataFrame, doubled: pd.DataFrame | None = None) -> list[Claim]:
+    """The simulations' claims on the pair's fits; ``doubled``: the diagnostics' doubling check of
+    the same pair (``doubling``), which a claim on fits that did not all meet their stopping rule
+    needs to keep its verdict."""
     rows, gains = [], {}  # gains: IWAVB's held-out log-likelihood over IWAE's per replication, by latent
     for latent in ("normal", "mixture"):
         f = fits[fits.design.map(LATENT) == latent]
         if f.empty:
             continue
+        d = None if doubled is None else doubled[doubled.design.map(LATENT) == latent]
+
+        def check(column: str, d=d):
+            return doubling_check(d, "iwavb", column, baseline="iwae", on=("design", "rep"))
+
         where = f"{latent} latents, {', '.join(dict.fromkeys(f.design))}"
         for par, label in PARAMETERS.items():
             column = f"{par}_mse"
@@ -124,7 +133,7 @@ def simulation_claims(fits: pd.DataFrame) -> list[Claim]:
                     "lower",
                     source=mse_source(latent, par),
                 )
-            rows.append(rests_on(claim, f))
+            rows.append(rests_on(claim, f, doubling=check(column)))
         loglik = per_replication(f, "loglik_independent")
         if {"iwavb", "iwae"} <= set(loglik.columns):
             gains[latent] = loglik.iwavb - loglik.iwae
@@ -136,7 +145,7 @@ def simulation_claims(fits: pd.DataFrame) -> list[Claim]:
             "higher",
             source=LOGLIK_SOURCES[latent],
         )
-        rows.append(rests_on(claim, f))
+        rows.append(rests_on(claim, f, doubling=check("loglik_independent")))
     if len(gains) == 2:
         v = verdicts.two_group_verdict(
             gains["mixture"],
@@ -315,14 +324,16 @@ def ipip_claims(tables: dict) -> list[Claim]:
 def claims(tables: dict) -> list[Claim]:
     """The simulations' claims and their times, judged on the seed's methods as written
     (``iwae_seed``, ``iwavb_seed``) where the run has them, then on ours; then the IPIP claims."""
-    fits, timings = tables["fits"], tables["timings"]
+    fits, timings, doubled = tables["fits"], tables["timings"], tables.get(f"diagnostics/{doubling.TABLE}")
     confirmatory = fits[fits.design.isin(list(LATENT))]
     rows = []
-    for judge in (simulation_claims, time_claims):
-        table = confirmatory if judge is simulation_claims else timings
-        for pair in PAIRS:
-            if table.method.isin(pair).any():
-                rows += [named(c, pair) for c in judge(as_pair(table, pair))]
+    for pair in PAIRS:
+        if confirmatory.method.isin(pair).any():
+            checked = None if doubled is None else as_pair(doubled, pair)
+            rows += [named(c, pair) for c in simulation_claims(as_pair(confirmatory, pair), checked)]
+    for pair in PAIRS:
+        if timings.method.isin(pair).any():
+            rows += [named(c, pair) for c in time_claims(as_pair(timings, pair))]
     from bayesirt.studies.amortized_ifa import diagnostics  # the diagnostics' row (a common scale)
 
     return rows + ipip_claims(tables) + diagnostics.claims(tables.get("diagnostics/latent_scale"))

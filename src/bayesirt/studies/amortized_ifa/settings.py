@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bayesirt.config import ConfigError
-from bayesirt.data.mgrm_presets import PRESETS
-from bayesirt.studies.amortized_ifa.conditions import STUDY
+from bayesirt.studies.amortized_ifa.conditions import STUDY, design_latent
 
 
 def check(config: dict) -> None:
@@ -166,7 +165,7 @@ class Design:
     def latent(self) -> str:
         """The latent distribution it simulates: its ``simulate`` override, else its preset's
         (``normal`` for a preset without one, and for a data set)."""
-        return dict(self.simulate).get("latent") or PRESETS.get(self.preset, {}).get("latent", "normal")
+        return design_latent({"simulate": dict(self.simulate), "preset": self.preset})
 
     @classmethod
     def from_config(cls, name: str, design: dict) -> Design:

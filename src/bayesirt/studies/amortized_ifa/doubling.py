@@ -26,7 +26,8 @@ from bayesirt.studies.amortized_ifa import data
 from bayesirt.studies.amortized_ifa.conditions import STUDY, design_fits, run_folder, simulated_designs
 
 TABLE = "doubled_fits"  # the diagnostics' table of ``doubled_fits``
-FIGURES = ("loading_mse", "intercept_mse", "factor_corr_mse", "loglik_independent")  # the run's fits.csv names
+# the run's fits.csv names
+FIGURES = ("loading_mse", "intercept_mse", "factor_corr_mse", "loglik_independent", "loglik_own_proposal")
 STATE = ("converged", "steps", *FIGURES)
 COLUMNS = ["design", "method", "n_importance", "rep", *STATE, *(f"{c}_doubled" for c in STATE), "seconds"]
 
@@ -40,6 +41,7 @@ def figures_of(record: dict) -> dict:
         "steps": int(record["steps"]),
         **{f: float(recovery.get(f, np.nan)) for f in FIGURES if f.endswith("_mse")},
         "loglik_independent": float(record["heldout_loglik"]["independent"]),
+        "loglik_own_proposal": float(record["heldout_loglik"].get("own_proposal", np.nan)),
     }
 
 

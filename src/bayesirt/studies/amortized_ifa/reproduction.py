@@ -48,6 +48,7 @@ FIT_COLUMNS = [
     "status",
     "steps",
     "loglik_independent",
+    "loglik_own_proposal",
     "loading_mse",
     "intercept_mse",
     "factor_corr_mse",
@@ -74,6 +75,13 @@ SECTIONS = {
 LOGLIK_SOURCES = {
     "normal": seed_source(SECTIONS["normal"], "was significantly higher for the IWAVB method"),
     "mixture": seed_source(SECTIONS["mixture"], "consistently achieved a higher approximate log-likelihood"),
+}
+# the held-out log-likelihood two ways: each method's own proposal, the seed's eq. 27, and this
+# project's method-independent estimate (quadrature or Laplace importance sampling at the fitted
+# items), which compares the methods on their item parameters alone
+LOGLIK_METRICS = {
+    "loglik_own_proposal": "by each method's own proposal, the seed's eq. 27",
+    "loglik_independent": "method-independent, this project's estimate at the fitted items",
 }
 TIME_SOURCES = (
     seed_source(SECTIONS["normal"], "Both methods exhibited similar computation times"),
@@ -137,15 +145,18 @@ def simulation_claims(fits: pd.DataFrame, doubled: pd.DataFrame | None = None) -
         loglik = per_replication(f, "loglik_independent")
         if {"iwavb", "iwae"} <= set(loglik.columns):
             gains[latent] = loglik.iwavb - loglik.iwae
-        claim = paired_claim(
-            f"IWAVB reaches a higher held-out log-likelihood ({where})",
-            f'{LOGLIK_FIGURES[latent]}: "significantly higher", no number or test',
-            loglik,
-            "held-out log-likelihood per person",
-            "higher",
-            source=LOGLIK_SOURCES[latent],
-        )
-        rows.append(rests_on(claim, f, doubling=check("loglik_independent")))
+        for column, metric in LOGLIK_METRICS.items():
+            if column not in f or not f[column].notna().any():
+                continue  # a run collected before the page kept the seed's metric
+            claim = paired_claim(
+                f"IWAVB reaches a higher held-out log-likelihood ({metric}; {where})",
+                f'{LOGLIK_FIGURES[latent]}: "significantly higher", no number or test',
+                per_replication(f, column),
+                "held-out log-likelihood per person",
+                "higher",
+                source=LOGLIK_SOURCES[latent],
+            )
+            rows.append(rests_on(claim, f, doubling=check(column)))
     if len(gains) == 2:
         v = verdicts.two_group_verdict(
             gains["mixture"],

@@ -171,6 +171,7 @@ FIGURES = {
     "rb_objective_cost": [*TARGETS, "step_ms", "step_ratio_to_zero_fill", "fits"],
     "rb_study_sim": [*TARGETS, "per_objective", "imputation_model", "diagnostic_oracle_exact_marginal", "expectation"],
     "rwa_real": [*TARGETS, "persons", "items", "missing_cells", "reverse_keyed"],
+    "script_imports": ["import_seconds_sum", "load_average", "scripts"],
     "vibo_2pl_10k": [
         "vibo_ability_corr",
         "mml_eap_ability_corr",

@@ -3,10 +3,11 @@ simulated designs a drift of the latent's scale, or an error in the loadings the
 
 The model fixes the latent's scale by its prior, N(0, I). The logit of a response moves with
 loading times latent, so a fit that spreads the persons wider or narrower than the prior (a
-latent variance away from one) has loadings shrunk or grown by the same factor, and the
-loading MSE against the truth counts that as error. On the seed's mixture scale the true
-latent's variance is itself not one, so every method's loadings differ from the generating
-ones by the ratio of the two spreads. Two parts:
+latent variance away from one) has loadings shrunk or grown by the ratio of the spreads (sds),
+and the loading MSE against the truth counts that as error. On the seed's mixture scale the
+true latent's variance is itself not one, so every method's loadings differ from the generating
+ones by that ratio. Two parts here, and the doubling check in ``doubling`` (part
+``doubled_fits``):
 
 ``latent_scale`` (reads the run's fits, no new fit): per fit and factor, the latent variance
 of the fitted encoder over the training persons (the variance of their posterior means plus
@@ -24,6 +25,7 @@ the implicit encoder?
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -114,8 +116,6 @@ def fit_rows(spec: Condition, estimates: pd.DataFrame, record: dict, method: str
 
 def latent_scale(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame:
     """``scale_rows`` of the run's fits (``run_fits``), read from their folders."""
-    import json
-
     rows = []
     for spec in run_fits(config, n_data_sets):
         folder = Path(run_folder(config, spec))

@@ -688,3 +688,18 @@ def test_the_index_counts_seed_and_project_claims_apart(tmp_path):
     assert (
         "(1 of them on fits that did not all meet their stopping rule; on their numbers alone 1 contradicted)" in line
     )
+
+
+def test_ifa_scree_is_judged_per_method_the_seed_first():
+    """Two curves (the seed's IWAE as written and ours): a row each, never their mean."""
+    gains = {"iwae": [0, 8.0, 6.0, 4.0, 3.0, 0.3, 0.2], "iwae_seed": [0, 8.0, 6.0, 0.5, 0.4, 0.3, 0.2]}
+    scree = pd.concat(
+        pd.DataFrame(
+            {"method": m, "importance_samples": 25, "n_factors": range(1, 8), "loglik_independent": -70 + np.cumsum(g)}
+        )
+        for m, g in gains.items()
+    )
+    rows = [r for r in ifa_page.ipip_claims({"scree": scree, "stability": pd.DataFrame()}) if "elbow" in r.claim]
+    assert [r.method for r in rows] == ["iwae_seed", "iwae"]
+    assert "after P = 3" in rows[0].why and "after P = 5" in rows[1].why
+    assert rows[0].ours.startswith("IWAE_SEED's gain") and rows[1].ours.startswith("IWAE's gain")

@@ -153,3 +153,7 @@ def test_a_block_holds_one_condition_and_no_more_than_block_size():
         methods.fit_block([reps[0], other], study)
     with pytest.raises(ValueError, match="vibo method 'gibbs' is not known"):
         methods.fit_block([replace(reps[0], cond=Condition("t", "mcar20", "gibbs", 0))], study)
+    # samples per gradient are VIBO's: MML (fitted one by one) and mean-field VI refuse them
+    for method in ("mml", "mfvi"):
+        with pytest.raises(ValueError, match="n_samples is VIBO's samples per gradient"):
+            methods.fit_block([replace(reps[0], cond=Condition("t", "mcar20", method, 0))], study, n_samples=5)

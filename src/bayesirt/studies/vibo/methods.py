@@ -337,8 +337,8 @@ def fit_block(reps: list[Replication], settings: Settings, *, n_samples: int | N
     Raises
     ------
     ValueError
-        An unknown method, replications of more than one condition, or more of them than the
-        design's ``block_size``.
+        An unknown method, replications of more than one condition, more of them than the
+        design's ``block_size``, or ``n_samples`` for a method that is not VIBO.
     MemoryError
         A block whose program would not fit in memory, naming the design's ``block_size``.
     """
@@ -354,6 +354,8 @@ def fit_block(reps: list[Replication], settings: Settings, *, n_samples: int | N
         raise ValueError(
             f"a block of {len(reps)} replications is larger than {key} ({settings.block_size(cond.design)})"
         )
+    if n_samples is not None and DRIVER.get(cond.method, (None,))[0] is not vibo_problem:
+        raise ValueError(f"n_samples is VIBO's samples per gradient: {cond.method} draws none")
     prepared = [prepare(rep, settings) for rep in reps]
     if cond.method not in DRIVER:  # MML and NUTS: one replication after the other
         return [METHODS[cond.method](p) for p in prepared]

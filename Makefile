@@ -13,6 +13,11 @@ STAMP := $(VENV)/.installed
 export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/.jax_cache
 export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0
 export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES ?= 0
+# Machine setting: where a block of fits saves its state as it goes, so that a block job cut
+# off (an interrupted run, a preempted cluster job) resumes from its last checkpoint rather than
+# from step 0 (bayesirt.inference.execution.checkpoints; a resumed fit ends with the same results).
+# Empty: no checkpoints.
+export BAYESIRT_CHECKPOINT_DIR ?= $(CURDIR)/.fit_checkpoints
 # Machine setting: XLA's CPU backend optimizes at LLVM level 1 instead of 2 and with its older
 # loop emitters instead of its fusion emitters, which compiles programs faster and runs them
 # slower (bayesirt.runtime, FAST_COMPILATION_FLAGS; the figures are on the Performance page): at

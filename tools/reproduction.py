@@ -39,6 +39,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -298,6 +299,7 @@ def load_config(paths) -> dict:
 
 
 def diagnose(args) -> int:
+    from bayesirt.inference.execution import checkpoints
     from bayesirt.studies import reproduction
 
     config = load_config(args.config)
@@ -320,7 +322,12 @@ def diagnose(args) -> int:
     }
     out = ROOT / DATA / args.study / reproduction.DIAGNOSTICS
     os.chdir(ROOT)  # the run's files are named relative to the repository
+    # the diagnostics' blocks keep their checkpoints until every table is written, so that a
+    # diagnose cut off and started again resumes its unfinished block and redoes no finished one
+    saved = Path(os.environ.get(checkpoints.ENV) or ROOT / ".fit_checkpoints") / f"diagnose-{args.study}"
+    os.environ.update({checkpoints.ENV: str(saved), checkpoints.KEEP_ENV: "1"})
     reproduction.diagnose(args.study, config, args.data_sets, out, facts, parts=args.parts)
+    shutil.rmtree(saved, ignore_errors=True)
     print(f"diagnose: {args.study} -> {out.relative_to(ROOT)}")
     return 0
 

@@ -5,6 +5,7 @@ Modules (imported on first use, as ``bayesirt.inference`` explains):
 
 ``bulk``
 ``bulk_processes``
+``checkpoints``
 ``chain_blocks``
 ``chain_processes``
 ``chains``
@@ -21,6 +22,7 @@ import importlib
 MODULES = (
     "bulk",
     "bulk_processes",
+    "checkpoints",
     "chain_blocks",
     "chain_processes",
     "chains",

@@ -46,7 +46,9 @@ import jax
 import jax.numpy as jnp
 
 from bayesirt import block_plan
+from bayesirt.inference.execution import checkpoints
 from bayesirt.inference.execution.bulk_group import Group
+from bayesirt.inference.execution.checkpoints import Checkpoint
 from bayesirt.inference.execution.training import FitResult, Problem
 from bayesirt.inference.execution.training_chunks import chunk_fn
 
@@ -232,8 +234,10 @@ def train_block(
     init_state = jax.jit(jax.vmap(optimizer.init))
     t0 = time.perf_counter()
     group = Group([problems[i] for i in groups[0]], settings, batch_size, init_state)
-    program = jitted.lower(*group.arguments(0)).compile()
+    lowered = jitted.lower(*group.arguments(0))
+    program = lowered.compile()
     compile_seconds = time.perf_counter() - t0
+    digest = checkpoints.program_digest(lowered) if checkpoints.folder() is not None else None
     memory, free = working_bytes(program), available_bytes()
     if free is not None and memory > 0.9 * free:
         raise MemoryError(
@@ -251,15 +255,19 @@ def train_block(
     )
     results: list[FitResult] = []
     recompile_seconds = 0.0  # narrowing the groups' programs: compilation, not the fits' wall time
-    t_block = time.perf_counter()
+    block_wall = 0.0  # the groups' stepping (with a resumed group's earlier sittings), not compilation
+    saved: list[Checkpoint | None] = []
     for g, members in enumerate(groups):
         if g > 0:
             group = Group([problems[i] for i in members], settings, batch_size, init_state)
             program = jitted  # compiled at its first call if this group is narrower
         group_label = label if len(groups) == 1 else f"{label} [group {g + 1} of {len(groups)}]"
-        results += group.run(program, jitted, group_label, compile_seconds)
+        saved.append(Checkpoint.for_group(digest, settings, width or n_fits, group.inputs()))
+        results += group.run(program, jitted, group_label, compile_seconds, saved[-1])
         recompile_seconds += group.recompile_seconds
-    block_wall = time.perf_counter() - t_block - recompile_seconds
+        block_wall += group.wall_seconds
+    for checkpoint in filter(None, saved if not checkpoints.keep_finished() else []):
+        checkpoint.remove()  # the block is whole: its checkpoints are spent
     compile_seconds += recompile_seconds
     for g, members in enumerate(groups):
         for i in members:

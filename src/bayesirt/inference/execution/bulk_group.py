@@ -11,6 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesirt.inference.execution import checkpoints
+from bayesirt.inference.execution.checkpoints import Checkpoint
 from bayesirt.inference.execution.stopping import Stopper
 from bayesirt.inference.execution.training import FitResult, Problem, diverged_result, finished
 from bayesirt.inference.execution.training_chunks import EpochPermutations
@@ -91,23 +93,59 @@ class Group:
         self.opt_state = init_state(self.params)
         self.stoppers = [Stopper(settings, n_persons) for _ in problems]
         self.recompile_seconds = 0.0  # narrowing the program (``run``)
+        self.wall_seconds = 0.0  # stepping, once ``run`` has finished
 
     def arguments(self, steps: int) -> tuple:
         return self.params, self.opt_state, self.step_keys, self.permutations.for_chunk(steps), self.data, steps
 
-    def run(self, program, jitted, label: str, compile_seconds: float) -> list[FitResult]:
+    def inputs(self) -> tuple:
+        """What the group's fits start from (for its checkpoint's fingerprint)."""
+        return self.params, self.step_keys, self.permutations.key, self.data
+
+    def run(self, program, jitted, label: str, compile_seconds: float, checkpoint: Checkpoint | None = None):
         """Step the group until every fit has stopped or reached ``max_steps``; ``program`` is the
         compiled program for the full group (``jitted`` compiles the narrower ones), which took
         ``compile_seconds`` (the price of narrowing, see the module docstring). The seconds spent
-        narrowing are ``recompile_seconds`` afterwards, not part of the fits' wall time."""
-        settings, problems, stoppers = self.settings, self.problems, self.stoppers
+        narrowing are ``recompile_seconds`` afterwards, not part of the fits' wall time. With a
+        ``checkpoint`` (``inference.execution.checkpoints``) the group resumes from its saved
+        state and saves its state as it goes. Returns one ``FitResult`` per fit."""
+        settings, problems = self.settings, self.problems
         n_fits, track = len(problems), settings.stopping == "noise"
         results: list = [None] * n_fits
         left_at = [0] * n_fits
         running = np.arange(n_fits)  # the fits the program steps, in its order
         params, opt_state, run_keys, run_data = self.params, self.opt_state, self.step_keys, self.data
-        steps, spent_on_stopped = 0, 0.0
-        t0 = time.perf_counter()
+        steps, spent_on_stopped, elapsed = 0, 0.0, 0.0
+        saved = checkpoint.load() if checkpoint is not None else None
+        if saved is not None:
+            results, left_at, running, steps = saved["results"], saved["left_at"], saved["running"], saved["steps"]
+            params, opt_state, self.stoppers = saved["params"], saved["opt_state"], saved["stoppers"]
+            spent_on_stopped, elapsed, self.recompile_seconds = saved["spent_on_stopped"], *saved["seconds"]
+            if len(running) < n_fits:  # it had been narrowed: the program for the running fits
+                run_keys, run_data = self.step_keys[jnp.asarray(running)], member(self.data, jnp.asarray(running))
+                t_compile = time.perf_counter()
+                perms = self.permutations.for_chunk(steps)[jnp.asarray(running)]
+                program = jitted.lower(params, opt_state, run_keys, perms, run_data, steps).compile()
+                compile_seconds = time.perf_counter() - t_compile
+                self.recompile_seconds += compile_seconds
+            log.info("%s: resumed at step %d from %s", label, steps, checkpoint.path)
+        stoppers = self.stoppers
+
+        def state() -> dict:
+            seconds = (time.perf_counter() - t0, self.recompile_seconds)
+            return dict(
+                results=results,
+                left_at=left_at,
+                running=running,
+                steps=steps,
+                params=params,
+                opt_state=opt_state,
+                stoppers=stoppers,
+                spent_on_stopped=spent_on_stopped,
+                seconds=seconds,
+            )
+
+        t0 = time.perf_counter() - elapsed
         while steps < settings.max_steps and any(r is None for r in results):
             active = np.asarray([i for i in running if results[i] is None])
             narrow = narrows(len(running), len(active), spent_on_stopped, compile_seconds)
@@ -161,12 +199,17 @@ class Group:
                     mean,
                     time.perf_counter() - t0,
                 )
+            if checkpoint is not None and checkpoint.due():
+                checkpoint.save(state())
+        if checkpoint is not None and time.perf_counter() - t0 >= checkpoints.SAVE_EVERY_SECONDS:
+            checkpoint.save(state())  # a group as long as that is worth keeping whole for later groups
         for pos, i in enumerate(running):
             if results[i] is None:  # reached max_steps
                 results[i] = member(params, pos)
                 left_at[i] = steps
         jax.block_until_ready([r if not isinstance(r, FitResult) else r.params for r in results])
-        share = (time.perf_counter() - t0 - self.recompile_seconds) / n_fits
+        self.wall_seconds = time.perf_counter() - t0 - self.recompile_seconds  # every sitting's, when resumed
+        share = self.wall_seconds / n_fits
         out = []
         for i, r in enumerate(results):
             if not isinstance(r, FitResult):

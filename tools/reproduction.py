@@ -39,7 +39,6 @@ import json
 import os
 import platform
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -111,7 +110,15 @@ def run_env() -> dict:
     on the path, so that a clone made for a run fits with its own code even where it shares
     another checkout's environment (whose editable install points at that checkout's ``src``)."""
     path = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
-    return {**os.environ, "XLA_FLAGS": "", "PYTHONPATH": path}
+    return {**os.environ, "XLA_FLAGS": "", "PYTHONPATH": path, **checkpoint_env()}
+
+
+def checkpoint_env() -> dict:
+    """Checkpoints of the runs' and diagnostics' block fits, kept when a block has finished
+    (``inference.execution.checkpoints``): a run cut off resumes its blocks, and a diagnostic
+    that refits a block with a larger step cap continues the run's fits from their last step."""
+    folder = os.environ.get("BAYESIRT_CHECKPOINT_DIR") or str(ROOT / ".fit_checkpoints")
+    return {"BAYESIRT_CHECKPOINT_DIR": folder, "BAYESIRT_CHECKPOINT_KEEP": "1"}
 
 
 def run(args) -> int:
@@ -299,7 +306,6 @@ def load_config(paths) -> dict:
 
 
 def diagnose(args) -> int:
-    from bayesirt.inference.execution import checkpoints
     from bayesirt.studies import reproduction
 
     config = load_config(args.config)
@@ -322,12 +328,10 @@ def diagnose(args) -> int:
     }
     out = ROOT / DATA / args.study / reproduction.DIAGNOSTICS
     os.chdir(ROOT)  # the run's files are named relative to the repository
-    # the diagnostics' blocks keep their checkpoints until every table is written, so that a
-    # diagnose cut off and started again resumes its unfinished block and redoes no finished one
-    saved = Path(os.environ.get(checkpoints.ENV) or ROOT / ".fit_checkpoints") / f"diagnose-{args.study}"
-    os.environ.update({checkpoints.ENV: str(saved), checkpoints.KEEP_ENV: "1"})
+    # the run's checkpoint folder, whose kept final states a refit with a larger cap continues;
+    # the diagnostics' blocks are kept too, so a diagnose cut off redoes no finished block
+    os.environ.update(checkpoint_env())
     reproduction.diagnose(args.study, config, args.data_sets, out, facts, parts=args.parts)
-    shutil.rmtree(saved, ignore_errors=True)
     print(f"diagnose: {args.study} -> {out.relative_to(ROOT)}")
     return 0
 

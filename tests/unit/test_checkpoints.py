@@ -63,17 +63,19 @@ def test_a_block_cut_off_resumes_to_the_results_of_a_block_never_cut_off(
     assert not list(tmp_path.iterdir()), "a finished block removes its checkpoints"
 
 
-def test_no_other_program_settings_or_data_resume_a_state(monkeypatch, tmp_path):
+def test_no_other_program_settings_or_data_resume_a_state_but_another_step_cap_does(monkeypatch, tmp_path):
     monkeypatch.setenv(checkpoints.ENV, str(tmp_path))
     problems = block()
     inputs = (problems[0].params, problems[0].key, problems[0].data)
     path = checkpoints.Checkpoint.for_group("program", SETTINGS, 5, inputs).path
     assert checkpoints.Checkpoint.for_group("program", SETTINGS, 5, inputs).path == path
+    # the step cap alone does not tell states apart (a larger cap continues a saved state)
+    assert checkpoints.Checkpoint.for_group("program", replace(SETTINGS, max_steps=10), 5, inputs).path == path
     other_data = (problems[0].params, problems[0].key, {"x": problems[0].data["x"] + 1})
     other_key = (problems[0].params, problems[1].key, problems[0].data)
     for other in (
         checkpoints.Checkpoint.for_group("another program", SETTINGS, 5, inputs),
-        checkpoints.Checkpoint.for_group("program", replace(SETTINGS, max_steps=10), 5, inputs),
+        checkpoints.Checkpoint.for_group("program", replace(SETTINGS, learning_rate=0.01), 5, inputs),
         checkpoints.Checkpoint.for_group("program", SETTINGS, 4, inputs),
         checkpoints.Checkpoint.for_group("program", SETTINGS, 5, other_data),
         checkpoints.Checkpoint.for_group("program", SETTINGS, 5, other_key),
@@ -116,3 +118,24 @@ def test_a_block_kept_whole_is_not_fitted_again(monkeypatch, tmp_path, caplog):
     for a, b in zip(again, first, strict=True):
         assert a.steps == b.steps and np.array_equal(a.losses, b.losses)
         assert np.array_equal(np.asarray(a.params["m"]), np.asarray(b.params["m"]))
+
+
+def test_a_larger_step_cap_continues_a_kept_final_state(deterministic_narrowing, monkeypatch, tmp_path, caplog):
+    # a doubling check refits a block with twice the cap: from the run's last step, not step 0
+    capped, twice = (replace(SETTINGS, progress_every=0, max_steps=m) for m in (100, 200))
+    fresh = {m: bulk.train_block(block(s)) for m, s in ((100, capped), (200, twice))}
+    assert all(not r.converged for r in fresh[100]) and any(r.converged for r in fresh[200])
+    monkeypatch.setenv(checkpoints.ENV, str(tmp_path))
+    monkeypatch.setenv(checkpoints.KEEP_ENV, "1")
+    monkeypatch.setattr(checkpoints, "SAVE_EVERY_SECONDS", 0.0)
+    bulk.train_block(block(capped))
+    with caplog.at_level("INFO", logger="bayesirt"):
+        continued = bulk.train_block(block(twice))
+        assert "resumed at step 100" in caplog.text
+        again = bulk.train_block(block(capped))  # the kept state is now past this cap: fitted afresh
+        assert "past max_steps; starting afresh" in caplog.text
+    for results, expected in ((continued, fresh[200]), (again, fresh[100])):
+        for a, b in zip(results, expected, strict=True):
+            assert (a.steps, a.converged, a.reason) == (b.steps, b.converged, b.reason)
+            assert np.array_equal(a.losses, b.losses)
+            assert np.array_equal(np.asarray(a.params["m"]), np.asarray(b.params["m"]))

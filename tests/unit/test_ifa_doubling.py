@@ -74,6 +74,28 @@ def test_doubled_fits_reads_the_run_and_refits_with_twice_the_cap(tmp_path, monk
     assert "| `mixture_p1` | `iwae` | 5 | 1 |" in "\n".join(doubling.section(table, "made"))
 
 
+def test_a_block_whose_fits_all_met_their_stopping_rule_is_not_refitted(tmp_path, monkeypatch):
+    cfg = test_config()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(methods, "fit_block", lambda *a, **k: pytest.fail("a converged block was refitted"))
+    record = {
+        "converged": True,
+        "steps": 300,
+        "recovery": {"loading_mse": 0.5},
+        "heldout_loglik": {"independent": -9.0},
+    }
+    spec = cfg["studies"]["amortized_ifa"]["designs"]["mixture_p1"]
+    (iwae,) = [f for f in conditions.design_fits("mixture_p1", spec, ("iwae",)) if f.rep == 0]
+    run = tmp_path / conditions.run_folder(cfg, iwae)
+    run.mkdir(parents=True)
+    (run / "fit.json").write_text(json.dumps(record))
+    said = []
+    (row,) = doubling.doubled_fits(cfg, 1, progress=said.append).itertuples()
+    assert not row.refitted and row.seconds == 0.0
+    assert (row.steps_doubled, row.loading_mse_doubled, row.converged_doubled) == (300, 0.5, True)
+    assert any("not refitted" in s for s in said)
+
+
 def pairs(gap: float, doubled_gap: float | None = None, reps: int = 4) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A mixture design's fits of IWAE and IWAVB that did not meet their stopping rule, IWAVB's
     loading MSE ``gap`` above IWAE's, and their doubling check (the gap ``doubled_gap`` doubled)."""

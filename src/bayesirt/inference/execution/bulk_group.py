@@ -117,10 +117,17 @@ class Group:
         params, opt_state, run_keys, run_data = self.params, self.opt_state, self.step_keys, self.data
         steps, spent_on_stopped, elapsed = 0, 0.0, 0.0
         saved = checkpoint.load() if checkpoint is not None else None
+        if saved is not None and saved["steps"] > settings.max_steps:
+            log.info("%s: the checkpoint at step %d is past max_steps; starting afresh", label, saved["steps"])
+            saved = None
         if saved is not None:
             results, left_at, running, steps = saved["results"], saved["left_at"], saved["running"], saved["steps"]
             params, opt_state, self.stoppers = saved["params"], saved["opt_state"], saved["stoppers"]
             spent_on_stopped, elapsed, self.recompile_seconds = saved["spent_on_stopped"], *saved["seconds"]
+            for stopper in self.stoppers:  # saved under another step cap, perhaps: this one's holds
+                stopper.settings = settings
+                if not stopper.converged:
+                    stopper.reason = f"reached max_steps={settings.max_steps}"
             if len(running) < n_fits:  # it had been narrowed: the program for the running fits
                 run_keys, run_data = self.step_keys[jnp.asarray(running)], member(self.data, jnp.asarray(running))
                 t_compile = time.perf_counter()

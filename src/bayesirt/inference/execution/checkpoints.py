@@ -8,17 +8,21 @@ fit's stopping test and the results of the fits that stopped. A job started agai
 inputs finds the file and goes on from that step. The file is named by a fingerprint of
 everything the fits depend on (the compiled program's text, the settings, the program's width,
 the fits' starting parameters, keys and data), so a changed method, setting or data set never
-resumes a stale state. The driver's minibatches and random numbers are functions of the step
-(``training_chunks``), so a resumed fit takes the same steps as one never cut off: its results
-are identical (``tests/unit/test_checkpoints.py``), and only its wall time sums the sittings.
+resumes a stale state. The step cap (``max_steps``) is left out of it: up to a cap a fit takes
+the same steps whatever the cap, so a block fitted again with a larger cap continues a kept
+final state of the smaller one (a state saved past the new cap is not resumed). The driver's
+minibatches and random numbers are functions of the step (``training_chunks``), so a resumed fit
+takes the same steps as one never cut off: its results are identical
+(``tests/unit/test_checkpoints.py``), and only its wall time sums the sittings.
 
 Checkpoints live outside the job's outputs because Snakemake removes the outputs of a job cut
 off before it runs it again. The block's files are removed once all its groups have finished,
-unless ``BAYESIRT_CHECKPOINT_KEEP`` is 1: a process that fits many blocks before it writes
-anything (a study's diagnostics) keeps them, so that a rerun finds every block it had finished
-(a group that stepped for ``SAVE_EVERY_SECONDS`` or more is saved whole), and removes the
-folder itself once done. Without the folder nothing is written. Hand-written: the state is plain Python and arrays,
-so pickle holds it; a checkpointing library (orbax) would add a dependency for one file a group.
+unless ``BAYESIRT_CHECKPOINT_KEEP`` is 1: then a group that stepped for ``SAVE_EVERY_SECONDS`` or
+more keeps its final state, so that a rerun finds the blocks it had finished and a refit with a
+larger cap continues them (the reproduction tool keeps them for its runs and diagnostics; the
+folder may be removed at any time, at the price of fitting again). Without the folder nothing is
+written. Hand-written: the state is plain Python and arrays, so pickle holds it; a checkpointing
+library (orbax) would add a dependency for one file a group.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import logging
 import os
 import pickle
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import jax
@@ -85,12 +90,13 @@ class Checkpoint:
     def for_group(cls, program: str | None, settings, width: int, inputs) -> Checkpoint | None:
         """The checkpoint of a group whose program has the digest ``program``
         (``program_digest``), with its training settings, program width and starting
-        ``inputs`` (any pytree: parameters, keys, data); None when checkpoints are off."""
+        ``inputs`` (any pytree: parameters, keys, data), whatever their step cap; None when
+        checkpoints are off."""
         where = folder()
         if where is None or program is None:
             return None
         hasher = hashlib.sha256(program.encode())
-        hasher.update(f"{settings!r} width={width}".encode())
+        hasher.update(f"{replace(settings, max_steps=0)!r} width={width}".encode())
         _digest_tree(hasher, inputs)
         return cls(where / f"{hasher.hexdigest()[:32]}.pkl")
 

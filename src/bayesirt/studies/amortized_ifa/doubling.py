@@ -7,7 +7,11 @@ seed's as written) is fitted again as one block per R with twice its ``max_steps
 ``training`` for ours, its ``seed_training`` for the seed's; all else as the run fits it, the
 same data and seeds), and scored as the study scores it; the run's own figures of the same fits
 are read from its folders. Our learning rate's decay does not depend on the cap, so a doubled
-fit is the run's fit continued. Where the fits behind a claim did not all meet their stopping
+fit is the run's fit continued: where the run kept its blocks' final states (the reproduction
+tool's runs do, ``inference.execution.checkpoints``), the doubled block starts from the run's
+last step instead of step 0, with the same results. A block whose fits all met their stopping
+rule is not fitted again: a larger cap stops them at the same step, so its doubled figures are
+its own (``refitted`` false). Where the fits behind a claim did not all meet their stopping
 rule, the claim keeps its verdict only if doubling moves its figure by less than its interval
 (``reproduction_claims.doubling``, through the page's ``simulation_claims``).
 """
@@ -29,7 +33,7 @@ TABLE = "doubled_fits"  # the diagnostics' table of ``doubled_fits``
 # the run's fits.csv names
 FIGURES = ("loading_mse", "intercept_mse", "factor_corr_mse", "loglik_independent", "loglik_own_proposal")
 STATE = ("converged", "steps", *FIGURES)
-COLUMNS = ["design", "method", "n_importance", "rep", *STATE, *(f"{c}_doubled" for c in STATE), "seconds"]
+COLUMNS = ["design", "method", "n_importance", "rep", *STATE, *(f"{c}_doubled" for c in STATE), "seconds", "refitted"]
 
 
 def figures_of(record: dict) -> dict:
@@ -82,13 +86,20 @@ def doubled_fits(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame
                 fits = [f for f in fits if f.rep in run]
                 if not fits:
                     continue
+                if all(run[f.rep]["converged"] for f in fits):  # a larger cap stops them where they stopped
+                    for fit in fits:
+                        keys = {"design": design, "method": method, "n_importance": r, "rep": fit.rep}
+                        doubled = {f"{k}_doubled": v for k, v in run[fit.rep].items()}
+                        rows.append({**keys, **run[fit.rep], **doubled, "seconds": 0.0, "refitted": False})
+                    progress(f"doubled_fits: {design} {method} R = {r}: every fit met its stopping rule, not refitted")
+                    continue
                 t0 = time.perf_counter()
                 outs = methods.fit_block(data.run_replications(config, fits), with_doubled_cap(settings, design))
                 seconds = round((time.perf_counter() - t0) / len(fits), 1)
                 for fit, out in zip(fits, outs, strict=True):
                     doubled = {f"{k}_doubled": v for k, v in figures_of(out.record).items()}
                     keys = {"design": design, "method": method, "n_importance": r, "rep": fit.rep}
-                    rows.append({**keys, **run[fit.rep], **doubled, "seconds": seconds})
+                    rows.append({**keys, **run[fit.rep], **doubled, "seconds": seconds, "refitted": True})
                 progress(f"doubled_fits: {design} {method} R = {r}, {len(fits)} fits with twice the step cap")
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -125,9 +136,10 @@ def section(doubled: pd.DataFrame | None, made: str) -> list[str]:
         "## Diagnostics: twice the step cap",
         "",
         f"The mixture designs' fits on their first {doubled.rep.nunique()} data sets, as the run fitted them and "
-        f"again with twice the step cap, all else the same ({made}; `bayesirt.studies.amortized_ifa.doubling`): "
-        "where the fits behind a claim did not all meet their stopping rule, the claim keeps its verdict only "
-        "if doubling moves its figure by less than its interval (the row says so).",
+        f"again with twice the step cap, all else the same ({made}; `bayesirt.studies.amortized_ifa.doubling`; "
+        "a block whose fits all met their stopping rule is not refitted, as a larger cap stops them at the same "
+        "step): where the fits behind a claim did not all meet their stopping rule, the claim keeps its verdict "
+        "only if doubling moves its figure by less than its interval (the row says so).",
         "",
         *markdown_table(summary(doubled)),
         "",

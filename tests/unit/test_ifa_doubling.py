@@ -71,6 +71,8 @@ def test_doubled_fits_reads_the_run_and_refits_with_twice_the_cap(tmp_path, monk
     assert any("iwavb" in s and "left out" in s for s in said)
     row = table.iloc[0]
     assert row.loading_mse == 0.5 and row.steps == 100 and 100 < row.steps_doubled <= 200
+    # the latent's scale of the doubled fit (the run's needs its estimates.csv, not written here)
+    assert np.isnan(row.latent_variance) and row.latent_variance_doubled > 0 and row.refitted
     assert "| `mixture_p1` | `iwae` | 5 | 1 |" in "\n".join(doubling.section(table, "made"))
 
 

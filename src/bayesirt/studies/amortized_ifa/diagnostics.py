@@ -42,6 +42,7 @@ from bayesirt.studies.amortized_ifa.reproduction_pairs import (
     paired_claim,
     per_replication,
 )
+from bayesirt.studies.amortized_ifa.scale import scale_rows
 from bayesirt.studies.reproduction_claims import Claim, rests_on
 
 COLUMNS = [
@@ -60,34 +61,6 @@ COLUMNS = [
     "steps",
 ]
 OFF = "iwavb_implicit_off"  # the name of ``implicit_off``'s fits in its table
-
-
-def scale_rows(estimates: pd.DataFrame) -> list[dict]:
-    """One row per factor of one fit's estimates (loadings and the training persons' abilities,
-    with their truth): the fitted and true latent variances, the loadings' slope on the true
-    ones, and the loading MSE as the run scores it (free loadings) and on a common scale."""
-    ability = estimates[(estimates.parameter == "ability") & estimates["true"].notna()]
-    loading = estimates[(estimates.parameter == "loading") & estimates["true"].notna()]
-    loading = loading[(loading["mean"] != 0) | (loading["true"] != 0)]  # a confirmatory model's fixed zeros
-    rows = []
-    for factor, a in ability.groupby("factor"):
-        fitted = float(a["mean"].var(ddof=0) + (a["sd"] ** 2).mean())
-        true = float(a["true"].var(ddof=0))
-        lam = loading[loading.factor == factor]
-        est, tru = lam["mean"].to_numpy(float), lam["true"].to_numpy(float)
-        rows.append(
-            {
-                "factor": int(factor),
-                "latent_variance": fitted,
-                "true_variance": true,
-                "loading_slope": float(est @ tru / (tru @ tru)) if len(tru) else np.nan,
-                "loading_mse": float(np.mean((est - tru) ** 2)) if len(tru) else np.nan,
-                "loading_mse_common_scale": (
-                    float(np.mean((est * np.sqrt(fitted) - tru * np.sqrt(true)) ** 2)) if len(tru) else np.nan
-                ),
-            }
-        )
-    return rows
 
 
 def run_fits(config: dict, n_data_sets: int) -> list[Condition]:

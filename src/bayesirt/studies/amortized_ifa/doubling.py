@@ -5,14 +5,17 @@ again with twice the cap.
 On the first data sets of each mixture design, every method the run fits there (ours, and the
 seed's as written) is fitted again as one block per R with twice its ``max_steps`` (the design's
 ``training`` for ours, its ``seed_training`` for the seed's; all else as the run fits it, the
-same data and seeds), and scored as the study scores it; the run's own figures of the same fits
-are read from its folders. Our learning rate's decay does not depend on the cap, so a doubled
-fit is the run's fit continued: where the run kept its blocks' final states (the reproduction
-tool's runs do, ``inference.execution.checkpoints``), the doubled block starts from the run's
-last step instead of step 0, with the same results. A block whose fits all met their stopping
-rule is not fitted again: a larger cap stops them at the same step, so its doubled figures are
-its own (``refitted`` false). Where the fits behind a claim did not all meet their stopping
-rule, the claim keeps its verdict only if doubling moves its figure by less than its interval
+same data and seeds), and scored as the study scores it, with the latent's scale
+(``scale.scale_rows``: does the fitted latent's spread still move between the cap and twice
+it?); the run's own figures of the same fits are read from its folders.
+
+Our learning rate's decay does not depend on the cap, so a doubled fit is the run's fit
+continued: where the run kept its blocks' final states (the reproduction tool's runs do,
+``inference.execution.checkpoints``), the doubled block starts from the run's last step instead
+of step 0, with the same results. A block whose fits all met their stopping rule is not fitted
+again: a larger cap stops them at the same step, so its doubled figures are its own
+(``refitted`` false). Where the fits behind a claim did not all meet their stopping rule, the
+claim keeps its verdict only if doubling moves its figure by less than its interval
 (``reproduction_claims.doubling``, through the page's ``simulation_claims``).
 """
 
@@ -28,24 +31,31 @@ import pandas as pd
 
 from bayesirt.studies.amortized_ifa import data
 from bayesirt.studies.amortized_ifa.conditions import STUDY, design_fits, run_folder, simulated_designs
+from bayesirt.studies.amortized_ifa.scale import scale_rows
 
 TABLE = "doubled_fits"  # the diagnostics' table of ``doubled_fits``
 # the run's fits.csv names
 FIGURES = ("loading_mse", "intercept_mse", "factor_corr_mse", "loglik_independent", "loglik_own_proposal")
-STATE = ("converged", "steps", *FIGURES)
+# and the latent's scale (``scale.scale_rows``, mean over factors): at the cap and at twice it,
+# whether the latent's spread still moves
+SCALE = ("latent_variance", "loading_mse_common_scale")
+STATE = ("converged", "steps", *FIGURES, *SCALE)
 COLUMNS = ["design", "method", "n_importance", "rep", *STATE, *(f"{c}_doubled" for c in STATE), "seconds", "refitted"]
 
 
-def figures_of(record: dict) -> dict:
+def figures_of(record: dict, estimates: pd.DataFrame | None = None) -> dict:
     """The figures of one fit's record: whether it met its stopping rule, its steps, its MSEs and
-    its method-independent held-out log-likelihood per person (the claims' figures)."""
+    its held-out log-likelihoods per person (the claims' figures), and from its ``estimates``
+    (when given) its latent variance and loading MSE on a common scale, means over factors."""
     recovery = record.get("recovery") or {}
+    rows = pd.DataFrame(scale_rows(estimates)) if estimates is not None else pd.DataFrame()
     return {
         "converged": bool(record["converged"]),
         "steps": int(record["steps"]),
         **{f: float(recovery.get(f, np.nan)) for f in FIGURES if f.endswith("_mse")},
         "loglik_independent": float(record["heldout_loglik"]["independent"]),
         "loglik_own_proposal": float(record["heldout_loglik"].get("own_proposal", np.nan)),
+        **{f: float(rows[f].mean()) if len(rows) else np.nan for f in SCALE},
     }
 
 
@@ -80,7 +90,9 @@ def doubled_fits(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame
                 for fit in fits:
                     record = Path(run_folder(config, fit)) / "fit.json"
                     if record.is_file():
-                        run[fit.rep] = figures_of(json.loads(record.read_text()))
+                        estimates = record.parent / "estimates.csv"
+                        estimates = pd.read_csv(estimates) if estimates.is_file() else None
+                        run[fit.rep] = figures_of(json.loads(record.read_text()), estimates)
                     else:
                         progress(f"doubled_fits: {record.parent} is missing (the run has not fitted it): left out")
                 fits = [f for f in fits if f.rep in run]
@@ -97,7 +109,7 @@ def doubled_fits(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame
                 outs = methods.fit_block(data.run_replications(config, fits), with_doubled_cap(settings, design))
                 seconds = round((time.perf_counter() - t0) / len(fits), 1)
                 for fit, out in zip(fits, outs, strict=True):
-                    doubled = {f"{k}_doubled": v for k, v in figures_of(out.record).items()}
+                    doubled = {f"{k}_doubled": v for k, v in figures_of(out.record, out.estimates).items()}
                     keys = {"design": design, "method": method, "n_importance": r, "rep": fit.rep}
                     rows.append({**keys, **run[fit.rep], **doubled, "seconds": seconds, "refitted": True})
                 progress(f"doubled_fits: {design} {method} R = {r}, {len(fits)} fits with twice the step cap")
@@ -118,6 +130,9 @@ def summary(doubled: pd.DataFrame) -> pd.DataFrame:
                 "met stopping rule -> doubled": f"{int(d.converged.sum())} -> {int(d.converged_doubled.sum())}",
                 "steps (median) -> doubled": f"{d.steps.median():.0f} -> {d.steps_doubled.median():.0f}",
                 "loading MSE -> doubled": f"{d.loading_mse.mean():.4f} -> {d.loading_mse_doubled.mean():.4f}",
+                "latent variance -> doubled": (
+                    f"{d.latent_variance.mean():.2f} -> {d.latent_variance_doubled.mean():.2f}"
+                ),
                 "held-out log-likelihood -> doubled": (
                     f"{d.loglik_independent.mean():.3f} -> {d.loglik_independent_doubled.mean():.3f}"
                 ),

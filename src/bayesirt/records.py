@@ -19,7 +19,7 @@ from bayesirt.inference.samplers.posterior_summary import convergence
 
 # a block's fields that depend on the machine (its timings, the processes that ran it): they go
 # to a record's "timing", so that the rest of the record is reproducible bit for bit
-MACHINE_BLOCK_FIELDS = ("wall_seconds", "compile_seconds", "processes", "startup_seconds")
+MACHINE_BLOCK_FIELDS = ("wall_seconds", "compile_seconds", "processes", "startup_seconds", "resumed_at_step")
 
 
 def how_converged(result) -> dict:
@@ -105,7 +105,8 @@ def fit_record(result, fields: dict, *, window: int, timing: dict | None = None)
         "device": io.device_info(),
         # timings vary run to run; everything outside this field is reproducible bit for bit.
         # A fit of a block has its group's wall seconds and the block's compile seconds divided
-        # by their sizes, and the block's own (with the worker processes that ran it, if any)
+        # by their sizes, and the block's own (with the worker processes that ran it, if any, and
+        # the step its group resumed at from a checkpoint, inference.execution.checkpoints)
         "timing": {
             "wall_seconds": float(result.wall_seconds),
             "compile_seconds": float(result.compile_seconds),
@@ -113,7 +114,11 @@ def fit_record(result, fields: dict, *, window: int, timing: dict | None = None)
                 {
                     "block_wall_seconds": block["wall_seconds"],
                     "block_compile_seconds": block["compile_seconds"],
-                    **{f"block_{k}": block[k] for k in ("processes", "startup_seconds") if k in block},
+                    **{
+                        f"block_{k}": block[k]
+                        for k in ("processes", "startup_seconds", "resumed_at_step")
+                        if k in block
+                    },
                 }
                 if block
                 else {}

@@ -54,6 +54,8 @@ def test_a_block_cut_off_resumes_to_the_results_of_a_block_never_cut_off(
     with caplog.at_level("INFO", logger="bayesirt"):
         resumed = bulk.train_block(block(), width=width)
     assert "resumed at step" in caplog.text
+    assert any(r.extra["block"]["resumed_at_step"] > 0 for r in resumed)
+    assert all(r.extra["block"]["resumed_at_step"] == 0 for r in whole)
     for a, b in zip(resumed, whole, strict=True):
         assert (a.steps, a.converged, a.reason) == (b.steps, b.converged, b.reason)
         assert np.array_equal(a.losses, b.losses)

@@ -206,8 +206,9 @@ def train_block(
         One per problem, in order. ``wall_seconds`` is its group's wall time divided by the
         group's size (the group's share per fit) and ``extra["block"]`` gives the block's size,
         the program's width, the fit's group and position, the block's wall and compile seconds
-        and the step at which the fit left its group, and the program's working memory
-        (``memory_bytes``). A fit whose loss became non-finite has the result
+        and the step at which the fit left its group, the step its group resumed at from a
+        checkpoint (``resumed_at_step``, 0 for a fresh start; ``checkpoints``), and the program's
+        working memory (``memory_bytes``). A fit whose loss became non-finite has the result
         ``training.keep_last_good`` gives a single fit.
 
     Raises
@@ -257,6 +258,7 @@ def train_block(
     recompile_seconds = 0.0  # narrowing the groups' programs: compilation, not the fits' wall time
     block_wall = 0.0  # the groups' stepping (with a resumed group's earlier sittings), not compilation
     saved: list[Checkpoint | None] = []
+    resumed: list[int] = []  # the step each group started from
     for g, members in enumerate(groups):
         if g > 0:
             group = Group([problems[i] for i in members], settings, batch_size, init_state)
@@ -266,6 +268,7 @@ def train_block(
         results += group.run(program, jitted, group_label, compile_seconds, saved[-1])
         recompile_seconds += group.recompile_seconds
         block_wall += group.wall_seconds
+        resumed.append(group.resumed_at_step)
     for checkpoint in filter(None, saved if not checkpoints.keep_finished() else []):
         checkpoint.remove()  # the block is whole: its checkpoints are spent
     compile_seconds += recompile_seconds
@@ -280,6 +283,7 @@ def train_block(
                 "wall_seconds": block_wall,
                 "compile_seconds": compile_seconds,
                 "left_at_step": results[i].extra.pop("left_at_step"),
+                "resumed_at_step": resumed[g],
                 "memory_bytes": memory,
             }
     log.info("%s: %d fits in %.2f s (+%.2f s compile)", label, n_fits, block_wall, compile_seconds)

@@ -94,6 +94,7 @@ class Group:
         self.stoppers = [Stopper(settings, n_persons) for _ in problems]
         self.recompile_seconds = 0.0  # narrowing the program (``run``)
         self.wall_seconds = 0.0  # stepping, once ``run`` has finished
+        self.resumed_at_step = 0  # the step ``run`` started from (a checkpoint's, or 0)
 
     def arguments(self, steps: int) -> tuple:
         return self.params, self.opt_state, self.step_keys, self.permutations.for_chunk(steps), self.data, steps
@@ -136,6 +137,7 @@ class Group:
                 compile_seconds = time.perf_counter() - t_compile
                 self.recompile_seconds += compile_seconds
             log.info("%s: resumed at step %d from %s", label, steps, checkpoint.path)
+        self.resumed_at_step = steps
         stoppers = self.stoppers
 
         def state() -> dict:

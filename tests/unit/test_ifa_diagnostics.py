@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesirt.studies.amortized_ifa import conditions, data, diagnostics, methods, scale, settings
+from bayesirt.studies.amortized_ifa import conditions, data, diagnostics, methods, settings, tables
 from tests.unit.test_ifa_study import TINY, design, one_design, test_config
 
 
@@ -29,7 +29,7 @@ def scaled_estimates(c: float, seed: int = 0) -> pd.DataFrame:
 
 def test_a_pure_drift_of_scale_leaves_no_loading_error_on_the_common_scale():
     est = scaled_estimates(c=0.5)
-    (row,) = scale.scale_rows(est)
+    (row,) = tables.scale_rows(est)
     z = est[est.parameter == "ability"]["true"]
     lam = est[(est.parameter == "loading") & (est["true"] != 0)]["true"].to_numpy()
     assert row["loading_slope"] == pytest.approx(0.5)
@@ -42,7 +42,7 @@ def test_a_pure_drift_of_scale_leaves_no_loading_error_on_the_common_scale():
 def test_posterior_sds_add_to_the_fitted_latent_variance():
     est = scaled_estimates(c=1.0)
     est.loc[est.parameter == "ability", "sd"] = 0.5
-    (row,) = scale.scale_rows(est)
+    (row,) = tables.scale_rows(est)
     assert row["latent_variance"] == pytest.approx(row["true_variance"] + 0.25)
 
 

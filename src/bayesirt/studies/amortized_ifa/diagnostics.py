@@ -42,7 +42,7 @@ from bayesirt.studies.amortized_ifa.reproduction_pairs import (
     paired_claim,
     per_replication,
 )
-from bayesirt.studies.amortized_ifa.scale import scale_rows
+from bayesirt.studies.amortized_ifa.tables import scale_rows
 from bayesirt.studies.reproduction_claims import Claim, rests_on
 
 COLUMNS = [

@@ -6,7 +6,7 @@ On the first data sets of each mixture design, every method the run fits there (
 seed's as written) is fitted again as one block per R with twice its ``max_steps`` (the design's
 ``training`` for ours, its ``seed_training`` for the seed's; all else as the run fits it, the
 same data and seeds), and scored as the study scores it, with the latent's scale
-(``scale.scale_rows``: does the fitted latent's spread still move between the cap and twice
+(``tables.scale_rows``: does the fitted latent's spread still move between the cap and twice
 it?); the run's own figures of the same fits are read from its folders.
 
 Our learning rate's decay does not depend on the cap, so a doubled fit is the run's fit
@@ -31,12 +31,12 @@ import pandas as pd
 
 from bayesirt.studies.amortized_ifa import data
 from bayesirt.studies.amortized_ifa.conditions import STUDY, design_fits, run_folder, simulated_designs
-from bayesirt.studies.amortized_ifa.scale import scale_rows
+from bayesirt.studies.amortized_ifa.tables import scale_rows
 
 TABLE = "doubled_fits"  # the diagnostics' table of ``doubled_fits``
 # the run's fits.csv names
 FIGURES = ("loading_mse", "intercept_mse", "factor_corr_mse", "loglik_independent", "loglik_own_proposal")
-# and the latent's scale (``scale.scale_rows``, mean over factors): at the cap and at twice it,
+# and the latent's scale (``tables.scale_rows``, mean over factors): at the cap and at twice it,
 # whether the latent's spread still moves
 SCALE = ("latent_variance", "loading_mse_common_scale")
 STATE = ("converged", "steps", *FIGURES, *SCALE)

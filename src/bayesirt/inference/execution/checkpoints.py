@@ -46,19 +46,42 @@ SAVE_EVERY_SECONDS = 300.0  # a cut-off block loses at most this much stepping (
 
 
 def folder() -> Path | None:
-    """The checkpoint folder the environment names, or None (no checkpoints)."""
+    """The checkpoint folder the environment names.
+
+    Returns
+    -------
+    Path or None
+        ``BAYESIRT_CHECKPOINT_DIR``, or None when it is unset or empty (no checkpoints).
+    """
     value = os.environ.get(ENV, "")
     return Path(value) if value else None
 
 
 def keep_finished() -> bool:
-    """Whether a finished block keeps its checkpoints (``KEEP_ENV`` is 1)."""
+    """Whether a finished block keeps its checkpoints.
+
+    Returns
+    -------
+    bool
+        True when ``BAYESIRT_CHECKPOINT_KEEP`` is 1.
+    """
     return os.environ.get(KEEP_ENV, "") == "1"
 
 
 def program_digest(lowered) -> str:
     """A digest of a lowered (not yet compiled) program's text: two programs with the same
-    digest compute the same thing."""
+    digest compute the same thing.
+
+    Parameters
+    ----------
+    lowered : jax.stages.Lowered
+        The program, as ``jax.jit(f).lower(...)`` gives it.
+
+    Returns
+    -------
+    str
+        The SHA-256 of its text, in hex.
+    """
     return hashlib.sha256(lowered.as_text().encode()).hexdigest()
 
 

@@ -232,6 +232,19 @@ def job_seconds(study: str) -> float:
     return total
 
 
+def resumed_blocks(study: str) -> list[str]:
+    """The study's block jobs that resumed from a checkpoint (a fit record's
+    ``timing.block_resumed_at_step`` above 0): Snakemake's benchmark of such a job, which
+    ``job_seconds`` sums, covers its last sitting only."""
+    blocks = set()
+    for record in (ROOT / "results" / study).rglob("fit.json"):
+        timing = json.loads(record.read_text()).get("timing") or {}
+        if timing.get("block_resumed_at_step"):
+            block = next((p for p in record.parents if p.parent.name == "blocks"), record.parent)
+            blocks.add(str(block.relative_to(ROOT / "results" / study)))
+    return sorted(blocks)
+
+
 def collect(args) -> int:
     from bayesirt.studies import reproduction
 
@@ -283,6 +296,7 @@ def collect(args) -> int:
         # paused time; it is not the study's
         "elapsed_seconds": sum(seconds(s["start"], s["end"]) - s.get("paused_seconds", 0) for s in mine),
         "job_seconds": job_seconds(args.study),
+        "resumed_blocks": resumed_blocks(args.study),
         "shared_with": sorted({o for s in mine for o in s["studies"]} - {args.study}),
         "left_out": args.left_out,
         "note": args.note,

@@ -105,3 +105,24 @@ def test_run_puts_first_studies_and_first_files_before_the_rest(tool):
         " --prioritize results/reports/vibo.html results/amortized_ifa/ipip/summary.csv"
     )
     assert "--prioritize" not in tool.run_command(["vibo"], ["config/paper.yaml"])[2]
+
+
+def test_the_block_jobs_resumed_from_a_checkpoint_are_named(tool, tmp_path):
+    import json
+
+    for block, step in (("d/m/blocks/block0", 0), ("d/m/blocks/block1", 4500), ("e/m/blocks/block0", None)):
+        for rep in ("rep0", "rep1"):
+            folder = tmp_path / "results" / "study" / block / rep
+            folder.mkdir(parents=True)
+            timing = {"wall_seconds": 1.0} | ({} if step is None else {"block_resumed_at_step": step})
+            (folder / "fit.json").write_text(json.dumps({"steps": 10, "timing": timing}))
+    assert tool.resumed_blocks("study") == ["d/m/blocks/block1"]
+    assert tool.resumed_blocks("other") == []
+
+
+def test_the_run_section_says_which_jobs_count_their_last_sitting_only():
+    from bayesirt.studies import reproduction
+
+    run = {"job_seconds": 7200.0, "sittings": [], "resumed_blocks": ["d/m/blocks/block1"]}
+    assert "1 block job(s) resumed from a checkpoint count their last sitting only" in reproduction.run_section(run)
+    assert "resumed" not in reproduction.run_section({**run, "resumed_blocks": []})

@@ -256,6 +256,7 @@ def hours(seconds) -> str:
 def run_section(run: dict) -> str:
     sittings = run.get("sittings", [])
     commits = list(dict.fromkeys(s["commit"] for s in sittings if s.get("commit")))
+    resumed = run.get("resumed_blocks", [])  # Snakemake's benchmark of a resumed job: its last sitting
     lines = [
         "## The run",
         "",
@@ -270,7 +271,14 @@ def run_section(run: dict) -> str:
         f"| sittings | {len(sittings)}, from {cell(run.get('started', '?'))} to {cell(run.get('finished', '?'))} |",
         f"| wall time | {hours(run.get('elapsed_seconds'))} over the sittings (shared with: "
         f"{cell(', '.join(run.get('shared_with', [])) or 'no other study')}) |",
-        f"| job time | {hours(run.get('job_seconds'))}: the wall time of the study's jobs, summed |",
+        f"| job time | {hours(run.get('job_seconds'))}: the wall time of the study's jobs, summed"
+        + (
+            f" ({len(resumed)} block job(s) resumed from a checkpoint count their last sitting only: "
+            f"{cell(', '.join(f'`{r}`' for r in resumed))})"
+            if resumed
+            else ""
+        )
+        + " |",
         "",
     ]
     if run.get("note"):

@@ -103,13 +103,15 @@ class Group:
         """What the group's fits start from (for its checkpoint's fingerprint)."""
         return self.params, self.step_keys, self.permutations.key, self.data
 
-    def run(self, program, jitted, label: str, compile_seconds: float, checkpoint: Checkpoint | None = None):
+    def run(
+        self, program, jitted, label: str, compile_seconds: float, checkpoint: Checkpoint | None = None
+    ) -> list[FitResult]:
         """Step the group until every fit has stopped or reached ``max_steps``; ``program`` is the
         compiled program for the full group (``jitted`` compiles the narrower ones), which took
         ``compile_seconds`` (the price of narrowing, see the module docstring). The seconds spent
         narrowing are ``recompile_seconds`` afterwards, not part of the fits' wall time. With a
         ``checkpoint`` (``inference.execution.checkpoints``) the group resumes from its saved
-        state and saves its state as it goes. Returns one ``FitResult`` per fit."""
+        state and saves its state as it goes."""
         settings, problems = self.settings, self.problems
         n_fits, track = len(problems), settings.stopping == "noise"
         results: list = [None] * n_fits

@@ -98,21 +98,24 @@ def doubled_fits(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame
                 fits = [f for f in fits if f.rep in run]
                 if not fits:
                     continue
-                if all(run[f.rep]["converged"] for f in fits):  # a larger cap stops them where they stopped
-                    for fit in fits:
-                        keys = {"design": design, "method": method, "n_importance": r, "rep": fit.rep}
-                        doubled = {f"{k}_doubled": v for k, v in run[fit.rep].items()}
-                        rows.append({**keys, **run[fit.rep], **doubled, "seconds": 0.0, "refitted": False})
-                    progress(f"doubled_fits: {design} {method} R = {r}: every fit met its stopping rule, not refitted")
-                    continue
+                refit = not all(run[f.rep]["converged"] for f in fits)  # else a larger cap stops them alike
                 t0 = time.perf_counter()
-                outs = methods.fit_block(data.run_replications(config, fits), with_doubled_cap(settings, design))
-                seconds = round((time.perf_counter() - t0) / len(fits), 1)
-                for fit, out in zip(fits, outs, strict=True):
-                    doubled = {f"{k}_doubled": v for k, v in figures_of(out.record, out.estimates).items()}
+                if refit:
+                    outs = methods.fit_block(data.run_replications(config, fits), with_doubled_cap(settings, design))
+                    doubled = [figures_of(out.record, out.estimates) for out in outs]
+                else:
+                    doubled = [run[f.rep] for f in fits]
+                seconds = round((time.perf_counter() - t0) / len(fits), 1) if refit else 0.0
+                for fit, figures in zip(fits, doubled, strict=True):
                     keys = {"design": design, "method": method, "n_importance": r, "rep": fit.rep}
-                    rows.append({**keys, **run[fit.rep], **doubled, "seconds": seconds, "refitted": True})
-                progress(f"doubled_fits: {design} {method} R = {r}, {len(fits)} fits with twice the step cap")
+                    twice = {f"{k}_doubled": v for k, v in figures.items()}
+                    rows.append({**keys, **run[fit.rep], **twice, "seconds": seconds, "refitted": refit})
+                said = (
+                    f"{len(fits)} fits with twice the step cap"
+                    if refit
+                    else "every fit met its stopping rule, not refitted"
+                )
+                progress(f"doubled_fits: {design} {method} R = {r}: {said}")
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -24,6 +24,18 @@ starts, and never when ``XLA_FLAGS`` already names it. Like the optimization lev
 results in the last float32 bits and is recorded in ``device.xla_flags``. The Gibbs samplers
 are the exception: their sums over persons run faster in YNNPACK, so their processes call
 ``use_library_reductions()``.
+
+``follow_thread_limit()`` (called when ``bayesirt`` is imported): XLA's CPU backend runs a
+program's larger operations on a pool of threads, one per core, whatever else runs on the
+machine. A workflow job is given its cores by Snakemake, which says how many in
+``OMP_NUM_THREADS`` (the variable numpy's BLAS and OpenMP follow); where that is one, XLA's pool
+would compete with the jobs beside it for cores they were given, and on the default config's
+2-core run the jobs' seconds nearly doubled. So a process told to use one thread runs XLA's
+operations on its own thread (``--xla_cpu_multi_thread_eigen=false``; not when ``XLA_FLAGS``
+already names it, and only on the jaxlib versions it was checked on). A job given more cores
+(a block in worker processes pinned to one core each) and a process outside the workflow keep
+XLA's pool. Results move in the last float32 bits at most, and the flag is in
+``device.xla_flags``.
 """
 
 from __future__ import annotations
@@ -45,6 +57,10 @@ YNN_FUSION_FLAG = "--xla_cpu_experimental_ynn_fusion_type"
 YNN_REDUCE_OFF = f"{YNN_FUSION_FLAG}=-reduce"
 YNN_REDUCE_ON = f"{YNN_FUSION_FLAG}=+reduce"  # XLA's default, named so that later imports keep it
 YNN_CHECKED = ("0.10.",)  # jaxlib version prefixes where the flag exists and was measured
+EIGEN_THREADS_FLAG = "--xla_cpu_multi_thread_eigen"
+ONE_THREAD = f"{EIGEN_THREADS_FLAG}=false"
+EIGEN_CHECKED = ("0.10.",)
+THREAD_LIMIT = "OMP_NUM_THREADS"  # set by Snakemake to a job's threads (and by schedulers, users)
 
 
 def _backend_started() -> bool:
@@ -115,4 +131,18 @@ def use_library_reductions() -> bool:
         return False
     kept = [f for f in flags if not f.startswith(YNN_FUSION_FLAG)]
     os.environ["XLA_FLAGS"] = " ".join([*kept, YNN_REDUCE_ON])
+    return True
+
+
+def follow_thread_limit() -> bool:
+    """Run XLA's CPU operations on the calling thread when ``OMP_NUM_THREADS`` is 1 (see the
+    module docstring); returns whether that is in effect. Leaves ``XLA_FLAGS`` as it is when it
+    already names the setting (the user's choice wins), on unchecked jaxlib versions, and once
+    the backend has started."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if EIGEN_THREADS_FLAG in flags:
+        return ONE_THREAD in flags.split()
+    if os.environ.get(THREAD_LIMIT, "").strip() != "1" or not _flag_settable(EIGEN_CHECKED):
+        return False
+    os.environ["XLA_FLAGS"] = f"{flags} {ONE_THREAD}".strip()
     return True

@@ -92,3 +92,35 @@ def test_library_reductions_replace_ours_and_survive_a_later_import(monkeypatch)
     # a chain worker imports bayesirt again: the named default is the user's choice and stays
     assert runtime.keep_reductions_in_xla() is False
     assert os.environ["XLA_FLAGS"] == f"--foo {runtime.YNN_REDUCE_ON}"
+
+
+def test_one_thread_when_the_process_is_told_to_use_one(monkeypatch):
+    # Snakemake sets OMP_NUM_THREADS to a job's threads; a job given one core keeps XLA to its thread
+    monkeypatch.setattr(runtime.metadata, "version", lambda name: "0.10.2")
+    monkeypatch.setattr(runtime, "_backend_started", lambda: False)
+    monkeypatch.setenv("XLA_FLAGS", "--foo")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert runtime.follow_thread_limit() is True
+    assert os.environ["XLA_FLAGS"] == f"--foo {runtime.ONE_THREAD}"
+    assert runtime.follow_thread_limit() is True  # a second import (a worker) adds nothing
+    assert os.environ["XLA_FLAGS"] == f"--foo {runtime.ONE_THREAD}"
+    for threads in ("2", ""):  # more cores, or no limit: XLA's pool stays
+        monkeypatch.setenv("XLA_FLAGS", "")
+        monkeypatch.setenv("OMP_NUM_THREADS", threads)
+        assert runtime.follow_thread_limit() is False
+        assert os.environ["XLA_FLAGS"] == ""
+
+
+def test_one_thread_leaves_the_users_choice_other_versions_and_a_started_backend(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=true")
+    assert runtime.follow_thread_limit() is False
+    assert os.environ["XLA_FLAGS"] == "--xla_cpu_multi_thread_eigen=true"
+    monkeypatch.setenv("XLA_FLAGS", "")
+    monkeypatch.setattr(runtime, "_backend_started", lambda: False)
+    monkeypatch.setattr(runtime.metadata, "version", lambda name: "0.11.2")  # unknown flags stop XLA
+    assert runtime.follow_thread_limit() is False
+    monkeypatch.setattr(runtime.metadata, "version", lambda name: "0.10.2")
+    monkeypatch.setattr(runtime, "_backend_started", lambda: True)
+    assert runtime.follow_thread_limit() is False
+    assert os.environ["XLA_FLAGS"] == ""

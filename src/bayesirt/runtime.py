@@ -30,9 +30,10 @@ program's larger operations on a pool of threads, one per core, whatever else ru
 machine. A workflow job is given its cores by Snakemake, which says how many in
 ``OMP_NUM_THREADS`` (the variable numpy's BLAS and OpenMP follow); where that is one, XLA's pool
 would compete with the jobs beside it for the cores they were given (on the default config's
-run this cost more than a third of its wall time: the Performance page has the figures). So a process told to use one thread runs XLA's
-operations on its own thread (``--xla_cpu_multi_thread_eigen=false``; not when ``XLA_FLAGS``
-already names it, and only on the jaxlib versions it was checked on). A job given more cores
+run this cost more than a third of its wall time: the Performance page has the figures). So a
+process told to use one thread runs XLA's operations on its own thread
+(``--xla_cpu_multi_thread_eigen=false``; not when ``XLA_FLAGS`` already names it, and only on
+the jaxlib versions it was checked on). A job given more cores
 (a block in worker processes pinned to one core each) and a process outside the workflow keep
 XLA's pool. Results move in the last float32 bits at most, and the flag is in
 ``device.xla_flags``.

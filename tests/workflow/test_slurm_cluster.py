@@ -22,6 +22,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bayesirt.studies.gibbs_2pno import settings as gibbs_settings
+from tests.configs import validated
+
 from .runs import OTHER_RUNS, ROOT, assert_same_results, snakemake, workflow_copy
 
 START = ROOT / "tests" / "slurm" / "start_cluster.sh"
@@ -39,10 +42,14 @@ NODE = {
 # The test's own executor settings: squeue for job states (a test cluster has no accounting
 # database for sacct; finished jobs stay in squeue for MinJobAge), a first status check after
 # 2 s instead of 40, the node's logs kept, and --verbose, which prints each sbatch command line.
-# Threads are set to 1, those of the local run: Snakemake exports a job's threads as
-# OPENBLAS_NUM_THREADS, and the LCDM EM standard errors (jnp.linalg.inv through LAPACK) change
-# in their last float32 digits with it. That is the profile's thread count, not the scheduler:
-# the SLURM resources (sbatch --cpus-per-task) still come from the profile's cpus_per_task.
+# Threads are set to those of the local run: 1, but the Gibbs fits' (their chains' worker
+# processes, config/test.yaml). Snakemake exports a job's threads as OPENBLAS_NUM_THREADS and
+# OMP_NUM_THREADS: the LCDM EM standard errors (jnp.linalg.inv through LAPACK) change in their
+# last float32 digits with the first, and a job of one thread runs XLA's operations on its own
+# thread (bayesirt.runtime.follow_thread_limit), which its records' device.xla_flags name. That
+# is the profile's thread count, not the scheduler: the SLURM resources (sbatch --cpus-per-task)
+# still come from the profile's cpus_per_task.
+LOCAL_THREADS = {"fit_gibbs_2pno": gibbs_settings.fit_threads(validated("test.yaml"), "gibbs")}
 SLURM_ARGS = (
     "--workflow-profile",
     "workflow/profiles/slurm",
@@ -57,7 +64,7 @@ SLURM_ARGS = (
     "--slurm-keep-successful-logs",
     "--verbose",
     "--set-threads",
-    *(f"{rule}=1" for rule in PROFILE["set-threads"]),
+    *(f"{rule}={LOCAL_THREADS.get(rule, 1)}" for rule in PROFILE["set-threads"]),
 )
 # The studies run through the scheduler, and the rules that start the others' part of the
 # graph (Snakemake's --omit-from leaves them and everything downstream out, the target `all` too).

@@ -29,12 +29,11 @@ are the exception: their sums over persons run faster in YNNPACK, so their proce
 program's larger operations on a pool of threads, one per core, whatever else runs on the
 machine. A workflow job is given its cores by Snakemake, which says how many in
 ``OMP_NUM_THREADS`` (the variable numpy's BLAS and OpenMP follow); where that is one, XLA's pool
-would compete with the jobs beside it for the cores they were given (on the default config's
-run this cost more than a third of its wall time: the Performance page has the figures). So a
-process told to use one thread runs XLA's operations on its own thread
-(``--xla_cpu_multi_thread_eigen=false``; not when ``XLA_FLAGS`` already names it, and only on
-the jaxlib versions it was checked on). A job given more cores
-(a block in worker processes pinned to one core each) and a process outside the workflow keep
+would compete with the jobs beside it for the cores they were given (the Performance page has
+what that cost the default config's run). So a process told to use one thread runs XLA's
+operations on its own thread (``--xla_cpu_multi_thread_eigen=false``; not when ``XLA_FLAGS``
+already names it, and only on the jaxlib versions it was checked on). A job given more cores (a
+block in worker processes pinned to one core each) and a process outside the workflow keep
 XLA's pool. Results move in the last float32 bits at most, and the flag is in
 ``device.xla_flags``.
 """
@@ -60,7 +59,7 @@ YNN_REDUCE_ON = f"{YNN_FUSION_FLAG}=+reduce"  # XLA's default, named so that lat
 YNN_CHECKED = ("0.10.",)  # jaxlib version prefixes where the flag exists and was measured
 EIGEN_THREADS_FLAG = "--xla_cpu_multi_thread_eigen"
 ONE_THREAD = f"{EIGEN_THREADS_FLAG}=false"
-EIGEN_CHECKED = ("0.10.",)
+EIGEN_CHECKED = ("0.10.",)  # jaxlib version prefixes where the flag was checked and measured
 THREAD_LIMIT = "OMP_NUM_THREADS"  # set by Snakemake to a job's threads (and by schedulers, users)
 
 

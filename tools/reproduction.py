@@ -319,10 +319,24 @@ def load_config(paths) -> dict:
     return config
 
 
+def only_designs(config: dict, study: str, designs) -> dict:
+    """``config`` with the study's designs cut to ``designs`` (all where None): a diagnostic run on
+    some of the run's designs, each design's seeds and settings as the run's (they follow its
+    name, not its place in the config)."""
+    if not designs:
+        return config
+    known = config["studies"][study].get("designs", {})
+    unknown = sorted(set(designs) - set(known))
+    if unknown:
+        raise SystemExit(f"diagnose: {study} has no design(s) {', '.join(unknown)}; it has {', '.join(known)}")
+    kept = {name: spec for name, spec in known.items() if name in designs}
+    return {**config, "studies": {**config["studies"], study: {**config["studies"][study], "designs": kept}}}
+
+
 def diagnose(args) -> int:
     from bayesirt.studies import reproduction
 
-    config = load_config(args.config)
+    config = only_designs(load_config(args.config), args.study, args.designs)
     module = reproduction.study_module(args.study)
     # a study whose diagnostics read the run's files (``diagnostic_inputs``) has them built (or
     # found up to date) by the workflow first, with the same config
@@ -339,6 +353,7 @@ def diagnose(args) -> int:
         "commit": commit(),
         "machine": machine(),
         "data_sets": args.data_sets,
+        **({"designs": args.designs} if args.designs else {}),
     }
     out = ROOT / DATA / args.study / reproduction.DIAGNOSTICS
     os.chdir(ROOT)  # the run's files are named relative to the repository
@@ -421,6 +436,7 @@ def main(argv=None) -> int:
         nargs="+",
         help="only these of the study's diagnostic tables (its diagnostics module's PARTS; default all)",
     )
+    p.add_argument("--designs", nargs="+", help="only these of the run's designs (default all)")
     p.set_defaults(step_function=diagnose)
     p = sub.add_parser("synthetic-ipip", help="write the full-size synthetic IPIP-FFM file for amortized_ifa")
     p.add_argument("--rows", type=int, default=1_015_000)

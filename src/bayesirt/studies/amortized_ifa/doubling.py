@@ -40,7 +40,23 @@ FIGURES = ("loading_mse", "intercept_mse", "factor_corr_mse", "loglik_independen
 # whether the latent's spread still moves
 SCALE = ("latent_variance", "loading_mse_common_scale")
 STATE = ("converged", "steps", *FIGURES, *SCALE)
-COLUMNS = ["design", "method", "n_importance", "rep", *STATE, *(f"{c}_doubled" for c in STATE), "seconds", "refitted"]
+# ``run_figures``: where the run's figures were read (its fit folder, or the collected tables);
+# ``resumed_at_step``: the step a refitted block started from (the run's kept state, or 0)
+COLUMNS = [
+    "design",
+    "method",
+    "n_importance",
+    "rep",
+    *STATE,
+    *(f"{c}_doubled" for c in STATE),
+    "seconds",
+    "refitted",
+    "run_figures",
+    "resumed_at_step",
+]
+# the run's collected tables (``tools/reproduction.py collect``), relative to the repository,
+# where the diagnostics run: the run's figures when its fit folders are not on this machine
+COLLECTED = Path("docs/reproduction/data") / STUDY
 
 
 def figures_of(record: dict, estimates: pd.DataFrame | None = None) -> dict:
@@ -59,6 +75,36 @@ def figures_of(record: dict, estimates: pd.DataFrame | None = None) -> dict:
     }
 
 
+def collected_figures(collected: Path, design: str, method: str, r: int, rep: int) -> dict | None:
+    """The run's figures of one fit as ``figures_of`` gives them, read from the run's collected
+    tables (``collected``: its ``<design>/fits.csv`` and the latent-scale diagnostic's
+    ``diagnostics/latent_scale.csv``, whose factors are averaged); None where they lack the fit."""
+    fits, scale = collected / design / "fits.csv", collected / "diagnostics" / "latent_scale.csv"
+    if not fits.is_file():
+        return None
+    f = pd.read_csv(fits)
+    row = f[(f.method == method) & (f.importance_samples == r) & (f.rep == rep)]
+    if len(row) != 1:
+        return None
+    row = row.iloc[0]
+    figures = {"converged": bool(row.converged), "steps": int(row.steps)}
+    figures |= {name: float(row[name]) if name in row else np.nan for name in FIGURES}
+    s = pd.read_csv(scale) if scale.is_file() else pd.DataFrame(columns=["design", "method", "n_importance", "rep"])
+    s = s[(s.design == design) & (s.method == method) & (s.n_importance == r) & (s.rep == rep)]
+    return figures | {name: float(s[name].mean()) if len(s) else np.nan for name in SCALE}
+
+
+def run_figures(config: dict, fit, collected: Path) -> tuple[dict | None, str]:
+    """The run's figures of ``fit`` and where they were read: its fit folder (``figures_of`` of its
+    record and estimates) where this machine has it, else the run's collected tables."""
+    record = Path(run_folder(config, fit)) / "fit.json"
+    if record.is_file():
+        estimates = record.parent / "estimates.csv"
+        estimates = pd.read_csv(estimates) if estimates.is_file() else None
+        return figures_of(json.loads(record.read_text()), estimates), "fit folder"
+    return collected_figures(collected, fit.design, fit.method, fit.n_importance, fit.rep), "collected tables"
+
+
 def with_doubled_cap(settings, design: str):
     """The study's settings with ``design``'s step caps (ours and the seed's) doubled."""
     d = settings.design(design)
@@ -70,10 +116,10 @@ def with_doubled_cap(settings, design: str):
     return replace(settings, designs=tuple(doubled if x.name == design else x for x in settings.designs))
 
 
-def doubled_fits(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame:
+def doubled_fits(config: dict, n_data_sets: int, progress=print, collected: Path = COLLECTED) -> pd.DataFrame:
     """Every method of every mixture design on its first ``n_data_sets`` data sets, as the run
-    fitted it (read) and with twice the step cap (fitted): a row per fit. A fit the run has not
-    made is left out, and said."""
+    fitted it (read: ``run_figures``) and with twice the step cap (fitted): a row per fit. A fit
+    whose run figures are in neither place is left out, and said."""
     from bayesirt.studies.amortized_ifa import methods
     from bayesirt.studies.amortized_ifa.settings import Settings
 
@@ -86,30 +132,30 @@ def doubled_fits(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame
                 if fit.rep < n_data_sets:
                     blocks.setdefault(fit.n_importance, []).append(fit)
             for r, fits in blocks.items():
-                run = {}
+                run, source = {}, {}
                 for fit in fits:
-                    record = Path(run_folder(config, fit)) / "fit.json"
-                    if record.is_file():
-                        estimates = record.parent / "estimates.csv"
-                        estimates = pd.read_csv(estimates) if estimates.is_file() else None
-                        run[fit.rep] = figures_of(json.loads(record.read_text()), estimates)
+                    figures, source[fit.rep] = run_figures(config, fit, collected)
+                    if figures is None:
+                        progress(f"doubled_fits: {design} {fit.condition} rep{fit.rep}: no run figures; left out")
                     else:
-                        progress(f"doubled_fits: {record.parent} is missing (the run has not fitted it): left out")
+                        run[fit.rep] = figures
                 fits = [f for f in fits if f.rep in run]
                 if not fits:
                     continue
                 refit = not all(run[f.rep]["converged"] for f in fits)  # else a larger cap stops them alike
-                t0 = time.perf_counter()
+                t0, resumed = time.perf_counter(), None
                 if refit:
                     outs = methods.fit_block(data.run_replications(config, fits), with_doubled_cap(settings, design))
                     doubled = [figures_of(out.record, out.estimates) for out in outs]
+                    resumed = outs[0].record.get("timing", {}).get("block_resumed_at_step")
                 else:
                     doubled = [run[f.rep] for f in fits]
                 seconds = round((time.perf_counter() - t0) / len(fits), 1) if refit else 0.0
                 for fit, figures in zip(fits, doubled, strict=True):
                     keys = {"design": design, "method": method, "n_importance": r, "rep": fit.rep}
                     twice = {f"{k}_doubled": v for k, v in figures.items()}
-                    rows.append({**keys, **run[fit.rep], **twice, "seconds": seconds, "refitted": refit})
+                    facts = {"seconds": seconds, "refitted": refit, "run_figures": source[fit.rep]}
+                    rows.append({**keys, **run[fit.rep], **twice, **facts, "resumed_at_step": resumed})
                 said = (
                     f"{len(fits)} fits with twice the step cap"
                     if refit

@@ -142,3 +142,56 @@ def test_the_page_shows_the_section(tmp_path):
     assert text.startswith("## Diagnostics: the latent's scale or the loadings?")
     assert "latent_scale: `python tools/reproduction.py diagnose amortized_ifa`, commit `abcdef0`, 1 min" in text
     assert "| `mixture_p1` | `iwavb` | 30 | 4 | 4 of 4 |" in text and text.count("- `iwa") == 2
+
+
+def test_the_doubling_reads_the_run_figures_from_the_collected_tables(tmp_path):
+    from bayesirt.studies.amortized_ifa import doubling
+
+    (tmp_path / "mixture_p1").mkdir()
+    (tmp_path / "diagnostics").mkdir()
+    fits = pd.DataFrame(
+        [
+            {"method": m, "n_factors": 1, "importance_samples": 30, "rep": r, "converged": False, "steps": 50000}
+            | {"loglik_independent": -13.0 - r, "loglik_own_proposal": -13.1, "loading_mse": 0.3 + r}
+            | {"intercept_mse": 0.07, "factor_corr_mse": np.nan}
+            for m in ("iwae", "iwavb")
+            for r in (0, 1)
+        ]
+    )
+    fits.to_csv(tmp_path / "mixture_p1" / "fits.csv", index=False)
+    scale = pd.DataFrame(
+        [
+            {"design": "mixture_p1", "method": "iwavb", "n_importance": 30, "rep": 1, "factor": f}
+            | {"latent_variance": 2.0 + f, "loading_mse_common_scale": 1.0}
+            for f in (0, 1)
+        ]
+    )
+    scale.to_csv(tmp_path / "diagnostics" / "latent_scale.csv", index=False)
+    got = doubling.collected_figures(tmp_path, "mixture_p1", "iwavb", 30, 1)
+    assert got["converged"] is False and got["steps"] == 50000 and got["loading_mse"] == pytest.approx(1.3)
+    assert got["latent_variance"] == pytest.approx(2.5) and got["loading_mse_common_scale"] == 1.0
+    assert np.isnan(doubling.collected_figures(tmp_path, "mixture_p1", "iwae", 30, 0)["latent_variance"])
+    assert doubling.collected_figures(tmp_path, "mixture_p1", "iwavb", 15, 0) is None  # no such fit
+    assert doubling.collected_figures(tmp_path, "mixture_p3", "iwavb", 30, 0) is None  # no such design
+
+
+def test_a_doubling_check_of_some_of_a_claim_s_pairs_keeps_no_verdict():
+    from bayesirt.studies.reproduction_claims import doubling
+
+    diff = np.array([0.10, 0.12, 0.08, 0.11])  # half-width t(0.975, 3) * sd / 2 = 0.027
+    holds, text = doubling(diff, diff + 0.001)
+    assert holds and "less than its interval's half-width" in text
+    holds, text = doubling(diff, diff + 0.001, expected=5)
+    assert not holds and "Doubling the steps of 4 of the 5 values it rests on" in text
+    assert doubling(diff, diff + 0.001, expected=4)[0]
+
+
+def test_the_doubling_section_says_where_the_run_figures_came_from_and_where_the_refits_started():
+    from bayesirt.studies.amortized_ifa import doubling
+
+    row = dict.fromkeys(doubling.COLUMNS, 1.0) | {"design": "mixture_p1", "method": "iwavb", "rep": 0}
+    row |= {"refitted": True, "run_figures": "collected tables", "resumed_at_step": 0}
+    text = "\n".join(doubling.section(pd.DataFrame([row, row | {"rep": 1}]), "made"))
+    assert "Designs checked: `mixture_p1`; the run's figures read from its collected tables" in text
+    assert "every refitted block started at step 0" in text
+    assert doubling.provenance(pd.DataFrame([row]).drop(columns="run_figures")) == []  # an older table

@@ -126,3 +126,13 @@ def test_the_run_section_says_which_jobs_count_their_last_sitting_only():
     run = {"job_seconds": 7200.0, "sittings": [], "resumed_blocks": ["d/m/blocks/block1"]}
     assert "1 block job(s) resumed from a checkpoint count their last sitting only" in reproduction.run_section(run)
     assert "resumed" not in reproduction.run_section({**run, "resumed_blocks": []})
+
+
+def test_diagnose_on_some_designs_keeps_their_settings_and_refuses_an_unknown_one(tool):
+    config = {"seed": 1, "studies": {"s": {"methods": ["m"], "designs": {"a": {"n": 1}, "b": {"n": 2}}}, "t": {}}}
+    cut = tool.only_designs(config, "s", ["b"])
+    assert cut["studies"]["s"] == {"methods": ["m"], "designs": {"b": {"n": 2}}}
+    assert cut["studies"]["t"] == {} and config["studies"]["s"]["designs"].keys() == {"a", "b"}  # not changed
+    assert tool.only_designs(config, "s", None) is config
+    with pytest.raises(SystemExit, match="no design"):
+        tool.only_designs(config, "s", ["c"])

@@ -175,15 +175,23 @@ def tolerance_verdict(values, target: float, tolerance: float) -> tuple[str, str
     return "inconclusive", f"{text}: across a bound; {needed_text(replications_needed(mean, sd, bound))}."
 
 
-def doubling(diff, diff_doubled, what: str = "the mean difference") -> tuple[bool, str]:
+def doubling(diff, diff_doubled, what: str = "the mean difference", expected: int | None = None) -> tuple[bool, str]:
     """Whether doubling the fits' steps moves a claim's figure, the mean of ``diff`` (one value per
     replication: a paired difference, or the figure itself), by less than the half-width of its 95%
     interval (Student's t, as the verdicts'); ``diff_doubled`` the same values from the doubled
-    fits. Returns that, and the sentence that says so (empty where there is no interval)."""
+    fits. ``expected``: how many values the claim rests on, where the doubled fits may be fewer
+    (a check of some of them keeps no verdict, and its sentence says how many it covers).
+    Returns that, and the sentence that says so (empty where there is no interval)."""
     mean, low, high, n = mean_interval(diff)
     if n < 2 or not np.isfinite(low) or high <= low:
         return False, ""
     moved, half = abs(float(np.nanmean(np.asarray(diff_doubled, float))) - mean), (high - low) / 2
+    if expected is not None and n < expected:
+        return False, (
+            f"Doubling the steps of {n} of the {expected} values it rests on (the diagnostics below; the others "
+            f"not refitted) moves {what} over those {n} by {moved:.4f} (their interval's half-width {half:.4f}); "
+            "a check of some of the fits keeps no verdict."
+        )
     holds = bool(moved < half)
     return holds, (
         f"Doubling every fit's steps (the diagnostics below) moves {what} by {moved:.4f}, "
@@ -196,7 +204,14 @@ def doubling(diff, diff_doubled, what: str = "the mean difference") -> tuple[boo
 
 
 def doubling_check(
-    doubled, method: str, figure: str, what: str = "the mean difference", where=None, baseline=None, on=("rep",)
+    doubled,
+    method: str,
+    figure: str,
+    what: str = "the mean difference",
+    where=None,
+    baseline=None,
+    on=("rep",),
+    expected: int | None = None,
 ):
     """The doubling check (``doubling``) of a claim on ``method``'s ``figure``, from a study's
     doubled fits (its ``diagnostics.doubled_fits``: a row per refitted fit with ``method``,
@@ -205,7 +220,8 @@ def doubling_check(
     ``where`` selects rows (column -> value; a value of None selects every row); rows without
     the figure are left out. ``baseline`` makes the figure a paired difference: another method's
     fits on the same data sets (a method name; rows paired on the columns ``on``), or a value
-    per replication (a Series by ``rep``, the same for the run's and the doubled fits)."""
+    per replication (a Series by ``rep``, the same for the run's and the doubled fits).
+    ``expected``: the claim's number of values, as ``doubling`` takes it."""
     if doubled is None or doubled.empty:
         return None
     d = doubled
@@ -223,9 +239,10 @@ def doubling_check(
             (both[figure] - both[f"{figure}_base"]).to_numpy(),
             (both[f"{figure}_doubled"] - both[f"{figure}_doubled_base"]).to_numpy(),
             what,
+            expected,
         )
     base = 0.0 if baseline is None else baseline.reindex(mine.rep).to_numpy()
-    return doubling(mine[figure].to_numpy() - base, mine[f"{figure}_doubled"].to_numpy() - base, what)
+    return doubling(mine[figure].to_numpy() - base, mine[f"{figure}_doubled"].to_numpy() - base, what, expected)
 
 
 def rests_on(claim: Claim, fits, rule: str = "stopping rule", doubling: tuple[bool, str] | None = None) -> Claim:

@@ -207,4 +207,26 @@ def section(doubled: pd.DataFrame | None, made: str) -> list[str]:
         "",
         *markdown_table(summary(doubled)),
         "",
+        *provenance(doubled),
+    ]
+
+
+def provenance(doubled: pd.DataFrame) -> list[str]:
+    """A sentence on what the table rests on: its designs, where the run's figures were read and
+    the step each refitted block started from (tables written before these columns: none)."""
+    if "run_figures" not in doubled or "resumed_at_step" not in doubled:
+        return []
+    refitted = doubled[doubled.refitted.astype(bool)]
+    starts = sorted({int(s) for s in refitted.resumed_at_step.dropna()})
+    where = " and ".join(sorted(set(doubled.run_figures.dropna())))
+    said = (
+        "every refitted block started at step 0 (the run's final states were not on the machine the check ran "
+        "on), so it fitted the run's fit again before going past its cap"
+        if starts == [0]
+        else f"the refitted blocks started at step(s) {', '.join(map(str, starts))}"
+    )
+    return [
+        f"Designs checked: {', '.join(f'`{d}`' for d in dict.fromkeys(doubled.design))}; the run's figures read "
+        f"from its {where}; {said}.",
+        "",
     ]

@@ -141,3 +141,14 @@ def test_the_doubled_fits_are_the_config_s_then_twice_the_longest_one_s_steps():
     assert (doubled.steps <= 160).all() and (doubled.steps_doubled == 2 * doubled.steps.max()).all()
     assert doubled[["pattern_accuracy", "pattern_accuracy_doubled"]].apply(lambda c: c.between(0, 1)).all().all()
     assert np.isfinite(doubled[["beta_rmse", "beta_rmse_doubled"]]).all().all()
+
+
+def test_the_diagnostics_run_only_the_parts_asked_for_and_refuse_an_unknown_one(monkeypatch):
+    from bayesirt.studies.dcm_bbvi import reproduction as page
+
+    monkeypatch.setitem(page.DIAGNOSTIC_PARTS, "seed_design_fits", lambda config, n: pd.DataFrame({"n": [n]}))
+    monkeypatch.setitem(page.DIAGNOSTIC_PARTS, "doubled_fits", lambda config, n: pd.DataFrame({"m": [n]}))
+    assert list(page.diagnose({}, 3, parts=("doubled_fits",))) == ["doubled_fits"]
+    assert list(page.diagnose({}, 3)) == ["seed_design_fits", "doubled_fits"]
+    with pytest.raises(ValueError, match="unknown part"):
+        page.diagnose({}, 3, parts=("oracle",))

@@ -39,7 +39,7 @@ block_job(
     data={"responses": ifa_responses, "holdout": ifa_holdout, "truth": ifa_truth},
     input={"person_ids": ifa_fit_person_ids},
     seed=ifa_fit_seed,
-    params={"design": ifa_design_config, "dataset": ifa_dataset_name, "eval_samples": ifa_setting("eval_samples"),
+    params={"design": ifa_design_config, "eval_samples": ifa_setting("eval_samples"),
             "posterior_draws": ifa_setting("posterior_draws")},
     constraints={"design": ifa_design_pattern(), "method": "iwae_seed|iwavb_seed|iwae|iwavb", "factors": r"\d+",
                  "samples": r"\d+"},

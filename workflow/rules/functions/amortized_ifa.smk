@@ -62,12 +62,6 @@ def ifa_first_sidecar(wildcards):
     return f"data/processed/amortized_ifa/{wildcards.design}/rep0/responses.json"
 
 
-def ifa_dataset_name(wildcards):
-    """The data set a design reads, or (simulated data) the design's own name."""
-    design = ifa_design_config(wildcards)
-    return design["dataset"] if "dataset" in design else wildcards.design
-
-
 def ifa_data_seed(wildcards):
     return job_seed("data", "amortized_ifa", wildcards.design, wildcards.rep)
 

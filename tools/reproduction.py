@@ -360,7 +360,7 @@ def diagnose(args) -> int:
     # the run's checkpoint folder, whose kept final states a refit with a larger cap continues;
     # the diagnostics' blocks are kept too, so a diagnose cut off redoes no finished block
     os.environ.update(checkpoint_env())
-    reproduction.diagnose(args.study, config, args.data_sets, out, facts, parts=args.parts)
+    reproduction.diagnose(args.study, config, args.data_sets, out, facts, parts=args.parts, designs=args.designs)
     print(f"diagnose: {args.study} -> {out.relative_to(ROOT)}")
     return 0
 

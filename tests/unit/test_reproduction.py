@@ -703,3 +703,24 @@ def test_ifa_scree_is_judged_per_method_the_seed_first():
     assert [r.method for r in rows] == ["iwae_seed", "iwae"]
     assert "after P = 3" in rows[0].why and "after P = 5" in rows[1].why
     assert rows[0].ours.startswith("IWAE_SEED's gain") and rows[1].ours.startswith("IWAE's gain")
+
+
+def test_a_rerun_of_some_designs_replaces_their_rows_and_keeps_the_others_with_their_runs(tmp_path):
+    out = tmp_path / "diagnostics"
+    first = {"command": "all", "commit": "0123456789", "seconds": 60.0}
+    table = pd.DataFrame({"design": ["a", "b", "c"], "x": [1, 2, 3]})
+    reproduction.write_diagnostics(out, {"t": table.copy(), "u": table.copy()}, first)
+    redo_b = {"command": "b only", "commit": "abcdef0123", "seconds": 120.0, "designs": ["b"]}
+    reproduction.write_diagnostics(out, {"t": pd.DataFrame({"design": ["b"], "x": [20]})}, redo_b, True, ["b"])
+    t = pd.read_csv(out / "t.csv")
+    assert t.to_dict("list") == {"design": ["a", "c", "b"], "x": [1, 3, 20]}
+    assert pd.read_csv(out / "u.csv").x.tolist() == [1, 2, 3]  # another part: untouched
+    facts = json.loads((out / "diagnostics.json").read_text())
+    made = reproduction.made_by(reproduction.part_facts(facts, "t"))
+    assert made == "`all`, commit `0123456`, 1 min; `b only`, commit `abcdef0`, 2 min"
+    assert reproduction.made_by(reproduction.part_facts(facts, "u")) == "`all`, commit `0123456`, 1 min"
+    # b again: the earlier run of b alone made no row that remains, so it is gone from the facts
+    reproduction.write_diagnostics(out, {"t": pd.DataFrame({"design": ["b"], "x": [21]})}, redo_b, True, ["b"])
+    facts = json.loads((out / "diagnostics.json").read_text())
+    assert len(reproduction.part_facts(facts, "t")["runs"]) == 2
+    assert pd.read_csv(out / "t.csv").x.tolist() == [1, 3, 21]

@@ -175,33 +175,54 @@ def now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def diagnose(study: str, config: dict, n_data_sets: int, out: Path, facts: dict, parts=None) -> Path:
+def diagnose(study: str, config: dict, n_data_sets: int, out: Path, facts: dict, parts=None, designs=None) -> Path:
     """Run a study's diagnostics (its module's ``diagnose(config, n_data_sets)``, ``config`` the
-    run's, validated with its defaults) and write each table as ``out/<name>.csv`` (``out``:
-    ``docs/reproduction/data/<study>/diagnostics``) with ``facts`` (command, commit, machine),
-    the config's seed and the run's start, end and seconds as ``diagnostics.json``, under
-    ``parts`` for each table it wrote (``part_facts``). ``parts``: only these of the study's
-    tables, for a study whose ``diagnose`` takes ``parts``; the other tables already in ``out``
-    stay, with the facts of the run that made them. Returns ``out``."""
-    module, out = study_module(study), Path(out)
+    run's, validated with its defaults) and write them (``write_diagnostics``) to ``out``
+    (``docs/reproduction/data/<study>/diagnostics``) with ``facts`` (command, commit, machine),
+    the config's seed and the run's start, end and seconds. ``parts``: only these of the study's
+    tables, for a study whose ``diagnose`` takes ``parts``; ``designs``: the designs ``config``
+    was cut to (a rerun of some designs' rows). Returns ``out``."""
+    module = study_module(study)
     if not hasattr(module, "diagnose"):
         raise ValueError(f"{study} has no diagnostics")
     started, t0 = now(), time.perf_counter()
     tables = module.diagnose(config, n_data_sets, **({"parts": parts} if parts else {}))
     seconds = round(time.perf_counter() - t0, 1)
     run = {**facts, "seed": config["seed"], "started": started, "finished": now(), "seconds": seconds}
-    record = {**run, "parts": dict.fromkeys(tables, run)}
+    return write_diagnostics(Path(out), tables, run, partial=bool(parts or designs), designs=designs)
+
+
+def write_diagnostics(out: Path, tables: dict, run: dict, partial: bool = False, designs=None) -> Path:
+    """Write each table as ``out/<name>.csv`` and the ``run``'s facts as ``diagnostics.json``,
+    under ``parts`` for each table (``part_facts``). A ``partial`` run (some parts, or some
+    ``designs``) keeps the other tables already in ``out`` with the facts of the runs that made
+    them; with ``designs``, a table that has a ``design`` column keeps its rows of the other
+    designs too, and its facts list every run its rows come from (``runs``). Returns ``out``."""
     old = out / f"{DIAGNOSTICS}.json"
-    if parts and old.is_file():  # a partial rerun: the other tables stay, with their facts
+    record = {**run, "parts": dict.fromkeys(tables, run)}
+    if partial and old.is_file():
         kept = json.loads(old.read_text())
         made = kept.pop("parts", None) or {path.stem: kept for path in out.glob("*.csv")}
-        record = {**kept, "parts": {**made, **dict.fromkeys(tables, run)}}
+        for name, table in list(tables.items()):
+            before = out / f"{name}.csv"
+            if designs and name in made and before.is_file() and "design" in table:
+                rows = pd.read_csv(before)
+                if "design" in rows:
+                    tables[name] = pd.concat([rows[~rows.design.isin(designs)], table], ignore_index=True)
+                    # the earlier runs whose rows remain (a run of only the designs redone is gone)
+                    runs = [
+                        r
+                        for r in made[name].get("runs", [made[name]])
+                        if not (r.get("designs") and set(r["designs"]) <= set(designs))
+                    ]
+                    record["parts"][name] = {"runs": [*runs, run]} if runs else run
+        record = {**kept, "parts": {**made, **record["parts"]}}
         for name in tables:
             (out / f"{name}.csv").unlink(missing_ok=True)
     else:
         if out.exists():
             shutil.rmtree(out)
-        out.mkdir(parents=True)
+    out.mkdir(parents=True, exist_ok=True)
     for name, table in tables.items():
         table.to_csv(out / f"{name}.csv", index=False)
     old.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
@@ -216,7 +237,9 @@ def part_facts(facts: dict, name: str) -> dict:
 
 def made_by(facts: dict) -> str:
     """How a diagnostic table was made, for its section's opening sentence: the command in code,
-    its commit and its minutes."""
+    its commit and its minutes (each run's, for a table whose rows several runs made)."""
+    if facts.get("runs"):
+        return "; ".join(made_by(run) for run in facts["runs"])
     return (
         f"`{facts.get('command', '')}`, commit `{str(facts.get('commit', ''))[:7]}`, "
         f"{facts.get('seconds', 0) / 60:.0f} min"

@@ -195,3 +195,15 @@ def test_the_doubling_section_says_where_the_run_figures_came_from_and_where_the
     assert "Designs checked: `mixture_p1`; the run's figures read from its collected tables" in text
     assert "every refitted block started at step 0" in text
     assert doubling.provenance(pd.DataFrame([row]).drop(columns="run_figures")) == []  # an older table
+
+
+@pytest.mark.parametrize(("off_variance", "said"), [(1.9, "the drift persists"), (1.1, "most of the drift goes")])
+def test_the_implicit_part_sentence_says_whether_the_drift_goes_with_it(off_variance, said):
+    rows = [
+        {"design": "mixture_p1", "method": m, "latent_variance": v, "true_variance": 1.0, "loading_mse_common_scale": c}
+        for m, v, c in (("iwae", 1.2, 0.2), ("iwavb", 2.0, 2.0), (diagnostics.OFF, off_variance, 1.0))
+    ]
+    lines = diagnostics.implicit_part(pd.DataFrame(rows))
+    assert len(lines) == 1 and said in lines[0]
+    assert "from 2.00 to " in lines[0] and "(`iwae`, a Gaussian q with no discriminator: +0.20)" in lines[0]
+    assert diagnostics.implicit_part(pd.DataFrame(rows[:2])) == []  # no refit without the implicit part

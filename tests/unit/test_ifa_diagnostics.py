@@ -193,7 +193,11 @@ def test_the_doubling_section_says_where_the_run_figures_came_from_and_where_the
     row |= {"refitted": True, "run_figures": "collected tables", "resumed_at_step": 0}
     text = "\n".join(doubling.section(pd.DataFrame([row, row | {"rep": 1}]), "made"))
     assert "Designs checked: `mixture_p1`; the run's figures read from its collected tables" in text
-    assert "every refitted block started at step 0" in text
+    assert "so every refitted block fitted from step 0, with the run's data and seeds." in text
+    cut = pd.DataFrame([row, row | {"rep": 1, "resumed_at_step": 13800}])
+    assert "(a block cut off resumed from its own checkpoint, at step 13800)" in doubling.provenance(cut)[0]
+    kept = pd.DataFrame([row | {"run_figures": "fit folder", "resumed_at_step": 50000}])
+    assert "the refitted blocks resumed at step(s) 50000 (the run's kept states)" in doubling.provenance(kept)[0]
     assert doubling.provenance(pd.DataFrame([row]).drop(columns="run_figures")) == []  # an older table
 
 

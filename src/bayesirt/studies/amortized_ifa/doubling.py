@@ -213,18 +213,22 @@ def section(doubled: pd.DataFrame | None, made: str) -> list[str]:
 
 def provenance(doubled: pd.DataFrame) -> list[str]:
     """A sentence on what the table rests on: its designs, where the run's figures were read and
-    the step each refitted block started from (tables written before these columns: none)."""
+    where the refitted blocks started (tables written before these columns: none)."""
     if "run_figures" not in doubled or "resumed_at_step" not in doubled:
         return []
     refitted = doubled[doubled.refitted.astype(bool)]
-    starts = sorted({int(s) for s in refitted.resumed_at_step.dropna()})
+    resumed = sorted({int(s) for s in refitted.resumed_at_step.dropna() if s > 0})
     where = " and ".join(sorted(set(doubled.run_figures.dropna())))
-    said = (
-        "every refitted block started at step 0 (the run's final states were not on the machine the check ran "
-        "on), so it fitted the run's fit again before going past its cap"
-        if starts == [0]
-        else f"the refitted blocks started at step(s) {', '.join(map(str, starts))}"
-    )
+    if set(doubled.run_figures) == {"collected tables"}:
+        # no fit folder, so no kept final state of the run's either: the refits began at step 0
+        said = "the run's final states were not on the machine the check ran on, so every refitted block fitted "
+        said += "from step 0, with the run's data and seeds"
+        if resumed:
+            said += f" (a block cut off resumed from its own checkpoint, at step {', '.join(map(str, resumed))})"
+    elif resumed:
+        said = f"the refitted blocks resumed at step(s) {', '.join(map(str, resumed))} (the run's kept states)"
+    else:
+        said = "every refitted block started at step 0"
     return [
         f"Designs checked: {', '.join(f'`{d}`' for d in dict.fromkeys(doubled.design))}; the run's figures read "
         f"from its {where}; {said}.",

@@ -334,9 +334,13 @@ def only_designs(config: dict, study: str, designs) -> dict:
 
 
 def diagnose(args) -> int:
-    from bayesirt.studies import reproduction
+    from bayesirt.studies import reproduction, reproduction_diagnostics
 
     config = only_designs(load_config(args.config), args.study, args.designs)
+    try:  # an unknown study or part stops here, before the workflow builds the run's files
+        reproduction_diagnostics.diagnostic_parts(args.study, args.parts)
+    except ValueError as error:
+        raise SystemExit(f"diagnose: {error}") from None
     module = reproduction.study_module(args.study)
     # a study whose diagnostics read the run's files (``diagnostic_inputs``) has them built (or
     # found up to date) by the workflow first, with the same config
@@ -360,7 +364,9 @@ def diagnose(args) -> int:
     # the run's checkpoint folder, whose kept final states a refit with a larger cap continues;
     # the diagnostics' blocks are kept too, so a diagnose cut off redoes no finished block
     os.environ.update(checkpoint_env())
-    reproduction.diagnose(args.study, config, args.data_sets, out, facts, parts=args.parts, designs=args.designs)
+    reproduction_diagnostics.diagnose(
+        args.study, config, args.data_sets, out, facts, parts=args.parts, designs=args.designs
+    )
     print(f"diagnose: {args.study} -> {out.relative_to(ROOT)}")
     return 0
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from bayesirt.seeds import derive
-from bayesirt.studies import reproduction
+from bayesirt.studies import reproduction, reproduction_diagnostics
 from bayesirt.studies.dcm_bbvi import conditions, data, diagnostics
 from bayesirt.studies.dcm_bbvi import seed_methods as seed
 from bayesirt.studies.dcm_bbvi.settings import Settings
@@ -143,12 +143,14 @@ def test_the_doubled_fits_are_the_config_s_then_twice_the_longest_one_s_steps():
     assert np.isfinite(doubled[["beta_rmse", "beta_rmse_doubled"]]).all().all()
 
 
-def test_the_diagnostics_run_only_the_parts_asked_for_and_refuse_an_unknown_one(monkeypatch):
-    from bayesirt.studies.dcm_bbvi import reproduction as page
-
-    monkeypatch.setitem(page.DIAGNOSTIC_PARTS, "seed_design_fits", lambda config, n: pd.DataFrame({"n": [n]}))
-    monkeypatch.setitem(page.DIAGNOSTIC_PARTS, "doubled_fits", lambda config, n: pd.DataFrame({"m": [n]}))
-    assert list(page.diagnose({}, 3, parts=("doubled_fits",))) == ["doubled_fits"]
-    assert list(page.diagnose({}, 3)) == ["seed_design_fits", "doubled_fits"]
-    with pytest.raises(ValueError, match="unknown part"):
-        page.diagnose({}, 3, parts=("oracle",))
+def test_the_diagnostics_run_only_the_parts_asked_for_and_refuse_an_unknown_one(tmp_path, monkeypatch):
+    monkeypatch.setitem(diagnostics.PARTS, "seed_design_fits", lambda config, n: pd.DataFrame({"n": [n]}))
+    monkeypatch.setitem(diagnostics.PARTS, "doubled_fits", lambda config, n: pd.DataFrame({"m": [n]}))
+    assert list(reproduction_diagnostics.diagnostic_parts("dcm_bbvi", ("doubled_fits",))) == ["doubled_fits"]
+    assert list(reproduction_diagnostics.diagnostic_parts("dcm_bbvi")) == ["seed_design_fits", "doubled_fits"]
+    out = reproduction_diagnostics.diagnose(
+        "dcm_bbvi", {"seed": 1}, 3, tmp_path, {"command": "c"}, parts=["doubled_fits"]
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["diagnostics.json", "doubled_fits.csv"]
+    with pytest.raises(ValueError, match="unknown part.*oracle.*the parts are seed_design_fits, doubled_fits"):
+        reproduction_diagnostics.diagnostic_parts("dcm_bbvi", ("oracle",))

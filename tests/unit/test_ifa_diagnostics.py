@@ -78,8 +78,10 @@ def test_the_mixture_designs_are_those_iwavb_fits_with_a_mixture_latent():
 
 
 def test_an_unknown_part_is_refused():
+    from bayesirt.studies import reproduction_diagnostics
+
     with pytest.raises(ValueError, match="implicit_off"):
-        diagnostics.diagnose(test_config(), 1, parts=("nope",))
+        reproduction_diagnostics.diagnose("amortized_ifa", test_config(), 1, "unused", {}, parts=("nope",))
 
 
 def test_iwavb_without_its_implicit_part_is_fitted_as_a_block():

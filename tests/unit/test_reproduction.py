@@ -19,7 +19,7 @@ import pytest
 from scipy import stats
 
 from bayesirt.evaluation import verdicts
-from bayesirt.studies import reproduction, reproduction_index
+from bayesirt.studies import reproduction, reproduction_diagnostics, reproduction_index
 from bayesirt.studies.amortized_ifa import reproduction as ifa_page
 from bayesirt.studies.dcm_bbvi import reproduction as dcm_page
 from bayesirt.studies.gibbs_2pno import reproduction as gibbs_page
@@ -557,6 +557,18 @@ def test_collect_names_a_table_the_run_has_not_written(tmp_path):
 def test_an_unknown_study_is_named():
     with pytest.raises(ValueError, match="no study 'dcm'"):
         reproduction.study_module("dcm")
+    with pytest.raises(ValueError, match="no study 'dcm'"):
+        reproduction_diagnostics.diagnostic_parts("dcm")
+
+
+@pytest.mark.parametrize("study", reproduction.STUDIES)
+def test_every_committed_diagnostic_table_is_a_part_the_tool_can_make_again(study):
+    # the page reads docs/reproduction/data/<study>/diagnostics/<part>.csv; each must be a name of
+    # the study's diagnostics.PARTS, or `tools/reproduction.py diagnose` could not rebuild it
+    parts = reproduction_diagnostics.diagnostic_parts(study)
+    assert parts and all(callable(make) for make in parts.values())
+    committed = {p.stem for p in (ROOT / "docs" / "reproduction" / "data" / study / "diagnostics").glob("*.csv")}
+    assert committed <= set(parts), f"{study}: {sorted(committed - set(parts))} made by no part"
 
 
 def test_the_committed_pages_rebuild_from_their_committed_tables(tmp_path):
@@ -709,18 +721,25 @@ def test_a_rerun_of_some_designs_replaces_their_rows_and_keeps_the_others_with_t
     out = tmp_path / "diagnostics"
     first = {"command": "all", "commit": "0123456789", "seconds": 60.0}
     table = pd.DataFrame({"design": ["a", "b", "c"], "x": [1, 2, 3]})
-    reproduction.write_diagnostics(out, {"t": table.copy(), "u": table.copy()}, first)
+    reproduction_diagnostics.write_diagnostics(out, {"t": table.copy(), "u": table.copy()}, first)
     redo_b = {"command": "b only", "commit": "abcdef0123", "seconds": 120.0, "designs": ["b"]}
-    reproduction.write_diagnostics(out, {"t": pd.DataFrame({"design": ["b"], "x": [20]})}, redo_b, True, ["b"])
+    reproduction_diagnostics.write_diagnostics(
+        out, {"t": pd.DataFrame({"design": ["b"], "x": [20]})}, redo_b, True, ["b"]
+    )
     t = pd.read_csv(out / "t.csv")
     assert t.to_dict("list") == {"design": ["a", "c", "b"], "x": [1, 3, 20]}
     assert pd.read_csv(out / "u.csv").x.tolist() == [1, 2, 3]  # another part: untouched
     facts = json.loads((out / "diagnostics.json").read_text())
-    made = reproduction.made_by(reproduction.part_facts(facts, "t"))
+    made = reproduction_diagnostics.made_by(reproduction_diagnostics.part_facts(facts, "t"))
     assert made == "`all`, commit `0123456`, 1 min; `b only`, commit `abcdef0`, 2 min"
-    assert reproduction.made_by(reproduction.part_facts(facts, "u")) == "`all`, commit `0123456`, 1 min"
+    assert (
+        reproduction_diagnostics.made_by(reproduction_diagnostics.part_facts(facts, "u"))
+        == "`all`, commit `0123456`, 1 min"
+    )
     # b again: the earlier run of b alone made no row that remains, so it is gone from the facts
-    reproduction.write_diagnostics(out, {"t": pd.DataFrame({"design": ["b"], "x": [21]})}, redo_b, True, ["b"])
+    reproduction_diagnostics.write_diagnostics(
+        out, {"t": pd.DataFrame({"design": ["b"], "x": [21]})}, redo_b, True, ["b"]
+    )
     facts = json.loads((out / "diagnostics.json").read_text())
-    assert len(reproduction.part_facts(facts, "t")["runs"]) == 2
+    assert len(reproduction_diagnostics.part_facts(facts, "t")["runs"]) == 2
     assert pd.read_csv(out / "t.csv").x.tolist() == [1, 3, 21]

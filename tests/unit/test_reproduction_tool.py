@@ -136,3 +136,11 @@ def test_diagnose_on_some_designs_keeps_their_settings_and_refuses_an_unknown_on
     assert tool.only_designs(config, "s", None) is config
     with pytest.raises(SystemExit, match="no design"):
         tool.only_designs(config, "s", ["c"])
+
+
+def test_diagnose_refuses_an_unknown_part_before_building_anything(tool, monkeypatch):
+    # the workflow step that builds the run's files (make run) must not start for a typo
+    monkeypatch.setattr(tool, "ROOT", ROOT)  # the schema; it stops before writing anything
+    monkeypatch.setattr(tool.subprocess, "run", lambda *a, **k: pytest.fail("the workflow ran"))
+    with pytest.raises(SystemExit, match="unknown part.*the parts are latent_scale, implicit_off, doubled_fits"):
+        tool.main(["diagnose", "amortized_ifa", "--config", "config/test.yaml", "--parts", "nope"])

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesirt.studies import reproduction
+from bayesirt.studies import reproduction, reproduction_diagnostics
 from bayesirt.studies.vibo import diagnostics
 
 
@@ -233,12 +233,14 @@ def test_diagnose_computes_only_the_parts_named_and_keeps_the_others(tmp_path, m
     folder.mkdir()
     table.to_csv(folder / "doubled_fits.csv", index=False)
     (folder / "diagnostics.json").write_text(json.dumps({"command": "earlier", "commit": "0123456789"}))
-    out = reproduction.diagnose("vibo", {"seed": 1}, 3, folder, {"command": "later"}, parts=["encoder_fits"])
+    out = reproduction_diagnostics.diagnose(
+        "vibo", {"seed": 1}, 3, folder, {"command": "later"}, parts=["encoder_fits"]
+    )
     assert calls == [("encoder", 3)]
     assert sorted(p.name for p in out.iterdir()) == ["diagnostics.json", "doubled_fits.csv", "encoder_fits.csv"]
     facts = json.loads((out / "diagnostics.json").read_text())
-    assert reproduction.part_facts(facts, "doubled_fits")["command"] == "earlier"
-    assert reproduction.part_facts(facts, "encoder_fits")["command"] == "later"
-    assert reproduction.part_facts(facts, "encoder_fits")["seed"] == 1
+    assert reproduction_diagnostics.part_facts(facts, "doubled_fits")["command"] == "earlier"
+    assert reproduction_diagnostics.part_facts(facts, "encoder_fits")["command"] == "later"
+    assert reproduction_diagnostics.part_facts(facts, "encoder_fits")["seed"] == 1
     with pytest.raises(ValueError, match="unknown part"):
-        diagnostics.diagnose({}, 3, parts=["encoder", "doubled_fits"])
+        reproduction_diagnostics.diagnose("vibo", {"seed": 1}, 3, folder, {}, parts=["encoder", "doubled_fits"])

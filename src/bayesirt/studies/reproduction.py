@@ -15,20 +15,18 @@ kept, or None for all of them; those in ``OPTIONAL`` may be absent from a run),
 ``figures(tables, folder) -> list[(file, caption)]``.
 A study may also have diagnostics: fits run apart from the study's run to say whether a figure
 that differs from the seed's comes from the seed's method or from this implementation
-(``diagnose(config, n_data_sets) -> {name: table}``, optionally ``diagnostic_inputs(config,
-n_data_sets)``: the workflow's files it reads, and ``diagnostics_section(tables, facts)``);
-``tools/reproduction.py diagnose`` writes them to ``docs/reproduction/data/<study>/diagnostics/``,
-which a later collect keeps, and the page shows them.
+(``bayesirt.studies.<study>.diagnostics.PARTS``, made and written by ``reproduction_diagnostics``
+into ``docs/reproduction/data/<study>/diagnostics/``, which a later collect keeps; the study's
+reproduction module may name the workflow's files they read, ``diagnostic_inputs(config,
+n_data_sets)``, and shows them with ``diagnostics_section(tables, facts)``).
 The page is never typed by hand: ``tools/reproduction.py`` runs both steps.
 """
 
 from __future__ import annotations
 
-import datetime
 import importlib
 import json
 import shutil
-import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -169,81 +167,6 @@ def load_tables(study: str, data: Path) -> dict[str, pd.DataFrame]:
     for path in sorted((Path(data) / DIAGNOSTICS).glob("*.csv")):
         tables[f"{DIAGNOSTICS}/{path.stem}"] = pd.read_csv(path)
     return tables
-
-
-def now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def diagnose(study: str, config: dict, n_data_sets: int, out: Path, facts: dict, parts=None, designs=None) -> Path:
-    """Run a study's diagnostics (its module's ``diagnose(config, n_data_sets)``, ``config`` the
-    run's, validated with its defaults) and write them (``write_diagnostics``) to ``out``
-    (``docs/reproduction/data/<study>/diagnostics``) with ``facts`` (command, commit, machine),
-    the config's seed and the run's start, end and seconds. ``parts``: only these of the study's
-    tables, for a study whose ``diagnose`` takes ``parts``; ``designs``: the designs ``config``
-    was cut to (a rerun of some designs' rows). Returns ``out``."""
-    module = study_module(study)
-    if not hasattr(module, "diagnose"):
-        raise ValueError(f"{study} has no diagnostics")
-    started, t0 = now(), time.perf_counter()
-    tables = module.diagnose(config, n_data_sets, **({"parts": parts} if parts else {}))
-    seconds = round(time.perf_counter() - t0, 1)
-    run = {**facts, "seed": config["seed"], "started": started, "finished": now(), "seconds": seconds}
-    return write_diagnostics(Path(out), tables, run, partial=bool(parts or designs), designs=designs)
-
-
-def write_diagnostics(out: Path, tables: dict, run: dict, partial: bool = False, designs=None) -> Path:
-    """Write each table as ``out/<name>.csv`` and the ``run``'s facts as ``diagnostics.json``,
-    under ``parts`` for each table (``part_facts``). A ``partial`` run (some parts, or some
-    ``designs``) keeps the other tables already in ``out`` with the facts of the runs that made
-    them; with ``designs``, a table that has a ``design`` column keeps its rows of the other
-    designs too, and its facts list every run its rows come from (``runs``). Returns ``out``."""
-    old = out / f"{DIAGNOSTICS}.json"
-    record = {**run, "parts": dict.fromkeys(tables, run)}
-    if partial and old.is_file():
-        kept = json.loads(old.read_text())
-        made = kept.pop("parts", None) or {path.stem: kept for path in out.glob("*.csv")}
-        for name, table in list(tables.items()):
-            before = out / f"{name}.csv"
-            if designs and name in made and before.is_file() and "design" in table:
-                rows = pd.read_csv(before)
-                if "design" in rows:
-                    tables[name] = pd.concat([rows[~rows.design.isin(designs)], table], ignore_index=True)
-                    # the earlier runs whose rows remain (a run of only the designs redone is gone)
-                    runs = [
-                        r
-                        for r in made[name].get("runs", [made[name]])
-                        if not (r.get("designs") and set(r["designs"]) <= set(designs))
-                    ]
-                    record["parts"][name] = {"runs": [*runs, run]} if runs else run
-        record = {**kept, "parts": {**made, **record["parts"]}}
-        for name in tables:
-            (out / f"{name}.csv").unlink(missing_ok=True)
-    else:
-        if out.exists():
-            shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, table in tables.items():
-        table.to_csv(out / f"{name}.csv", index=False)
-    old.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    return out
-
-
-def part_facts(facts: dict, name: str) -> dict:
-    """The facts (command, commit, seconds, ...) of the diagnostics run that made table ``name``:
-    a partial rerun (``diagnose``'s ``parts``) records its own beside the others'."""
-    return {**{k: v for k, v in facts.items() if k != "parts"}, **facts.get("parts", {}).get(name, {})}
-
-
-def made_by(facts: dict) -> str:
-    """How a diagnostic table was made, for its section's opening sentence: the command in code,
-    its commit and its minutes (each run's, for a table whose rows several runs made)."""
-    if facts.get("runs"):
-        return "; ".join(made_by(run) for run in facts["runs"])
-    return (
-        f"`{facts.get('command', '')}`, commit `{str(facts.get('commit', ''))[:7]}`, "
-        f"{facts.get('seconds', 0) / 60:.0f} min"
-    )
 
 
 def diagnostics_section(study: str, data: Path) -> str:

@@ -272,7 +272,8 @@ SCALE_PARTS = ("latent_scale", "implicit_off")  # the tables of the section on t
 def section(tables: dict, facts: dict) -> str:
     """The reproduction page's sections: ``summary`` and ``findings`` of the latent's scale (both
     of its parts), then the doubling check's table."""
-    from bayesirt.studies.reproduction import made_by, markdown_table, part_facts
+    from bayesirt.studies.reproduction import markdown_table
+    from bayesirt.studies.reproduction_diagnostics import made_by, part_facts
 
     scale = [tables[name] for name in SCALE_PARTS if tables.get(name) is not None and not tables[name].empty]
     lines = []
@@ -298,15 +299,7 @@ def section(tables: dict, facts: dict) -> str:
     return "\n".join(lines)
 
 
+# The page's diagnostic tables (``tools/reproduction.py diagnose amortized_ifa --parts``): the
+# latent's scale of the run's fits (reads them), IWAVB fitted again without its implicit part on
+# the mixture designs, and the doubling check (the long parts).
 PARTS = {"latent_scale": latent_scale, "implicit_off": implicit_off, doubling.TABLE: doubling.doubled_fits}
-
-
-def diagnose(config: dict, n_data_sets: int, parts=tuple(PARTS)) -> dict[str, pd.DataFrame]:
-    """The tables of ``parts`` (default both): ``latent_scale`` reads the run's fits,
-    ``implicit_off`` fits IWAVB again on the mixture designs (the long part)."""
-    unknown = set(parts) - set(PARTS)
-    if unknown:
-        raise ValueError(
-            f"amortized_ifa diagnostics: unknown part(s) {sorted(unknown)}; the parts are {', '.join(PARTS)}"
-        )
-    return {name: PARTS[name](config, n_data_sets) for name in parts}

@@ -379,14 +379,6 @@ def design_table(tables: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def diagnose(config: dict, n_data_sets: int, **parts) -> dict[str, pd.DataFrame]:
-    """The page's diagnostics (``amortized_ifa.diagnostics``): the latent's scale of the run's fits,
-    and IWAVB refitted without its implicit part on the mixture designs (``parts=`` names which)."""
-    from bayesirt.studies.amortized_ifa import diagnostics
-
-    return diagnostics.diagnose(config, n_data_sets, **parts)
-
-
 def diagnostic_inputs(config: dict, n_data_sets: int) -> list[str]:
     from bayesirt.studies.amortized_ifa import diagnostics
 

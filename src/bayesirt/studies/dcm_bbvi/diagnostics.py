@@ -1,9 +1,10 @@
 """Diagnostics behind dcm_bbvi's reproduction page: whether a figure that differs from seed 002's
 comes from the seed's method or from this implementation.
 
-Two questions, each on the study's own data sets of the seed's design with complete responses
-(the seed's experiment; the data sets the page's run fitted, rebuilt from the config's seed as the
-workflow builds them, ``derive(seed, "data", "dcm_bbvi", "seed", "mcar0", rep)``):
+Three questions (``PARTS``: the first two are ``seed_design_fits``, the third ``doubled_fits``), on
+the study's own data sets of the seed's design (the seed's experiment, complete responses; the
+data sets the page's run fitted, rebuilt from the config's seed as the workflow builds them,
+``derive(seed, "data", "dcm_bbvi", "seed", "mcar0", rep)``):
 
 1. **The seed's runs as written** (``seed_methods``: plain steps of the notebook's sizes, M = 1000,
    a fresh model): how many of their planned steps they take before the loss becomes non-finite,
@@ -15,11 +16,11 @@ workflow builds them, ``derive(seed, "data", "dcm_bbvi", "seed", "mcar0", rep)``
    itself (modal profiles at the start's coefficients, uniform profile probabilities) beside the
    fit's. An accuracy the start already has is not the optimiser's.
 
-3. **Would longer fits move the verdicts?** (issue 46 item 5) This project's trained methods
-   (``DOUBLED``) on the seed design's data sets, complete and with the run's missingness, with the
-   run's settings (the config's) and again with twice the steps the block's longest fit took (no
-   early stop): pattern accuracy and coefficient RMSE at both. A claim whose fits did not meet
-   their stopping rule keeps its verdict where doubling moves its figure by less than its interval.
+3. **Would longer fits move the verdicts?** This project's trained methods (``DOUBLED``) on the
+   seed design's data sets, complete and with the run's missingness, at the run's settings and
+   again with twice the steps of the block's longest fit (no early stop): pattern accuracy and
+   coefficient RMSE at both. A claim on fits that missed their stopping rule keeps its verdict
+   where doubling moves its figure by less than its interval.
 
 Every fit is trained as the study trains it (``methods.TRAINED``, the last good state kept), with
 the study's fit seed of its data set; the fits are scored here without the study's PSIS and
@@ -53,21 +54,10 @@ _Z_STEP, _, *_OTHER_STEPS = seed.FULL_MODEL.steps
 PROBE_SCHEDULE = seed.FULL_MODEL._replace(n_sweeps=1, steps=(_Z_STEP, 1e-2, *_OTHER_STEPS))
 METHODS = ("bbvi", *seed.SEED_METHODS, PROBE)
 DESIGN, MISSING = "seed", "mcar0"
-COLUMNS = [
-    "rep",
-    "method",
-    "steps_planned",
-    "steps",
-    "status",
-    "pattern_accuracy",
-    "top2_accuracy",
-    "start_pattern_accuracy",
-    "oracle_pattern_accuracy",
-    "beta_rmse_start",
-    "beta_rmse_end",
-    "beta_move_rms",
-    "seconds",
-]
+COLUMNS = (
+    "rep method steps_planned steps status pattern_accuracy top2_accuracy start_pattern_accuracy "
+    "oracle_pattern_accuracy beta_rmse_start beta_rmse_end beta_move_rms seconds"
+).split()
 
 
 def data_set(base_seed: int, rep: int, design: dict | None = None, missing: str = MISSING):
@@ -221,6 +211,9 @@ def doubled_fits(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame
     return pd.DataFrame(rows, columns=DOUBLED_COLUMNS)
 
 
+PARTS = {"seed_design_fits": run, "doubled_fits": doubled_fits}  # tools/reproduction.py diagnose --parts
+
+
 # ---- the page's section ---------------------------------------------------------------------------
 
 WHAT = {
@@ -335,7 +328,8 @@ MARGIN_OF_START = 0.01  # a fit within a point of its start's accuracy added not
 
 def section(tables: dict, facts: dict) -> str:
     """The reproduction page's section: the table of ``summary`` and the ``findings``."""
-    from bayesirt.studies.reproduction import made_by, markdown_table, part_facts
+    from bayesirt.studies.reproduction import markdown_table
+    from bayesirt.studies.reproduction_diagnostics import made_by, part_facts
 
     fits, doubled = tables.get("seed_design_fits"), tables.get("doubled_fits")
     if fits is None or fits.empty:

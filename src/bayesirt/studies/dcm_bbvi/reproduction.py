@@ -323,19 +323,4 @@ def figures(tables: dict, folder) -> list[tuple[str, str]]:
     return out
 
 
-DIAGNOSTIC_PARTS = {"seed_design_fits": diagnostics.run, "doubled_fits": diagnostics.doubled_fits}
-
-
-def diagnose(config: dict, n_data_sets: int, parts=tuple(DIAGNOSTIC_PARTS)) -> dict[str, pd.DataFrame]:
-    """The page's diagnostics (``dcm_bbvi.diagnostics``): the seed's runs as written and this
-    project's BBVI, on the study's data sets of the seed's design (simulated again from the
-    config's seed); ``parts``: only these of its tables."""
-    unknown = set(parts) - set(DIAGNOSTIC_PARTS)
-    if unknown:
-        raise ValueError(
-            f"dcm_bbvi diagnostics: unknown part(s) {sorted(unknown)}; the parts are {', '.join(DIAGNOSTIC_PARTS)}"
-        )
-    return {name: DIAGNOSTIC_PARTS[name](config, n_data_sets) for name in parts}
-
-
 diagnostics_section = diagnostics.section

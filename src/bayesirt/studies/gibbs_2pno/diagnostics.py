@@ -112,6 +112,11 @@ def doubled_fits(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+# The page's diagnostic table (``tools/reproduction.py diagnose gibbs_2pno``): the doubling check
+# of the seed's plain sampler and ours on the study's own simulated data sets.
+PARTS = {"doubled_fits": doubled_fits}
+
+
 # ---- the page's section ---------------------------------------------------------------------------
 
 
@@ -139,7 +144,8 @@ def summary(doubled: pd.DataFrame) -> pd.DataFrame:
 
 
 def section(tables: dict, facts: dict) -> str:
-    from bayesirt.studies.reproduction import made_by, markdown_table, part_facts
+    from bayesirt.studies.reproduction import markdown_table
+    from bayesirt.studies.reproduction_diagnostics import made_by, part_facts
 
     doubled = tables.get("doubled_fits")
     if doubled is None or doubled.empty:

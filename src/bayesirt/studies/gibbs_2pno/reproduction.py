@@ -312,14 +312,6 @@ def figures(tables: dict, folder) -> list[tuple[str, str]]:
     ]
 
 
-def diagnose(config: dict, n_data_sets: int) -> dict[str, pd.DataFrame]:
-    """The page's diagnostics (``gibbs_2pno.diagnostics``): the doubling check of the seed's plain
-    sampler and ours on the study's own simulated data sets."""
-    from bayesirt.studies.gibbs_2pno import diagnostics
-
-    return {"doubled_fits": diagnostics.doubled_fits(config, n_data_sets)}
-
-
 def diagnostics_section(tables: dict, facts: dict) -> str:
     from bayesirt.studies.gibbs_2pno import diagnostics
 

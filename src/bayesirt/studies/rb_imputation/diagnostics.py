@@ -240,9 +240,12 @@ def full_data_bias(config: dict, root: Path = Path(".")) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=BIAS_COLUMNS)
 
 
-def diagnose(config: dict, n_data_sets: int) -> dict[str, pd.DataFrame]:
-    """The page's diagnostics, from the workflow's files under the working directory."""
-    return {"seed_design_fits": seed_design_fits(config, n_data_sets), "full_data_bias": full_data_bias(config)}
+# The page's diagnostic tables, from the workflow's files under the working directory; the full
+# data's bias reads every fit of the run, so it takes no number of data sets.
+PARTS = {
+    "seed_design_fits": seed_design_fits,
+    "full_data_bias": lambda config, n_data_sets: full_data_bias(config),
+}
 
 
 # ---- the page's section ---------------------------------------------------------------------------
@@ -358,7 +361,8 @@ def bias_table(bias: pd.DataFrame) -> pd.DataFrame:
 
 def section(tables: dict, facts: dict) -> str:
     """The reproduction page's section: the seed design's table and findings, then the full data's pulls."""
-    from bayesirt.studies.reproduction import made_by, markdown_table, part_facts
+    from bayesirt.studies.reproduction import markdown_table
+    from bayesirt.studies.reproduction_diagnostics import made_by, part_facts
 
     fits, bias = tables.get("seed_design_fits"), tables.get("full_data_bias")
     if fits is None or fits.empty:

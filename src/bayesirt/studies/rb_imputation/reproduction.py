@@ -207,11 +207,6 @@ def claims(tables: dict) -> list[Claim]:
     return jensen_claims(summary, doubled) + copies_claims(summary, doubled) + zero_fill_claims(summary, doubled)
 
 
-def diagnose(config: dict, n_data_sets: int) -> dict[str, pd.DataFrame]:
-    """The page's diagnostics (``rb_imputation.diagnostics``), from the run's files."""
-    return diagnostics.diagnose(config, n_data_sets)
-
-
 diagnostic_inputs = diagnostics.inputs
 diagnostics_section = diagnostics.section
 

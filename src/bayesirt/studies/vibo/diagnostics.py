@@ -321,7 +321,8 @@ def findings(fits: pd.DataFrame) -> list[str]:
 def section(tables: dict, facts: dict) -> str:
     """The reproduction page's section: the table of ``summary`` and the ``findings``, then the
     doubling check's table."""
-    from bayesirt.studies.reproduction import made_by, markdown_table, part_facts
+    from bayesirt.studies.reproduction import markdown_table
+    from bayesirt.studies.reproduction_diagnostics import made_by, part_facts
 
     fits, doubled = tables.get("encoder_fits"), tables.get("doubled_fits")
     lines = []
@@ -357,14 +358,8 @@ def section(tables: dict, facts: dict) -> str:
     return "\n".join(lines)
 
 
+# The page's diagnostic tables (``tools/reproduction.py diagnose vibo --parts``): VIBO's abilities
+# by its encoder and by the exact posterior at its fitted items, on the study's own data sets;
+# the doubling check of the VIBO variants (the longest part); the seed's variant at several
+# samples per gradient.
 PARTS = {"encoder_fits": encoder_fits, "doubled_fits": doubled_fits, "gradient_samples": gradient_samples.sample_fits}
-
-
-def diagnose(config: dict, n_data_sets: int, parts=tuple(PARTS)) -> dict[str, pd.DataFrame]:
-    """The tables of ``parts`` (default both): the doubling check refits every VIBO variant of
-    two designs twice, the longer part, which a run whose fits all met their stopping rule
-    does not need."""
-    unknown = set(parts) - set(PARTS)
-    if unknown:
-        raise ValueError(f"vibo diagnostics: unknown part(s) {sorted(unknown)}; the parts are {', '.join(PARTS)}")
-    return {name: PARTS[name](config, n_data_sets) for name in parts}

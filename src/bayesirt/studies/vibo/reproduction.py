@@ -358,15 +358,6 @@ def figures(tables: dict, folder) -> list[tuple[str, str]]:
     ]
 
 
-def diagnose(config: dict, n_data_sets: int, **parts) -> dict[str, pd.DataFrame]:
-    """The page's diagnostics (``vibo.diagnostics``): VIBO's abilities by its encoder and by the
-    exact posterior at its fitted items, on the study's own data sets; and the doubling check of
-    the VIBO variants on the simulated designs (``parts=`` names which)."""
-    from bayesirt.studies.vibo import diagnostics
-
-    return diagnostics.diagnose(config, n_data_sets, **parts)
-
-
 def diagnostics_section(tables: dict, facts: dict) -> str:
     from bayesirt.studies.vibo import diagnostics
 

@@ -71,8 +71,8 @@ def test_the_agreement_check_reads_the_share_of_large_z_of_the_sampler_judged():
             doubled_table("gibbs", [0.9] * 3, 0.0, True, z_share=[0.0, 0.01, 0.0]),
         ]
     )
-    holds, sentence = page.doubling_check(doubled, "gibbs_seed", "z_share", "the share of |z| > 3")
-    assert holds and "moves the share of |z| > 3 by 0.0000" in sentence
+    check = page.doubling_check(doubled, "gibbs_seed", "z_share", "the share of |z| > 3")
+    assert check.holds and "moves the share of |z| > 3 by 0.0000" in check.sentence
     assert page.doubling_check(doubled, "gibbs_omit", "z_share", "x") is None
     assert page.doubling_check(None, "gibbs", "z_share", "x") is None
 

@@ -178,14 +178,20 @@ def test_the_doubling_reads_the_run_figures_from_the_collected_tables(tmp_path):
 
 
 def test_a_doubling_check_of_some_of_a_claim_s_pairs_keeps_no_verdict():
-    from bayesirt.studies.reproduction_claims import doubling
+    from bayesirt.studies.reproduction_claims import Claim, doubling, rests_on
 
     diff = np.array([0.10, 0.12, 0.08, 0.11])  # half-width t(0.975, 3) * sd / 2 = 0.027
-    holds, text = doubling(diff, diff + 0.001)
-    assert holds and "less than its interval's half-width" in text
-    holds, text = doubling(diff, diff + 0.001, expected=5)
-    assert not holds and "Doubling the steps of 4 of the 5 values it rests on" in text
-    assert doubling(diff, diff + 0.001, expected=4)[0]
+    check = doubling(diff, diff + 0.001)
+    assert check.holds and check.covered == 4 and "less than its interval's half-width" in check.sentence
+    claim = Claim("c", "s", "o", "supported", "numbers.", "iwavb")
+
+    def fits(reps: int) -> pd.DataFrame:  # a paired claim's fits: both methods on each replication
+        return pd.DataFrame({"method": ["iwae", "iwavb"] * reps, "converged": [False, True] * reps})
+
+    assert rests_on(claim, fits(4), doubling=check).verdict == "supported"
+    five = rests_on(claim, fits(5), doubling=check)
+    assert five.verdict == "inconclusive" and five.numbers_say == "supported"
+    assert "Doubling the steps of 4 of the 5 values it rests on" in five.why
 
 
 def test_the_doubling_section_says_where_the_run_figures_came_from_and_where_the_refits_started():

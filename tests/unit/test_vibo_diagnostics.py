@@ -187,8 +187,8 @@ def test_the_doubling_check_of_a_comparison_pairs_the_two_methods_by_data_set():
             rows += [(missing, "vibo_seed", rep, False, 0.9, 0.9, base, base + 0.001)]
             rows += [(missing, "vibo_average_seed", rep, True, 0.9, 0.9, base + gap, base + gap + 0.001)]
     pairs = {"where": {"design": "n1k"}, "baseline": "vibo_average_seed", "on": ("missing", "rep")}
-    holds, sentence = page.doubling_check(doubled_table(rows), "vibo_seed", "ability_rmse", **pairs)
-    assert holds and "moves the mean difference by 0.0000" in sentence
+    check = page.doubling_check(doubled_table(rows), "vibo_seed", "ability_rmse", **pairs)
+    assert check.holds and check.covered == 6 and "moves the mean difference by 0.0000" in check.sentence
     assert page.doubling_check(None, "vibo_seed", "ability_rmse", where={"design": "n1k"}) is None
     assert page.doubling_check(doubled_table(rows), "vibo_seed", "ability_rmse", where={"design": "n10k"}) is None
 

@@ -17,6 +17,7 @@ ending in ``_seed``) or ours.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -175,31 +176,54 @@ def tolerance_verdict(values, target: float, tolerance: float) -> tuple[str, str
     return "inconclusive", f"{text}: across a bound; {needed_text(replications_needed(mean, sd, bound))}."
 
 
-def doubling(diff, diff_doubled, what: str = "the mean difference", expected: int | None = None) -> tuple[bool, str]:
+class Doubling(NamedTuple):
+    """What doubling the fits' steps did to a claim's figure (``doubling``): whether the verdict may
+    stand on it, the sentence the row adds, and the numbers behind both."""
+
+    holds: bool
+    sentence: str
+    covered: int  # the values refitted (replications, or paired differences)
+    moved: float
+    half: float  # the half-width of the figure's 95% interval over the covered values
+    what: str
+
+    def of_some(self, values: int) -> Doubling:
+        """The same check, where the claim rests on ``values`` values and it covered fewer: a check
+        of some of a claim's fits keeps no verdict, and its sentence says how many it covered."""
+        n = self.covered
+        return self._replace(
+            holds=False,
+            sentence=(
+                f"Doubling the steps of {n} of the {values} values it rests on (the diagnostics below; the others "
+                f"not refitted) moves {self.what} over those {n} by {self.moved:.4f} (their interval's half-width "
+                f"{self.half:.4f}); a check of some of the fits keeps no verdict."
+            ),
+        )
+
+
+def doubling(diff, diff_doubled, what: str = "the mean difference") -> Doubling:
     """Whether doubling the fits' steps moves a claim's figure, the mean of ``diff`` (one value per
     replication: a paired difference, or the figure itself), by less than the half-width of its 95%
     interval (Student's t, as the verdicts'); ``diff_doubled`` the same values from the doubled
-    fits. ``expected``: how many values the claim rests on, where the doubled fits may be fewer
-    (a check of some of them keeps no verdict, and its sentence says how many it covers).
-    Returns that, and the sentence that says so (empty where there is no interval)."""
+    fits. Whether the check covered every value the claim rests on is ``rests_on``'s to judge.
+    The sentence is empty where there is no interval."""
     mean, low, high, n = mean_interval(diff)
     if n < 2 or not np.isfinite(low) or high <= low:
-        return False, ""
+        return Doubling(False, "", n, float("nan"), float("nan"), what)
     moved, half = abs(float(np.nanmean(np.asarray(diff_doubled, float))) - mean), (high - low) / 2
-    if expected is not None and n < expected:
-        return False, (
-            f"Doubling the steps of {n} of the {expected} values it rests on (the diagnostics below; the others "
-            f"not refitted) moves {what} over those {n} by {moved:.4f} (their interval's half-width {half:.4f}); "
-            "a check of some of the fits keeps no verdict."
-        )
     holds = bool(moved < half)
-    return holds, (
+    return Doubling(
+        holds,
         f"Doubling every fit's steps (the diagnostics below) moves {what} by {moved:.4f}, "
         + (
             f"less than its interval's half-width {half:.4f}, so the verdict stands."
             if holds
             else f"not less than its interval's half-width {half:.4f}."
-        )
+        ),
+        n,
+        moved,
+        half,
+        what,
     )
 
 
@@ -211,8 +235,7 @@ def doubling_check(
     where=None,
     baseline=None,
     on=("rep",),
-    expected: int | None = None,
-):
+) -> Doubling | None:
     """The doubling check (``doubling``) of a claim on ``method``'s ``figure``, from a study's
     doubled fits (its ``diagnostics.doubled_fits``: a row per refitted fit with ``method``,
     ``figure`` and ``<figure>_doubled``), or None where the diagnostics did not refit it.
@@ -220,8 +243,7 @@ def doubling_check(
     ``where`` selects rows (column -> value; a value of None selects every row); rows without
     the figure are left out. ``baseline`` makes the figure a paired difference: another method's
     fits on the same data sets (a method name; rows paired on the columns ``on``), or a value
-    per replication (a Series by ``rep``, the same for the run's and the doubled fits).
-    ``expected``: the claim's number of values, as ``doubling`` takes it."""
+    per replication (a Series by ``rep``, the same for the run's and the doubled fits)."""
     if doubled is None or doubled.empty:
         return None
     d = doubled
@@ -239,33 +261,43 @@ def doubling_check(
             (both[figure] - both[f"{figure}_base"]).to_numpy(),
             (both[f"{figure}_doubled"] - both[f"{figure}_doubled_base"]).to_numpy(),
             what,
-            expected,
         )
     base = 0.0 if baseline is None else baseline.reindex(mine.rep).to_numpy()
-    return doubling(mine[figure].to_numpy() - base, mine[f"{figure}_doubled"].to_numpy() - base, what, expected)
+    return doubling(mine[figure].to_numpy() - base, mine[f"{figure}_doubled"].to_numpy() - base, what)
 
 
-def rests_on(claim: Claim, fits, rule: str = "stopping rule", doubling: tuple[bool, str] | None = None) -> Claim:
+def values_behind(fits) -> int:
+    """How many values a claim on ``fits`` rests on: the most fits of one of its methods (or
+    conditions), one per replication, as a paired or a one-method claim takes them."""
+    for column in ("method", "condition"):
+        if column in fits:
+            return int(fits.groupby(column).size().max()) if len(fits) else 0
+    return len(fits)
+
+
+def rests_on(claim: Claim, fits, rule: str = "stopping rule", doubling: Doubling | None = None) -> Claim:
     """A claim whose ``fits`` (a table with a ``converged`` column: whether each met its stopping
     rule) did not all meet it decides nothing: a supported or contradicted verdict becomes
-    inconclusive, and the row says how many fits met it; unless ``doubling`` (whether doubling
-    the fits' steps moves the claim's figure by less than its interval, and the sentence that
-    says so) holds, when the verdict stands with that sentence. Fits whose table has no such
-    column leave the claim as it is (nothing to say either way)."""
+    inconclusive, and the row says how many fits met it; unless ``doubling`` (the doubling check
+    of the claim's figure) holds and covered every value the claim rests on (``values_behind``),
+    when the verdict stands with its sentence. Fits whose table has no such column leave the
+    claim as it is (nothing to say either way)."""
     if "converged" not in fits:
         return claim
     flags = np.asarray(fits["converged"], dtype=bool)
     met, total = int(flags.sum()), int(flags.size)
     if total == 0 or met == total:
         return claim
-    if doubling is not None and doubling[0]:
+    if doubling is not None and doubling.sentence and doubling.covered < values_behind(fits):
+        doubling = doubling.of_some(values_behind(fits))
+    if doubling is not None and doubling.holds:
         return replace(
-            claim, why=f"{claim.why.rstrip()} Rests on {met} of {total} fits that met their {rule}. {doubling[1]}"
+            claim, why=f"{claim.why.rstrip()} Rests on {met} of {total} fits that met their {rule}. {doubling.sentence}"
         )
     capped = claim.verdict in DECISIVE
     why = f"{claim.why.rstrip()} Rests on {met} of {total} fits that met their {rule}"
-    if doubling is not None and doubling[1]:  # a doubling check that did not hold
-        why += f". {doubling[1].rstrip('.')}" + ("; so" if capped else ".")
+    if doubling is not None and doubling.sentence:  # a doubling check that did not hold
+        why += f". {doubling.sentence.rstrip('.')}" + ("; so" if capped else ".")
     else:
         why += ", so" if capped else "."
     if capped:

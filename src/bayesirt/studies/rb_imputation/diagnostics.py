@@ -271,15 +271,15 @@ def summary(fits: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def doubling_holds(fits: pd.DataFrame, *conditions: str) -> tuple[bool, str]:
-    """Whether doubling the steps moves the paired difference of two conditions' discrimination
-    RMSE (``conditions``: the one judged, then its baseline) by less than the half-width of its
-    95% interval (``reproduction_claims.doubling``), and the sentence that says so."""
+def doubling_holds(fits: pd.DataFrame, *conditions: str):
+    """The doubling check (``reproduction_claims.doubling``) of the paired difference of two
+    conditions' discrimination RMSE (``conditions``: the one judged, then its baseline), or None
+    where the diagnostics did not refit both."""
     from bayesirt.studies.reproduction_claims import doubling
 
     a, b = (fits[fits.condition == c].set_index("rep") for c in conditions)
     if a.empty or b.empty:
-        return False, ""
+        return None
     return doubling(
         a.discrimination_rmse - b.discrimination_rmse, a.discrimination_rmse_doubled - b.discrimination_rmse_doubled
     )

@@ -46,8 +46,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SITTINGS = Path("results/reproduction/sittings.jsonl")
-DATA = Path("docs/reproduction/data")
-PAGES = Path("docs/reproduction")
 
 
 def now() -> str:
@@ -301,7 +299,8 @@ def collect(args) -> int:
         "left_out": args.left_out,
         "note": args.note,
     }
-    out = reproduction.collect(args.study, ROOT / "results" / args.study, ROOT / DATA / args.study, run_facts)
+    data = ROOT / reproduction.DATA / args.study
+    out = reproduction.collect(args.study, ROOT / "results" / args.study, data, run_facts)
     print(f"collect: {args.study} -> {out.relative_to(ROOT)}")
     return 0
 
@@ -359,7 +358,7 @@ def diagnose(args) -> int:
         "data_sets": args.data_sets,
         **({"designs": args.designs} if args.designs else {}),
     }
-    out = ROOT / DATA / args.study / reproduction.DIAGNOSTICS
+    out = ROOT / reproduction.DATA / args.study / reproduction.DIAGNOSTICS
     os.chdir(ROOT)  # the run's files are named relative to the repository
     # the run's checkpoint folder, whose kept final states a refit with a larger cap continues;
     # the diagnostics' blocks are kept too, so a diagnose cut off redoes no finished block
@@ -393,13 +392,13 @@ def synthetic_ipip(args) -> int:
 def page(args) -> int:
     from bayesirt.studies import reproduction, reproduction_index
 
-    data = Path(args.data)
+    data, pages = Path(args.data or ROOT / reproduction.DATA), Path(args.pages or ROOT / reproduction.PAGES)
     studies = args.studies or [s for s in reproduction.STUDIES if (data / s / reproduction.RUN_FILE).is_file()]
     for study in studies:
-        written = reproduction.render(study, data / study, Path(args.pages))
+        written = reproduction.render(study, data / study, pages)
         print(f"page: {written}")
     if not args.studies:  # the index counts every study's claims: written with all of them
-        print(f"page: {reproduction_index.write_index(data, Path(args.pages), studies)}")
+        print(f"page: {reproduction_index.write_index(data, pages, studies)}")
     return 0
 
 
@@ -452,8 +451,8 @@ def main(argv=None) -> int:
     p.set_defaults(step_function=synthetic_ipip)
     p = sub.add_parser("page", help="write the reproduction pages from the collected tables")
     p.add_argument("studies", nargs="*")
-    p.add_argument("--data", default=str(ROOT / DATA))
-    p.add_argument("--pages", default=str(ROOT / PAGES))
+    p.add_argument("--data", help="the collected tables (default docs/reproduction/data)")
+    p.add_argument("--pages", help="where the pages go (default docs/reproduction)")
     p.set_defaults(step_function=page)
     args = parser.parse_args(argv)
     return args.step_function(args)

@@ -49,6 +49,8 @@ from bayesirt.studies.reproduction_claims import (  # noqa: F401 (the studies' p
 from bayesirt.studies.seed_numbers import section as seed_numbers_section
 
 STUDIES = ("rb_imputation", "amortized_ifa", "vibo", "gibbs_2pno", "dcm_bbvi")
+PAGES = Path("docs/reproduction")  # relative to the repository: the pages, and
+DATA = PAGES / "data"  # the collected tables each page is written from (``DATA/<study>``)
 RUN_FILE = "run.json"
 DIAGNOSTICS = "diagnostics"  # a study's diagnostic tables and their facts (diagnostics.json)
 # committed beside a study's collected tables but written by hand or by the diagnostics, not by

@@ -32,6 +32,7 @@ import pandas as pd
 from bayesirt.studies.amortized_ifa import data
 from bayesirt.studies.amortized_ifa.conditions import STUDY, design_fits, run_folder, simulated_designs
 from bayesirt.studies.amortized_ifa.tables import scale_rows
+from bayesirt.studies.reproduction import DATA
 
 TABLE = "doubled_fits"  # the diagnostics' table of ``doubled_fits``
 # the run's fits.csv names
@@ -56,7 +57,7 @@ COLUMNS = [
 ]
 # the run's collected tables (``tools/reproduction.py collect``), relative to the repository,
 # where the diagnostics run: the run's figures when its fit folders are not on this machine
-COLLECTED = Path("docs/reproduction/data") / STUDY
+COLLECTED = DATA / STUDY
 
 
 def figures_of(record: dict, estimates: pd.DataFrame | None = None) -> dict:

@@ -85,6 +85,7 @@ def test_the_page_shows_the_doubling_check(tmp_path):
     (out / reproduction.DIAGNOSTICS / "diagnostics.json").write_text(json.dumps({"command": "x", "seconds": 120}))
     text = reproduction.diagnostics_section("gibbs_2pno", out)
     assert text.startswith("## Diagnostics: twice the sweeps")
+    assert "on the first 2 data sets of design `n1kj30` (the run's data" in text  # the design refitted
     row = "| design `n1kj30`, mcar20 | `gibbs_seed` | 2 | 12,000 -> 24,000 | 1 -> 2 of 2 | 1.0200 -> 1.0050 |"
     assert row + " 0.860 -> 0.880 | 4.00% -> 4.00% |" in text
 

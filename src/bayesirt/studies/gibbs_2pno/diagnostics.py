@@ -150,12 +150,14 @@ def section(tables: dict, facts: dict) -> str:
     doubled = tables.get("doubled_fits")
     if doubled is None or doubled.empty:
         return ""
+    designs = list(dict.fromkeys(doubled.design))
+    named = ("design " if len(designs) == 1 else "designs ") + ", ".join(f"`{d}`" for d in designs)
     return "\n".join(
         [
             "## Diagnostics: twice the sweeps",
             "",
-            f"The seed's plain sampler and ours refitted on the first {doubled.rep.nunique()} data sets of the "
-            "simulated designs (the run's data, masks and fit seeds), as a block at the run's length and again with "
+            f"The seed's plain sampler and ours refitted on the first {doubled.rep.nunique()} data sets of {named} "
+            "(the run's data, masks and fit seeds), as a block at the run's length and again with "
             "twice the warm-up and twice the draws; NUTS once per data set where the design fits it "
             f"({made_by(part_facts(facts, 'doubled_fits'))}; "
             "`bayesirt.studies.gibbs_2pno.diagnostics`). Where the fits "

@@ -127,6 +127,22 @@ def test_the_common_scale_row_judges_iwavb_against_iwae_by_replication(gap, verd
     assert claim.section == "" and claim.quote == ""  # this project's reading, not the seed's
 
 
+@pytest.mark.parametrize(
+    ("reps", "moved", "verdict"), [(4, 0.001, "contradicted"), (4, 0.2, "inconclusive"), (3, 0.001, "inconclusive")]
+)
+def test_the_common_scale_row_keeps_its_verdict_on_unconverged_fits_only_by_the_doubling_check(reps, moved, verdict):
+    # no fit met its stopping rule; doubling moves IWAVB's figure by `moved` on `reps` of the 4 replications
+    table = scale_table(0.05).assign(converged=False)
+    fits = diagnostics.per_fit(table)
+    doubled = fits[fits.rep < reps].assign(
+        loading_mse_common_scale_doubled=lambda f: f.loading_mse_common_scale + moved * (f.method == "iwavb")
+    )
+    (claim,) = diagnostics.claims(table, doubled)
+    assert claim.verdict == verdict and "Rests on 0 of 8 fits" in claim.why
+    assert ("so the verdict stands" in claim.why) == (verdict == "contradicted")
+    assert ("3 of the 4 values" in claim.why) == (reps == 3)
+
+
 def test_no_common_scale_row_without_the_table_or_a_mixture_design():
     assert diagnostics.claims(None) == [] and diagnostics.claims(scale_table(0.05).iloc[:0]) == []
     assert diagnostics.claims(scale_table(0.05, design="normal_p5")) == []

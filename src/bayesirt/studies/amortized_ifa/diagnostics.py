@@ -43,7 +43,7 @@ from bayesirt.studies.amortized_ifa.reproduction_pairs import (
     per_replication,
 )
 from bayesirt.studies.amortized_ifa.tables import scale_rows
-from bayesirt.studies.reproduction_claims import Claim, rests_on
+from bayesirt.studies.reproduction_claims import Claim, doubling_check, rests_on
 
 COLUMNS = [
     "design",
@@ -241,10 +241,12 @@ def per_fit(table: pd.DataFrame) -> pd.DataFrame:
     return figures.join(table.groupby(keys, sort=False)["converged"].all()).reset_index()
 
 
-def claims(table: pd.DataFrame | None) -> list[Claim]:
+def claims(table: pd.DataFrame | None, doubled: pd.DataFrame | None = None) -> list[Claim]:
     """The page's row on the mixture designs' loading claim, read on a common scale: IWAVB
     against IWAE paired by replication (each pair of ``PAIRS`` the table has), the loading MSE of
-    each loading times its factor's latent sd. This project's reading (none without the table)."""
+    each loading times its factor's latent sd. This project's reading (none without the table).
+    ``doubled``: the doubling check's table, which a row on fits that missed their stopping rule
+    needs to keep its verdict."""
     if table is None or table.empty:
         return []
     fits = per_fit(table[table.design.map(LATENT) == "mixture"])
@@ -262,7 +264,11 @@ def claims(table: pd.DataFrame | None) -> list[Claim]:
             "loading MSE on a common scale",
             "lower",
         )
-        rows.append(rests_on(named(claim, pair), paired))
+        check = None
+        if doubled is not None:
+            both = as_pair(doubled, pair)
+            check = doubling_check(both, "iwavb", "loading_mse_common_scale", baseline="iwae", on=("design", "rep"))
+        rows.append(rests_on(named(claim, pair), paired, doubling=check))
     return rows
 
 

@@ -350,7 +350,7 @@ def claims(tables: dict) -> list[Claim]:
             rows += [named(c, pair) for c in time_claims(as_pair(timings, pair))]
     from bayesirt.studies.amortized_ifa import diagnostics  # the diagnostics' row (a common scale)
 
-    return rows + ipip_claims(tables) + diagnostics.claims(tables.get("diagnostics/latent_scale"))
+    return rows + ipip_claims(tables) + diagnostics.claims(tables.get("diagnostics/latent_scale"), doubled)
 
 
 def design_table(tables: dict) -> pd.DataFrame:

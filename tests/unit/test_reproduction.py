@@ -743,3 +743,8 @@ def test_a_rerun_of_some_designs_replaces_their_rows_and_keeps_the_others_with_t
     facts = json.loads((out / "diagnostics.json").read_text())
     assert len(reproduction_diagnostics.part_facts(facts, "t")["runs"]) == 2
     assert pd.read_csv(out / "t.csv").x.tolist() == [1, 3, 21]
+
+
+def test_a_markdown_table_escapes_pipes_in_its_header_as_in_its_cells():
+    lines = reproduction.markdown_table(pd.DataFrame({"|z| > 3": ["a|b"], "n": [1]}))
+    assert lines == ["| \\|z\\| > 3 | n |", "|---|---|", "| a\\|b | 1 |"]

@@ -236,7 +236,7 @@ def run_section(run: dict) -> str:
 
 def markdown_table(table: pd.DataFrame) -> list[str]:
     """A table's Markdown lines: its header, rule and one line per row."""
-    head = "| " + " | ".join(table.columns) + " |"
+    head = "| " + " | ".join(cell(c) for c in table.columns) + " |"
     rule = "|" + "---|" * len(table.columns)
     return [head, rule, *("| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False))]
 

@@ -47,12 +47,12 @@ def test_doubling_holds_only_where_the_paired_difference_moves_less_than_its_hal
     # zero_fill's masks spread by 0.01 a step of rep, naive's by 0.02: the paired difference
     # has a 95% half-width of t(0.975, 4) * sd(0.01 * (rep - 2)) / sqrt(5) = 0.0196
     fits = fits_table({"zero_fill": (0.05, 0.05, 0.0), "naive_average_M3": (0.40, 0.405, 0.2, 0.02)})
-    check = diagnostics.doubling_holds(fits, "naive_average_M3", "zero_fill")
+    check = diagnostics.paired_doubling(fits, "naive_average_M3", "zero_fill")
     assert check.holds and "by 0.0050, less than its interval's half-width 0.0196" in check.sentence
     moved = fits_table({"zero_fill": (0.05, 0.05, 0.0), "naive_average_M3": (0.40, 0.43, 0.2, 0.02)})
-    check = diagnostics.doubling_holds(moved, "naive_average_M3", "zero_fill")
+    check = diagnostics.paired_doubling(moved, "naive_average_M3", "zero_fill")
     assert not check.holds and "by 0.0300, not less than its interval's half-width 0.0196" in check.sentence
-    assert diagnostics.doubling_holds(fits, "rao_blackwell_M3", "zero_fill") is None
+    assert diagnostics.paired_doubling(fits, "rao_blackwell_M3", "zero_fill") is None
 
 
 def test_the_findings_say_what_a_table_whose_answer_is_known_says():

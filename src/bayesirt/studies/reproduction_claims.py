@@ -288,8 +288,9 @@ def rests_on(claim: Claim, fits, rule: str = "stopping rule", doubling: Doubling
     met, total = int(flags.sum()), int(flags.size)
     if total == 0 or met == total:
         return claim
-    if doubling is not None and doubling.sentence and doubling.covered < values_behind(fits):
-        doubling = doubling.of_some(values_behind(fits))
+    values = values_behind(fits)
+    if doubling is not None and doubling.sentence and doubling.covered < values:
+        doubling = doubling.of_some(values)
     if doubling is not None and doubling.holds:
         return replace(
             claim, why=f"{claim.why.rstrip()} Rests on {met} of {total} fits that met their {rule}. {doubling.sentence}"

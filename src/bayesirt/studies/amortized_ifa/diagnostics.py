@@ -39,11 +39,12 @@ from bayesirt.studies.amortized_ifa.reproduction_pairs import (
     PAIRS,
     as_pair,
     named,
+    pair_doubling,
     paired_claim,
     per_replication,
 )
 from bayesirt.studies.amortized_ifa.tables import scale_rows
-from bayesirt.studies.reproduction_claims import Claim, doubling_check, rests_on
+from bayesirt.studies.reproduction_claims import Claim, rests_on
 
 COLUMNS = [
     "design",
@@ -264,10 +265,7 @@ def claims(table: pd.DataFrame | None, doubled: pd.DataFrame | None = None) -> l
             "loading MSE on a common scale",
             "lower",
         )
-        check = None
-        if doubled is not None:
-            both = as_pair(doubled, pair)
-            check = doubling_check(both, "iwavb", "loading_mse_common_scale", baseline="iwae", on=("design", "rep"))
+        check = None if doubled is None else pair_doubling(as_pair(doubled, pair), "loading_mse_common_scale")
         rows.append(rests_on(named(claim, pair), paired, doubling=check))
     return rows
 

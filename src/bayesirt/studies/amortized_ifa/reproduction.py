@@ -23,11 +23,12 @@ from bayesirt.studies.amortized_ifa.reproduction_pairs import (
     PARAMETERS,
     as_pair,
     named,
+    pair_doubling,
     paired_claim,
     per_replication,
 )
 from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict, page_sentence, rests_on, seed_source
-from bayesirt.studies.reproduction_claims import block_time, doubling_check
+from bayesirt.studies.reproduction_claims import block_time
 
 TITLE = "amortized_ifa (seed 003): IWAVB against IWAE for item factor analysis"
 INTRO = (
@@ -111,9 +112,6 @@ def simulation_claims(fits: pd.DataFrame, doubled: pd.DataFrame | None = None) -
             continue
         d = None if doubled is None else doubled[doubled.design.map(LATENT) == latent]
 
-        def check(column: str, d=d):
-            return doubling_check(d, "iwavb", column, baseline="iwae", on=("design", "rep"))
-
         where = f"{latent} latents, {', '.join(dict.fromkeys(f.design))}"
         for par, label in PARAMETERS.items():
             column = f"{par}_mse"
@@ -141,7 +139,7 @@ def simulation_claims(fits: pd.DataFrame, doubled: pd.DataFrame | None = None) -
                     "lower",
                     source=mse_source(latent, par),
                 )
-            rows.append(rests_on(claim, f, doubling=check(column)))
+            rows.append(rests_on(claim, f, doubling=pair_doubling(d, column)))
         loglik = per_replication(f, "loglik_independent")
         if {"iwavb", "iwae"} <= set(loglik.columns):
             gains[latent] = loglik.iwavb - loglik.iwae
@@ -156,7 +154,7 @@ def simulation_claims(fits: pd.DataFrame, doubled: pd.DataFrame | None = None) -
                 "higher",
                 source=LOGLIK_SOURCES[latent],
             )
-            rows.append(rests_on(claim, f, doubling=check(column)))
+            rows.append(rests_on(claim, f, doubling=pair_doubling(d, column)))
     if len(gains) == 2:
         v = verdicts.two_group_verdict(
             gains["mixture"],

@@ -11,6 +11,7 @@ import pandas as pd
 
 from bayesirt.evaluation import verdicts
 from bayesirt.studies.reproduction import Claim, clean, describe, from_verdict, page_sentence
+from bayesirt.studies.reproduction_claims import doubling_check
 
 # the simulation designs by latent distribution (*_seed_scale: the mixture as the seed draws it)
 LATENT = {
@@ -67,3 +68,9 @@ def named(claim: Claim, pair: tuple[str, str]) -> Claim:
     """A claim judged on ``as_pair``'s fits, its methods named as the run names them."""
     names = dict(zip(("iwae", "iwavb"), pair, strict=True))
     return replace(claim, method=", ".join(names.get(m.strip(), m.strip()) for m in claim.method.split(",")))
+
+
+def pair_doubling(doubled: pd.DataFrame | None, column: str):
+    """The doubling check of IWAVB's ``column`` minus IWAE's, paired by design and replication,
+    on doubled fits already named by ``as_pair`` (None where they were not refitted)."""
+    return doubling_check(doubled, "iwavb", column, baseline="iwae", on=("design", "rep"))

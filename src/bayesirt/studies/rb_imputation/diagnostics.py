@@ -271,7 +271,7 @@ def summary(fits: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def doubling_holds(fits: pd.DataFrame, *conditions: str):
+def paired_doubling(fits: pd.DataFrame, *conditions: str):
     """The doubling check (``reproduction_claims.doubling``) of the paired difference of two
     conditions' discrimination RMSE (``conditions``: the one judged, then its baseline), or None
     where the diagnostics did not refit both."""

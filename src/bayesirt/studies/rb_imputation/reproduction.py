@@ -96,7 +96,7 @@ def judged(claim: Claim, s: pd.DataFrame, doubled: pd.DataFrame | None, *conditi
     if doubled is not None and not doubled.empty and s.missing.iloc[0] == "mcar15":
         fits = doubled[doubled.dataset == s.dataset.iloc[0]]
         if set(conditions) <= set(fits.condition):
-            check = diagnostics.doubling_holds(fits, *conditions)
+            check = diagnostics.paired_doubling(fits, *conditions)
     return rests_on(claim, behind(s, *conditions), doubling=check)
 
 

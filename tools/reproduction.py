@@ -332,10 +332,26 @@ def only_designs(config: dict, study: str, designs) -> dict:
     return {**config, "studies": {**config["studies"], study: {**config["studies"][study], "designs": kept}}}
 
 
+def only_methods(config: dict, study: str, methods) -> dict:
+    """``config`` with the study's methods cut to ``methods`` (all where None): a diagnostic run of
+    some of the run's methods, each with the run's seeds and settings (they follow its name)."""
+    if not methods:
+        return config
+    known = config["studies"][study].get("methods", [])
+    unknown = sorted(set(methods) - set(known))
+    if unknown:
+        raise SystemExit(f"diagnose: {study} runs no method(s) {', '.join(unknown)}; it runs {', '.join(known)}")
+    kept = [m for m in known if m in methods]
+    return {**config, "studies": {**config["studies"], study: {**config["studies"][study], "methods": kept}}}
+
+
 def diagnose(args) -> int:
     from bayesirt.studies import reproduction, reproduction_diagnostics
 
+    if args.methods and not args.designs:
+        raise SystemExit("diagnose: --methods needs --designs (the designs whose rows the run replaces)")
     config = only_designs(load_config(args.config), args.study, args.designs)
+    config = only_methods(config, args.study, args.methods)
     try:  # an unknown study or part stops here, before the workflow builds the run's files
         reproduction_diagnostics.diagnostic_parts(args.study, args.parts)
     except ValueError as error:
@@ -357,6 +373,7 @@ def diagnose(args) -> int:
         "machine": machine(),
         "data_sets": args.data_sets,
         **({"designs": args.designs} if args.designs else {}),
+        **({"methods": args.methods} if args.methods else {}),
     }
     out = ROOT / reproduction.DATA / args.study / reproduction.DIAGNOSTICS
     os.chdir(ROOT)  # the run's files are named relative to the repository
@@ -442,6 +459,11 @@ def main(argv=None) -> int:
         help="only these of the study's diagnostic tables (its diagnostics module's PARTS; default all)",
     )
     p.add_argument("--designs", nargs="+", help="only these of the run's designs (default all)")
+    p.add_argument(
+        "--methods",
+        nargs="+",
+        help="only these of the run's methods (with --designs: those designs' rows are replaced by this run's)",
+    )
     p.set_defaults(step_function=diagnose)
     p = sub.add_parser("synthetic-ipip", help="write the full-size synthetic IPIP-FFM file for amortized_ifa")
     p.add_argument("--rows", type=int, default=1_015_000)

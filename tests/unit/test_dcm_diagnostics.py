@@ -130,15 +130,18 @@ def test_the_page_shows_the_diagnostics_and_a_new_collect_keeps_them(tmp_path):
 @pytest.mark.slow
 def test_the_doubled_fits_are_the_config_s_then_twice_the_longest_one_s_steps():
     # config/test.yaml's dcm_bbvi (seed design at 200 persons, 20% MCAR, EM and BBVI with
-    # 80-160 steps): BBVI on both data sets, as configured and with the steps doubled; EM is not
-    # trained by steps and is left out
+    # 80-160 steps): EM and BBVI on both data sets, as configured and with the steps (EM's
+    # iterations) doubled, no early stop
     from tests.unit.test_rb_study import validated
 
     config = validated()
     doubled = diagnostics.doubled_fits(config, 5, progress=lambda line: None)
-    assert list(doubled.columns) == diagnostics.DOUBLED_COLUMNS and len(doubled) == 2
-    assert set(doubled.method) == {"bbvi"} and set(doubled.missing) == {"mcar20"} and list(doubled.rep) == [0, 1]
-    assert (doubled.steps <= 160).all() and (doubled.steps_doubled == 2 * doubled.steps.max()).all()
+    assert list(doubled.columns) == diagnostics.DOUBLED_COLUMNS and len(doubled) == 4
+    assert list(doubled.method) == ["em", "em", "bbvi", "bbvi"] and set(doubled.design) == {"seed"}
+    assert set(doubled.missing) == {"mcar20"} and list(doubled.rep) == [0, 1, 0, 1]
+    for _, d in doubled.groupby("method"):
+        assert (d.steps_doubled == 2 * d.steps.max()).all()
+    assert (doubled[doubled.method == "bbvi"].steps <= 160).all()
     assert doubled[["pattern_accuracy", "pattern_accuracy_doubled"]].apply(lambda c: c.between(0, 1)).all().all()
     assert np.isfinite(doubled[["beta_rmse", "beta_rmse_doubled"]]).all().all()
 

@@ -138,6 +138,15 @@ def test_diagnose_on_some_designs_keeps_their_settings_and_refuses_an_unknown_on
         tool.only_designs(config, "s", ["c"])
 
 
+def test_diagnose_on_some_methods_keeps_the_run_s_order_and_refuses_an_unknown_one(tool):
+    config = {"seed": 1, "studies": {"s": {"methods": ["m", "n", "o"], "designs": {"a": {}}}}}
+    cut = tool.only_methods(config, "s", ["o", "m"])
+    assert cut["studies"]["s"] == {"methods": ["m", "o"], "designs": {"a": {}}}
+    assert config["studies"]["s"]["methods"] == ["m", "n", "o"] and tool.only_methods(config, "s", None) is config
+    with pytest.raises(SystemExit, match="runs no method"):
+        tool.only_methods(config, "s", ["p"])
+
+
 def test_diagnose_refuses_an_unknown_part_before_building_anything(tool, monkeypatch):
     # the workflow step that builds the run's files (make run) must not start for a typo
     monkeypatch.setattr(tool, "ROOT", ROOT)  # the schema; it stops before writing anything

@@ -208,9 +208,19 @@ def doubling(diff, diff_doubled, what: str = "the mean difference") -> Doubling:
     fits. Whether the check covered every value the claim rests on is ``rests_on``'s to judge.
     The sentence is empty where there is no interval."""
     mean, low, high, n = mean_interval(diff)
+    return _moved_by(mean, low, high, n, float(np.nanmean(np.asarray(diff_doubled, float))), what)
+
+
+def verdict_doubling(first, doubled, what: str = "the mean difference") -> Doubling:
+    """``doubling`` of a claim judged by a paired verdict (``evaluation.verdicts.Verdict``) twice:
+    ``first`` on the fits at the run's steps, ``doubled`` on the same fits with the steps doubled."""
+    return _moved_by(first.mean_difference, first.low, first.high, first.n, doubled.mean_difference, what)
+
+
+def _moved_by(mean, low, high, n, mean_doubled, what) -> Doubling:
     if n < 2 or not np.isfinite(low) or high <= low:
         return Doubling(False, "", n, float("nan"), float("nan"), what)
-    moved, half = abs(float(np.nanmean(np.asarray(diff_doubled, float))) - mean), (high - low) / 2
+    moved, half = abs(float(mean_doubled) - mean), (high - low) / 2
     holds = bool(moved < half)
     return Doubling(
         holds,
@@ -275,20 +285,22 @@ def values_behind(fits) -> int:
     return len(fits)
 
 
-def rests_on(claim: Claim, fits, rule: str = "stopping rule", doubling: Doubling | None = None) -> Claim:
+def rests_on(
+    claim: Claim, fits, rule: str = "stopping rule", doubling: Doubling | None = None, values: int | None = None
+) -> Claim:
     """A claim whose ``fits`` (a table with a ``converged`` column: whether each met its stopping
     rule) did not all meet it decides nothing: a supported or contradicted verdict becomes
     inconclusive, and the row says how many fits met it; unless ``doubling`` (the doubling check
-    of the claim's figure) holds and covered every value the claim rests on (``values_behind``),
-    when the verdict stands with its sentence. Fits whose table has no such column leave the
-    claim as it is (nothing to say either way)."""
+    of the claim's figure) holds and covered every value the claim rests on (``values``, by
+    default ``values_behind(fits)``), when the verdict stands with its sentence. Fits whose
+    table has no such column leave the claim as it is (nothing to say either way)."""
     if "converged" not in fits:
         return claim
     flags = np.asarray(fits["converged"], dtype=bool)
     met, total = int(flags.sum()), int(flags.size)
     if total == 0 or met == total:
         return claim
-    values = values_behind(fits)
+    values = values_behind(fits) if values is None else values
     if doubling is not None and doubling.sentence and doubling.covered < values:
         doubling = doubling.of_some(values)
     if doubling is not None and doubling.holds:

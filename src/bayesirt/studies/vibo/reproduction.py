@@ -34,7 +34,7 @@ from bayesirt.studies.reproduction import (
     short,
     tolerance_verdict,
 )
-from bayesirt.studies.reproduction_claims import doubling_check
+from bayesirt.studies.reproduction_claims import doubling_check, verdict_doubling
 from bayesirt.studies.vibo import gradient_samples
 from bayesirt.studies.vibo import tables as study_tables
 from bayesirt.studies.vibo.conditions import VIBO_VARIANTS
@@ -88,9 +88,11 @@ ROBUST = seed_source("VIBO", "needs to be robust to missing data")
 OUTPERFORM = seed_source("VIBO", "We found this design to outperform averaging over non-missing entries")
 
 
-def report_claim(item: dict, method: str, design: str, f: pd.DataFrame, t: pd.DataFrame) -> Claim:
+def report_claim(item: dict, method: str, design: str, f: pd.DataFrame, t: pd.DataFrame, doubled=None) -> Claim:
     """One of the report's claims (``vibo.tables.claim_verdicts``) as a page row: only the claim
-    that the encoder is robust to missing data (MCAR) is the seed's; the thresholds are ours."""
+    that the encoder is robust to missing data (MCAR) is the seed's; the thresholds are ours. The
+    row rests on the judged methods' fits under the conditions the claim uses, and on the doubling
+    check (``report_doubling``) where the diagnostics refitted them."""
     v, text = item["verdict"], item["claim"]
     reference = "nuts" if "NUTS" in text else "mml" if "MML" in text else None
     # the variants' comparison judges both of them, whichever method the row is listed under
@@ -116,10 +118,41 @@ def report_claim(item: dict, method: str, design: str, f: pd.DataFrame, t: pd.Da
         ", ".join(judged),
         **(ROBUST if seed_claim else {}),
     )
-    return rests_on(claim, f[f.method.isin(judged)])
+    used = f[f.method.isin(judged)]
+    if item.get("missing") is not None:
+        used = used[used.missing.isin(item["missing"])]
+    check = report_doubling(item, method, used, f, t, doubled)
+    return rests_on(claim, used, doubling=check, values=v.n)
 
 
-def verdict_claims(fits: pd.DataFrame, timings: pd.DataFrame) -> list[Claim]:
+def report_doubling(item: dict, method: str, used: pd.DataFrame, f: pd.DataFrame, t: pd.DataFrame, doubled=None):
+    """The doubling check of a report claim: the claim judged again on the replications the
+    diagnostics refitted (``diagnostics.doubled_fits``), once with the refitted fits' figures at
+    the run's steps and once doubled, every other method's fits as the run's. None where the claim
+    is not judged on a refitted figure, or where a fit it rests on (``used``) that did not meet its
+    stopping rule was not refitted (doubling the others' steps would say nothing about it)."""
+    figure, keys = item.get("figure"), ["design", "missing", "method", "rep"]
+    if doubled is None or doubled.empty or f"{figure}_doubled" not in doubled:
+        return None
+    d = doubled.merge(f[["design"]].drop_duplicates(), on="design")
+    unmet = used[~used.converged.astype(bool)]
+    if d.empty or len(unmet.merge(d[keys], on=keys)) < len(unmet):
+        return None
+    covered = f.merge(d[["design", "missing", "rep"]].drop_duplicates(), on=["design", "missing", "rep"])
+
+    def judged(column: str):
+        new = covered.merge(d[[*keys, column]].rename(columns={column: "_refit"}), on=keys, how="left")
+        new[figure] = new["_refit"].where(new["_refit"].notna(), new[figure])
+        again = study_tables.claim_verdicts(new.drop(columns="_refit"), t, method)
+        return next((c["verdict"] for c in again if c["claim"] == item["claim"]), None)
+
+    first, second = judged(figure), judged(f"{figure}_doubled")
+    if first is None or second is None:
+        return None
+    return verdict_doubling(first, second)
+
+
+def verdict_claims(fits: pd.DataFrame, timings: pd.DataFrame, doubled=None) -> list[Claim]:
     """The report's own claims (``vibo.tables.claim_verdicts``), per design and per VIBO method
     judged: this project's ``vibo_one_prior`` and, where the run has it, the seed's ``vibo_seed``
     (the comparison of the two missing-data variants once, with ``vibo_one_prior``)."""
@@ -133,7 +166,10 @@ def verdict_claims(fits: pd.DataFrame, timings: pd.DataFrame) -> list[Claim]:
             # the variants' comparison does not depend on the method judged: once, with ours
             for item in study_tables.claim_verdicts(f if method == VIBO else f[f.method != VIBO], t, method)
         ]
-        rows += [report_claim(item, method, design, f, t) for method, item in items]
+        rows += [
+            report_claim(item, method, design, f if method == VIBO else f[f.method != VIBO], t, doubled)
+            for method, item in items
+        ]
     return rows
 
 
@@ -204,7 +240,7 @@ def claims(tables: dict) -> list[Claim]:
     fits, doubled = tables["fits"], tables.get(f"{DIAGNOSTICS}/doubled_fits")
     samples = tables.get(f"{DIAGNOSTICS}/{gradient_samples.TABLE}")
     return (
-        verdict_claims(fits, tables["timings"])
+        verdict_claims(fits, tables["timings"], doubled)
         + comparison_claims(fits, doubled)
         + calibration_claims(fits, doubled)
         + gradient_samples.claims(samples)  # the diagnostics' (one sample per gradient)

@@ -223,7 +223,9 @@ def claim_verdicts(fits: pd.DataFrame, timings: pd.DataFrame, vibo_method: str =
       lower), on the conditions with missing responses.
 
     Fits of real data (no ``ability_rmse``: no truth) count in none of the claims but the
-    first, which needs no truth.
+    first, which needs no truth. Each dict also names the fits' ``figure`` the claim is judged
+    on and the ``missing`` conditions it uses (None: every condition of the fits), so that the
+    reproduction page can say which fits a claim rests on.
     """
     units = ["design", "missing", "rep"]
     out = []
@@ -235,6 +237,8 @@ def claim_verdicts(fits: pd.DataFrame, timings: pd.DataFrame, vibo_method: str =
         out.append(
             {
                 "claim": "VIBO at least 50 times faster than NUTS",
+                "figure": "wall_seconds",
+                "missing": None,
                 "verdict": verdicts.paired_verdict(
                     d - np.log(50.0), direction="higher", subject="log(NUTS time / VIBO time) − log 50"
                 ),
@@ -249,6 +253,8 @@ def claim_verdicts(fits: pd.DataFrame, timings: pd.DataFrame, vibo_method: str =
         out.append(
             {
                 "claim": f"VIBO's ability RMSE within 5% of {ref.upper()}'s",
+                "figure": "ability_rmse",
+                "missing": None,
                 "verdict": verdicts.paired_verdict(
                     rel,
                     direction="lower",
@@ -272,6 +278,8 @@ def claim_verdicts(fits: pd.DataFrame, timings: pd.DataFrame, vibo_method: str =
             out.append(
                 {
                     "claim": f"VIBO no less robust to missing data{what} than MML-EAP ({lo} to {hi})",
+                    "figure": "ability_rmse",
+                    "missing": [lo, hi],
                     "verdict": verdicts.paired_verdict(
                         growth,
                         direction="lower",
@@ -289,6 +297,8 @@ def claim_verdicts(fits: pd.DataFrame, timings: pd.DataFrame, vibo_method: str =
             {
                 "claim": "One prior expert gives better calibrated ability intervals than a prior expert per "
                 "missing response",
+                "figure": "coverage_90",
+                "missing": sorted(missing["missing"].unique()),
                 "verdict": verdicts.paired_verdict(
                     d,
                     direction="lower",

@@ -42,6 +42,28 @@ def diagnostic_parts(study: str, parts=None) -> dict:
     return {name: known[name] for name in (parts or known)}
 
 
+def fit_twice(fit_block, reps: list, base, with_steps, figures_of) -> tuple[list, list, int, float]:
+    """The doubling check's refit of one block (``reproduction_claims.doubling_check`` reads it):
+    ``fit_block(reps, base)`` at the run's settings, then again with twice the steps its longest fit
+    took (``with_steps(base, steps)``, no early stop), each fit's figures by ``figures_of`` (a dict
+    with ``steps``). Returns (figures at the run's settings, doubled, the doubled steps, seconds
+    per fit of both blocks)."""
+    t0 = time.perf_counter()
+    first = [figures_of(out) for out in fit_block(reps, base)]
+    steps = 2 * max(f["steps"] for f in first)
+    second = [figures_of(out) for out in fit_block(reps, with_steps(base, steps))]
+    return first, second, steps, round((time.perf_counter() - t0) / len(reps), 2)
+
+
+def doubled_rows(labels: dict, first: list, second: list, figures, seconds: float) -> list[dict]:
+    """A row per replication of a refitted block: ``labels``, ``rep``, its ``figures`` at the run's
+    settings (every key of ``first``) and doubled (``<figure>_doubled``), and the ``seconds`` per fit."""
+    return [
+        {**labels, "rep": rep, **a, **{f"{c}_doubled": b[c] for c in figures}, "seconds": seconds}
+        for rep, (a, b) in enumerate(zip(first, second, strict=True))
+    ]
+
+
 def diagnose(study: str, config: dict, n_data_sets: int, out: Path, facts: dict, parts=None, designs=None) -> Path:
     """Make a study's diagnostic tables (``diagnostic_parts``: all, or only ``parts``), ``config``
     the run's, validated with its defaults, and write them (``write_diagnostics``) to ``out``

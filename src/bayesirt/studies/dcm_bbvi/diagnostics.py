@@ -45,6 +45,7 @@ from bayesirt.studies.dcm_bbvi import seed_methods as seed
 from bayesirt.studies.dcm_bbvi import settings as study_settings
 from bayesirt.studies.dcm_bbvi.oracle import modal_accuracy, oracle_accuracy
 from bayesirt.studies.dcm_bbvi.tables import accuracy
+from bayesirt.studies.reproduction_diagnostics import doubled_rows, fit_twice
 
 # this project's probe, not a seed run: the full-model run's first sweep with the q(beta) block's
 # first step 1e-2 instead of the notebook's 1.0, everything else the seed's; a probe that stays
@@ -185,15 +186,9 @@ def doubled_fits(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame
                     methods.Replication(rm, truth, q, conditions.Condition(name, missing, method, rep), fit_seed)
                     for rep, (rm, truth, q, fit_seed) in enumerate(sets)
                 ]
-                t0 = time.perf_counter()
-                first = [figures_of(o) for o in methods.fit_block(reps, base)]
-                steps = 2 * max(f["steps"] for f in first)
-                second = [figures_of(o) for o in methods.fit_block(reps, with_steps(base, steps))]
-                seconds = round((time.perf_counter() - t0) / n, 2)
-                for rep, (a, b) in enumerate(zip(first, second, strict=True)):
-                    doubled = {f"{c}_doubled": b[c] for c in FIGURES}
-                    rows.append({"design": name, "missing": missing, "method": method, "rep": rep, **a, **doubled})
-                    rows[-1]["seconds"] = seconds
+                first, second, steps, seconds = fit_twice(methods.fit_block, reps, base, with_steps, figures_of)
+                labels = {"design": name, "missing": missing, "method": method}
+                rows += doubled_rows(labels, first, second, FIGURES, seconds)
                 acc = np.mean([f["pattern_accuracy"] for f in first]), np.mean([f["pattern_accuracy"] for f in second])
                 progress(f"{name} {missing} {method}: accuracy {acc[0]:.4f} -> {acc[1]:.4f} with {steps} steps")
     return pd.DataFrame(rows, columns=DOUBLED_COLUMNS)

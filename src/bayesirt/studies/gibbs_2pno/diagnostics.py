@@ -22,6 +22,7 @@ import pandas as pd
 
 from bayesirt.seeds import derive
 from bayesirt.studies.gibbs_2pno.conditions import STUDY, Condition
+from bayesirt.studies.reproduction_diagnostics import doubled_rows
 
 DOUBLED = ("gibbs_seed", "gibbs")
 FIGURES = ("sweeps", "converged", "max_r_hat", "coverage_90", "z_share")  # each at the run's length and doubled
@@ -100,10 +101,8 @@ def doubled_fits(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame
                     for s in (base, with_sweeps(base))
                 )
                 seconds = round((time.perf_counter() - t0) / n, 1)
-                for rep, (a, b) in enumerate(zip(first, second, strict=True)):
-                    doubled = {f"{c}_doubled": b[c] for c in FIGURES}
-                    rows.append({"design": design, "missing": missing, "method": method, "rep": rep, **a, **doubled})
-                    rows[-1]["seconds"] = seconds
+                labels = {"design": design, "missing": missing, "method": method}
+                rows += doubled_rows(labels, first, second, FIGURES, seconds)
                 cover = [np.mean([f["coverage_90"] for f in fits]) for fits in (first, second)]
                 progress(
                     f"{design} {missing} {method}: converged {sum(f['converged'] for f in first)} -> "

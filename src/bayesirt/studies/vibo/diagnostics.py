@@ -37,6 +37,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from bayesirt.studies.reproduction_diagnostics import doubled_rows, fit_twice
 from bayesirt.studies.vibo import gradient_samples
 from bayesirt.studies.vibo.conditions import STUDY, Condition
 from bayesirt.studies.vibo.data import data_set
@@ -195,15 +196,9 @@ def doubled_fits(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame
                     methods.Replication(train, hidden, holdout, truth, Condition(design, missing, method, rep), seed)
                     for rep, (train, hidden, holdout, truth, seed) in enumerate(sets)
                 ]
-                t0 = time.perf_counter()
-                first = [figures_of(o) for o in methods.fit_block(reps, base)]
-                steps = 2 * max(f["steps"] for f in first)
-                second = [figures_of(o) for o in methods.fit_block(reps, with_steps(base, steps))]
-                seconds = round((time.perf_counter() - t0) / n, 1)
-                for rep, (a, b) in enumerate(zip(first, second, strict=True)):
-                    doubled = {f"{c}_doubled": b[c] for c in FIGURES}
-                    rows.append({"design": design, "missing": missing, "method": method, "rep": rep, **a, **doubled})
-                    rows[-1]["seconds"] = seconds
+                first, second, steps, seconds = fit_twice(methods.fit_block, reps, base, with_steps, figures_of)
+                labels = {"design": design, "missing": missing, "method": method}
+                rows += doubled_rows(labels, first, second, FIGURES, seconds)
                 progress(
                     f"{design} {missing} {method}: coverage {np.mean([f['coverage_90'] for f in first]):.3f} -> "
                     f"{np.mean([f['coverage_90'] for f in second]):.3f} with {steps} steps"

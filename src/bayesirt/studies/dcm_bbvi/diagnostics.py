@@ -348,7 +348,7 @@ def doubled_summary(doubled: pd.DataFrame) -> pd.DataFrame:
                 "condition": f"{design}, {missing}",
                 "method": f"`{method}`",
                 "data sets": len(d),
-                "met their stopping rule": f"{int(d.converged.sum())} of {len(d)}",
+                "stopped by their rule": f"{int(d.converged.sum())} of {len(d)}",
                 "steps (median) -> doubled": f"{d.steps.median():.0f} -> {d.steps_doubled.iloc[0]}",
                 "pattern accuracy -> doubled": f"{d.pattern_accuracy.mean():.4f} -> "
                 f"{d.pattern_accuracy_doubled.mean():.4f}",
@@ -370,7 +370,10 @@ def doubled_section(doubled: pd.DataFrame | None) -> list[str]:
         "missingness), at the run's settings and again for twice the steps (EM: iterations) the longest fit of each "
         "took, with no early stop: where the fits behind a claim did not all meet their stopping rule, the claim "
         "keeps its verdict only if doubling moves its figure by less than its interval (the row says so). A method "
-        "absent from a design here was not refitted there, and its rows keep the rule without the check.",
+        "absent from a design here was not refitted there, and its rows keep the rule without the check. "
+        "The column 'stopped by their rule' is the training's own flag for the refits; the run's tables "
+        "also count a fit whose loss was still falling beyond its noise when it stopped as unconverged "
+        "(status 'still improving'), so they show fewer; the rows above judge the run's fits by the run's tables.",
         "",
         *markdown_table(doubled_summary(doubled)),
         "",

@@ -216,7 +216,7 @@ def doubled_summary(doubled: pd.DataFrame) -> pd.DataFrame:
                 "condition": f"design `{design}`, {missing}",
                 "method": f"`{method}`",
                 "data sets": len(d),
-                "met their stopping rule": f"{int(d.converged.sum())} of {len(d)}",
+                "stopped by their rule": f"{int(d.converged.sum())} of {len(d)}",
                 "steps (median) -> doubled": f"{d.steps.median():.0f} -> {d.steps_doubled.iloc[0]}",
                 "90% coverage -> doubled": f"{d.coverage_90.mean():.3f} -> {d.coverage_90_doubled.mean():.3f}",
                 "ability RMSE -> doubled": f"{d.ability_rmse.mean():.4f} -> {d.ability_rmse_doubled.mean():.4f}",
@@ -342,8 +342,11 @@ def section(tables: dict, facts: dict) -> str:
             "",
             "The VIBO variants on the same data sets of the simulated designs, as a block at the run's training and "
             "again for twice the steps the longest fit of the block took, with no early stop: where the fits behind "
-            "a calibration or comparison row did not all meet their stopping rule, the row keeps its verdict only "
-            "if doubling moves its figure by less than its interval (the row says so).",
+            "a row did not all meet their stopping rule, the row keeps its verdict only "
+            "if doubling moves its figure by less than its interval (the row says so). "
+            "The column 'stopped by their rule' is the training's own flag for the refits; the run's tables "
+            "also count a fit whose loss was still falling beyond its noise when it stopped as unconverged "
+            "(status 'still improving'), so they show fewer; the rows above judge the run's fits by the run's tables.",
             "",
             *markdown_table(doubled_summary(doubled)),
             "",

@@ -318,31 +318,18 @@ def load_config(paths) -> dict:
     return config
 
 
-def only_designs(config: dict, study: str, designs) -> dict:
-    """``config`` with the study's designs cut to ``designs`` (all where None): a diagnostic run on
-    some of the run's designs, each design's seeds and settings as the run's (they follow its
-    name, not its place in the config)."""
-    if not designs:
+def only_some(config: dict, study: str, key: str, names) -> dict:
+    """``config`` with the study's ``key`` (its ``designs`` or ``methods``) cut to ``names`` (all
+    where None): a diagnostic run on some of the run's designs or methods, each with the run's
+    seeds and settings (they follow its name, not its place in the config)."""
+    if not names:
         return config
-    known = config["studies"][study].get("designs", {})
-    unknown = sorted(set(designs) - set(known))
+    known = config["studies"][study].get(key, [])
+    unknown = sorted(set(names) - set(known))
     if unknown:
-        raise SystemExit(f"diagnose: {study} has no design(s) {', '.join(unknown)}; it has {', '.join(known)}")
-    kept = {name: spec for name, spec in known.items() if name in designs}
-    return {**config, "studies": {**config["studies"], study: {**config["studies"][study], "designs": kept}}}
-
-
-def only_methods(config: dict, study: str, methods) -> dict:
-    """``config`` with the study's methods cut to ``methods`` (all where None): a diagnostic run of
-    some of the run's methods, each with the run's seeds and settings (they follow its name)."""
-    if not methods:
-        return config
-    known = config["studies"][study].get("methods", [])
-    unknown = sorted(set(methods) - set(known))
-    if unknown:
-        raise SystemExit(f"diagnose: {study} runs no method(s) {', '.join(unknown)}; it runs {', '.join(known)}")
-    kept = [m for m in known if m in methods]
-    return {**config, "studies": {**config["studies"], study: {**config["studies"][study], "methods": kept}}}
+        raise SystemExit(f"diagnose: {study} has no {key} {', '.join(unknown)}; it has {', '.join(known)}")
+    kept = {n: known[n] for n in known if n in names} if isinstance(known, dict) else [n for n in known if n in names]
+    return {**config, "studies": {**config["studies"], study: {**config["studies"][study], key: kept}}}
 
 
 def diagnose(args) -> int:
@@ -350,8 +337,8 @@ def diagnose(args) -> int:
 
     if args.methods and not args.designs:
         raise SystemExit("diagnose: --methods needs --designs (the designs whose rows the run replaces)")
-    config = only_designs(load_config(args.config), args.study, args.designs)
-    config = only_methods(config, args.study, args.methods)
+    config = only_some(load_config(args.config), args.study, "designs", args.designs)
+    config = only_some(config, args.study, "methods", args.methods)
     try:  # an unknown study or part stops here, before the workflow builds the run's files
         reproduction_diagnostics.diagnostic_parts(args.study, args.parts)
     except ValueError as error:

@@ -130,21 +130,22 @@ def test_the_run_section_says_which_jobs_count_their_last_sitting_only():
 
 def test_diagnose_on_some_designs_keeps_their_settings_and_refuses_an_unknown_one(tool):
     config = {"seed": 1, "studies": {"s": {"methods": ["m"], "designs": {"a": {"n": 1}, "b": {"n": 2}}}, "t": {}}}
-    cut = tool.only_designs(config, "s", ["b"])
+    cut = tool.only_some(config, "s", "designs", ["b"])
     assert cut["studies"]["s"] == {"methods": ["m"], "designs": {"b": {"n": 2}}}
     assert cut["studies"]["t"] == {} and config["studies"]["s"]["designs"].keys() == {"a", "b"}  # not changed
-    assert tool.only_designs(config, "s", None) is config
-    with pytest.raises(SystemExit, match="no design"):
-        tool.only_designs(config, "s", ["c"])
+    assert tool.only_some(config, "s", "designs", None) is config
+    with pytest.raises(SystemExit, match="no designs c"):
+        tool.only_some(config, "s", "designs", ["c"])
 
 
 def test_diagnose_on_some_methods_keeps_the_run_s_order_and_refuses_an_unknown_one(tool):
     config = {"seed": 1, "studies": {"s": {"methods": ["m", "n", "o"], "designs": {"a": {}}}}}
-    cut = tool.only_methods(config, "s", ["o", "m"])
+    cut = tool.only_some(config, "s", "methods", ["o", "m"])
     assert cut["studies"]["s"] == {"methods": ["m", "o"], "designs": {"a": {}}}
-    assert config["studies"]["s"]["methods"] == ["m", "n", "o"] and tool.only_methods(config, "s", None) is config
-    with pytest.raises(SystemExit, match="runs no method"):
-        tool.only_methods(config, "s", ["p"])
+    assert config["studies"]["s"]["methods"] == ["m", "n", "o"]  # not changed
+    assert tool.only_some(config, "s", "methods", None) is config
+    with pytest.raises(SystemExit, match="no methods p"):
+        tool.only_some(config, "s", "methods", ["p"])
 
 
 def test_diagnose_refuses_an_unknown_part_before_building_anything(tool, monkeypatch):

@@ -156,7 +156,7 @@ def encoder_fits(config: dict, n_data_sets: int, progress=print, design: str = D
 
 
 DOUBLED = ("vibo_one_prior", "vibo_prior_per_missing", "vibo_seed", "vibo_average_seed")
-DOUBLED_DESIGNS = ("n1k", "n10k", "rwa_grm")  # the simulated designs whose rows rest on fits
+DOUBLED_DESIGNS = ("n1k", "n10k", "rwa_grm")  # the simulated designs (a truth) the rows judge
 FIGURES = ("steps", "ability_rmse", "coverage_90")  # each at the run's training and doubled
 DOUBLED_COLUMNS = ["design", "missing", "method", "rep", "converged", *FIGURES]
 DOUBLED_COLUMNS += [*(f"{c}_doubled" for c in FIGURES), "seconds"]

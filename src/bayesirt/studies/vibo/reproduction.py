@@ -160,15 +160,12 @@ def verdict_claims(fits: pd.DataFrame, timings: pd.DataFrame, doubled=None) -> l
     for design in dict.fromkeys(fits.design):
         f, t = fits[fits.design == design], timings[timings.design == design]
         judged = [m for m in (VIBO, SEED_METHOD) if m in set(f.method)] or [VIBO]
-        items = [
-            (method, item)
-            for method in judged
-            # the variants' comparison does not depend on the method judged: once, with ours
-            for item in study_tables.claim_verdicts(f if method == VIBO else f[f.method != VIBO], t, method)
-        ]
+        # the variants' comparison does not depend on the method judged: once, with ours
+        frames = {method: f if method == VIBO else f[f.method != VIBO] for method in judged}
         rows += [
-            report_claim(item, method, design, f if method == VIBO else f[f.method != VIBO], t, doubled)
-            for method, item in items
+            report_claim(item, method, design, frame, t, doubled)
+            for method, frame in frames.items()
+            for item in study_tables.claim_verdicts(frame, t, method)
         ]
     return rows
 

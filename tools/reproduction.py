@@ -368,7 +368,7 @@ def diagnose(args) -> int:
     # the diagnostics' blocks are kept too, so a diagnose cut off redoes no finished block
     os.environ.update(checkpoint_env())
     reproduction_diagnostics.diagnose(
-        args.study, config, args.data_sets, out, facts, parts=args.parts, designs=args.designs
+        args.study, config, args.data_sets, out, facts, parts=args.parts, designs=args.designs, methods=args.methods
     )
     print(f"diagnose: {args.study} -> {out.relative_to(ROOT)}")
     return 0
@@ -449,7 +449,7 @@ def main(argv=None) -> int:
     p.add_argument(
         "--methods",
         nargs="+",
-        help="only these of the run's methods (with --designs: those designs' rows are replaced by this run's)",
+        help="only these of the run's methods (with --designs: their rows of those designs are replaced)",
     )
     p.set_defaults(step_function=diagnose)
     p = sub.add_parser("synthetic-ipip", help="write the full-size synthetic IPIP-FFM file for amortized_ifa")

@@ -64,26 +64,31 @@ def doubled_rows(labels: dict, first: list, second: list, figures, seconds: floa
     ]
 
 
-def diagnose(study: str, config: dict, n_data_sets: int, out: Path, facts: dict, parts=None, designs=None) -> Path:
+def diagnose(
+    study: str, config: dict, n_data_sets: int, out: Path, facts: dict, parts=None, designs=None, methods=None
+) -> Path:
     """Make a study's diagnostic tables (``diagnostic_parts``: all, or only ``parts``), ``config``
     the run's, validated with its defaults, and write them (``write_diagnostics``) to ``out``
     (``docs/reproduction/data/<study>/diagnostics``) with ``facts`` (command, commit, machine),
     the config's seed and the run's start, end and seconds. ``designs``: the designs ``config``
-    was cut to (a rerun of some designs' rows). Returns ``out``."""
+    was cut to (a rerun of some designs' rows); ``methods``: the methods it was cut to (a rerun
+    of those methods' rows of those designs). Returns ``out``."""
     chosen = diagnostic_parts(study, parts)
     started, t0 = now(), time.perf_counter()
     tables = {name: make(config, n_data_sets) for name, make in chosen.items()}
     seconds = round(time.perf_counter() - t0, 1)
     run = {**facts, "seed": config["seed"], "started": started, "finished": now(), "seconds": seconds}
-    return write_diagnostics(Path(out), tables, run, partial=bool(parts or designs), designs=designs)
+    return write_diagnostics(Path(out), tables, run, partial=bool(parts or designs), designs=designs, methods=methods)
 
 
-def write_diagnostics(out: Path, tables: dict, run: dict, partial: bool = False, designs=None) -> Path:
+def write_diagnostics(out: Path, tables: dict, run: dict, partial: bool = False, designs=None, methods=None) -> Path:
     """Write each table as ``out/<name>.csv`` and the ``run``'s facts as ``diagnostics.json``,
     under ``parts`` for each table (``part_facts``). A ``partial`` run (some parts, or some
     ``designs``) keeps the other tables already in ``out`` with the facts of the runs that made
     them; with ``designs``, a table that has a ``design`` column keeps its rows of the other
-    designs too, and its facts list every run its rows come from (``runs``). Returns ``out``."""
+    designs too, and its facts list every run its rows come from (``runs``); with ``methods``
+    as well, a table that has a ``method`` column keeps those designs' rows of the other methods.
+    Returns ``out``."""
     old = out / f"{DIAGNOSTICS}.json"
     record = {**run, "parts": dict.fromkeys(tables, run)}
     if partial and old.is_file():
@@ -94,12 +99,21 @@ def write_diagnostics(out: Path, tables: dict, run: dict, partial: bool = False,
             if designs and name in made and before.is_file() and "design" in table:
                 rows = pd.read_csv(before)
                 if "design" in rows:
-                    tables[name] = pd.concat([rows[~rows.design.isin(designs)], table], ignore_index=True)
-                    # the earlier runs whose rows remain (a run of only the designs redone is gone)
+                    redone = rows.design.isin(designs)
+                    by_method = bool(methods) and "method" in rows
+                    if by_method:
+                        redone &= rows.method.isin(methods)
+                    tables[name] = pd.concat([rows[~redone], table], ignore_index=True)
+                    # the earlier runs whose rows remain (a run of only the designs, and
+                    # methods, redone is gone)
                     runs = [
                         r
                         for r in made[name].get("runs", [made[name]])
-                        if not (r.get("designs") and set(r["designs"]) <= set(designs))
+                        if not (
+                            r.get("designs")
+                            and set(r["designs"]) <= set(designs)
+                            and (not by_method or (r.get("methods") and set(r["methods"]) <= set(methods)))
+                        )
                     ]
                     record["parts"][name] = {"runs": [*runs, run]} if runs else run
         record = {**kept, "parts": {**made, **record["parts"]}}

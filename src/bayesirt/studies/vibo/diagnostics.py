@@ -24,9 +24,11 @@ sees every observed cell, as the seed's experiment does.
 **The doubling check** (``doubled_fits``): the VIBO variants whose calibration and comparison
 rows the page judges, refitted on the first data sets of the simulated designs of
 ``DOUBLED_DESIGNS`` under each of their missingness conditions, at the run's training and again
-for twice the steps the longest fit of each block took, with no early stop. Where the fits behind
-a row did not all meet their stopping rule, the row keeps its verdict only if doubling moves its
-figure by less than its interval (``reproduction_claims.doubling``).
+for twice the steps the longest fit of each block took, with no early stop; and NUTS, in the
+designs that fit it, at the run's warm-up and draws and again with both doubled (the rows that
+judge VIBO against NUTS rest on NUTS's fits too). Where the fits behind a row did not all meet
+their stopping rule, the row keeps its verdict only if doubling moves its figure by less than its
+interval (``reproduction_claims.doubling``).
 """
 
 from __future__ import annotations
@@ -162,9 +164,21 @@ DOUBLED_COLUMNS = ["design", "missing", "method", "rep", "converged", *FIGURES]
 DOUBLED_COLUMNS += [*(f"{c}_doubled" for c in FIGURES), "seconds"]
 
 
+SAMPLED = "nuts"  # refitted with its warm-up and draws doubled, where a design fits it
+
+
 def with_steps(settings, steps: int):
     """The study's settings with every trained fit run for exactly ``steps`` steps."""
     return replace(settings, training={**settings.training, "min_steps": steps, "max_steps": steps})
+
+
+def with_sweeps(settings, sweeps: int):
+    """The study's settings with NUTS's warm-up and draws scaled together so that each chain runs
+    ``sweeps`` iterations (a NUTS record's steps: warm-up and draws of a chain)."""
+    nuts = settings.nuts
+    factor = sweeps / (nuts["n_warmup"] + nuts["n_samples"])
+    scaled = {key: round(nuts[key] * factor) for key in ("n_warmup", "n_samples")}
+    return replace(settings, nuts={**nuts, **scaled})
 
 
 def figures_of(out) -> dict:
@@ -178,7 +192,8 @@ def figures_of(out) -> dict:
 def doubled_fits(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame:
     """``DOUBLED`` (those the config fits) on the first ``n_data_sets`` data sets of each design of
     ``DOUBLED_DESIGNS`` the config has, under each of its missingness conditions, fitted as a block
-    at the run's settings and again for twice the steps the longest of them took."""
+    at the run's settings and again for twice the steps the longest of them took; NUTS too where the
+    design fits it, at the run's warm-up and draws and again with both doubled."""
     from bayesirt.studies.vibo import methods
     from bayesirt.studies.vibo.settings import Settings
 
@@ -191,12 +206,14 @@ def doubled_fits(config: dict, n_data_sets: int, progress=print) -> pd.DataFrame
         n = min(n_data_sets, spec["replications"], spec["block_size"])
         for missing in spec["missing"]:
             sets = [data_set(config, design, missing, rep) for rep in range(n)]
-            for method in [m for m in DOUBLED if m in study["methods"]]:
+            sampled = [SAMPLED] if spec.get("nuts") and SAMPLED in study["methods"] else []
+            for method in [m for m in DOUBLED if m in study["methods"]] + sampled:
                 reps = [
                     methods.Replication(train, hidden, holdout, truth, Condition(design, missing, method, rep), seed)
                     for rep, (train, hidden, holdout, truth, seed) in enumerate(sets)
                 ]
-                first, second, steps, seconds = fit_twice(methods.fit_block, reps, base, with_steps, figures_of)
+                longer = with_sweeps if method == SAMPLED else with_steps
+                first, second, steps, seconds = fit_twice(methods.fit_block, reps, base, longer, figures_of)
                 labels = {"design": design, "missing": missing, "method": method}
                 rows += doubled_rows(labels, first, second, FIGURES, seconds)
                 progress(
@@ -341,7 +358,9 @@ def section(tables: dict, facts: dict) -> str:
             "## Diagnostics: twice the steps",
             "",
             "The VIBO variants on the same data sets of the simulated designs, as a block at the run's training and "
-            "again for twice the steps the longest fit of the block took, with no early stop: where the fits behind "
+            "again for twice the steps the longest fit of the block took, with no early stop, and NUTS where a design "
+            "fits it, at the run's warm-up and draws and again with both doubled (its steps are a chain's iterations, "
+            "warm-up included; 'stopped by their rule' is then R-hat and ESS met): where the fits behind "
             "a row did not all meet their stopping rule, the row keeps its verdict only "
             "if doubling moves its figure by less than its interval (the row says so). "
             "The column 'stopped by their rule' is the training's own flag for the refits; the run's tables "

@@ -745,6 +745,28 @@ def test_a_rerun_of_some_designs_replaces_their_rows_and_keeps_the_others_with_t
     assert pd.read_csv(out / "t.csv").x.tolist() == [1, 3, 21]
 
 
+def test_a_rerun_of_some_methods_of_a_design_keeps_that_designs_other_methods(tmp_path):
+    out = tmp_path / "diagnostics"
+    first = {"command": "all", "commit": "0123456789", "seconds": 60.0}
+    table = pd.DataFrame({"design": ["a", "a", "b"], "method": ["m", "n", "m"], "x": [1, 2, 3]})
+    reproduction_diagnostics.write_diagnostics(out, {"t": table}, first)
+    redo = {"command": "a, n only", "commit": "abcdef0123", "seconds": 120.0, "designs": ["a"], "methods": ["n"]}
+    again = pd.DataFrame({"design": ["a"], "method": ["n"], "x": [20]})
+    reproduction_diagnostics.write_diagnostics(out, {"t": again}, redo, True, ["a"], ["n"])
+    assert pd.read_csv(out / "t.csv").to_dict("list") == {
+        "design": ["a", "b", "a"],
+        "method": ["m", "m", "n"],
+        "x": [1, 3, 20],
+    }
+    facts = reproduction_diagnostics.part_facts(json.loads((out / "diagnostics.json").read_text()), "t")
+    assert [r["command"] for r in facts["runs"]] == ["all", "a, n only"]
+    # the same methods again: the earlier run of them alone made no row that remains
+    reproduction_diagnostics.write_diagnostics(out, {"t": again.assign(x=21)}, redo, True, ["a"], ["n"])
+    facts = reproduction_diagnostics.part_facts(json.loads((out / "diagnostics.json").read_text()), "t")
+    assert [r["command"] for r in facts["runs"]] == ["all", "a, n only"]
+    assert pd.read_csv(out / "t.csv").x.tolist() == [1, 3, 21]
+
+
 def test_a_markdown_table_escapes_pipes_in_its_header_as_in_its_cells():
     lines = reproduction.markdown_table(pd.DataFrame({"|z| > 3": ["a|b"], "n": [1]}))
     assert lines == ["| \\|z\\| > 3 | n |", "|---|---|", "| a\\|b | 1 |"]

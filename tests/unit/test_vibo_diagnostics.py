@@ -249,6 +249,45 @@ def test_a_robustness_row_rests_on_its_own_conditions_and_on_the_doubling_of_its
     assert got.verdict == "inconclusive" and "Doubling" not in got.why
 
 
+def test_a_row_against_nuts_is_checked_by_doubling_nuts_own_draws():
+    from bayesirt.studies.vibo import reproduction as page
+
+    # vibo_seed's ability RMSE 36% above NUTS's (contradicted on the numbers); no NUTS fit met R-hat and ESS
+    rows = [
+        {"design": "n1k", "missing": missing, "method": method, "rep": rep, "coverage_90": 0.9,
+         "ability_rmse": value + spread * rep, "converged": method != "nuts"}
+        for method, value, spread in (("vibo_seed", 0.34, 0.02), ("nuts", 0.25, 0.002))
+        for missing in ("mcar0", "mcar20")
+        for rep in range(3)
+    ]  # fmt: skip
+    fits = pd.DataFrame(rows)
+    timings = fits[["design", "missing", "method", "rep"]].assign(wall_seconds=1.0)
+
+    def accuracy(doubled=None):
+        claims = page.verdict_claims(fits, timings, doubled)
+        (hit,) = [c for c in claims if c.claim.startswith("VIBO's ability RMSE within 5% of NUTS's")]
+        return hit
+
+    assert accuracy().verdict == "inconclusive" and "Rests on 6 of 12 fits" in accuracy().why
+    nuts = [(r.missing, r.method, r.rep, False, 0.9, 0.9, r.ability_rmse, r.ability_rmse + 0.001)
+            for r in fits[fits.method == "nuts"].itertuples()]  # fmt: skip
+    got = accuracy(doubled_table(nuts))
+    assert got.verdict == "contradicted" and "the verdict stands" in got.why, got.why
+    # one NUTS fit not refitted: no check, the row stays capped
+    got = accuracy(doubled_table(nuts[1:]))
+    assert got.verdict == "inconclusive" and "Doubling" not in got.why
+
+
+def test_nuts_doubled_runs_twice_the_warm_up_and_the_draws():
+    from bayesirt.studies.vibo.settings import Settings
+    from tests.unit.test_rb_study import validated
+
+    settings = Settings.from_config(validated())
+    nuts = settings.nuts
+    doubled = diagnostics.with_sweeps(settings, 2 * (nuts["n_warmup"] + nuts["n_samples"])).nuts
+    assert doubled == {**nuts, "n_warmup": 2 * nuts["n_warmup"], "n_samples": 2 * nuts["n_samples"]}
+
+
 def test_the_page_shows_the_doubling_check(tmp_path):
     out = tmp_path / "vibo"
     (out / reproduction.DIAGNOSTICS).mkdir(parents=True)

@@ -346,7 +346,7 @@ def diagnose(args) -> int:
     module = reproduction.study_module(args.study)
     # a study whose diagnostics read the run's files (``diagnostic_inputs``) has them built (or
     # found up to date) by the workflow first, with the same config
-    files = module.diagnostic_inputs(config, args.data_sets) if hasattr(module, "diagnostic_inputs") else []
+    files = module.diagnostic_inputs(config, args.data_sets, args.parts) if hasattr(module, "diagnostic_inputs") else []
     if files:
         command = ["make", "run", f"ARGS={' '.join(files)} --configfile {' '.join(args.config)}"]
         print(f"diagnose: {shlex.join(command)}", flush=True)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from bayesirt.studies import reproduction
-from bayesirt.studies.rb_imputation import diagnostics
+from bayesirt.studies.rb_imputation import diagnostics, diagnostics_section
 from bayesirt.studies.rb_imputation import reproduction as page
 
 
@@ -72,7 +72,7 @@ def test_the_findings_say_what_a_table_whose_answer_is_known_says():
             for c, v in (("zero_fill", z), ("naive_average_M3", n))
         ]
     )
-    text = "\n".join(diagnostics.findings(fits, bias))
+    text = "\n".join(diagnostics_section.findings(fits, bias))
     assert "zero-fill's discriminations are off by +0.002 on the log scale" in text
     assert (
         "move them one way: `naive_average_M3` lowers them by 22.1%; `rao_blackwell_seed_M3` lowers them by 21.3%"
@@ -220,3 +220,14 @@ def diagnostics_settings(config):
     from bayesirt.studies.rb_imputation.settings import Settings
 
     return Settings.from_config(config)
+
+
+def test_the_inputs_are_those_of_the_parts_run():
+    config = {"studies": {"rb_imputation": {"dataset": "full", "seed_dataset": "seed500", "replications": 5,
+                                            "missing": ["mcar15"]}}}  # fmt: skip
+    full = diagnostics.inputs(config, 2, ["full_data_fits"])
+    assert full[0] == diagnostics.reference_file("full") and len(full) == 1 + 2 * 2
+    assert all("/full/" in f for f in full)
+    both = diagnostics.inputs(config, 2)
+    assert set(full) < set(both) and diagnostics.reference_file("seed500") in both
+    assert any(f.endswith("mcar15/summary.csv") for f in both)

@@ -18,7 +18,7 @@ that differs from the seed's comes from the seed's method or from this implement
 (``bayesirt.studies.<study>.diagnostics.PARTS``, made and written by ``reproduction_diagnostics``
 into ``docs/reproduction/data/<study>/diagnostics/``, which a later collect keeps; the study's
 reproduction module may name the workflow's files they read, ``diagnostic_inputs(config,
-n_data_sets)``, and shows them with ``diagnostics_section(tables, facts)``).
+n_data_sets, parts)``, and shows them with ``diagnostics_section(tables, facts)``).
 The page is never typed by hand: ``tools/reproduction.py`` runs both steps.
 """
 

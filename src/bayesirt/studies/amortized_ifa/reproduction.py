@@ -376,10 +376,10 @@ def design_table(tables: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def diagnostic_inputs(config: dict, n_data_sets: int) -> list[str]:
+def diagnostic_inputs(config: dict, n_data_sets: int, parts=None) -> list[str]:
     from bayesirt.studies.amortized_ifa import diagnostics
 
-    return diagnostics.diagnostic_inputs(config, n_data_sets)
+    return diagnostics.diagnostic_inputs(config, n_data_sets)  # every part reads the same data
 
 
 def diagnostics_section(tables: dict, facts: dict) -> str:

@@ -21,7 +21,11 @@ the steps (the block's most steps, doubled, for every mask: no early stop). Thre
    discrimination RMSE when its steps are doubled, beside the spread of the figure over masks.
 
 A second table reads every fit of the study's full data set from the run's folder (no fitting):
-the same signed bias for each missingness design, objective and mask.
+the same signed bias for each missingness design, objective and mask. A third refits, on the full
+data set under the seed's mechanism, the conditions its page rows compare (``FULL_DATA_CONDITIONS``),
+at the run's training and doubled, as the first does on the seed's design: the full-data fits all
+stop with their loss still falling, so those rows keep a verdict only where doubling does not move
+it. The page's section is ``diagnostics_section``.
 """
 
 from __future__ import annotations
@@ -34,7 +38,6 @@ import numpy as np
 import pandas as pd
 
 from bayesirt import records
-from bayesirt.evaluation.verdicts import mean_interval
 from bayesirt.seeds import derive
 from bayesirt.studies import design_conditions
 from bayesirt.studies.rb_imputation import conditions as rb_conditions
@@ -63,6 +66,9 @@ CONDITIONS = (
     ("importance_weighted", 3),
     ("importance_weighted", 30),
 )
+# the conditions the full data set's rows compare (15% MCAR): each objective at the seed's M against
+# zero-fill, the Rao-Blackwellized against naive averaging, and the sweep's ends (M = 1 and 10)
+FULL_DATA_CONDITIONS = CONDITIONS[:8]
 FIT_COLUMNS = [
     "dataset",
     "rep",
@@ -106,15 +112,21 @@ def mask_files(dataset: str, rep: int) -> tuple[str, str]:
     )
 
 
-def inputs(config: dict, n_data_sets: int) -> list[str]:
-    """The workflow's files the diagnostics read: the seed design's reference fit, its masks and
-    their imputation models, and the summary tables of the study's full data set (whose rule needs
-    every fit the second table reads)."""
-    study, dataset = config["studies"][STUDY], seed_dataset(config)
-    files = [reference_file(dataset)]
-    for rep in range(min(n_data_sets, study["replications"])):
-        files += mask_files(dataset, rep)
-    files += [f"results/{STUDY}/{study['dataset']}/{m}/summary.csv" for m in missing_designs(study)]
+def inputs(config: dict, n_data_sets: int, parts=None) -> list[str]:
+    """The workflow's files the diagnostics (``parts``, default all) read: a refitted design's
+    reference fit, its masks and their imputation models (the seed's design, and the full data
+    set's for ``full_data_fits``), and for ``full_data_bias`` the summary tables of the study's
+    full data set (whose rule needs every fit that table reads)."""
+    study, parts = config["studies"][STUDY], parts or PARTS
+    refitted = [seed_dataset(config)] if "seed_design_fits" in parts else []
+    refitted += [study["dataset"]] if "full_data_fits" in parts else []
+    files = []
+    for dataset in refitted:
+        files.append(reference_file(dataset))
+        for rep in range(min(n_data_sets, study["replications"])):
+            files += mask_files(dataset, rep)
+    if "full_data_bias" in parts:
+        files += [f"results/{STUDY}/{study['dataset']}/{m}/summary.csv" for m in missing_designs(study)]
     return files
 
 
@@ -167,10 +179,24 @@ def fit_condition(conds: list, masks: list, settings, reference: pd.DataFrame, d
 def seed_design_fits(config: dict, n_data_sets: int, root: Path = Path("."), progress=print) -> pd.DataFrame:
     """Every condition of ``CONDITIONS`` on the first ``n_data_sets`` masks of the seed's
     design, at the run's training and with the steps doubled: one row per fit."""
+    return refits(config, n_data_sets, seed_dataset(config), CONDITIONS, root, progress)
+
+
+def full_data_fits(config: dict, n_data_sets: int, root: Path = Path("."), progress=print) -> pd.DataFrame:
+    """``FULL_DATA_CONDITIONS`` on the first ``n_data_sets`` masks of the study's full data set
+    (the seed's mechanism), at the run's training and with the steps doubled."""
+    dataset = config["studies"][STUDY]["dataset"]
+    return refits(config, n_data_sets, dataset, FULL_DATA_CONDITIONS, root, progress)
+
+
+def refits(config: dict, n_data_sets: int, dataset: str, conditions, root: Path, progress) -> pd.DataFrame:
+    """``conditions`` ((objective, M) pairs) on the first ``n_data_sets`` masks of ``dataset``
+    under the seed's mechanism, with the run's masks, imputation models, reference and fit seeds,
+    at the run's training and with the steps doubled: one row per fit."""
     from bayesirt.studies.rb_imputation import data
     from bayesirt.studies.rb_imputation.settings import Settings
 
-    dataset, root = seed_dataset(config), Path(root)
+    root = Path(root)
     n = min(n_data_sets, config["studies"][STUDY]["replications"])
     reference = pd.read_csv(root / reference_file(dataset))
     masks = []
@@ -180,7 +206,7 @@ def seed_design_fits(config: dict, n_data_sets: int, root: Path = Path("."), pro
         masks.append((data.read(responses, None, model), seed))
     settings = replace(Settings.from_config(config), block_size=n)
     rows = []
-    for objective, copies in CONDITIONS:
+    for objective, copies in conditions:
         name = condition_name(objective, copies)
         conds = [Condition(dataset, name, objective, SEED_MISSING, rep, copies) for rep in range(n)]
         first = fit_condition(conds, masks, settings, reference)
@@ -206,7 +232,7 @@ def seed_design_fits(config: dict, n_data_sets: int, root: Path = Path("."), pro
             )
         mean = lambda key, fits: np.mean([f[key] for f in fits])
         progress(
-            f"{name}: RMSE {mean('rmse', first):.3f} at {mean('steps', first):.0f} steps, "
+            f"{dataset} {name}: RMSE {mean('rmse', first):.3f} at {mean('steps', first):.0f} steps, "
             f"{mean('rmse', second):.3f} at {doubled_steps}; log-discrimination bias {mean('bias', first):+.3f}"
         )
     return pd.DataFrame(rows, columns=FIT_COLUMNS)
@@ -245,30 +271,8 @@ def full_data_bias(config: dict, root: Path = Path(".")) -> pd.DataFrame:
 PARTS = {
     "seed_design_fits": seed_design_fits,
     "full_data_bias": lambda config, n_data_sets: full_data_bias(config),
+    "full_data_fits": full_data_fits,
 }
-
-
-# ---- the page's section ---------------------------------------------------------------------------
-
-
-def summary(fits: pd.DataFrame) -> pd.DataFrame:
-    """A row per condition: the figure at the run's steps and doubled, and the pull."""
-    rows = []
-    for name, f in fits.groupby("condition", sort=False):
-        mean, low, high, _ = mean_interval(f.discrimination_rmse)  # Student's t, as the verdicts'
-        moved = f.discrimination_rmse_doubled - f.discrimination_rmse
-        rows.append(
-            {
-                "condition": f"`{name}`" + (" (the seed's)" if name.startswith("rao_blackwell_seed") else ""),
-                "masks": len(f),
-                "steps (median); doubled": f"{f.steps.median():.0f}; {f.steps_doubled.iloc[0]}",
-                "discrimination RMSE (95% interval)": f"{mean:.3f} ± {(high - low) / 2:.3f}",
-                "doubled": f"{f.discrimination_rmse_doubled.mean():.3f}",
-                "largest move on doubling": f"{moved.abs().max():.3f}",
-                "mean log(a / a complete)": f"{f.log_discrimination_bias.mean():+.3f}",
-            }
-        )
-    return pd.DataFrame(rows)
 
 
 def paired_doubling(fits: pd.DataFrame, *conditions: str):
@@ -283,109 +287,3 @@ def paired_doubling(fits: pd.DataFrame, *conditions: str):
     return doubling(
         a.discrimination_rmse - b.discrimination_rmse, a.discrimination_rmse_doubled - b.discrimination_rmse_doubled
     )
-
-
-def pull(bias: float) -> str:
-    return "raises" if bias > 0 else "lowers"
-
-
-def findings(fits: pd.DataFrame, bias: pd.DataFrame | None = None) -> list[str]:
-    """What the tables say, in sentences written from their numbers."""
-    by = fits.groupby("condition", sort=False)
-    rmse, b = by.discrimination_rmse.mean(), by.log_discrimination_bias.mean()
-    lines = []
-    zero = "zero_fill"
-    if zero in rmse:
-        pulls = [
-            f"`{c}` {pull(b[c])} them by {abs(np.expm1(b[c])):.1%}"
-            for c in rmse.index
-            if c != zero and abs(b[c]) > 2 * abs(b[zero])
-        ]
-        lines.append(
-            f"Against the complete-data fit, zero-fill's discriminations are off by {b[zero]:+.3f} on the log scale "
-            "(mean over items and masks). "
-            + (
-                "On average over items and masks, the imputation objectives move them one way: "
-                + "; ".join(pulls)
-                + "."
-                if pulls
-                else "No imputation objective moves them more than twice as far on average."
-            )
-        )
-    iw = [c for c in rmse.index if c.startswith("importance_weighted")]
-    seed = next((c for c in rmse.index if c.startswith("rao_blackwell_seed")), None)
-    if iw and zero in rmse and seed:
-        best = iw[-1]
-        lines.append(
-            f"`{best}` (this project's, the same imputed copies divided by the probability of their imputation) "
-            f"has discrimination RMSE {rmse[best]:.3f} against zero-fill's {rmse[zero]:.3f} and the seed's "
-            f"`{seed}` {rmse[seed]:.3f}"
-            + (f" ({', '.join(f'`{c}` {rmse[c]:.3f}' for c in iw[:-1])})" if len(iw) > 1 else "")
-            + ". "
-            + (
-                "With the same copies, cell probabilities and training, an objective whose target is the observed-"
-                "data likelihood lands near zero-fill: the seed's objective's gap is its target (it scores the "
-                "imputation model's guesses as responses), not this implementation."
-                if abs(rmse[best] - rmse[zero]) < abs(rmse[seed] - rmse[zero]) / 2
-                else "It does not land near zero-fill either: the objective's target alone does not explain the gap."
-            )
-        )
-    moved = (fits.discrimination_rmse_doubled - fits.discrimination_rmse).abs()
-    spread = by.discrimination_rmse.std(ddof=1).median()
-    lines.append(
-        f"Doubling the steps (from {fits.steps.median():.0f} to at least {fits.steps_doubled.min()}) moves a fit's "
-        f"discrimination RMSE by {moved.median():.4f} (median; at most {moved.max():.4f}), against a spread over "
-        f"masks of {spread:.4f} (median standard deviation of a condition): "
-        + ("every move is smaller than that spread." if moved.max() < spread else "some moves are not.")
-    )
-    if bias is not None and not bias.empty:
-        pulled = bias.groupby(["missing", "condition"], sort=False).log_discrimination_bias.mean().unstack(0)
-        zero_row = pulled.loc[zero] if zero in pulled.index else None
-        if zero_row is not None:
-            worst = pulled.drop(index=zero).abs().max()
-            lines.append(
-                f"On the full data ({bias.dataset.iloc[0]}), zero-fill's log-discrimination bias is "
-                + ", ".join(f"{v:+.3f} ({m})" for m, v in zero_row.items())
-                + "; the largest of an imputation objective "
-                + ", ".join(f"{v:.3f} ({m})" for m, v in worst.items())
-                + " in absolute value (the table below)."
-            )
-    return lines
-
-
-def bias_table(bias: pd.DataFrame) -> pd.DataFrame:
-    """Mean log(a / a complete) per condition (rows) and missingness design (columns)."""
-    table = bias.groupby(["condition", "missing"], sort=False).log_discrimination_bias.mean().unstack("missing")
-    return table.map(lambda v: f"{v:+.3f}").reset_index().rename(columns={"condition": "condition (full data)"})
-
-
-def section(tables: dict, facts: dict) -> str:
-    """The reproduction page's section: the seed design's table and findings, then the full data's pulls."""
-    from bayesirt.studies.reproduction import markdown_table
-    from bayesirt.studies.reproduction_diagnostics import made_by, part_facts
-
-    fits, bias = tables.get("seed_design_fits"), tables.get("full_data_bias")
-    if fits is None or fits.empty:
-        return ""
-    parts = [
-        "## Diagnostics: the seed's method or this implementation?",
-        "",
-        f"Each objective refitted on the first {fits.rep.nunique()} masks of the seed's design (500 persons, "
-        "15% MCAR), with the run's masks, imputation models, reference and fit seeds, at the run's training and "
-        "again with the steps doubled; the signed mean of log(a / a complete) over items says which way an "
-        f"objective pulls the discriminations ({made_by(part_facts(facts, 'seed_design_fits'))}; "
-        "`bayesirt.studies.rb_imputation.diagnostics`).",
-        "",
-        *markdown_table(summary(fits)),
-        "",
-        *[f"- {line}" for line in findings(fits, bias)],
-        "",
-    ]
-    if bias is not None and not bias.empty:
-        parts += [
-            "Mean log(a / a complete) over items and masks of every fit of the full data, read from the run:",
-            "",
-            *markdown_table(bias_table(bias)),
-            "",
-        ]
-    return "\n".join(parts)

@@ -91,7 +91,7 @@ def behind(s: pd.DataFrame, *conditions: str) -> pd.DataFrame:
 def judged(claim: Claim, s: pd.DataFrame, doubled: pd.DataFrame | None, *conditions: str) -> Claim:
     """``claim`` resting on the fits of ``conditions`` (the one judged, then its baseline) in ``s``
     (one data set and missingness), with the diagnostics' doubling check where they refitted them
-    (``doubled``: their ``seed_design_fits``)."""
+    (``doubled``: their ``seed_design_fits`` and ``full_data_fits``)."""
     check = None
     if doubled is not None and not doubled.empty and s.missing.iloc[0] == "mcar15":
         fits = doubled[doubled.dataset == s.dataset.iloc[0]]
@@ -203,12 +203,20 @@ def copies_claims(summary: pd.DataFrame, doubled: pd.DataFrame | None = None) ->
 
 
 def claims(tables: dict) -> list[Claim]:
-    summary, doubled = tables["summary"], tables.get(f"{DIAGNOSTICS}/seed_design_fits")
+    # the refits of both designs (the seed's and the full data set): ``judged`` takes each row's
+    refits = [tables.get(f"{DIAGNOSTICS}/{name}") for name in ("seed_design_fits", "full_data_fits")]
+    refits = [t for t in refits if t is not None and not t.empty]
+    summary, doubled = tables["summary"], pd.concat(refits, ignore_index=True) if refits else None
     return jensen_claims(summary, doubled) + copies_claims(summary, doubled) + zero_fill_claims(summary, doubled)
 
 
 diagnostic_inputs = diagnostics.inputs
-diagnostics_section = diagnostics.section
+
+
+def diagnostics_section(tables: dict, facts: dict) -> str:
+    from bayesirt.studies.rb_imputation.diagnostics_section import section
+
+    return section(tables, facts)
 
 
 def design_table(tables: dict) -> pd.DataFrame:

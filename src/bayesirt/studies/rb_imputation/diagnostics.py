@@ -189,16 +189,37 @@ def full_data_fits(config: dict, n_data_sets: int, root: Path = Path("."), progr
     return refits(config, n_data_sets, dataset, FULL_DATA_CONDITIONS, root, progress)
 
 
+def doubled_reference(config: dict, dataset: str, root: Path) -> pd.DataFrame:
+    """The estimates of ``dataset``'s complete-data reference refitted for exactly twice the steps
+    its run's fit took (its data and seed as the workflow's ``fit_reference``): the doubled fits
+    are compared with it, since the reference, too, may stop with its loss still falling."""
+    import json
+
+    from bayesirt.studies.rb_imputation import data, methods
+    from bayesirt.studies.rb_imputation.conditions import COMPLETE
+    from bayesirt.studies.rb_imputation.settings import Settings
+
+    record = json.loads((root / reference_file(dataset)).with_name("fit.json").read_text())
+    steps = {"min_steps": 2 * int(record["steps"]), "max_steps": 2 * int(record["steps"])}
+    base = Settings.from_config(config)
+    settings = replace(base, block_size=1, training={**base.training, **steps})
+    seed = derive(config["seed"], "fit", STUDY, dataset, "reference")  # the workflow's reference_seed
+    responses = data.read(root / f"data/processed/{dataset}/responses.parquet")
+    return methods.fit(COMPLETE, responses, seed=seed, settings=settings, fields={"dataset": dataset}).estimates
+
+
 def refits(config: dict, n_data_sets: int, dataset: str, conditions, root: Path, progress) -> pd.DataFrame:
     """``conditions`` ((objective, M) pairs) on the first ``n_data_sets`` masks of ``dataset``
     under the seed's mechanism, with the run's masks, imputation models, reference and fit seeds,
-    at the run's training and with the steps doubled: one row per fit."""
+    at the run's training (against the run's reference) and with the steps doubled (against the
+    reference refitted with its steps doubled, ``doubled_reference``): one row per fit."""
     from bayesirt.studies.rb_imputation import data
     from bayesirt.studies.rb_imputation.settings import Settings
 
     root = Path(root)
     n = min(n_data_sets, config["studies"][STUDY]["replications"])
     reference = pd.read_csv(root / reference_file(dataset))
+    doubled_ref = doubled_reference(config, dataset, root)
     masks = []
     for rep in range(n):
         responses, model = (root / f for f in mask_files(dataset, rep))
@@ -211,7 +232,7 @@ def refits(config: dict, n_data_sets: int, dataset: str, conditions, root: Path,
         conds = [Condition(dataset, name, objective, SEED_MISSING, rep, copies) for rep in range(n)]
         first = fit_condition(conds, masks, settings, reference)
         doubled_steps = 2 * max(f["steps"] for f in first)
-        second = fit_condition(conds, masks, settings, reference, doubled_steps)
+        second = fit_condition(conds, masks, settings, doubled_ref, doubled_steps)
         for rep, (a, b) in enumerate(zip(first, second, strict=True)):
             rows.append(
                 {

@@ -178,7 +178,7 @@ def test_the_fits_read_the_workflow_s_files_and_double_their_steps(tmp_path, mon
     # two masks (15% MCAR) of a simulated 60-person data set written where the workflow writes
     # them, one imputation model each, a reference fit; zero-fill and importance_weighted (M = 2)
     # at 100-200 steps, then doubled
-    from bayesirt import io
+    from bayesirt import io, records
     from bayesirt.data import simulate
     from bayesirt.imputation import stacking
     from bayesirt.studies.rb_imputation import data, methods
@@ -194,8 +194,7 @@ def test_the_fits_read_the_workflow_s_files_and_double_their_steps(tmp_path, mon
     (tmp_path / "data/processed/tiny").mkdir(parents=True)
     io.write_responses(rm, tmp_path / "data/processed/tiny/responses.parquet")
     ref = methods.reference(data.Data(rm), seed=1, settings=diagnostics_settings(config))
-    (tmp_path / "results/rb_imputation/tiny/reference").mkdir(parents=True)
-    ref.estimates.to_csv(tmp_path / diagnostics.reference_file("tiny"), index=False)
+    records.write_fit(ref, (tmp_path / diagnostics.reference_file("tiny")).parent)
     for rep in range(2):
         responses, model = (tmp_path / f for f in diagnostics.mask_files("tiny", rep))
         responses.parent.mkdir(parents=True)

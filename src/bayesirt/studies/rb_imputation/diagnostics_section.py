@@ -123,8 +123,10 @@ def section(tables: dict, facts: dict) -> str:
         "",
         f"Each objective refitted on the first {fits.rep.nunique()} masks of the seed's design (500 persons, "
         "15% MCAR), with the run's masks, imputation models, reference and fit seeds, at the run's training and "
-        "again with the steps doubled; the signed mean of log(a / a complete) over items says which way an "
-        f"objective pulls the discriminations ({made_by(part_facts(facts, 'seed_design_fits'))}; "
+        "again with the steps doubled (the doubled fits against the complete-data reference refitted with its steps "
+        "doubled too: it also stops with its loss still falling); the signed mean of log(a / a complete) over "
+        "items says which way an objective pulls the discriminations "
+        f"({made_by(part_facts(facts, 'seed_design_fits'))}; "
         "`bayesirt.studies.rb_imputation.diagnostics`).",
         "",
         *markdown_table(summary(fits)),
@@ -143,7 +145,8 @@ def section(tables: dict, facts: dict) -> str:
     if full is not None and not full.empty:
         parts += [
             f"The conditions the full data's rows compare, refitted on the first {full.rep.nunique()} masks of "
-            f"`{full.dataset.iloc[0]}` (15% MCAR) the same way, at the run's training and with the steps doubled "
+            f"`{full.dataset.iloc[0]}` (15% MCAR) the same way, at the run's training and with the steps doubled, the "
+            "reference's too "
             f"({made_by(part_facts(facts, 'full_data_fits'))}): every full-data fit of the run stopped with its loss "
             "still falling, so a row there keeps its verdict only where doubling does not move it (the row says so).",
             "",

@@ -30,6 +30,7 @@ it. The page's section is ``diagnostics_section``.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -68,7 +69,7 @@ CONDITIONS = (
 )
 # the conditions the full data set's rows compare (15% MCAR): each objective at the seed's M against
 # zero-fill, the Rao-Blackwellized against naive averaging, and the sweep's ends (M = 1 and 10)
-FULL_DATA_CONDITIONS = CONDITIONS[:8]
+FULL_DATA_CONDITIONS = tuple(c for c in CONDITIONS if c[0] != "importance_weighted")
 FIT_COLUMNS = [
     "dataset",
     "rep",
@@ -193,8 +194,6 @@ def doubled_reference(config: dict, dataset: str, root: Path) -> pd.DataFrame:
     """The estimates of ``dataset``'s complete-data reference refitted for exactly twice the steps
     its run's fit took (its data and seed as the workflow's ``fit_reference``): the doubled fits
     are compared with it, since the reference, too, may stop with its loss still falling."""
-    import json
-
     from bayesirt.studies.rb_imputation import data, methods
     from bayesirt.studies.rb_imputation.conditions import COMPLETE
     from bayesirt.studies.rb_imputation.settings import Settings

@@ -162,3 +162,31 @@ def test_the_doubled_cap_is_the_design_only(tmp_path):
     )
     assert doubled.design("normal") == study.design("normal")
     assert dataclasses.replace(doubled, designs=study.designs) == study
+
+
+def with_normal(fits: pd.DataFrame, reps: int = 3) -> pd.DataFrame:
+    """``fits`` and a normal design's pairs that met their stopping rule, IWAVB's held-out
+    log-likelihood a little off IWAE's (no gain either way)."""
+    rng = np.random.default_rng(5)
+    normal = fits[fits.rep < reps].assign(design="normal_p5", converged=True, status="converged")
+    return pd.concat([fits, normal.assign(loglik_independent=-20.0 + 0.01 * rng.standard_normal(len(normal)))])
+
+
+def gain_row(fits, doubled=None):
+    (row,) = [c for c in reproduction.simulation_claims(fits, doubled) if c.claim.startswith("IWAVB's gain over")]
+    return row
+
+
+def test_the_gain_row_takes_the_doubling_check_of_the_mixture_pairs():
+    # IWAVB's held-out log-likelihood 0.1 below IWAE's on the mixture (gain -0.1), about 0 on normal
+    fits, doubled = pairs(0.1)
+    fits = with_normal(fits)
+    assert gain_row(fits).verdict == "inconclusive"  # unconverged mixture fits, no check
+    kept = gain_row(fits, doubled)
+    assert kept.verdict == "contradicted" and "so the verdict stands" in kept.why
+    # one mixture replication not refitted: a check of some of the values keeps no verdict
+    some = gain_row(fits, doubled[doubled.rep > 0])
+    assert some.verdict == "inconclusive" and "Doubling the steps of 6 of the 7 values" in some.why
+    _, moved = pairs(0.1, doubled_gap=0.4)
+    capped = gain_row(fits, moved)
+    assert capped.verdict == "inconclusive" and "not less than its interval" in capped.why

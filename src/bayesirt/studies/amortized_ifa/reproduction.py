@@ -22,6 +22,8 @@ from bayesirt.studies.amortized_ifa.reproduction_pairs import (
     PAIRS,
     PARAMETERS,
     as_pair,
+    gain_claim,
+    gains_of,
     named,
     pair_doubling,
     paired_claim,
@@ -105,7 +107,8 @@ def simulation_claims(fits: pd.DataFrame, doubled: pd.DataFrame | None = None) -
     """The simulations' claims on the pair's fits; ``doubled``: the diagnostics' doubling check of
     the same pair (``doubling``), which a claim on fits that did not all meet their stopping rule
     needs to keep its verdict."""
-    rows, gains = [], {}  # gains: IWAVB's held-out log-likelihood over IWAE's per replication, by latent
+    # gains: IWAVB's held-out log-likelihood over IWAE's per replication, by latent; twice: doubled
+    rows, gains, twice = [], {}, {}
     for latent in ("normal", "mixture"):
         f = fits[fits.design.map(LATENT) == latent]
         if f.empty:
@@ -140,9 +143,9 @@ def simulation_claims(fits: pd.DataFrame, doubled: pd.DataFrame | None = None) -
                     source=mse_source(latent, par),
                 )
             rows.append(rests_on(claim, f, doubling=pair_doubling(d, column)))
-        loglik = per_replication(f, "loglik_independent")
-        if {"iwavb", "iwae"} <= set(loglik.columns):
-            gains[latent] = loglik.iwavb - loglik.iwae
+        pair_gains = gains_of(f, d)
+        if pair_gains is not None:
+            gains[latent], twice[latent] = pair_gains
         for column, metric in LOGLIK_METRICS.items():
             if column not in f or not f[column].notna().any():
                 continue  # a run collected before the page kept the seed's metric
@@ -156,22 +159,7 @@ def simulation_claims(fits: pd.DataFrame, doubled: pd.DataFrame | None = None) -
             )
             rows.append(rests_on(claim, f, doubling=pair_doubling(d, column)))
     if len(gains) == 2:
-        v = verdicts.two_group_verdict(
-            gains["mixture"],
-            gains["normal"],
-            direction="higher",
-            labels=("mixture", "normal latents"),
-            subject="IWAVB's held-out log-likelihood gain over IWAE per replication",
-        )
-        claim = Claim(
-            "IWAVB's gain over IWAE is larger with multimodal latents",
-            "Figures 9 and 12: no number",
-            f"gain per person: mixture {describe(gains['mixture'], 4)}; normal {describe(gains['normal'], 4)}",
-            from_verdict(v),
-            clean(page_sentence(v)),
-            BOTH,
-        )
-        rows.append(rests_on(claim, fits))
+        rows.append(gain_claim(gains, twice, fits))
     normal = fits[fits.design.map(LATENT) == "normal"]
     if len(normal) and normal.intercept_mse.notna().any():
         rows.append(rests_on(intercept_claim(normal), normal))

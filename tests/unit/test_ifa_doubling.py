@@ -190,3 +190,10 @@ def test_the_gain_row_takes_the_doubling_check_of_the_mixture_pairs():
     _, moved = pairs(0.1, doubled_gap=0.4)
     capped = gain_row(fits, moved)
     assert capped.verdict == "inconclusive" and "not less than its interval" in capped.why
+
+
+def test_the_section_says_how_many_data_sets_of_each_design_it_covers():
+    both = pd.DataFrame({"design": ["mixture_p1"] * 2 + ["mixture_p3"], "rep": [0, 1, 0]})
+    assert doubling.data_sets(both) == "2 data sets (`mixture_p3`: 1)"
+    assert doubling.data_sets(both[both.design == "mixture_p1"]) == "2 data sets"
+    assert doubling.data_sets(both[both.design == "mixture_p3"]) == "1 data set"

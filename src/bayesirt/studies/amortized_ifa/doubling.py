@@ -200,7 +200,7 @@ def section(doubled: pd.DataFrame | None, made: str) -> list[str]:
     return [
         "## Diagnostics: twice the step cap",
         "",
-        f"The mixture designs' fits on their first {doubled.rep.nunique()} data sets, as the run fitted them and "
+        f"The mixture designs' fits on their first {data_sets(doubled)}, as the run fitted them and "
         f"again with twice the step cap, all else the same ({made}; `bayesirt.studies.amortized_ifa.doubling`; "
         "a block whose fits all met their stopping rule is not refitted, as a larger cap stops them at the same "
         "step): where the fits behind a claim did not all meet their stopping rule, the claim keeps its verdict "
@@ -210,6 +210,15 @@ def section(doubled: pd.DataFrame | None, made: str) -> list[str]:
         "",
         *provenance(doubled),
     ]
+
+
+def data_sets(doubled: pd.DataFrame) -> str:
+    """How many data sets of each design the check covers, in words: "2 data sets", or where the
+    designs differ (a design run with fewer replications), "2 data sets (`mixture_p3`: 1)"."""
+    per_design = doubled.groupby("design", sort=False).rep.nunique()
+    most = int(per_design.max())
+    fewer = [f"`{d}`: {n}" for d, n in per_design.items() if n < most]
+    return f"{most} data set{'s' if most != 1 else ''}" + (f" ({'; '.join(fewer)})" if fewer else "")
 
 
 def provenance(doubled: pd.DataFrame) -> list[str]:
